@@ -1,0 +1,612 @@
+//! # cohort-build: Rust kernels → PTX, from `build.rs`
+//!
+//! The counterpart of Rust-CUDA's `cuda_builder` for rustc's own `nvptx64-nvidia-cuda` target.
+//! A kernels crate calls it from its own `build.rs`:
+//!
+//! ```no_run
+//! // kernels-gpu/build.rs
+//! fn main() {
+//!     cohort_build::Builder::for_build_script().build_or_exit();
+//! }
+//! ```
+//!
+//! and includes the result on the host with `cohort_runtime::include_ptx!()`, which defines
+//! `pub static PTX: cohort_runtime::PtxSet` (every module, embedded: no run-time paths).
+//!
+//! What a build does, per architecture (default `sm_80` and `sm_90`; `COHORT_ARCHS=sm_80,sm_90,…`
+//! or [`Builder::archs`] to change):
+//!
+//! 1. checks the toolchain: a nightly `rustc` with the `rust-src`, `llvm-tools` and
+//!    `llvm-bitcode-linker` components, else fails naming the command that fixes it;
+//! 2. runs `cargo rustc --lib --crate-type cdylib --release --target nvptx64-nvidia-cuda
+//!    -Zbuild-std=core` on the crate with `-Ctarget-cpu=sm_XX`, in its own target directory
+//!    (`<target>/cohort-ptx/<crate>/sm_XX`, so no lock is shared with the outer build), with
+//!    the outer build's `RUSTFLAGS`, wrappers and profile overrides removed. rustc's
+//!    `llvm-bitcode-linker` writes the `.ptx`;
+//! 3. when `ptxas` is found (`COHORT_PTXAS`, `PATH`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`),
+//!    assembles the PTX for its architecture and records each kernel's registers, spills,
+//!    stack and shared memory, which end up in the [`PtxSet`](../cohort_runtime/struct.PtxSet.html);
+//! 4. emits `rerun-if-changed` for every source file the kernels were built from (the crate
+//!    and its path dependencies, from rustc's dep-info), so host-only edits elsewhere never
+//!    rebuild PTX.
+//!
+//! Inside the nested build (`TARGET=nvptx64-…`) the builder does nothing, so the kernels crate's
+//! own `build.rs` cannot recurse.
+
+use std::env;
+use std::fmt;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+mod ptxas;
+
+pub use ptxas::{KernelResources, parse_ptxas_output};
+
+/// Where ptxas would be found: `COHORT_PTXAS`, `PATH`, `$CUDA_PATH/bin`, `$CUDA_HOME/bin`,
+/// `/usr/local/cuda/bin`.
+#[must_use]
+pub fn ptxas_path() -> Option<PathBuf> {
+    ptxas::find()
+}
+
+/// The nvptx target triple.
+pub const TARGET: &str = "nvptx64-nvidia-cuda";
+/// Architectures built when nothing else is asked for.
+pub const DEFAULT_ARCHS: &[u32] = &[80, 90];
+
+/// Builds one kernels crate to PTX.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    crate_dir: PathBuf,
+    archs: Vec<u32>,
+    out_dir: Option<PathBuf>,
+    target_dir: Option<PathBuf>,
+    rustflags: Vec<String>,
+    ptxas: PtxasMode,
+}
+
+/// Whether to run `ptxas` on the output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PtxasMode {
+    /// If it can be found (the default).
+    IfFound,
+    /// Always; fail if it cannot be found.
+    Required,
+    /// Never.
+    Off,
+}
+
+/// One PTX module produced by a build.
+#[derive(Clone, Debug)]
+pub struct PtxModule {
+    /// Compute capability × 10 (`80` for `sm_80`).
+    pub arch: u32,
+    /// Path of the `.ptx` file.
+    pub path: PathBuf,
+    /// What `ptxas -v` reported per kernel (empty when ptxas did not run).
+    pub resources: Vec<KernelResources>,
+    /// The `ptxas --version` line, when it ran.
+    pub ptxas: Option<String>,
+}
+
+/// The result of [`Builder::build`].
+#[derive(Clone, Debug)]
+pub struct Built {
+    /// The crate's library name (`cohort_kernels`).
+    pub lib_name: String,
+    /// One module per architecture, in the order asked.
+    pub modules: Vec<PtxModule>,
+    /// Source files the modules were built from (for `rerun-if-changed`).
+    pub sources: Vec<PathBuf>,
+}
+
+/// Why a build failed. The message names the fix where there is one.
+#[derive(Debug)]
+pub enum BuildError {
+    /// The toolchain cannot build nvptx (stable rustc, missing components).
+    Toolchain(String),
+    /// rustc rejected the kernels; `diagnostics` holds its messages with file:line.
+    Compile {
+        /// Which architecture.
+        arch: u32,
+        /// rustc's messages.
+        diagnostics: String,
+    },
+    /// ptxas rejected a module.
+    Ptxas {
+        /// Which architecture.
+        arch: u32,
+        /// ptxas' messages.
+        message: String,
+    },
+    /// Anything else (I/O, bad configuration).
+    Other(String),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Toolchain(m) | BuildError::Other(m) => f.write_str(m),
+            BuildError::Compile { arch, diagnostics } => {
+                write!(f, "building the kernels for sm_{arch} failed:\n{diagnostics}")
+            }
+            BuildError::Ptxas { arch, message } => write!(f, "ptxas rejected the sm_{arch} PTX:\n{message}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl Builder {
+    /// A builder for the kernels crate at `crate_dir` (the directory with its `Cargo.toml`).
+    pub fn new(crate_dir: impl AsRef<Path>) -> Self {
+        Self {
+            crate_dir: crate_dir.as_ref().to_path_buf(),
+            archs: DEFAULT_ARCHS.to_vec(),
+            out_dir: None,
+            target_dir: None,
+            rustflags: Vec::new(),
+            ptxas: PtxasMode::IfFound,
+        }
+    }
+
+    /// A builder for the crate whose `build.rs` is running (`CARGO_MANIFEST_DIR`), writing to
+    /// `OUT_DIR`.
+    ///
+    /// # Panics
+    /// Outside a build script (no `CARGO_MANIFEST_DIR`).
+    pub fn for_build_script() -> Self {
+        let dir = env::var_os("CARGO_MANIFEST_DIR").expect("Builder::for_build_script must run inside build.rs");
+        Self::new(dir)
+    }
+
+    /// The architectures to build, as `sm_XX` numbers (`&[80, 90]`). `COHORT_ARCHS` overrides.
+    #[must_use]
+    pub fn archs(mut self, archs: &[u32]) -> Self {
+        self.archs = archs.to_vec();
+        self
+    }
+
+    /// Where the `.ptx` files go (default `OUT_DIR`).
+    #[must_use]
+    pub fn out_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// The nested build's target directory (default: beside the outer one, in `cohort-ptx/`).
+    #[must_use]
+    pub fn target_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.target_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// An extra rustc flag for the device build (`-Ctarget-feature=+ptx80`, …).
+    #[must_use]
+    pub fn rustflag(mut self, flag: impl Into<String>) -> Self {
+        self.rustflags.push(flag.into());
+        self
+    }
+
+    /// Whether to run ptxas (default [`PtxasMode::IfFound`]; `COHORT_REQUIRE_PTXAS=1` makes it
+    /// [`PtxasMode::Required`]).
+    #[must_use]
+    pub fn ptxas(mut self, mode: PtxasMode) -> Self {
+        self.ptxas = mode;
+        self
+    }
+
+    /// Whether this build script runs inside the nested device build (then there is nothing
+    /// to do).
+    #[must_use]
+    pub fn is_nested() -> bool {
+        env::var("TARGET").is_ok_and(|t| t.starts_with("nvptx64"))
+    }
+
+    /// Runs the build from a build script: prints `cargo::` directives, writes
+    /// `OUT_DIR/cohort_ptx.rs` for `cohort_runtime::include_ptx!()`, and on failure prints the
+    /// errors (file:line) and exits with status 1.
+    pub fn build_or_exit(self) {
+        if Self::is_nested() {
+            return;
+        }
+        for var in ["COHORT_ARCHS", "COHORT_PTXAS", "COHORT_REQUIRE_PTXAS", "CUDA_PATH", "CUDA_HOME"] {
+            println!("cargo::rerun-if-env-changed={var}");
+        }
+        let manifest = self.crate_dir.join("Cargo.toml");
+        println!("cargo::rerun-if-changed={}", manifest.display());
+        println!("cargo::rerun-if-changed=build.rs");
+        match self.build() {
+            Ok(built) => {
+                for src in &built.sources {
+                    println!("cargo::rerun-if-changed={}", src.display());
+                }
+                if let Some(lock) = find_upwards(&self.crate_dir, "Cargo.lock") {
+                    println!("cargo::rerun-if-changed={}", lock.display());
+                }
+                let out = self.out_dir.clone().or_else(|| env::var_os("OUT_DIR").map(PathBuf::from)).expect("OUT_DIR");
+                let rs = generate_rust(&built);
+                if let Err(e) = write_if_changed(&out.join("cohort_ptx.rs"), rs.as_bytes()) {
+                    fail(&format!("cannot write cohort_ptx.rs: {e}"));
+                }
+            }
+            Err(e) => {
+                if let BuildError::Compile { diagnostics, .. } = &e {
+                    for line in first_errors(diagnostics) {
+                        println!("cargo::error={line}");
+                    }
+                }
+                fail(&e.to_string());
+            }
+        }
+    }
+
+    /// Builds every architecture; returns the modules and the sources they came from.
+    ///
+    /// # Errors
+    /// See [`BuildError`].
+    pub fn build(&self) -> Result<Built, BuildError> {
+        let archs = archs_from_env()?.unwrap_or_else(|| self.archs.clone());
+        if archs.is_empty() {
+            return Err(BuildError::Other("no architectures to build (COHORT_ARCHS is empty)".into()));
+        }
+        let tc = Toolchain::check()?;
+        let out_dir = self
+            .out_dir
+            .clone()
+            .or_else(|| env::var_os("OUT_DIR").map(PathBuf::from))
+            .ok_or_else(|| BuildError::Other("no OUT_DIR: call out_dir() outside build scripts".into()))?;
+        let crate_dir = fs::canonicalize(&self.crate_dir)
+            .map_err(|e| BuildError::Other(format!("kernels crate {}: {e}", self.crate_dir.display())))?;
+        let pkg = package_name(&crate_dir)?;
+        let lib_name = pkg.replace('-', "_");
+        let target_root = self.target_dir.clone().unwrap_or_else(|| default_target_root(&out_dir).join(&pkg));
+        let ptxas = match (&self.ptxas, env::var("COHORT_REQUIRE_PTXAS").as_deref()) {
+            (PtxasMode::Off, _) => None,
+            (_, Ok("1")) | (PtxasMode::Required, _) => Some(ptxas::find().ok_or_else(|| {
+                BuildError::Toolchain(
+                    "ptxas is required (COHORT_REQUIRE_PTXAS=1) but was not found: set COHORT_PTXAS=/path/to/ptxas, \
+                     put CUDA's bin directory on PATH, or `pip install nvidia-cuda-nvcc==13.0.88`"
+                        .into(),
+                )
+            })?),
+            (PtxasMode::IfFound, _) => ptxas::find(),
+        };
+
+        let mut modules = Vec::new();
+        let mut sources = Vec::new();
+        for &arch in &archs {
+            let dir = target_root.join(format!("sm_{arch}"));
+            let ptx = self.build_arch(&tc, &crate_dir, &lib_name, arch, &dir)?;
+            let dest = out_dir.join(format!("{lib_name}.sm_{arch}.ptx"));
+            let text = fs::read(&ptx).map_err(|e| BuildError::Other(format!("reading {}: {e}", ptx.display())))?;
+            write_if_changed(&dest, &text).map_err(|e| BuildError::Other(format!("writing {}: {e}", dest.display())))?;
+            let dep_info = ptx.with_extension("d");
+            for src in read_dep_info(&dep_info, &tc.sysroot) {
+                if !sources.contains(&src) {
+                    sources.push(src);
+                }
+            }
+            let (resources, version) = match &ptxas {
+                Some(bin) => {
+                    let (res, ver) = ptxas::run(bin, &dest, arch, &out_dir)
+                        .map_err(|message| BuildError::Ptxas { arch, message })?;
+                    (res, Some(ver))
+                }
+                None => (Vec::new(), None),
+            };
+            modules.push(PtxModule { arch, path: dest, resources, ptxas: version });
+        }
+        Ok(Built { lib_name, modules, sources })
+    }
+
+    fn build_arch(&self, tc: &Toolchain, crate_dir: &Path, lib_name: &str, arch: u32, dir: &Path) -> Result<PathBuf, BuildError> {
+        let mut flags = vec![format!("-Ctarget-cpu=sm_{arch}")];
+        flags.extend(self.rustflags.iter().cloned());
+        let mut cmd = Command::new(&tc.cargo);
+        cmd.arg("rustc")
+            .arg("--manifest-path")
+            .arg(crate_dir.join("Cargo.toml"))
+            .args(["--lib", "--crate-type", "cdylib", "--release", "--target", TARGET, "-Zbuild-std=core"])
+            .arg("--target-dir")
+            .arg(dir)
+            .arg("--color")
+            .arg(if env::var_os("CARGO_TERM_COLOR").is_some_and(|c| c == "always") { "always" } else { "never" })
+            .current_dir(crate_dir);
+        // The outer build's settings must not leak into the device build.
+        for (key, _) in env::vars_os() {
+            let k = key.to_string_lossy();
+            if k == "RUSTFLAGS"
+                || k == "CARGO_ENCODED_RUSTFLAGS"
+                || k == "RUSTDOCFLAGS"
+                || k == "RUSTC_WRAPPER"
+                || k == "RUSTC_WORKSPACE_WRAPPER"
+                || k == "CARGO_TARGET_DIR"
+                || k == "CARGO_BUILD_TARGET"
+                || k.starts_with("CARGO_BUILD_")
+                || k.starts_with("CARGO_TARGET_")
+                || k.starts_with("CARGO_PROFILE_")
+                || k.starts_with("CARGO_CFG_")
+                || k == "CARGO_INCREMENTAL"
+                || k == "__CARGO_FIX_PLZ"
+            {
+                cmd.env_remove(&key);
+            }
+        }
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"))
+            .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3")
+            .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+            .env("CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS", "false")
+            .env("CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS", "false")
+            .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "false")
+            .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")
+            .env("RUSTC", &tc.rustc)
+            .env("COHORT_PTX_BUILD", "1");
+        let out = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| BuildError::Toolchain(format!("cannot run {}: {e}", tc.cargo.display())))?;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !out.status.success() {
+            return Err(BuildError::Compile { arch, diagnostics: stderr });
+        }
+        // Surface kernel warnings in the outer build.
+        for line in stderr.lines().filter(|l| l.starts_with("warning:") && !l.contains("generated") && !l.contains("build-std")) {
+            println!("cargo::warning=kernels (sm_{arch}): {}", line.trim_start_matches("warning: "));
+        }
+        let rel = dir.join(TARGET).join("release");
+        let ptx = rel.join(format!("{lib_name}.ptx"));
+        if ptx.exists() {
+            Ok(ptx)
+        } else {
+            Err(BuildError::Other(format!(
+                "the device build succeeded but wrote no {} (is `{lib_name}` the crate's library name?)",
+                ptx.display()
+            )))
+        }
+    }
+}
+
+/// A located toolchain that can build nvptx.
+struct Toolchain {
+    cargo: PathBuf,
+    rustc: PathBuf,
+    sysroot: PathBuf,
+}
+
+impl Toolchain {
+    fn check() -> Result<Self, BuildError> {
+        let cargo = env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| "cargo".into());
+        let rustc = env::var_os("RUSTC").map(PathBuf::from).unwrap_or_else(|| "rustc".into());
+        let fix = "run `rustup toolchain install` in the workspace root (it reads rust-toolchain.toml)";
+        let vv = Command::new(&rustc)
+            .arg("-vV")
+            .output()
+            .map_err(|e| BuildError::Toolchain(format!("cannot run rustc ({}): {e}; {fix}", rustc.display())))?;
+        let vv = String::from_utf8_lossy(&vv.stdout).into_owned();
+        let release = vv.lines().find_map(|l| l.strip_prefix("release: ")).unwrap_or("").to_string();
+        let host = vv.lines().find_map(|l| l.strip_prefix("host: ")).unwrap_or("").to_string();
+        if !(release.contains("nightly") || release.contains("dev")) {
+            return Err(BuildError::Toolchain(format!(
+                "rustc {release} is not a nightly: building kernels needs nightly (nvptx64, -Zbuild-std, abi_ptx); {fix}"
+            )));
+        }
+        let sysroot = Command::new(&rustc)
+            .args(["--print", "sysroot"])
+            .output()
+            .map_err(|e| BuildError::Toolchain(format!("rustc --print sysroot: {e}")))?;
+        let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+        let tc_name = sysroot.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let mut missing = Vec::new();
+        if !sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml").exists() {
+            missing.push("rust-src");
+        }
+        let bin = sysroot.join("lib/rustlib").join(&host).join("bin");
+        if !bin.join("llc").exists() || !bin.join("opt").exists() {
+            missing.push("llvm-tools");
+        }
+        if !bin.join("self-contained/llvm-bitcode-linker").exists() && !bin.join("llvm-bitcode-linker").exists() {
+            missing.push("llvm-bitcode-linker");
+        }
+        if !missing.is_empty() {
+            return Err(BuildError::Toolchain(format!(
+                "toolchain {tc_name} lacks component(s) {}: run `rustup component add {} --toolchain {tc_name}` \
+                 (or `rustup toolchain install` in the workspace root)",
+                missing.join(", "),
+                missing.join(" ")
+            )));
+        }
+        Ok(Self { cargo, rustc, sysroot })
+    }
+}
+
+fn archs_from_env() -> Result<Option<Vec<u32>>, BuildError> {
+    let Ok(v) = env::var("COHORT_ARCHS") else { return Ok(None) };
+    let mut out = Vec::new();
+    for part in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let num = part.trim_start_matches("sm_").trim_start_matches("compute_");
+        let n: u32 = num
+            .parse()
+            .map_err(|_| BuildError::Other(format!("COHORT_ARCHS: `{part}` is not an architecture like sm_80")))?;
+        if n < 70 {
+            return Err(BuildError::Other(format!("COHORT_ARCHS: sm_{n} is below sm_70, the oldest Cohort supports")));
+        }
+        out.push(n);
+    }
+    Ok(Some(out))
+}
+
+fn package_name(crate_dir: &Path) -> Result<String, BuildError> {
+    if let Ok(name) = env::var("CARGO_PKG_NAME")
+        && env::var_os("CARGO_MANIFEST_DIR").is_some_and(|d| fs::canonicalize(d).ok().as_deref() == Some(crate_dir))
+    {
+        return Ok(name);
+    }
+    let toml = fs::read_to_string(crate_dir.join("Cargo.toml"))
+        .map_err(|e| BuildError::Other(format!("{}: {e}", crate_dir.join("Cargo.toml").display())))?;
+    let mut in_package = false;
+    for line in toml.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            in_package = l == "[package]";
+        } else if in_package && let Some(rest) = l.strip_prefix("name") {
+            let v = rest.trim_start().trim_start_matches('=').trim().trim_matches('"');
+            return Ok(v.to_string());
+        }
+    }
+    Err(BuildError::Other(format!("no [package] name in {}", crate_dir.join("Cargo.toml").display())))
+}
+
+/// `<outer target dir>/cohort-ptx`, found from `OUT_DIR` by the `CACHEDIR.TAG` cargo writes at
+/// a target root (the outermost one, so that builds nested in `target/`, such as trybuild's,
+/// share the device build); `OUT_DIR/cohort-ptx` otherwise.
+fn default_target_root(out_dir: &Path) -> PathBuf {
+    out_dir
+        .ancestors()
+        .filter(|dir| dir.join("CACHEDIR.TAG").exists())
+        .last()
+        .map_or_else(|| out_dir.join("cohort-ptx"), |dir| dir.join("cohort-ptx"))
+}
+
+fn find_upwards(start: &Path, name: &str) -> Option<PathBuf> {
+    start.ancestors().map(|d| d.join(name)).find(|p| p.exists())
+}
+
+/// The sources listed in a dep-info file, minus the standard library and registry crates.
+fn read_dep_info(path: &Path, sysroot: &Path) -> Vec<PathBuf> {
+    let Ok(text) = fs::read_to_string(path) else { return Vec::new() };
+    let Some((_, deps)) = text.split_once(": ") else { return Vec::new() };
+    let cargo_home = env::var_os("CARGO_HOME").map(PathBuf::from);
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = deps.lines().next().unwrap_or("").chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&' ') => {
+                cur.push(' ');
+                chars.next();
+            }
+            ' ' => {
+                if !cur.is_empty() {
+                    out.push(PathBuf::from(std::mem::take(&mut cur)));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(PathBuf::from(cur));
+    }
+    out.retain(|p| {
+        !p.starts_with(sysroot)
+            && !cargo_home.as_ref().is_some_and(|h| p.starts_with(h))
+            && !p.components().any(|c| c.as_os_str() == ".cargo" || c.as_os_str() == ".rustup")
+    });
+    out
+}
+
+fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    let mut f = fs::File::create(path)?;
+    f.write_all(bytes)
+}
+
+/// The first few rustc errors, each with its `--> file:line:col`.
+fn first_errors(diagnostics: &str) -> Vec<String> {
+    let lines: Vec<&str> = diagnostics.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with("error") && !l.starts_with("error: could not compile") && !l.starts_with("error: aborting") {
+            let at = lines[i + 1..]
+                .iter()
+                .take(3)
+                .find_map(|n| n.trim_start().strip_prefix("--> "))
+                .map(|loc| format!(" at {loc}"))
+                .unwrap_or_default();
+            out.push(format!("{l}{at}"));
+            if out.len() == 5 {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn fail(msg: &str) -> ! {
+    eprintln!("\ncohort-build: {msg}");
+    std::process::exit(1);
+}
+
+/// The Rust source `cohort_runtime::include_ptx!()` includes.
+fn generate_rust(built: &Built) -> String {
+    let mut s = String::new();
+    s.push_str("// @generated by cohort-build. Do not edit.\n");
+    s.push_str("/// This crate's kernels as PTX, one module per architecture, with ptxas' resource report.\n");
+    s.push_str("pub static PTX: ::cohort_runtime::PtxSet = ::cohort_runtime::PtxSet {\n");
+    s.push_str(&format!("    crate_name: {:?},\n    modules: &[\n", built.lib_name));
+    for m in &built.modules {
+        s.push_str("        ::cohort_runtime::PtxModule {\n");
+        s.push_str(&format!("            arch: {},\n", m.arch));
+        s.push_str(&format!("            ptx: concat!(include_str!({:?}), \"\\0\"),\n", m.path.display().to_string()));
+        match &m.ptxas {
+            Some(v) => s.push_str(&format!("            ptxas: Some({v:?}),\n")),
+            None => s.push_str("            ptxas: None,\n"),
+        }
+        s.push_str("            resources: &[\n");
+        for r in &m.resources {
+            s.push_str(&format!(
+                "                ::cohort_runtime::KernelResources {{ name: {:?}, registers: {}, barriers: {}, shared_bytes: {}, \
+                 stack_frame_bytes: {}, cumulative_stack_bytes: {}, spill_store_bytes: {}, spill_load_bytes: {} }},\n",
+                r.name,
+                r.registers,
+                r.barriers,
+                r.shared_bytes,
+                r.stack_frame_bytes,
+                r.cumulative_stack_bytes,
+                r.spill_store_bytes,
+                r.spill_load_bytes
+            ));
+        }
+        s.push_str("            ],\n        },\n");
+    }
+    s.push_str("    ],\n};\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dep_info_skips_std_and_keeps_escaped_spaces() {
+        let dir = env::temp_dir().join(format!("cohort-build-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let d = dir.join("x.d");
+        fs::write(&d, "/t/x.ptx: /w/k/src/lib.rs /w/my\\ dir/a.rs /sys/lib/rustlib/src/core/lib.rs\n").unwrap();
+        let got = read_dep_info(&d, Path::new("/sys"));
+        assert_eq!(got, vec![PathBuf::from("/w/k/src/lib.rs"), PathBuf::from("/w/my dir/a.rs")]);
+    }
+
+    #[test]
+    fn errors_carry_their_location() {
+        let diag = "error[E0308]: mismatched types\n  --> kernels-gpu/src/lib.rs:10:5\n   |\nerror: aborting due to 1 previous error\n";
+        assert_eq!(first_errors(diag), vec!["error[E0308]: mismatched types at kernels-gpu/src/lib.rs:10:5".to_string()]);
+    }
+
+    #[test]
+    fn generated_rust_names_every_module() {
+        let built = Built {
+            lib_name: "k".into(),
+            modules: vec![PtxModule { arch: 80, path: "/o/k.sm_80.ptx".into(), resources: vec![], ptxas: None }],
+            sources: vec![],
+        };
+        let rs = generate_rust(&built);
+        assert!(rs.contains("arch: 80"), "{rs}");
+        assert!(rs.contains("include_str!(\"/o/k.sm_80.ptx\")"), "{rs}");
+    }
+}

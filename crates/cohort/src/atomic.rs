@@ -1,0 +1,669 @@
+//! Atomic operations on global and shared memory (Programming Guide §"Atomic Functions",
+//! PTX ISA §"Memory Consistency Model").
+//!
+//! [`Atomic<T, S>`] is a value of `T` in state space `S` ([`Global`], [`Shared`] or
+//! [`Generic`]) that threads update atomically. The usual names are aliases:
+//! [`AtomicU32`] = `Atomic<u32, Global>`, and so on. Every operation takes a
+//! [`core::sync::atomic::Ordering`] and runs at device scope; the `*_scoped` forms also take a
+//! [`Scope`]. Each is emitted as the PTX instruction with exactly those qualifiers
+//! (`atom.acq_rel.gpu.global.add.u32`, …), not through `core::sync::atomic`, whose nvptx
+//! lowering rustc does not get right in every case.
+//!
+//! | CUDA C++ | Cohort | PTX |
+//! |---|---|---|
+//! | `atomicAdd` | [`fetch_add`](Atomic::fetch_add), [`add`](Atomic::add) (no result) | `atom.add` / `red.add` |
+//! | `atomicSub` | [`fetch_sub`](Atomic::fetch_sub) | `atom.add` of the negation |
+//! | `atomicExch` | [`swap`](Atomic::swap) | `atom.exch` |
+//! | `atomicMin` / `atomicMax` | [`fetch_min`](Atomic::fetch_min), [`fetch_max`](Atomic::fetch_max) | `atom.min/max` (ints), CAS loop (floats) |
+//! | `atomicInc` / `atomicDec` | [`fetch_inc`](Atomic::fetch_inc), [`fetch_dec`](Atomic::fetch_dec) | `atom.inc/dec.u32`, CAS loop otherwise |
+//! | `atomicCAS` | [`compare_exchange`](Atomic::compare_exchange) | `atom.cas` |
+//! | `atomicAnd` / `Or` / `Xor` | [`fetch_and`](Atomic::fetch_and), [`fetch_or`](Atomic::fetch_or), [`fetch_xor`](Atomic::fetch_xor) | `atom.and/or/xor` |
+//! | (CAS loop by hand) | [`fetch_update`](Atomic::fetch_update) | `atom.cas` loop |
+//! | `cuda::atomic_ref::load/store` | [`load`](Atomic::load), [`store`](Atomic::store) | `ld.relaxed/acquire`, `st.relaxed/release` |
+//! | `cuda::thread_scope_*` | [`Scope`] | `.cta` / `.gpu` / `.sys` |
+//!
+//! Orderings map to PTX as the CUDA C++ memory model prescribes: `Relaxed` → `.relaxed`,
+//! `Acquire` → `.acquire`, `Release` → `.release`, `AcqRel` → `.acq_rel`, and `SeqCst` →
+//! `fence.sc.<scope>` followed by the `.acq_rel` (or `.acquire` load, `.release` store) form.
+//!
+//! **Floats.** `fetch_add`/`fetch_sub` are native (`atom.add.f32/.f64`). `fetch_min` and
+//! `fetch_max` are CAS loops with NumPy's `nanmin`/`nanmax` policy (IEEE `minNum`/`maxNum`, as
+//! CUDA's `fminf`/`fmaxf`): a NaN operand is ignored unless both are NaN. `fetch_min_nan` and
+//! `fetch_max_nan` follow NumPy's `min`/`max`: a NaN on either side wins and stays. Every CAS
+//! loop compares **bit patterns**, so it ends when the value holds a NaN too.
+
+use core::cell::UnsafeCell;
+use core::marker::PhantomData;
+pub use core::sync::atomic::Ordering;
+
+pub use crate::sync::Scope;
+
+/// State spaces an [`Atomic`] can live in.
+pub trait Space: sealed::Sealed + 'static {
+    /// Which one.
+    const KIND: SpaceKind;
+}
+
+/// The state space of an [`Atomic`], as a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpaceKind {
+    /// `.global`: device memory (`cudaMalloc`, kernel parameters).
+    Global,
+    /// `.shared`: the block's shared memory.
+    Shared,
+    /// Generic addressing: the hardware finds out at run time (a little slower).
+    Generic,
+}
+
+/// Device (global) memory.
+#[derive(Debug)]
+pub enum Global {}
+/// The block's shared memory.
+#[derive(Debug)]
+pub enum Shared {}
+/// Either; resolved by the hardware at run time.
+#[derive(Debug)]
+pub enum Generic {}
+
+impl Space for Global {
+    const KIND: SpaceKind = SpaceKind::Global;
+}
+impl Space for Shared {
+    const KIND: SpaceKind = SpaceKind::Shared;
+}
+impl Space for Generic {
+    const KIND: SpaceKind = SpaceKind::Generic;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Global {}
+    impl Sealed for super::Shared {}
+    impl Sealed for super::Generic {}
+}
+
+/// A `T` in state space `S` that threads access atomically.
+///
+/// It has the layout of `T`, so a device buffer of `u32` is a slice of `Atomic<u32>` for a
+/// kernel (the host passes `&mut DeviceBuffer<u32>` to a `&[AtomicU32]` parameter and reads
+/// plain `u32` back).
+#[repr(transparent)]
+pub struct Atomic<T, S: Space = Global> {
+    v: UnsafeCell<T>,
+    _space: PhantomData<S>,
+}
+
+// SAFETY: every access to the value goes through atomic PTX instructions.
+unsafe impl<T: Send, S: Space> Sync for Atomic<T, S> {}
+// SAFETY: as above; moving the cell moves a plain `T`.
+unsafe impl<T: Send, S: Space> Send for Atomic<T, S> {}
+
+impl<T: core::fmt::Debug, S: Space> core::fmt::Debug for Atomic<T, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Atomic { .. }")
+    }
+}
+
+/// `Atomic<u32>` in global memory.
+pub type AtomicU32 = Atomic<u32, Global>;
+/// `Atomic<i32>` in global memory.
+pub type AtomicI32 = Atomic<i32, Global>;
+/// `Atomic<u64>` in global memory.
+pub type AtomicU64 = Atomic<u64, Global>;
+/// `Atomic<i64>` in global memory.
+pub type AtomicI64 = Atomic<i64, Global>;
+/// `Atomic<f32>` in global memory.
+pub type AtomicF32 = Atomic<f32, Global>;
+/// `Atomic<f64>` in global memory.
+pub type AtomicF64 = Atomic<f64, Global>;
+
+impl<T, S: Space> Atomic<T, S> {
+    /// A new atomic holding `v` (for statics and shared-memory initial values).
+    #[must_use]
+    pub const fn new(v: T) -> Self {
+        Self { v: UnsafeCell::new(v), _space: PhantomData }
+    }
+
+    /// Views `ptr` as an atomic.
+    ///
+    /// # Safety
+    /// `ptr` must be valid and aligned for `T` for `'a`, lie in state space `S`, and be
+    /// accessed only atomically for `'a`.
+    #[must_use]
+    pub const unsafe fn from_ptr<'a>(ptr: *mut T) -> &'a Self {
+        // SAFETY: `Atomic<T, S>` is `repr(transparent)` over `T`; the rest is the caller's.
+        unsafe { &*(ptr as *const Self) }
+    }
+
+    /// The address of the value.
+    #[must_use]
+    pub const fn as_ptr(&self) -> *mut T {
+        self.v.get()
+    }
+
+    /// The value, through exclusive access (no atomics needed).
+    pub fn get_mut(&mut self) -> &mut T {
+        self.v.get_mut()
+    }
+
+    /// Consumes the atomic.
+    pub fn into_inner(self) -> T {
+        self.v.into_inner()
+    }
+}
+
+/// The single PTX `.sem` for a compare-and-swap with separate success and failure orderings.
+#[inline(always)]
+const fn cas_order(success: Ordering, failure: Ordering) -> Ordering {
+    use Ordering::*;
+    match (success, failure) {
+        (SeqCst, _) | (_, SeqCst) => SeqCst,
+        (AcqRel, _) | (Release, Acquire) => AcqRel,
+        (Relaxed, Acquire) => Acquire,
+        (s, _) => s,
+    }
+}
+
+// --- the dispatch from (ordering, scope, space) to one PTX string -----------------------------
+
+/// Emits `fence.sc.<scope>` for `SeqCst` and returns the PTX ordering to use after it.
+#[inline(always)]
+fn seq_cst_prefix(order: Ordering, scope: Scope) -> Ordering {
+    if let Ordering::SeqCst = order {
+        crate::sync::fence(scope);
+        Ordering::AcqRel
+    } else {
+        order
+    }
+}
+
+/// Expands `$m!(sem, scope, cvta, space; args…)` for the run-time (`order`, `scope`, space)
+/// triple; every choice is a constant after inlining, so one arm survives.
+macro_rules! dispatch {
+    // read-modify-write: all four PTX orderings
+    ($order:expr, $scope:expr, $space:expr, $m:ident; $($args:tt)*) => {
+        match $order {
+            Ordering::Relaxed => dispatch!(@scope "relaxed", $scope, $space, $m; $($args)*),
+            Ordering::Acquire => dispatch!(@scope "acquire", $scope, $space, $m; $($args)*),
+            Ordering::Release => dispatch!(@scope "release", $scope, $space, $m; $($args)*),
+            _ => dispatch!(@scope "acq_rel", $scope, $space, $m; $($args)*),
+        }
+    };
+    // loads: relaxed or acquire only (so no invalid PTX exists even in dead arms)
+    (load $order:expr, $scope:expr, $space:expr, $m:ident; $($args:tt)*) => {
+        match $order {
+            Ordering::Relaxed => dispatch!(@scope "relaxed", $scope, $space, $m; $($args)*),
+            _ => dispatch!(@scope "acquire", $scope, $space, $m; $($args)*),
+        }
+    };
+    // stores and reductions: relaxed or release only
+    (store $order:expr, $scope:expr, $space:expr, $m:ident; $($args:tt)*) => {
+        match $order {
+            Ordering::Relaxed => dispatch!(@scope "relaxed", $scope, $space, $m; $($args)*),
+            _ => dispatch!(@scope "release", $scope, $space, $m; $($args)*),
+        }
+    };
+    (@scope $sem:literal, $scope:expr, $space:expr, $m:ident; $($args:tt)*) => {
+        match $scope {
+            Scope::Block => dispatch!(@space $sem, "cta", $space, $m; $($args)*),
+            Scope::Device => dispatch!(@space $sem, "gpu", $space, $m; $($args)*),
+            Scope::System => dispatch!(@space $sem, "sys", $space, $m; $($args)*),
+        }
+    };
+    (@space $sem:literal, $sc:literal, $space:expr, $m:ident; $($args:tt)*) => {
+        match $space {
+            SpaceKind::Global => $m!($sem, $sc, "cvta.to.global.u64 %cohort_a, {p};", ".global"; $($args)*),
+            SpaceKind::Shared => $m!($sem, $sc, "cvta.to.shared.u64 %cohort_a, {p};", ".shared"; $($args)*),
+            SpaceKind::Generic => $m!($sem, $sc, "mov.b64 %cohort_a, {p};", ""; $($args)*),
+        }
+    };
+}
+
+/// `atom.<sem>.<scope><space>.<op>.<ty> r, [p], v;`
+macro_rules! atom2 {
+    ($sem:literal, $sc:literal, $cvta:literal, $sp:literal; $op:literal, $ty:literal, $class:ident, $p:expr, $v:expr, $t:ty) => {{
+        let r: $t;
+        // SAFETY: `$p` is a valid address of this atomic in the named state space (guaranteed by
+        // the `Atomic` type's constructors).
+        unsafe {
+            core::arch::asm!(
+                concat!("{{ .reg .b64 %cohort_a; ", $cvta, " atom.", $sem, ".", $sc, $sp, ".", $op, ".", $ty, " {r}, [%cohort_a], {v}; }}"),
+                p = in(reg64) $p, v = in($class) $v, r = out($class) r, options(nostack)
+            )
+        };
+        r
+    }};
+}
+
+/// `red.<sem>.<scope><space>.<op>.<ty> [p], v;` (`sem` is relaxed or release).
+macro_rules! red {
+    ($sem:literal, $sc:literal, $cvta:literal, $sp:literal; $op:literal, $ty:literal, $class:ident, $p:expr, $v:expr) => {{
+        // SAFETY: as for `atom2!`.
+        unsafe {
+            core::arch::asm!(
+                concat!("{{ .reg .b64 %cohort_a; ", $cvta, " red.", $sem, ".", $sc, $sp, ".", $op, ".", $ty, " [%cohort_a], {v}; }}"),
+                p = in(reg64) $p, v = in($class) $v, options(nostack)
+            )
+        };
+    }};
+}
+
+/// `atom.<sem>.<scope><space>.cas.<ty> r, [p], c, n;`
+macro_rules! cas {
+    ($sem:literal, $sc:literal, $cvta:literal, $sp:literal; $ty:literal, $class:ident, $p:expr, $c:expr, $n:expr, $t:ty) => {{
+        let r: $t;
+        // SAFETY: as for `atom2!`.
+        unsafe {
+            core::arch::asm!(
+                concat!("{{ .reg .b64 %cohort_a; ", $cvta, " atom.", $sem, ".", $sc, $sp, ".cas.", $ty, " {r}, [%cohort_a], {c}, {n}; }}"),
+                p = in(reg64) $p, c = in($class) $c, n = in($class) $n, r = out($class) r, options(nostack)
+            )
+        };
+        r
+    }};
+}
+
+/// `ld.<sem>.<scope><space>.<ty> r, [p];` (`sem` is relaxed or acquire).
+macro_rules! ld {
+    ($sem:literal, $sc:literal, $cvta:literal, $sp:literal; $ty:literal, $class:ident, $p:expr, $t:ty) => {{
+        let r: $t;
+        // SAFETY: as for `atom2!`.
+        unsafe {
+            core::arch::asm!(
+                concat!("{{ .reg .b64 %cohort_a; ", $cvta, " ld.", $sem, ".", $sc, $sp, ".", $ty, " {r}, [%cohort_a]; }}"),
+                p = in(reg64) $p, r = out($class) r, options(nostack)
+            )
+        };
+        r
+    }};
+}
+
+/// `st.<sem>.<scope><space>.<ty> [p], v;` (`sem` is relaxed or release).
+macro_rules! st {
+    ($sem:literal, $sc:literal, $cvta:literal, $sp:literal; $ty:literal, $class:ident, $p:expr, $v:expr) => {{
+        // SAFETY: as for `atom2!`.
+        unsafe {
+            core::arch::asm!(
+                concat!("{{ .reg .b64 %cohort_a; ", $cvta, " st.", $sem, ".", $sc, $sp, ".", $ty, " [%cohort_a], {v}; }}"),
+                p = in(reg64) $p, v = in($class) $v, options(nostack)
+            )
+        };
+    }};
+}
+
+/// The bit-level operations every atomic type shares (load, store, swap, CAS, CAS loops).
+macro_rules! atomic_common {
+    ($t:ty, $bits:ty, $b:literal, $class:ident, $to:expr, $from:expr) => {
+        impl<S: Space> Atomic<$t, S> {
+            #[inline(always)]
+            fn addr(&self) -> u64 {
+                self.v.get() as u64
+            }
+
+            /// Loads the value (`ld.relaxed` / `ld.acquire`; `SeqCst` adds `fence.sc`).
+            ///
+            /// # Panics
+            /// On `Release` or `AcqRel`, as `core::sync::atomic` does.
+            #[inline(always)]
+            #[must_use]
+            pub fn load(&self, order: Ordering) -> $t {
+                self.load_scoped(order, Scope::Device)
+            }
+
+            /// [`load`](Self::load) at `scope`.
+            #[inline(always)]
+            #[must_use]
+            pub fn load_scoped(&self, order: Ordering, scope: Scope) -> $t {
+                crate::host::on_device!("Atomic::load" => {
+                    let order = match order {
+                        Ordering::Release | Ordering::AcqRel => panic!("there is no Release or AcqRel load"),
+                        Ordering::SeqCst => { crate::sync::fence(scope); Ordering::Acquire }
+                        o => o,
+                    };
+                    let bits: $bits = dispatch!(load order, scope, S::KIND, ld; $b, $class, self.addr(), $bits);
+                    let from = $from;
+                    from(bits)
+                })
+            }
+
+            /// Stores `v` (`st.relaxed` / `st.release`; `SeqCst` adds `fence.sc`).
+            ///
+            /// # Panics
+            /// On `Acquire` or `AcqRel`, as `core::sync::atomic` does.
+            #[inline(always)]
+            pub fn store(&self, v: $t, order: Ordering) {
+                self.store_scoped(v, order, Scope::Device)
+            }
+
+            /// [`store`](Self::store) at `scope`.
+            #[inline(always)]
+            pub fn store_scoped(&self, v: $t, order: Ordering, scope: Scope) {
+                crate::host::on_device!("Atomic::store" => {
+                    let order = match order {
+                        Ordering::Acquire | Ordering::AcqRel => panic!("there is no Acquire or AcqRel store"),
+                        Ordering::SeqCst => { crate::sync::fence(scope); Ordering::Release }
+                        o => o,
+                    };
+                    let to = $to;
+                    let bits: $bits = to(v);
+                    dispatch!(store order, scope, S::KIND, st; $b, $class, self.addr(), bits)
+                })
+            }
+
+            /// Stores `v` and returns the previous value (`atomicExch`).
+            #[doc(alias = "atomicExch")]
+            #[inline(always)]
+            pub fn swap(&self, v: $t, order: Ordering) -> $t {
+                self.swap_scoped(v, order, Scope::Device)
+            }
+
+            /// [`swap`](Self::swap) at `scope`.
+            #[inline(always)]
+            pub fn swap_scoped(&self, v: $t, order: Ordering, scope: Scope) -> $t {
+                crate::host::on_device!("Atomic::swap" => {
+                    let order = seq_cst_prefix(order, scope);
+                    let to = $to;
+                    let from = $from;
+                    let bits: $bits = to(v);
+                    from(dispatch!(order, scope, S::KIND, atom2; "exch", $b, $class, self.addr(), bits, $bits))
+                })
+            }
+
+            /// `atomicCAS` in Rust's shape: if the value's bits equal `current`'s, store `new`;
+            /// `Ok(previous)` on success, `Err(actual)` otherwise. Compares **bit patterns**
+            /// (so a stored NaN compares equal to the same NaN).
+            #[doc(alias = "atomicCAS")]
+            #[inline(always)]
+            pub fn compare_exchange(&self, current: $t, new: $t, success: Ordering, failure: Ordering) -> Result<$t, $t> {
+                self.compare_exchange_scoped(current, new, success, failure, Scope::Device)
+            }
+
+            /// [`compare_exchange`](Self::compare_exchange) at `scope`.
+            #[inline(always)]
+            pub fn compare_exchange_scoped(&self, current: $t, new: $t, success: Ordering, failure: Ordering, scope: Scope) -> Result<$t, $t> {
+                let to = $to;
+                let from = $from;
+                let cur = to(current);
+                let old = self.cas_bits(cur, to(new), cas_order(success, failure), scope);
+                if old == cur { Ok(from(old)) } else { Err(from(old)) }
+            }
+
+            /// As [`compare_exchange`](Self::compare_exchange); a GPU CAS never fails
+            /// spuriously, so the two are the same.
+            #[inline(always)]
+            pub fn compare_exchange_weak(&self, current: $t, new: $t, success: Ordering, failure: Ordering) -> Result<$t, $t> {
+                self.compare_exchange(current, new, success, failure)
+            }
+
+            #[inline(always)]
+            fn cas_bits(&self, cur: $bits, new: $bits, order: Ordering, scope: Scope) -> $bits {
+                crate::host::on_device!("Atomic::compare_exchange" => {
+                    let order = seq_cst_prefix(order, scope);
+                    dispatch!(order, scope, S::KIND, cas; $b, $class, self.addr(), cur, new, $bits)
+                })
+            }
+
+            /// Applies `f` in a CAS loop until it succeeds or `f` returns `None`; returns
+            /// `Ok(previous)` or `Err(current)`. The loop compares bit patterns, so it ends on
+            /// NaN too. `f` may run several times.
+            #[inline(always)]
+            pub fn fetch_update<F: FnMut($t) -> Option<$t>>(&self, set_order: Ordering, fetch_order: Ordering, f: F) -> Result<$t, $t> {
+                self.fetch_update_scoped(set_order, fetch_order, Scope::Device, f)
+            }
+
+            /// [`fetch_update`](Self::fetch_update) at `scope`.
+            #[inline(always)]
+            pub fn fetch_update_scoped<F: FnMut($t) -> Option<$t>>(&self, set_order: Ordering, fetch_order: Ordering, scope: Scope, mut f: F) -> Result<$t, $t> {
+                let to = $to;
+                let from = $from;
+                let mut prev = to(self.load_scoped(fetch_order, scope));
+                loop {
+                    let Some(next) = f(from(prev)) else { return Err(from(prev)) };
+                    let seen = self.cas_bits(prev, to(next), cas_order(set_order, fetch_order), scope);
+                    if seen == prev {
+                        return Ok(from(prev));
+                    }
+                    prev = seen;
+                }
+            }
+
+            /// A CAS loop that stops without writing when `f` leaves the bits unchanged.
+            #[inline(always)]
+            fn rmw_loop(&self, order: Ordering, scope: Scope, mut f: impl FnMut($t) -> $t) -> $t {
+                let to = $to;
+                let from = $from;
+                let mut prev = to(self.load_scoped(Ordering::Relaxed, scope));
+                loop {
+                    let next = to(f(from(prev)));
+                    if next == prev {
+                        // Nothing to write; still give the ordering the caller asked for.
+                        match order {
+                            Ordering::Relaxed | Ordering::Release => {}
+                            _ => crate::sync::fence_acq_rel(scope),
+                        }
+                        return from(prev);
+                    }
+                    let seen = self.cas_bits(prev, next, order, scope);
+                    if seen == prev {
+                        return from(prev);
+                    }
+                    prev = seen;
+                }
+            }
+        }
+    };
+}
+
+/// Integer atomics: native add/min/max/and/or/xor, and inc/dec.
+macro_rules! atomic_int {
+    ($t:ty, $b:literal, $add:literal, $minmax:literal, $class:ident, native_incdec = $native:literal) => {
+        atomic_common!($t, $t, $b, $class, |v: $t| v, |v: $t| v);
+
+        impl<S: Space> Atomic<$t, S> {
+            atomic_int!(@rmw $t, $class, fetch_add, fetch_add_scoped, "add", $add, "atomicAdd", "Adds `v` (wrapping) and returns the previous value.");
+            atomic_int!(@rmw $t, $class, fetch_min, fetch_min_scoped, "min", $minmax, "atomicMin", "Stores the minimum of the value and `v`; returns the previous value.");
+            atomic_int!(@rmw $t, $class, fetch_max, fetch_max_scoped, "max", $minmax, "atomicMax", "Stores the maximum of the value and `v`; returns the previous value.");
+            atomic_int!(@rmw $t, $class, fetch_and, fetch_and_scoped, "and", $b, "atomicAnd", "Bitwise AND with `v`; returns the previous value.");
+            atomic_int!(@rmw $t, $class, fetch_or, fetch_or_scoped, "or", $b, "atomicOr", "Bitwise OR with `v`; returns the previous value.");
+            atomic_int!(@rmw $t, $class, fetch_xor, fetch_xor_scoped, "xor", $b, "atomicXor", "Bitwise XOR with `v`; returns the previous value.");
+
+            /// Subtracts `v` (wrapping) and returns the previous value (`atomicSub`).
+            #[doc(alias = "atomicSub")]
+            #[inline(always)]
+            pub fn fetch_sub(&self, v: $t, order: Ordering) -> $t {
+                self.fetch_add(v.wrapping_neg(), order)
+            }
+
+            /// [`fetch_sub`](Self::fetch_sub) at `scope`.
+            #[inline(always)]
+            pub fn fetch_sub_scoped(&self, v: $t, order: Ordering, scope: Scope) -> $t {
+                self.fetch_add_scoped(v.wrapping_neg(), order, scope)
+            }
+
+            /// Adds `v` without returning anything (`red.add`): cheaper when the old value is
+            /// not needed. `order` must be `Relaxed`, `Release` or `SeqCst`.
+            #[inline(always)]
+            pub fn add(&self, v: $t, order: Ordering) {
+                self.add_scoped(v, order, Scope::Device)
+            }
+
+            /// [`add`](Self::add) at `scope`.
+            #[inline(always)]
+            pub fn add_scoped(&self, v: $t, order: Ordering, scope: Scope) {
+                crate::host::on_device!("Atomic::add" => {
+                    let order = match seq_cst_prefix(order, scope) {
+                        Ordering::Relaxed => Ordering::Relaxed,
+                        Ordering::Release | Ordering::AcqRel => Ordering::Release,
+                        _ => panic!("`add` has no Acquire form; use `fetch_add`"),
+                    };
+                    dispatch!(store order, scope, S::KIND, red; "add", $add, $class, self.addr(), v)
+                })
+            }
+
+            /// `atomicInc`: stores `if old >= limit { 0 } else { old + 1 }`; returns `old`.
+            #[doc(alias = "atomicInc")]
+            #[inline(always)]
+            pub fn fetch_inc(&self, limit: $t, order: Ordering) -> $t {
+                self.fetch_inc_scoped(limit, order, Scope::Device)
+            }
+
+            /// `atomicDec`: stores `if old == 0 || old > limit { limit } else { old - 1 }`;
+            /// returns `old`.
+            #[doc(alias = "atomicDec")]
+            #[inline(always)]
+            pub fn fetch_dec(&self, limit: $t, order: Ordering) -> $t {
+                self.fetch_dec_scoped(limit, order, Scope::Device)
+            }
+
+            /// [`fetch_inc`](Self::fetch_inc) at `scope`.
+            #[inline(always)]
+            pub fn fetch_inc_scoped(&self, limit: $t, order: Ordering, scope: Scope) -> $t {
+                if $native {
+                    crate::host::on_device!("Atomic::fetch_inc" => {
+                        let order = seq_cst_prefix(order, scope);
+                        dispatch!(order, scope, S::KIND, atom2; "inc", "u32", $class, self.addr(), limit, $t)
+                    })
+                } else {
+                    self.rmw_loop(order, scope, |old| if old >= limit { 0 } else { old + 1 })
+                }
+            }
+
+            /// [`fetch_dec`](Self::fetch_dec) at `scope`.
+            #[inline(always)]
+            pub fn fetch_dec_scoped(&self, limit: $t, order: Ordering, scope: Scope) -> $t {
+                if $native {
+                    crate::host::on_device!("Atomic::fetch_dec" => {
+                        let order = seq_cst_prefix(order, scope);
+                        dispatch!(order, scope, S::KIND, atom2; "dec", "u32", $class, self.addr(), limit, $t)
+                    })
+                } else {
+                    self.rmw_loop(order, scope, |old| if old == 0 || old > limit { limit } else { old - 1 })
+                }
+            }
+        }
+    };
+    (@rmw $t:ty, $class:ident, $name:ident, $scoped:ident, $op:literal, $ty:literal, $alias:literal, $doc:literal) => {
+        #[doc = $doc]
+        #[doc = concat!("(`", $alias, "`; PTX `atom.", $op, ".", $ty, "`)")]
+        #[doc(alias = $alias)]
+        #[inline(always)]
+        pub fn $name(&self, v: $t, order: Ordering) -> $t {
+            self.$scoped(v, order, Scope::Device)
+        }
+
+        #[doc = concat!("[`", stringify!($name), "`](Self::", stringify!($name), ") at `scope`.")]
+        #[inline(always)]
+        pub fn $scoped(&self, v: $t, order: Ordering, scope: Scope) -> $t {
+            crate::host::on_device!(stringify!($name) => {
+                let order = seq_cst_prefix(order, scope);
+                dispatch!(order, scope, S::KIND, atom2; $op, $ty, $class, self.addr(), v, $t)
+            })
+        }
+    };
+}
+
+atomic_int!(u32, "b32", "u32", "u32", reg32, native_incdec = true);
+atomic_int!(i32, "b32", "u32", "s32", reg32, native_incdec = false);
+atomic_int!(u64, "b64", "u64", "u64", reg64, native_incdec = false);
+atomic_int!(i64, "b64", "u64", "s64", reg64, native_incdec = false);
+
+/// Float atomics: native add, CAS-loop min/max with both NaN policies.
+macro_rules! atomic_float {
+    ($t:ty, $bits:ty, $b:literal, $f:literal, $class:ident) => {
+        atomic_common!($t, $bits, $b, $class, |v: $t| v.to_bits(), <$t>::from_bits);
+
+        impl<S: Space> Atomic<$t, S> {
+            /// Adds `v` and returns the previous value (`atomicAdd`; native `atom.add`).
+            #[doc(alias = "atomicAdd")]
+            #[inline(always)]
+            pub fn fetch_add(&self, v: $t, order: Ordering) -> $t {
+                self.fetch_add_scoped(v, order, Scope::Device)
+            }
+
+            /// [`fetch_add`](Self::fetch_add) at `scope`.
+            #[inline(always)]
+            pub fn fetch_add_scoped(&self, v: $t, order: Ordering, scope: Scope) -> $t {
+                crate::host::on_device!("Atomic::fetch_add" => {
+                    let order = seq_cst_prefix(order, scope);
+                    dispatch!(order, scope, S::KIND, atom2; "add", $f, $class, self.addr(), v, $t)
+                })
+            }
+
+            /// Subtracts `v` and returns the previous value.
+            #[inline(always)]
+            pub fn fetch_sub(&self, v: $t, order: Ordering) -> $t {
+                self.fetch_add(-v, order)
+            }
+
+            /// [`fetch_sub`](Self::fetch_sub) at `scope`.
+            #[inline(always)]
+            pub fn fetch_sub_scoped(&self, v: $t, order: Ordering, scope: Scope) -> $t {
+                self.fetch_add_scoped(-v, order, scope)
+            }
+
+            /// Adds `v` without returning anything (`red.add`). `order` must be `Relaxed`,
+            /// `Release` or `SeqCst`.
+            #[inline(always)]
+            pub fn add(&self, v: $t, order: Ordering) {
+                self.add_scoped(v, order, Scope::Device)
+            }
+
+            /// [`add`](Self::add) at `scope`.
+            #[inline(always)]
+            pub fn add_scoped(&self, v: $t, order: Ordering, scope: Scope) {
+                crate::host::on_device!("Atomic::add" => {
+                    let order = match seq_cst_prefix(order, scope) {
+                        Ordering::Relaxed => Ordering::Relaxed,
+                        Ordering::Release | Ordering::AcqRel => Ordering::Release,
+                        _ => panic!("`add` has no Acquire form; use `fetch_add`"),
+                    };
+                    dispatch!(store order, scope, S::KIND, red; "add", $f, $class, self.addr(), v)
+                })
+            }
+
+            /// Stores the minimum, ignoring NaN (NumPy `nanmin`, C `fmin`): a NaN operand loses
+            /// to a number; returns the previous value.
+            #[inline(always)]
+            pub fn fetch_min(&self, v: $t, order: Ordering) -> $t {
+                self.rmw_loop(order, Scope::Device, |old| old.min(v))
+            }
+
+            /// Stores the maximum, ignoring NaN (NumPy `nanmax`, C `fmax`).
+            #[inline(always)]
+            pub fn fetch_max(&self, v: $t, order: Ordering) -> $t {
+                self.rmw_loop(order, Scope::Device, |old| old.max(v))
+            }
+
+            /// Stores the minimum, propagating NaN (NumPy `min`): once NaN, stays NaN.
+            #[inline(always)]
+            pub fn fetch_min_nan(&self, v: $t, order: Ordering) -> $t {
+                self.rmw_loop(order, Scope::Device, |old| if old.is_nan() { old } else if v.is_nan() { v } else { old.min(v) })
+            }
+
+            /// Stores the maximum, propagating NaN (NumPy `max`).
+            #[inline(always)]
+            pub fn fetch_max_nan(&self, v: $t, order: Ordering) -> $t {
+                self.rmw_loop(order, Scope::Device, |old| if old.is_nan() { old } else if v.is_nan() { v } else { old.max(v) })
+            }
+
+            /// [`fetch_min`](Self::fetch_min) at `scope`.
+            #[inline(always)]
+            pub fn fetch_min_scoped(&self, v: $t, order: Ordering, scope: Scope) -> $t {
+                self.rmw_loop(order, scope, |old| old.min(v))
+            }
+
+            /// [`fetch_max`](Self::fetch_max) at `scope`.
+            #[inline(always)]
+            pub fn fetch_max_scoped(&self, v: $t, order: Ordering, scope: Scope) -> $t {
+                self.rmw_loop(order, scope, |old| old.max(v))
+            }
+        }
+    };
+}
+
+atomic_float!(f32, u32, "b32", "f32", reg32);
+atomic_float!(f64, u64, "b64", "f64", reg64);
+
+// SAFETY: an atomic is `repr(transparent)` over a number; as a shared-memory cell or buffer
+// element it is only ever touched through atomic instructions.
+impl<T: crate::DeviceCopy, S: Space> crate::abi::SliceElement for Atomic<T, S> where Atomic<T, S>: Sync {}

@@ -1,0 +1,38 @@
+//! [`DeviceCopy`]: values that may cross between host and device byte for byte.
+
+/// A plain value whose bytes mean the same on the host and on the GPU.
+///
+/// Kernel parameters passed by value, elements of device buffers and shared-memory cells must
+/// be `DeviceCopy`. Implemented for the primitive numbers, `bool`, `char`, `()`, arrays and
+/// [`Dim3`](crate::thread::Dim3); derive it for your own `#[repr(C)]` structs with
+/// `#[derive(DeviceCopy)]`, which checks the `repr` and every field.
+///
+/// # Safety
+/// The type must be `Copy`, have the same size, alignment and field offsets on the host and
+/// on nvptx64 (`#[repr(C)]` or `#[repr(transparent)]` of `DeviceCopy` fields), and hold no
+/// references or pointers to host memory.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot cross between host and device",
+    label = "not `DeviceCopy`",
+    note = "kernel parameters passed by value, device buffer elements and shared-memory cells must be `DeviceCopy`: \
+            primitive numbers, `bool`, arrays of them, and `#[repr(C)]` structs with `#[derive(DeviceCopy)]`"
+)]
+pub unsafe trait DeviceCopy: Copy + 'static {}
+
+macro_rules! device_copy {
+    ($($t:ty),*) => {$(
+        // SAFETY: primitives have the same layout on every Rust target that Cohort supports
+        // (x86_64/aarch64 hosts and nvptx64: all 64-bit, little-endian).
+        unsafe impl DeviceCopy for $t {}
+    )*};
+}
+device_copy!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, bool, char, ());
+
+// SAFETY: an array of `DeviceCopy` elements has the elements' layout repeated, on every target.
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+// SAFETY: `PhantomData` is zero-sized everywhere.
+unsafe impl<T: ?Sized + 'static> DeviceCopy for core::marker::PhantomData<T> {}
+// SAFETY: `Dim3` is `#[repr(C)]` of three `u32`.
+unsafe impl DeviceCopy for crate::thread::Dim3 {}
+// SAFETY: `Wrapping<T>` is `#[repr(transparent)]`.
+unsafe impl<T: DeviceCopy> DeviceCopy for core::num::Wrapping<T> {}

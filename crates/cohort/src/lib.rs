@@ -1,0 +1,77 @@
+//! # Cohort device library
+//!
+//! Everything a Rust kernel calls: CUDA's device headers (indices, barriers, warp intrinsics,
+//! atomics, `printf`) and the whole of Cooperative Groups, for rustc's `nvptx64-nvidia-cuda`
+//! target. Kernels are ordinary Rust functions marked [`#[kernel]`](kernel); the host side of
+//! Cohort (`cohort-runtime`) launches them with typed arguments.
+//!
+//! ```
+//! use cohort::prelude::*;
+//!
+//! /// out[i] = a[i] + b[i]
+//! #[kernel]
+//! pub fn vector_add(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
+//!     let i = thread::index_1d();
+//!     if let Some(o) = out.get_mut(&i) {
+//!         *o = a[*i] + b[*i];
+//!     }
+//! }
+//! ```
+//!
+//! ## Concepts: CUDA C++ → Cohort
+//!
+//! | CUDA C++ | Cohort | module |
+//! |---|---|---|
+//! | `__global__ void k(...)` | `#[kernel] fn k(...)` | [`kernel`] |
+//! | `threadIdx`, `blockIdx`, `blockDim`, `gridDim`, `warpSize` | [`thread::thread_idx`], … [`thread::WARP_SIZE`] | [`thread`] |
+//! | `__syncthreads()`, `__syncwarp()`, `__threadfence()` | [`sync::sync_threads`], [`sync::sync_warp`], [`sync::fence_device`] | [`sync`] |
+//! | `atomicAdd`, `atomicCAS`, … `cuda::atomic_ref` | [`atomic::Atomic`] and aliases | [`atomic`] |
+//! | `printf` | [`printf!`] | [`print`] |
+//! | `T* out` written at `out[i]` | [`DisjointSlice<T>`](slice::DisjointSlice) | [`slice`] |
+//! | `cooperative_groups::*` | [`cg`] | [`cg`] |
+//! | inline PTX | [`raw`] | [`raw`] |
+//!
+//! ## Tiers
+//!
+//! | tier | what | unsafe? |
+//! |---|---|---|
+//! | [`raw`] | one function per PTX instruction or special register | mostly `unsafe` (convergence contracts) |
+//! | [`sync`], [`atomic`], [`thread`] | operations with a [`Scope`](sync::Scope) and an [`Ordering`](atomic::Ordering) | safe |
+//! | [`cg`], [`slice`] | typed groups, outputs that cannot alias | safe |
+//!
+//! On the host target this crate builds too (for rust-analyzer, clippy, rustdoc and the host
+//! half of `#[kernel]`); its device functions then panic with a message saying they run only
+//! on a GPU.
+
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
+#![cfg_attr(not(target_arch = "nvptx64"), allow(unused_variables, unreachable_code, unused_imports, unused_macros, dead_code))]
+
+#[doc(hidden)]
+pub mod abi;
+pub mod atomic;
+pub mod cg;
+mod copy;
+#[doc(hidden)]
+pub mod host;
+pub mod panic;
+pub mod print;
+pub mod raw;
+pub mod slice;
+pub mod sync;
+pub mod thread;
+
+pub use cohort_macros::{DeviceCopy, kernel};
+pub use copy::DeviceCopy;
+
+/// What kernels usually need: `use cohort::prelude::*;`.
+pub mod prelude {
+    pub use crate::atomic::{
+        Atomic, AtomicF32, AtomicF64, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering,
+    };
+    pub use crate::cg::{self, GridGroup, ThreadGroup};
+    pub use crate::slice::{DisjointSlice, ThreadIndex};
+    pub use crate::sync::{Scope, sync_threads};
+    pub use crate::thread::{self, Dim3};
+    pub use crate::{DeviceCopy, kernel, printf};
+}

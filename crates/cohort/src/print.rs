@@ -1,0 +1,197 @@
+//! Device `printf` (Programming Guide §"Formatted Output").
+//!
+//! [`printf!`](crate::printf) takes a C format string and arguments, exactly like CUDA's
+//! `printf`, and calls the driver's `vprintf`. Output appears on the host's stdout when the
+//! host next synchronizes with the device (at most the printf FIFO size, 1 MiB by default, per
+//! launch).
+//!
+//! | Rust argument | C promotion | conversions |
+//! |---|---|---|
+//! | `i8`, `i16`, `i32`, `bool` | `int` | `%d %i %c` |
+//! | `u8`, `u16`, `u32`, `char` | `unsigned int` | `%u %x %X %o %c` |
+//! | `i64`, `isize` | `long long` | `%lld %ld` |
+//! | `u64`, `usize` | `unsigned long long` | `%llu %lu %llx` |
+//! | `f32`, `f64` | `double` | `%f %e %g %a` |
+//! | `*const T`, `*mut T` | pointer | `%p` |
+//! | `&CStr` | `const char*` | `%s` |
+//!
+//! The number of conversions in the format string is checked against the number of arguments
+//! at compile time. A kernel that calls `printf!` keeps its arguments in local memory for the
+//! call, as CUDA C++ does.
+
+/// A value `printf!` can pass: written into the argument buffer in its C-promoted form.
+pub trait PrintfArg: Copy {
+    /// Size (and alignment) of the promoted value in the buffer: 4 or 8.
+    const SIZE: usize;
+    /// The promoted value's bytes.
+    fn promoted(self) -> u64;
+}
+
+macro_rules! printf_arg {
+    ($($t:ty => $size:literal, |$v:ident| $e:expr;)*) => {$(
+        impl PrintfArg for $t {
+            const SIZE: usize = $size;
+            #[inline(always)]
+            fn promoted(self) -> u64 {
+                let $v = self;
+                $e
+            }
+        }
+    )*};
+}
+
+printf_arg! {
+    i8 => 4, |v| v as i32 as u32 as u64;
+    i16 => 4, |v| v as i32 as u32 as u64;
+    i32 => 4, |v| v as u32 as u64;
+    u8 => 4, |v| v as u64;
+    u16 => 4, |v| v as u64;
+    u32 => 4, |v| v as u64;
+    bool => 4, |v| v as u64;
+    char => 4, |v| v as u64;
+    i64 => 8, |v| v as u64;
+    isize => 8, |v| v as u64;
+    u64 => 8, |v| v;
+    usize => 8, |v| v as u64;
+    f32 => 8, |v| (v as f64).to_bits();
+    f64 => 8, |v| v.to_bits();
+}
+
+impl<T> PrintfArg for *const T {
+    const SIZE: usize = 8;
+    #[inline(always)]
+    fn promoted(self) -> u64 {
+        self as usize as u64
+    }
+}
+impl<T> PrintfArg for *mut T {
+    const SIZE: usize = 8;
+    #[inline(always)]
+    fn promoted(self) -> u64 {
+        self as usize as u64
+    }
+}
+impl PrintfArg for &core::ffi::CStr {
+    const SIZE: usize = 8;
+    #[inline(always)]
+    fn promoted(self) -> u64 {
+        self.as_ptr() as usize as u64
+    }
+}
+
+/// The argument buffer `vprintf` reads: each value at its own alignment, as CUDA lays it out.
+#[doc(hidden)]
+#[repr(C, align(8))]
+pub struct ArgBuffer<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> ArgBuffer<N> {
+    #[inline(always)]
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { bytes: [0; N], len: 0 }
+    }
+
+    /// Appends one argument at its natural alignment.
+    #[inline(always)]
+    pub fn push<A: PrintfArg>(&mut self, arg: A) {
+        let at = (self.len + A::SIZE - 1) & !(A::SIZE - 1);
+        let v = arg.promoted();
+        if A::SIZE == 4 {
+            self.bytes[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes());
+        } else {
+            self.bytes[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        self.len = at + A::SIZE;
+    }
+
+    #[inline(always)]
+    #[must_use]
+    pub const fn as_ptr(&self) -> *const u8 {
+        self.bytes.as_ptr()
+    }
+}
+
+impl<const N: usize> Default for ArgBuffer<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How many arguments a C format string consumes (`%%` consumes none, `*` width or precision
+/// one each). Used by `printf!` to check its arguments at compile time.
+#[doc(hidden)]
+#[must_use]
+pub const fn conversions(fmt: &str) -> usize {
+    let b = fmt.as_bytes();
+    let mut i = 0;
+    let mut n = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            i += 1;
+            if i < b.len() && b[i] == b'%' {
+                i += 1;
+                continue;
+            }
+            // flags, width, precision, length, then the conversion letter
+            while i < b.len() {
+                let c = b[i];
+                if c == b'*' {
+                    n += 1;
+                } else if c.is_ascii_alphabetic() && !matches!(c, b'h' | b'l' | b'L' | b'q' | b'j' | b'z' | b't') {
+                    n += 1;
+                    break;
+                }
+                i += 1;
+            }
+        }
+        i += 1;
+    }
+    n
+}
+
+#[cfg(target_arch = "nvptx64")]
+unsafe extern "C" {
+    fn vprintf(format: *const u8, args: *const u8) -> i32;
+}
+
+/// Calls the driver's `vprintf`.
+///
+/// # Safety
+/// `format` must be a NUL-terminated C format string whose conversions match the values in
+/// `args`, laid out as [`ArgBuffer`] lays them out.
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn vprintf_raw(format: *const u8, args: *const u8) -> i32 {
+    crate::host::on_device!("printf" => {
+        // SAFETY: the caller guarantees the format and the buffer agree.
+        unsafe { vprintf(format, args) }
+    })
+}
+
+/// CUDA's device `printf`: a C format string and arguments (see [`crate::print`]).
+///
+/// ```no_run
+/// # use cohort::printf;
+/// let (x, y) = (3u32, 0.5f32);
+/// printf!("x = %u, y = %f\n", x, y);
+/// ```
+///
+/// Returns the number of arguments `vprintf` parsed, or a negative value on error.
+#[macro_export]
+macro_rules! printf {
+    ($fmt:literal $(, $arg:expr)* $(,)?) => {{
+        const __COHORT_NARGS: usize = 0 $(+ { let _ = stringify!($arg); 1 })*;
+        const _: () = assert!(
+            $crate::print::conversions($fmt) == __COHORT_NARGS,
+            concat!("printf!: the number of conversions in ", stringify!($fmt), " differs from the number of arguments")
+        );
+        let mut __cohort_args = $crate::print::ArgBuffer::<{ 8 * __COHORT_NARGS + 8 }>::new();
+        $( __cohort_args.push($arg); )*
+        // SAFETY: the format is NUL-terminated, its conversions were counted against the
+        // arguments above, and the buffer lays the promoted arguments out as vprintf expects.
+        unsafe { $crate::print::vprintf_raw(concat!($fmt, "\0").as_ptr(), __cohort_args.as_ptr()) }
+    }};
+}

@@ -1,0 +1,596 @@
+//! Tier 1: one function per PTX instruction or special register, nothing more.
+//!
+//! These are the building blocks of every safe type in this crate. Each wraps one PTX
+//! instruction in inline assembly (or a `core::arch::nvptx` intrinsic where LLVM knows the
+//! value range, which helps it optimise index arithmetic). They keep CUDA's semantics exactly:
+//! a `*_sync` function must be called by every lane named in `mask`, with the same `mask`.
+//!
+//! On the host every function here panics (see [`crate::host`]).
+//!
+//! | PTX | here | CUDA C++ |
+//! |---|---|---|
+//! | `%tid`, `%ntid`, `%ctaid`, `%nctaid` | [`tid_x`] … [`nctaid_z`] | `threadIdx`, `blockDim`, `blockIdx`, `gridDim` |
+//! | `%laneid`, `%warpid`, `%lanemask_*` | [`laneid`], [`warpid`], [`lanemask_lt`] … | `__lane_id()` (CCCL) |
+//! | `barrier.sync` | [`barrier_sync`] | `__syncthreads()` |
+//! | `bar.red.popc` / `.and` / `.or` | [`barrier_sync_count`], [`barrier_sync_and`], [`barrier_sync_or`] | `__syncthreads_count/and/or` |
+//! | `bar.warp.sync` | [`bar_warp_sync`] | `__syncwarp(mask)` |
+//! | `shfl.sync.{idx,up,down,bfly}.b32` | [`shfl_sync_idx_b32`] … | `__shfl_sync` … |
+//! | `vote.sync.{all,any,uni,ballot}` | [`vote_sync_all`] … | `__all_sync`, `__any_sync`, `__ballot_sync` |
+//! | `match.{any,all}.sync` | [`match_any_sync_b32`] … | `__match_any_sync`, `__match_all_sync` |
+//! | `activemask.b32` | [`activemask`] | `__activemask()` |
+//! | `redux.sync` (sm_80) | [`redux_sync_add_u32`] … | `__reduce_add_sync` … |
+//! | `fence.sc` / `fence.acq_rel` | [`fence_sc_cta`] … | `__threadfence()` … |
+//! | `nanosleep.u32` | [`nanosleep`] | `__nanosleep` |
+//! | `trap` | [`trap`] | `__trap()` |
+//! | `%clock`, `%clock64`, `%globaltimer`, `%smid` | [`clock`], [`clock64`], [`globaltimer`], [`smid`] | `clock()`, `clock64()`, `%globaltimer` |
+//! | `%envreg1`, `%envreg2` | [`envreg1`], [`envreg2`] | (cooperative groups' grid workspace) |
+//! | `%dynamic_smem_size` | [`dynamic_smem_size`] | — |
+//! | `fns.b32` | [`fns`] | `__fns` |
+
+#[cfg(target_arch = "nvptx64")]
+use core::arch::asm;
+#[cfg(target_arch = "nvptx64")]
+use core::arch::nvptx;
+
+use crate::host::on_device;
+
+macro_rules! sreg_intrinsic {
+    ($($(#[$m:meta])* $name:ident => $intr:ident;)*) => {$(
+        $(#[$m])*
+        #[inline(always)]
+        #[must_use]
+        pub fn $name() -> u32 {
+            on_device!(stringify!($name) => {
+                // SAFETY: reading a special register has no preconditions.
+                unsafe { nvptx::$intr() as u32 }
+            })
+        }
+    )*};
+}
+
+sreg_intrinsic! {
+    /// `%tid.x`: this thread's x index in its block (`threadIdx.x`).
+    tid_x => _thread_idx_x;
+    /// `%tid.y` (`threadIdx.y`).
+    tid_y => _thread_idx_y;
+    /// `%tid.z` (`threadIdx.z`).
+    tid_z => _thread_idx_z;
+    /// `%ntid.x`: threads per block in x (`blockDim.x`).
+    ntid_x => _block_dim_x;
+    /// `%ntid.y` (`blockDim.y`).
+    ntid_y => _block_dim_y;
+    /// `%ntid.z` (`blockDim.z`).
+    ntid_z => _block_dim_z;
+    /// `%ctaid.x`: this block's x index in the grid (`blockIdx.x`).
+    ctaid_x => _block_idx_x;
+    /// `%ctaid.y` (`blockIdx.y`).
+    ctaid_y => _block_idx_y;
+    /// `%ctaid.z` (`blockIdx.z`).
+    ctaid_z => _block_idx_z;
+    /// `%nctaid.x`: blocks in the grid in x (`gridDim.x`).
+    nctaid_x => _grid_dim_x;
+    /// `%nctaid.y` (`gridDim.y`).
+    nctaid_y => _grid_dim_y;
+    /// `%nctaid.z` (`gridDim.z`).
+    nctaid_z => _grid_dim_z;
+}
+
+macro_rules! sreg_asm {
+    ($($(#[$m:meta])* $name:ident: $ty:ty => $reg:literal, $class:ident;)*) => {$(
+        $(#[$m])*
+        #[inline(always)]
+        #[must_use]
+        pub fn $name() -> $ty {
+            on_device!(stringify!($name) => {
+                let r: $ty;
+                // SAFETY: reading a special register has no preconditions.
+                unsafe { asm!(concat!("mov.", stringify!($ty), " {0}, ", $reg, ";"), out($class) r, options(nomem, nostack, pure)) };
+                r
+            })
+        }
+    )*};
+}
+
+sreg_asm! {
+    /// `%laneid`: this thread's lane in its warp, 0..32.
+    laneid: u32 => "%laneid", reg32;
+    /// `%warpid`: the hardware warp slot on the SM. It can change during execution; for the
+    /// warp's index in its block use [`crate::thread::warp_id`].
+    warpid: u32 => "%warpid", reg32;
+    /// `%lanemask_eq`: the bit of this lane.
+    lanemask_eq: u32 => "%lanemask_eq", reg32;
+    /// `%lanemask_lt`: bits of the lanes below this one.
+    lanemask_lt: u32 => "%lanemask_lt", reg32;
+    /// `%lanemask_le`: bits of the lanes at or below this one.
+    lanemask_le: u32 => "%lanemask_le", reg32;
+    /// `%lanemask_gt`: bits of the lanes above this one.
+    lanemask_gt: u32 => "%lanemask_gt", reg32;
+    /// `%lanemask_ge`: bits of the lanes at or above this one.
+    lanemask_ge: u32 => "%lanemask_ge", reg32;
+    /// `%smid`: the SM this thread runs on (may change under preemption).
+    smid: u32 => "%smid", reg32;
+    /// `%nsmid`: an upper bound on `%smid` + 1 (not the SM count: ids may be sparse).
+    nsmid: u32 => "%nsmid", reg32;
+    /// `%envreg1`: set by the driver; for cooperative launches, the low 32 bits of the
+    /// grid-sync workspace address.
+    envreg1: u32 => "%envreg1", reg32;
+    /// `%envreg2`: the high 32 bits of the grid-sync workspace address.
+    envreg2: u32 => "%envreg2", reg32;
+    /// `%dynamic_smem_size`: bytes of dynamic shared memory this launch gave each block.
+    dynamic_smem_size: u32 => "%dynamic_smem_size", reg32;
+    /// `%total_smem_size`: static plus dynamic shared memory of this block, in bytes.
+    total_smem_size: u32 => "%total_smem_size", reg32;
+}
+
+/// `%clock`: a 32-bit per-SM cycle counter (`clock()`).
+#[inline(always)]
+#[must_use]
+pub fn clock() -> u32 {
+    on_device!("clock" => {
+        let r: u32;
+        // SAFETY: reading a special register has no preconditions; volatile so it is not hoisted.
+        unsafe { asm!("mov.u32 {0}, %clock;", out(reg32) r, options(nomem, nostack)) };
+        r
+    })
+}
+
+/// `%clock64`: a 64-bit per-SM cycle counter (`clock64()`).
+#[inline(always)]
+#[must_use]
+pub fn clock64() -> u64 {
+    on_device!("clock64" => {
+        let r: u64;
+        // SAFETY: reading a special register has no preconditions; volatile so it is not hoisted.
+        unsafe { asm!("mov.u64 {0}, %clock64;", out(reg64) r, options(nomem, nostack)) };
+        r
+    })
+}
+
+/// `%globaltimer`: nanoseconds, global to the GPU (coarse: updates about every µs).
+#[inline(always)]
+#[must_use]
+pub fn globaltimer() -> u64 {
+    on_device!("globaltimer" => {
+        let r: u64;
+        // SAFETY: reading a special register has no preconditions; volatile so it is not hoisted.
+        unsafe { asm!("mov.u64 {0}, %globaltimer;", out(reg64) r, options(nomem, nostack)) };
+        r
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Barriers
+
+/// `barrier.sync 0`: waits until every thread of the block arrives (`__syncthreads()`).
+///
+/// # Safety
+/// Every non-exited thread of the block must reach this same barrier, or the block deadlocks
+/// (or, on sm_70+, behaves as documented for divergent barriers: undefined).
+#[inline(always)]
+pub unsafe fn barrier_sync() {
+    on_device!("barrier_sync" => {
+        // SAFETY: the caller upholds the barrier contract.
+        unsafe { asm!("barrier.sync 0;", options(nostack)) }
+    })
+}
+
+/// `barrier.sync id, count`: a named barrier for `count` threads (a multiple of 32).
+///
+/// # Safety
+/// Exactly `count` threads (whole warps) must arrive at barrier `id` (0..16).
+#[inline(always)]
+pub unsafe fn barrier_sync_named(id: u32, count: u32) {
+    on_device!("barrier_sync_named" => {
+        // SAFETY: the caller upholds the barrier contract.
+        unsafe { asm!("barrier.sync {0}, {1};", in(reg32) id, in(reg32) count, options(nostack)) }
+    })
+}
+
+/// `bar.red.popc.u32`: block barrier that returns how many threads passed `pred != 0`
+/// (`__syncthreads_count`).
+///
+/// # Safety
+/// As for [`barrier_sync`].
+#[inline(always)]
+#[must_use]
+pub unsafe fn barrier_sync_count(pred: bool) -> u32 {
+    on_device!("barrier_sync_count" => {
+        let r: u32;
+        // SAFETY: the caller upholds the barrier contract.
+        unsafe {
+            asm!(
+                "{{ .reg .pred %cohort_p; setp.ne.u32 %cohort_p, {1}, 0; bar.red.popc.u32 {0}, 0, %cohort_p; }}",
+                out(reg32) r, in(reg32) pred as u32, options(nostack)
+            )
+        };
+        r
+    })
+}
+
+/// `bar.red.and.pred`: block barrier returning whether `pred` held in every thread
+/// (`__syncthreads_and`).
+///
+/// # Safety
+/// As for [`barrier_sync`].
+#[inline(always)]
+#[must_use]
+pub unsafe fn barrier_sync_and(pred: bool) -> bool {
+    on_device!("barrier_sync_and" => {
+        let r: u32;
+        // SAFETY: the caller upholds the barrier contract.
+        unsafe {
+            asm!(
+                "{{ .reg .pred %cohort_p; setp.ne.u32 %cohort_p, {1}, 0; bar.red.and.pred %cohort_p, 0, %cohort_p; selp.u32 {0}, 1, 0, %cohort_p; }}",
+                out(reg32) r, in(reg32) pred as u32, options(nostack)
+            )
+        };
+        r != 0
+    })
+}
+
+/// `bar.red.or.pred`: block barrier returning whether `pred` held in any thread
+/// (`__syncthreads_or`).
+///
+/// # Safety
+/// As for [`barrier_sync`].
+#[inline(always)]
+#[must_use]
+pub unsafe fn barrier_sync_or(pred: bool) -> bool {
+    on_device!("barrier_sync_or" => {
+        let r: u32;
+        // SAFETY: the caller upholds the barrier contract.
+        unsafe {
+            asm!(
+                "{{ .reg .pred %cohort_p; setp.ne.u32 %cohort_p, {1}, 0; bar.red.or.pred %cohort_p, 0, %cohort_p; selp.u32 {0}, 1, 0, %cohort_p; }}",
+                out(reg32) r, in(reg32) pred as u32, options(nostack)
+            )
+        };
+        r != 0
+    })
+}
+
+/// `bar.warp.sync mask` (`__syncwarp(mask)`): the lanes in `mask` wait for each other and
+/// order their memory accesses.
+///
+/// # Safety
+/// Every lane in `mask` must execute a `bar.warp.sync` with the same mask, and the calling
+/// lane must be in `mask`.
+#[inline(always)]
+pub unsafe fn bar_warp_sync(mask: u32) {
+    on_device!("bar_warp_sync" => {
+        // SAFETY: the caller upholds the warp-barrier contract.
+        unsafe { asm!("bar.warp.sync {0};", in(reg32) mask, options(nostack)) }
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warp shuffles, votes, matches, reductions
+
+macro_rules! shfl_b32 {
+    ($($(#[$m:meta])* $name:ident, $pname:ident => $mode:literal;)*) => {$(
+        $(#[$m])*
+        ///
+        /// `c` is PTX's packed clamp/segment operand; [`shfl_c`] builds it from a width.
+        ///
+        /// # Safety
+        /// Every lane in `mask` must execute this instruction with the same `mask`, and the
+        /// calling lane must be in `mask`.
+        #[inline(always)]
+        #[must_use]
+        pub unsafe fn $name(mask: u32, value: u32, b: u32, c: u32) -> u32 {
+            on_device!(stringify!($name) => {
+                let r: u32;
+                // SAFETY: the caller upholds the convergence contract of `shfl.sync`.
+                unsafe {
+                    asm!(
+                        concat!("shfl.sync.", $mode, ".b32 {0}, {1}, {2}, {3}, {4};"),
+                        out(reg32) r, in(reg32) value, in(reg32) b, in(reg32) c, in(reg32) mask,
+                        options(nomem, nostack)
+                    )
+                };
+                r
+            })
+        }
+
+        /// As the function without `_pred`, also returning PTX's predicate: whether the
+        /// source lane was inside the segment (and so the value is the source's, not ours).
+        ///
+        /// # Safety
+        /// As for the function without `_pred`.
+        #[inline(always)]
+        #[must_use]
+        pub unsafe fn $pname(mask: u32, value: u32, b: u32, c: u32) -> (u32, bool) {
+            on_device!(stringify!($pname) => {
+                let r: u32;
+                let p: u32;
+                // SAFETY: the caller upholds the convergence contract of `shfl.sync`.
+                unsafe {
+                    asm!(
+                        concat!("{{ .reg .pred %cohort_p; shfl.sync.", $mode, ".b32 {0}|%cohort_p, {2}, {3}, {4}, {5}; selp.u32 {1}, 1, 0, %cohort_p; }}"),
+                        out(reg32) r, out(reg32) p, in(reg32) value, in(reg32) b, in(reg32) c, in(reg32) mask,
+                        options(nomem, nostack)
+                    )
+                };
+                (r, p != 0)
+            })
+        }
+    )*};
+}
+
+shfl_b32! {
+    /// `shfl.sync.idx.b32`: read `value` from lane `b` of this lane's segment (`__shfl_sync`).
+    shfl_sync_idx_b32, shfl_sync_idx_b32_pred => "idx";
+    /// `shfl.sync.up.b32`: read from the lane `b` below (`__shfl_up_sync`).
+    shfl_sync_up_b32, shfl_sync_up_b32_pred => "up";
+    /// `shfl.sync.down.b32`: read from the lane `b` above (`__shfl_down_sync`).
+    shfl_sync_down_b32, shfl_sync_down_b32_pred => "down";
+    /// `shfl.sync.bfly.b32`: read from lane `laneid ^ b` (`__shfl_xor_sync`).
+    shfl_sync_bfly_b32, shfl_sync_bfly_b32_pred => "bfly";
+}
+
+/// The `c` operand of `shfl.sync` for a segment of `width` lanes (a power of two ≤ 32):
+/// `((32 - width) << 8) | clamp`, with `clamp` 0 for `up` and 31 for the other modes, as
+/// CUDA's `__shfl*_sync` compute it.
+#[inline(always)]
+#[must_use]
+pub const fn shfl_c(width: u32, up: bool) -> u32 {
+    ((32 - width) << 8) | if up { 0 } else { 0x1f }
+}
+
+macro_rules! vote_pred {
+    ($($(#[$m:meta])* $name:ident => $mode:literal;)*) => {$(
+        $(#[$m])*
+        ///
+        /// # Safety
+        /// Every lane in `mask` must execute this instruction with the same `mask`, and the
+        /// calling lane must be in `mask`.
+        #[inline(always)]
+        #[must_use]
+        pub unsafe fn $name(mask: u32, pred: bool) -> bool {
+            on_device!(stringify!($name) => {
+                let r: u32;
+                // SAFETY: the caller upholds the convergence contract of `vote.sync`.
+                unsafe {
+                    asm!(
+                        concat!("{{ .reg .pred %cohort_p; setp.ne.u32 %cohort_p, {1}, 0; vote.sync.", $mode, ".pred %cohort_p, %cohort_p, {2}; selp.u32 {0}, 1, 0, %cohort_p; }}"),
+                        out(reg32) r, in(reg32) pred as u32, in(reg32) mask,
+                        options(nomem, nostack)
+                    )
+                };
+                r != 0
+            })
+        }
+    )*};
+}
+
+vote_pred! {
+    /// `vote.sync.all.pred` (`__all_sync`).
+    vote_sync_all => "all";
+    /// `vote.sync.any.pred` (`__any_sync`).
+    vote_sync_any => "any";
+    /// `vote.sync.uni.pred` (`__uni_sync`): whether `pred` is the same in every lane of `mask`.
+    vote_sync_uni => "uni";
+}
+
+/// `vote.sync.ballot.b32` (`__ballot_sync`): bit *i* set when lane *i* is in `mask` and its
+/// `pred` holds.
+///
+/// # Safety
+/// Every lane in `mask` must execute this instruction with the same `mask`, and the calling
+/// lane must be in `mask`.
+#[inline(always)]
+#[must_use]
+pub unsafe fn vote_sync_ballot(mask: u32, pred: bool) -> u32 {
+    on_device!("vote_sync_ballot" => {
+        let r: u32;
+        // SAFETY: the caller upholds the convergence contract of `vote.sync`.
+        unsafe {
+            asm!(
+                "{{ .reg .pred %cohort_p; setp.ne.u32 %cohort_p, {1}, 0; vote.sync.ballot.b32 {0}, %cohort_p, {2}; }}",
+                out(reg32) r, in(reg32) pred as u32, in(reg32) mask,
+                options(nomem, nostack)
+            )
+        };
+        r
+    })
+}
+
+/// `match.any.sync.b32` (`__match_any_sync`): the lanes of `mask` whose `value` equals ours.
+///
+/// # Safety
+/// Every lane in `mask` must execute this instruction with the same `mask`; sm_70+.
+#[inline(always)]
+#[must_use]
+pub unsafe fn match_any_sync_b32(mask: u32, value: u32) -> u32 {
+    on_device!("match_any_sync_b32" => {
+        let r: u32;
+        // SAFETY: the caller upholds the convergence contract of `match.sync`.
+        unsafe { asm!("match.any.sync.b32 {0}, {1}, {2};", out(reg32) r, in(reg32) value, in(reg32) mask, options(nomem, nostack)) };
+        r
+    })
+}
+
+/// `match.any.sync.b64` (`__match_any_sync` on 64-bit values).
+///
+/// # Safety
+/// As for [`match_any_sync_b32`].
+#[inline(always)]
+#[must_use]
+pub unsafe fn match_any_sync_b64(mask: u32, value: u64) -> u32 {
+    on_device!("match_any_sync_b64" => {
+        let r: u32;
+        // SAFETY: the caller upholds the convergence contract of `match.sync`.
+        unsafe { asm!("match.any.sync.b64 {0}, {1}, {2};", out(reg32) r, in(reg64) value, in(reg32) mask, options(nomem, nostack)) };
+        r
+    })
+}
+
+/// `match.all.sync.b32` (`__match_all_sync`): `(mask, true)` when every lane of `mask` has
+/// the same `value`, else `(0, false)`.
+///
+/// # Safety
+/// As for [`match_any_sync_b32`].
+#[inline(always)]
+#[must_use]
+pub unsafe fn match_all_sync_b32(mask: u32, value: u32) -> (u32, bool) {
+    on_device!("match_all_sync_b32" => {
+        let r: u32;
+        let p: u32;
+        // SAFETY: the caller upholds the convergence contract of `match.sync`.
+        unsafe {
+            asm!(
+                "{{ .reg .pred %cohort_p; match.all.sync.b32 {0}|%cohort_p, {2}, {3}; selp.u32 {1}, 1, 0, %cohort_p; }}",
+                out(reg32) r, out(reg32) p, in(reg32) value, in(reg32) mask, options(nomem, nostack)
+            )
+        };
+        (r, p != 0)
+    })
+}
+
+/// `match.all.sync.b64` (`__match_all_sync` on 64-bit values).
+///
+/// # Safety
+/// As for [`match_any_sync_b32`].
+#[inline(always)]
+#[must_use]
+pub unsafe fn match_all_sync_b64(mask: u32, value: u64) -> (u32, bool) {
+    on_device!("match_all_sync_b64" => {
+        let r: u32;
+        let p: u32;
+        // SAFETY: the caller upholds the convergence contract of `match.sync`.
+        unsafe {
+            asm!(
+                "{{ .reg .pred %cohort_p; match.all.sync.b64 {0}|%cohort_p, {2}, {3}; selp.u32 {1}, 1, 0, %cohort_p; }}",
+                out(reg32) r, out(reg32) p, in(reg64) value, in(reg32) mask, options(nomem, nostack)
+            )
+        };
+        (r, p != 0)
+    })
+}
+
+/// `activemask.b32` (`__activemask()`): the lanes executing this instruction together.
+#[inline(always)]
+#[must_use]
+pub fn activemask() -> u32 {
+    on_device!("activemask" => {
+        let r: u32;
+        // SAFETY: `activemask` has no preconditions; volatile (it depends on control flow).
+        unsafe { asm!("activemask.b32 {0};", out(reg32) r, options(nomem, nostack)) };
+        r
+    })
+}
+
+macro_rules! redux {
+    ($($(#[$m:meta])* $name:ident: $ty:ty => $op:literal;)*) => {$(
+        $(#[$m])*
+        ///
+        /// # Safety
+        /// sm_80+. Every lane in `mask` must execute this instruction with the same `mask`,
+        /// and the calling lane must be in `mask`.
+        #[inline(always)]
+        #[must_use]
+        pub unsafe fn $name(mask: u32, value: $ty) -> $ty {
+            on_device!(stringify!($name) => {
+                let r: $ty;
+                // SAFETY: the caller upholds the convergence contract of `redux.sync`.
+                unsafe { asm!(concat!("redux.sync.", $op, " {0}, {1}, {2};"), out(reg32) r, in(reg32) value, in(reg32) mask, options(nomem, nostack)) };
+                r
+            })
+        }
+    )*};
+}
+
+redux! {
+    /// `redux.sync.add.u32` (`__reduce_add_sync`), also correct for `i32` bit patterns.
+    redux_sync_add_u32: u32 => "add.u32";
+    /// `redux.sync.min.u32` (`__reduce_min_sync`).
+    redux_sync_min_u32: u32 => "min.u32";
+    /// `redux.sync.max.u32` (`__reduce_max_sync`).
+    redux_sync_max_u32: u32 => "max.u32";
+    /// `redux.sync.min.s32` (`__reduce_min_sync` on `int`).
+    redux_sync_min_s32: i32 => "min.s32";
+    /// `redux.sync.max.s32` (`__reduce_max_sync` on `int`).
+    redux_sync_max_s32: i32 => "max.s32";
+    /// `redux.sync.and.b32` (`__reduce_and_sync`).
+    redux_sync_and_b32: u32 => "and.b32";
+    /// `redux.sync.or.b32` (`__reduce_or_sync`).
+    redux_sync_or_b32: u32 => "or.b32";
+    /// `redux.sync.xor.b32` (`__reduce_xor_sync`).
+    redux_sync_xor_b32: u32 => "xor.b32";
+}
+
+/// `fns.b32`: the position of the `offset`-th (0-based) set bit of `mask`, counting up from
+/// bit `base`; 0xffffffff when there is none (`__fns(mask, base, offset + 1)`).
+#[inline(always)]
+#[must_use]
+pub fn fns(mask: u32, base: u32, offset: i32) -> u32 {
+    on_device!("fns" => {
+        let r: u32;
+        // SAFETY: `fns` is pure arithmetic.
+        unsafe { asm!("fns.b32 {0}, {1}, {2}, {3};", out(reg32) r, in(reg32) mask, in(reg32) base, in(reg32) offset, options(pure, nomem, nostack)) };
+        r
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fences and miscellany
+
+macro_rules! fence {
+    ($($(#[$m:meta])* $name:ident => $ins:literal;)*) => {$(
+        $(#[$m])*
+        #[inline(always)]
+        pub fn $name() {
+            on_device!(stringify!($name) => {
+                // SAFETY: a fence only orders this thread's memory accesses.
+                unsafe { asm!($ins, options(nostack)) }
+            })
+        }
+    )*};
+}
+
+fence! {
+    /// `fence.sc.cta`: sequentially consistent fence among the block's threads
+    /// (`__threadfence_block()`).
+    fence_sc_cta => "fence.sc.cta;";
+    /// `fence.sc.gpu`: sequentially consistent fence at device scope (`__threadfence()`).
+    fence_sc_gpu => "fence.sc.gpu;";
+    /// `fence.sc.sys`: sequentially consistent fence at system scope (`__threadfence_system()`).
+    fence_sc_sys => "fence.sc.sys;";
+    /// `fence.acq_rel.cta`: acquire-release fence at block scope.
+    fence_acq_rel_cta => "fence.acq_rel.cta;";
+    /// `fence.acq_rel.gpu`: acquire-release fence at device scope.
+    fence_acq_rel_gpu => "fence.acq_rel.gpu;";
+    /// `fence.acq_rel.sys`: acquire-release fence at system scope.
+    fence_acq_rel_sys => "fence.acq_rel.sys;";
+}
+
+/// `nanosleep.u32`: suspends the thread for about `ns` nanoseconds (0..=1_000_000); sm_70+.
+#[inline(always)]
+pub fn nanosleep(ns: u32) {
+    on_device!("nanosleep" => {
+        // SAFETY: sleeping has no memory effects.
+        unsafe { asm!("nanosleep.u32 {0};", in(reg32) ns, options(nomem, nostack)) }
+    })
+}
+
+/// `trap`: aborts the kernel. The host sees `CUDA_ERROR_LAUNCH_FAILED` (or
+/// `ILLEGAL_INSTRUCTION`), and the CUDA context is unusable afterwards.
+#[inline(always)]
+pub fn trap() -> ! {
+    on_device!("trap" => {
+        // SAFETY: `trap` ends the kernel; nothing after it runs.
+        unsafe { nvptx::trap() }
+    })
+}
+
+/// `exit`: ends this thread. Threads that exit no longer take part in block barriers.
+///
+/// # Safety
+/// No other thread may wait for this one at a warp-level `*_sync` whose mask names it.
+#[inline(always)]
+pub unsafe fn exit() -> ! {
+    on_device!("exit" => {
+        // SAFETY: the caller guarantees nobody waits for this thread.
+        unsafe { asm!("exit;", options(noreturn, nostack)) }
+    })
+}

@@ -1,0 +1,116 @@
+//! Barriers and memory fences (Programming Guide §"Synchronization Functions",
+//! §"Memory Fence Functions").
+//!
+//! | CUDA C++ | Cohort |
+//! |---|---|
+//! | `__syncthreads()` | [`sync_threads`] |
+//! | `__syncthreads_count(p)` / `_and` / `_or` | [`sync_threads_count`], [`sync_threads_and`], [`sync_threads_or`] |
+//! | `__syncwarp(mask)` | [`sync_warp`] |
+//! | `__threadfence_block()` / `__threadfence()` / `__threadfence_system()` | [`fence_block`], [`fence_device`], [`fence_system`] (or [`fence`] with a [`Scope`]) |
+//!
+//! Barriers must be reached by every (non-exited) thread of the block or of the mask: a barrier
+//! in divergent code hangs or faults the kernel, as in CUDA.
+
+use crate::raw;
+
+/// How far a fence or an atomic operation's ordering reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The threads of one block (`.cta`; CUDA's `thread_scope_block`).
+    Block,
+    /// Every thread on this GPU (`.gpu`; `thread_scope_device`).
+    Device,
+    /// Every thread on every GPU and the host (`.sys`; `thread_scope_system`).
+    System,
+}
+
+/// `__syncthreads()`: waits until every thread of the block arrives, and makes the shared and
+/// global memory writes of each visible to all.
+#[doc(alias = "__syncthreads")]
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: a block barrier in divergent code is a liveness bug (hang or fault), not a memory
+    // hazard of this call; documented above.
+    unsafe { raw::barrier_sync() }
+}
+
+/// `__syncthreads_count(pred)`: a block barrier that returns how many threads passed `true`.
+#[doc(alias = "__syncthreads_count")]
+#[inline(always)]
+#[must_use]
+pub fn sync_threads_count(pred: bool) -> u32 {
+    // SAFETY: as for `sync_threads`.
+    unsafe { raw::barrier_sync_count(pred) }
+}
+
+/// `__syncthreads_and(pred)`: a block barrier that returns whether every thread passed `true`.
+#[doc(alias = "__syncthreads_and")]
+#[inline(always)]
+#[must_use]
+pub fn sync_threads_and(pred: bool) -> bool {
+    // SAFETY: as for `sync_threads`.
+    unsafe { raw::barrier_sync_and(pred) }
+}
+
+/// `__syncthreads_or(pred)`: a block barrier that returns whether any thread passed `true`.
+#[doc(alias = "__syncthreads_or")]
+#[inline(always)]
+#[must_use]
+pub fn sync_threads_or(pred: bool) -> bool {
+    // SAFETY: as for `sync_threads`.
+    unsafe { raw::barrier_sync_or(pred) }
+}
+
+/// `__syncwarp(mask)`: the lanes of `mask` wait for each other.
+///
+/// # Safety
+/// The calling lane must be in `mask`, and every lane of `mask` must call `sync_warp` with
+/// the same mask.
+#[doc(alias = "__syncwarp")]
+#[inline(always)]
+pub unsafe fn sync_warp(mask: u32) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { raw::bar_warp_sync(mask) }
+}
+
+/// A sequentially consistent fence at `scope` (`fence.sc.{cta,gpu,sys}`).
+#[inline(always)]
+pub fn fence(scope: Scope) {
+    match scope {
+        Scope::Block => raw::fence_sc_cta(),
+        Scope::Device => raw::fence_sc_gpu(),
+        Scope::System => raw::fence_sc_sys(),
+    }
+}
+
+/// An acquire-release fence at `scope` (`fence.acq_rel.{cta,gpu,sys}`): cheaper than
+/// [`fence`], enough to pair a relaxed flag with the data it guards.
+#[inline(always)]
+pub fn fence_acq_rel(scope: Scope) {
+    match scope {
+        Scope::Block => raw::fence_acq_rel_cta(),
+        Scope::Device => raw::fence_acq_rel_gpu(),
+        Scope::System => raw::fence_acq_rel_sys(),
+    }
+}
+
+/// `__threadfence_block()`.
+#[doc(alias = "__threadfence_block")]
+#[inline(always)]
+pub fn fence_block() {
+    raw::fence_sc_cta()
+}
+
+/// `__threadfence()`.
+#[doc(alias = "__threadfence")]
+#[inline(always)]
+pub fn fence_device() {
+    raw::fence_sc_gpu()
+}
+
+/// `__threadfence_system()`.
+#[doc(alias = "__threadfence_system")]
+#[inline(always)]
+pub fn fence_system() {
+    raw::fence_sc_sys()
+}

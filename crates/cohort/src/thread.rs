@@ -1,0 +1,290 @@
+//! Thread, block and grid indexing (Programming Guide §"Thread Hierarchy").
+//!
+//! | CUDA C++ | Cohort |
+//! |---|---|
+//! | `threadIdx` / `blockIdx` / `blockDim` / `gridDim` | [`thread_idx`], [`block_idx`], [`block_dim`], [`grid_dim`] (each a [`Dim3`]) |
+//! | `threadIdx.x` … | [`thread_idx_x`] … (and `_y`, `_z`) |
+//! | `warpSize` | [`WARP_SIZE`], [`warp_size`] |
+//! | `__lane_id()` / `threadIdx.x % 32` | [`lane_id`] |
+//! | `threadIdx.x / 32` (flattened) | [`warp_id`] |
+//! | `blockIdx.x * blockDim.x + threadIdx.x` | [`global_id`] (fully flattened, 64-bit) or [`index_1d`] (an owning [`ThreadIndex`]) |
+//! | grid-stride loop | [`grid_stride`] |
+//!
+//! Linear ranks flatten x fastest, then y, then z, as CUDA's cooperative groups do.
+
+use crate::raw;
+use crate::slice::ThreadIndex;
+
+/// A three-dimensional extent or index (CUDA's `dim3` / `uint3`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(C)]
+pub struct Dim3 {
+    /// x, the fastest-varying dimension.
+    pub x: u32,
+    /// y.
+    pub y: u32,
+    /// z, the slowest-varying dimension.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// `(x, y, z)`.
+    #[must_use]
+    pub const fn new(x: u32, y: u32, z: u32) -> Self {
+        Self { x, y, z }
+    }
+    /// `x * y * z`, as a `u64` (a grid's thread count can exceed `u32`).
+    #[must_use]
+    pub const fn volume(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+    /// The linear rank of index `self` within extent `dim`: `x + dim.x * (y + dim.y * z)`.
+    #[must_use]
+    pub const fn linear_in(self, dim: Dim3) -> u64 {
+        self.x as u64 + dim.x as u64 * (self.y as u64 + dim.y as u64 * self.z as u64)
+    }
+}
+
+/// Threads in a warp: 32 on every NVIDIA GPU so far (`warpSize`).
+pub const WARP_SIZE: u32 = 32;
+
+/// Threads in a warp (`warpSize`).
+#[inline(always)]
+#[must_use]
+pub const fn warp_size() -> u32 {
+    WARP_SIZE
+}
+
+/// `threadIdx.x`.
+#[doc(alias = "threadIdx")]
+#[inline(always)]
+#[must_use]
+pub fn thread_idx_x() -> u32 {
+    raw::tid_x()
+}
+/// `threadIdx.y`.
+#[inline(always)]
+#[must_use]
+pub fn thread_idx_y() -> u32 {
+    raw::tid_y()
+}
+/// `threadIdx.z`.
+#[inline(always)]
+#[must_use]
+pub fn thread_idx_z() -> u32 {
+    raw::tid_z()
+}
+/// `blockIdx.x`.
+#[doc(alias = "blockIdx")]
+#[inline(always)]
+#[must_use]
+pub fn block_idx_x() -> u32 {
+    raw::ctaid_x()
+}
+/// `blockIdx.y`.
+#[inline(always)]
+#[must_use]
+pub fn block_idx_y() -> u32 {
+    raw::ctaid_y()
+}
+/// `blockIdx.z`.
+#[inline(always)]
+#[must_use]
+pub fn block_idx_z() -> u32 {
+    raw::ctaid_z()
+}
+/// `blockDim.x`.
+#[doc(alias = "blockDim")]
+#[inline(always)]
+#[must_use]
+pub fn block_dim_x() -> u32 {
+    raw::ntid_x()
+}
+/// `blockDim.y`.
+#[inline(always)]
+#[must_use]
+pub fn block_dim_y() -> u32 {
+    raw::ntid_y()
+}
+/// `blockDim.z`.
+#[inline(always)]
+#[must_use]
+pub fn block_dim_z() -> u32 {
+    raw::ntid_z()
+}
+/// `gridDim.x`.
+#[doc(alias = "gridDim")]
+#[inline(always)]
+#[must_use]
+pub fn grid_dim_x() -> u32 {
+    raw::nctaid_x()
+}
+/// `gridDim.y`.
+#[inline(always)]
+#[must_use]
+pub fn grid_dim_y() -> u32 {
+    raw::nctaid_y()
+}
+/// `gridDim.z`.
+#[inline(always)]
+#[must_use]
+pub fn grid_dim_z() -> u32 {
+    raw::nctaid_z()
+}
+
+/// `threadIdx`: this thread's index in its block.
+#[inline(always)]
+#[must_use]
+pub fn thread_idx() -> Dim3 {
+    Dim3::new(raw::tid_x(), raw::tid_y(), raw::tid_z())
+}
+/// `blockIdx`: this block's index in the grid.
+#[inline(always)]
+#[must_use]
+pub fn block_idx() -> Dim3 {
+    Dim3::new(raw::ctaid_x(), raw::ctaid_y(), raw::ctaid_z())
+}
+/// `blockDim`: the block's extent in threads.
+#[inline(always)]
+#[must_use]
+pub fn block_dim() -> Dim3 {
+    Dim3::new(raw::ntid_x(), raw::ntid_y(), raw::ntid_z())
+}
+/// `gridDim`: the grid's extent in blocks.
+#[inline(always)]
+#[must_use]
+pub fn grid_dim() -> Dim3 {
+    Dim3::new(raw::nctaid_x(), raw::nctaid_y(), raw::nctaid_z())
+}
+
+/// Threads per block (`blockDim.x * blockDim.y * blockDim.z`, at most 1024).
+#[inline(always)]
+#[must_use]
+pub fn block_size() -> u32 {
+    raw::ntid_x() * raw::ntid_y() * raw::ntid_z()
+}
+
+/// This thread's rank in its block, x fastest (`thread_block::thread_rank()`).
+#[inline(always)]
+#[must_use]
+pub fn thread_rank_in_block() -> u32 {
+    raw::tid_x() + raw::ntid_x() * (raw::tid_y() + raw::ntid_y() * raw::tid_z())
+}
+
+/// This block's rank in the grid, x fastest (`grid_group::block_rank()`).
+#[inline(always)]
+#[must_use]
+pub fn block_rank() -> u64 {
+    block_idx().linear_in(grid_dim())
+}
+
+/// Blocks in the grid (`grid_group::num_blocks()`).
+#[inline(always)]
+#[must_use]
+pub fn num_blocks() -> u64 {
+    grid_dim().volume()
+}
+
+/// Threads in the grid (`grid_group::num_threads()`).
+#[inline(always)]
+#[must_use]
+pub fn grid_size() -> u64 {
+    num_blocks() * block_size() as u64
+}
+
+/// This thread's rank in the grid: `block_rank() * block_size() + thread_rank_in_block()`
+/// (`grid_group::thread_rank()`). For a 1-D launch it is
+/// `blockIdx.x * blockDim.x + threadIdx.x`.
+#[inline(always)]
+#[must_use]
+pub fn global_id() -> u64 {
+    if raw::nctaid_y() == 1 && raw::nctaid_z() == 1 && raw::ntid_y() == 1 && raw::ntid_z() == 1 {
+        // The common 1-D case: one wide multiply-add, as CUDA C++ compiles it.
+        raw::ctaid_x() as u64 * raw::ntid_x() as u64 + raw::tid_x() as u64
+    } else {
+        block_rank() * block_size() as u64 + thread_rank_in_block() as u64
+    }
+}
+
+/// This thread's lane in its warp, 0..32.
+#[doc(alias = "__lane_id")]
+#[inline(always)]
+#[must_use]
+pub fn lane_id() -> u32 {
+    raw::laneid()
+}
+
+/// This thread's warp in its block: `thread_rank_in_block() / 32`.
+#[inline(always)]
+#[must_use]
+pub fn warp_id() -> u32 {
+    thread_rank_in_block() / WARP_SIZE
+}
+
+/// Warps in this block, counting a partial last warp.
+#[inline(always)]
+#[must_use]
+pub fn warps_per_block() -> u32 {
+    block_size().div_ceil(WARP_SIZE)
+}
+
+/// This thread's global index as an owning [`ThreadIndex`]: the one element of a
+/// [`DisjointSlice`](crate::slice::DisjointSlice) this thread may write.
+///
+/// The index is the thread's full linear rank in the grid (see [`global_id`]), so it is
+/// unique to this thread whatever the launch's shape.
+#[inline(always)]
+#[must_use]
+pub fn index_1d() -> ThreadIndex {
+    ThreadIndex::from_rank(global_id() as usize)
+}
+
+/// A grid-stride loop over `0..n`: yields `global_id()`, `global_id() + grid_size()`, …
+/// as owning [`ThreadIndex`]es. Different threads never yield the same index.
+#[inline(always)]
+#[must_use]
+pub fn grid_stride(n: usize) -> GridStride {
+    GridStride { next: global_id() as usize, step: grid_size() as usize, end: n }
+}
+
+/// Iterator returned by [`grid_stride`].
+#[derive(Debug)]
+pub struct GridStride {
+    next: usize,
+    step: usize,
+    end: usize,
+}
+
+impl Iterator for GridStride {
+    type Item = ThreadIndex;
+    #[inline(always)]
+    fn next(&mut self) -> Option<ThreadIndex> {
+        if self.next < self.end {
+            let i = self.next;
+            self.next += self.step;
+            Some(ThreadIndex::from_rank(i))
+        } else {
+            None
+        }
+    }
+}
+
+impl From<u32> for Dim3 {
+    /// `(x, 1, 1)`.
+    fn from(x: u32) -> Self {
+        Self::new(x, 1, 1)
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    /// `(x, y, 1)`.
+    fn from((x, y): (u32, u32)) -> Self {
+        Self::new(x, y, 1)
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Self::new(x, y, z)
+    }
+}

@@ -1,0 +1,78 @@
+//! # cohort-runtime: launch Rust kernels from the host
+//!
+//! The host half of Cohort, on [cudarc](https://docs.rs/cudarc)'s driver bindings (the driver
+//! library is loaded at run time, so nothing CUDA is needed to build).
+//!
+//! ```no_run
+//! # mod kernels { pub struct vector_add; impl vector_add {
+//! #   pub fn load(_: &cohort_runtime::Module) -> Result<Self, cohort_runtime::Error> { unimplemented!() }
+//! #   pub fn launch(&self, _: &cohort_runtime::Stream, _: impl Into<cohort_runtime::LaunchConfig>,
+//! #     _: &cohort_runtime::DeviceBuffer<f32>, _: &cohort_runtime::DeviceBuffer<f32>,
+//! #     _: &mut cohort_runtime::DeviceBuffer<f32>) -> Result<(), cohort_runtime::Error> { unimplemented!() } }
+//! #   pub static PTX: cohort_runtime::PtxSet = cohort_runtime::PtxSet { crate_name: "k", modules: &[] }; }
+//! use cohort_runtime::{Gpu, LaunchConfig};
+//!
+//! # fn main() -> Result<(), cohort_runtime::Error> {
+//! let gpu = Gpu::new(0)?;
+//! let module = gpu.load(&kernels::PTX)?;            // the PTX embedded by the kernels crate
+//! let add = kernels::vector_add::load(&module)?;    // typed launcher made by #[kernel]
+//! let (a, b) = (gpu.upload(&[1.0f32; 1000])?, gpu.upload(&[2.0f32; 1000])?);
+//! let mut out = gpu.zeroed::<f32>(1000)?;
+//! add.launch(gpu.stream(), LaunchConfig::for_elements(1000, 256), &a, &b, &mut out)?;
+//! assert!(out.to_vec()?.iter().all(|&x| x == 3.0));
+//! # Ok(()) }
+//! ```
+//!
+//! | CUDA driver / runtime | Cohort |
+//! |---|---|
+//! | `cuInit`, `cuDeviceGet`, primary context | [`Gpu::new`], [`Gpu::from_env`], [`Gpu::isolated`] |
+//! | `cudaGetDeviceProperties` | [`Gpu::info`] ([`DeviceInfo`]) |
+//! | `cuModuleLoadData` (+ pick the PTX for the device) | [`Gpu::load`] on a [`PtxSet`] |
+//! | `cuModuleGetFunction` | generated `kernel::load(&module)`, [`Module::function`] |
+//! | `kernel<<<grid, block, smem, stream>>>(args)` | generated `kernel.launch(&stream, config, args…)` |
+//! | `cudaLaunchCooperativeKernel` | generated `kernel.launch_cooperative(…)` |
+//! | `cudaOccupancy*` | [`Function::max_active_blocks_per_sm`], [`Function::suggested_block_size`] |
+//! | `cudaMalloc` + `cudaMemcpy` | [`DeviceBuffer`], [`Gpu::upload`], [`DeviceBuffer::to_vec`] |
+//! | `cudaStream_t`, `cudaEvent_t` | [`Stream`], [`Event`] |
+//! | `cudaGetLastError` after a trap | [`Error::KernelFailed`] from `synchronize`/copies |
+//!
+//! Launch checks happen once, here: block size against the kernel's limit, grid and block
+//! extents, shared memory against the device (raising the kernel's opt-in limit past 48 KiB
+//! when needed), and for cooperative launches that the whole grid fits on the GPU at once.
+//! Each failure is an [`Error`] naming the kernel, the configuration and the limit.
+
+mod capture;
+mod device;
+mod error;
+mod launch;
+mod memory;
+mod module;
+mod ptx;
+mod stream;
+
+#[cfg(unix)]
+pub use capture::capture_stdout;
+pub use device::{DeviceInfo, Gpu};
+pub use error::{Error, Result};
+pub use launch::{Dim3, LaunchConfig};
+pub use memory::{DeviceBuffer, DevicePtr, DevicePtrMut, DeviceView, DeviceViewMut, DisjointArg, SliceArg};
+pub use module::{Function, FunctionAttributes, Module};
+pub use ptx::{KernelResources, PtxModule, PtxSet};
+pub use stream::{Event, Stream};
+
+/// Re-exported for interop with other cudarc users.
+pub use cudarc;
+
+/// Defines `pub static PTX: PtxSet` from the kernels crate's `cohort_build` output. Put it in
+/// the kernels crate, for the host only:
+///
+/// ```ignore
+/// #[cfg(not(target_arch = "nvptx64"))]
+/// cohort_runtime::include_ptx!();
+/// ```
+#[macro_export]
+macro_rules! include_ptx {
+    () => {
+        include!(concat!(env!("OUT_DIR"), "/cohort_ptx.rs"));
+    };
+}

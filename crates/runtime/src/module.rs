@@ -1,0 +1,514 @@
+//! Loaded modules and their kernels.
+
+use std::ffi::CString;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use cohort::panic::{PANIC_RECORD_SYMBOL, PanicRecord};
+use cudarc::driver::sys::{self, CUfunction_attribute as FA};
+
+use crate::device::GpuInner;
+use crate::error::{Error, Result};
+use crate::launch::LaunchConfig;
+use crate::ptx::{PtxModule, PtxSet};
+use crate::stream::Stream;
+
+/// Host-mapped memory where a panicking kernel thread leaves its location.
+pub(crate) struct PanicSlot {
+    host: *mut PanicRecord,
+}
+
+// SAFETY: the pointer is to pinned host memory owned by the module; reads are volatile and the
+// device writes it only before trapping.
+unsafe impl Send for PanicSlot {}
+
+impl PanicSlot {
+    pub(crate) fn read(&self) -> Option<String> {
+        // SAFETY: `host` points at a live, pinned `PanicRecord` (freed only after the slot is
+        // removed from the registry).
+        let rec = unsafe { std::ptr::read_volatile(self.host) };
+        (rec.claimed != 0).then(|| {
+            format!(
+                "panicked at {}:{}:{} in block ({},{},{}) thread ({},{},{})",
+                rec.file(),
+                rec.line,
+                rec.column,
+                rec.block[0],
+                rec.block[1],
+                rec.block[2],
+                rec.thread[0],
+                rec.thread[1],
+                rec.thread[2]
+            )
+        })
+    }
+}
+
+pub(crate) struct ModuleInner {
+    raw: sys::CUmodule,
+    pub(crate) gpu: Arc<GpuInner>,
+    pub(crate) set: &'static PtxSet,
+    pub(crate) ptx: &'static PtxModule,
+    panic_host: *mut PanicRecord,
+}
+
+// SAFETY: module handles are usable from any thread; `panic_host` is only freed on drop.
+unsafe impl Send for ModuleInner {}
+// SAFETY: as above.
+unsafe impl Sync for ModuleInner {}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        if !self.panic_host.is_null() {
+            let mut slots = self.gpu.panic_records.lock().unwrap_or_else(|p| p.into_inner());
+            slots.retain(|s| s.host != self.panic_host);
+        }
+        if self.gpu.bind().is_ok() {
+            // SAFETY: handles we own, not used after this.
+            unsafe {
+                let _ = sys::cuModuleUnload(self.raw);
+                if !self.panic_host.is_null() {
+                    let _ = sys::cuMemFreeHost(self.panic_host.cast());
+                }
+            }
+        }
+    }
+}
+
+/// A PTX module loaded on a [`Gpu`](crate::Gpu): look kernels up in it with their generated
+/// `load` (`vector_add::load(&module)`).
+#[derive(Clone)]
+pub struct Module {
+    pub(crate) inner: Arc<ModuleInner>,
+}
+
+impl fmt::Debug for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Module").field("crate", &self.inner.set.crate_name).field("arch", &self.inner.ptx.arch).finish()
+    }
+}
+
+impl Module {
+    pub(crate) fn load(gpu: &Arc<GpuInner>, set: &'static PtxSet) -> Result<Self> {
+        let cc = gpu.info.cc();
+        let ptx = set.select(cc).ok_or_else(|| Error::NoCompatiblePtx {
+            crate_name: set.crate_name,
+            device: gpu.info.name.clone(),
+            compute_capability: cc,
+            available: set.archs(),
+        })?;
+        gpu.bind()?;
+        let mut raw = std::ptr::null_mut();
+        let mut log = vec![0u8; 16 * 1024];
+        let mut opts = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut vals: [*mut std::ffi::c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut std::ffi::c_void];
+        // SAFETY: `ptx.ptx` is NUL-terminated PTX text; the options point at a live buffer.
+        let r = unsafe {
+            sys::cuModuleLoadDataEx(&mut raw, ptx.ptx.as_ptr().cast(), 2, opts.as_mut_ptr(), vals.as_mut_ptr())
+        }
+        .result();
+        if let Err(code) = r {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            return Err(Error::ModuleLoad {
+                crate_name: set.crate_name,
+                arch: ptx.arch,
+                code,
+                log: String::from_utf8_lossy(&log[..end]).into_owned(),
+            });
+        }
+        let panic_host = register_panic_record(gpu, raw)?;
+        Ok(Self { inner: Arc::new(ModuleInner { raw, gpu: gpu.clone(), set, ptx, panic_host }) })
+    }
+
+    /// The architecture of the PTX that was loaded.
+    #[must_use]
+    pub fn arch(&self) -> u32 {
+        self.inner.ptx.arch
+    }
+
+    /// The embedded PTX module that was loaded.
+    #[must_use]
+    pub fn ptx(&self) -> &'static PtxModule {
+        self.inner.ptx
+    }
+
+    /// Looks up kernel `name`. Generated `load` functions call this; call it yourself only for
+    /// kernels you launch with [`Function::launch_raw`].
+    ///
+    /// # Errors
+    /// [`Error::KernelNotFound`].
+    pub fn function(&self, name: &str, cooperative: bool) -> Result<Function> {
+        Function::new(self, name, cooperative)
+    }
+}
+
+/// Allocates the host-mapped [`PanicRecord`] and stores its device address in the module's
+/// `cohort_panic_record` global (absent when the kernels crate has no Cohort panic handler).
+fn register_panic_record(gpu: &Arc<GpuInner>, module: sys::CUmodule) -> Result<*mut PanicRecord> {
+    let sym = CString::new(PANIC_RECORD_SYMBOL).expect("no NUL in the symbol");
+    let (mut global, mut size) = (0u64, 0usize);
+    // SAFETY: live module of the current context; the out-pointers are locals.
+    if unsafe { sys::cuModuleGetGlobal_v2(&mut global, &mut size, module, sym.as_ptr()) }.result().is_err()
+        || size != std::mem::size_of::<u64>()
+    {
+        return Ok(std::ptr::null_mut());
+    }
+    let drv = |what: &str| {
+        let what = what.to_string();
+        move |code| Error::Driver { what, code }
+    };
+    let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: allocates pinned, device-mapped host memory of the record's size.
+    unsafe { sys::cuMemHostAlloc(&mut host, std::mem::size_of::<PanicRecord>(), sys::CU_MEMHOSTALLOC_DEVICEMAP) }
+        .result()
+        .map_err(drv("allocating the panic record"))?;
+    let host = host.cast::<PanicRecord>();
+    // SAFETY: `host` is a fresh allocation of the right size and alignment (pinned pages).
+    unsafe { host.write(PanicRecord::EMPTY) };
+    let mut dev = 0u64;
+    // SAFETY: `host` was allocated with DEVICEMAP.
+    unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0) }
+        .result()
+        .map_err(drv("mapping the panic record"))?;
+    // SAFETY: `global` is the module's 8-byte pointer variable.
+    unsafe { sys::cuMemcpyHtoD_v2(global, (&raw const dev).cast(), 8) }
+        .result()
+        .map_err(drv("registering the panic record"))?;
+    gpu.panic_records.lock().unwrap_or_else(|p| p.into_inner()).push(PanicSlot { host });
+    Ok(host)
+}
+
+/// Attributes of a loaded kernel, read once at load.
+#[derive(Debug, Clone, Copy)]
+pub struct FunctionAttributes {
+    /// Most threads per block this kernel can be launched with (registers can lower it below
+    /// the device's 1024).
+    pub max_threads_per_block: u32,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Static shared memory, bytes.
+    pub static_shared_bytes: u32,
+    /// Local memory per thread (stack, spills), bytes.
+    pub local_bytes: u32,
+    /// Constant memory, bytes.
+    pub const_bytes: u32,
+    /// PTX ISA version × 10 of the module.
+    pub ptx_version: u32,
+    /// SASS architecture × 10 the driver compiled it for.
+    pub binary_version: u32,
+}
+
+/// A kernel in a loaded module, with its attributes and launch checks. Generated launchers
+/// wrap one; use it directly for occupancy queries and configuration helpers.
+pub struct Function {
+    raw: sys::CUfunction,
+    name: Arc<str>,
+    cooperative: bool,
+    attrs: FunctionAttributes,
+    dyn_smem_limit: AtomicU32,
+    occupancy: Mutex<Vec<(u32, u32, u32)>>,
+    module: Arc<ModuleInner>,
+}
+
+// SAFETY: function handles are usable from any thread; interior state is atomic or locked.
+unsafe impl Send for Function {}
+// SAFETY: as above.
+unsafe impl Sync for Function {}
+
+impl fmt::Debug for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Function").field("name", &self.name).field("attributes", &self.attrs).finish()
+    }
+}
+
+impl Function {
+    fn new(module: &Module, name: &str, cooperative: bool) -> Result<Self> {
+        let m = &module.inner;
+        m.gpu.bind()?;
+        let cname = CString::new(name).map_err(|_| Error::Argument(format!("kernel name {name:?} contains NUL")))?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: live module; `raw` receives the handle.
+        unsafe { sys::cuModuleGetFunction(&mut raw, m.raw, cname.as_ptr()) }
+            .result()
+            .map_err(|_| Error::KernelNotFound { name: name.to_string(), crate_name: m.set.crate_name })?;
+        let get = |a: FA| -> Result<u32> {
+            let mut v = 0;
+            // SAFETY: live function handle.
+            unsafe { sys::cuFuncGetAttribute(&mut v, a, raw) }
+                .result()
+                .map_err(|code| Error::Driver { what: format!("reading attribute {a:?} of kernel `{name}`"), code })?;
+            Ok(v.max(0) as u32)
+        };
+        let attrs = FunctionAttributes {
+            max_threads_per_block: get(FA::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            registers: get(FA::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+            static_shared_bytes: get(FA::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            local_bytes: get(FA::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            const_bytes: get(FA::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)?,
+            ptx_version: get(FA::CU_FUNC_ATTRIBUTE_PTX_VERSION)?,
+            binary_version: get(FA::CU_FUNC_ATTRIBUTE_BINARY_VERSION)?,
+        };
+        let dyn_limit = get(FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
+        Ok(Self {
+            raw,
+            name: Arc::from(name),
+            cooperative,
+            attrs,
+            dyn_smem_limit: AtomicU32::new(dyn_limit),
+            occupancy: Mutex::new(Vec::new()),
+            module: m.clone(),
+        })
+    }
+
+    /// The kernel's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Attributes read at load.
+    #[must_use]
+    pub fn attributes(&self) -> &FunctionAttributes {
+        &self.attrs
+    }
+
+    /// The raw handle, for interop.
+    #[must_use]
+    pub fn cu_function(&self) -> sys::CUfunction {
+        self.raw
+    }
+
+    /// Whether this kernel uses grid sync and must be launched cooperatively.
+    #[must_use]
+    pub fn is_cooperative(&self) -> bool {
+        self.cooperative
+    }
+
+    /// How many blocks of `block_threads` threads and `dynamic_smem` bytes one SM holds at
+    /// once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn max_active_blocks_per_sm(&self, block_threads: u32, dynamic_smem: u32) -> Result<u32> {
+        {
+            let cache = self.occupancy.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(&(_, _, n)) = cache.iter().find(|&&(b, s, _)| b == block_threads && s == dynamic_smem) {
+                return Ok(n);
+            }
+        }
+        self.module.gpu.bind()?;
+        self.ensure_dynamic_smem(dynamic_smem)?;
+        let mut n = 0;
+        // SAFETY: live function handle.
+        unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, self.raw, block_threads as i32, dynamic_smem as usize) }
+            .result()
+            .map_err(|code| Error::Driver { what: format!("occupancy of kernel `{}`", self.name), code })?;
+        let n = n.max(0) as u32;
+        let mut cache = self.occupancy.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() > 64 {
+            cache.clear();
+        }
+        cache.push((block_threads, dynamic_smem, n));
+        Ok(n)
+    }
+
+    /// The block size the occupancy calculator suggests and the grid that fills the device
+    /// with it (`cuOccupancyMaxPotentialBlockSize`).
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn suggested_block_size(&self, dynamic_smem: u32) -> Result<(u32, u32)> {
+        self.module.gpu.bind()?;
+        let (mut grid, mut block) = (0, 0);
+        // SAFETY: live function handle; no per-block-size callback.
+        unsafe {
+            sys::cuOccupancyMaxPotentialBlockSize(&mut grid, &mut block, self.raw, None, dynamic_smem as usize, 0)
+        }
+        .result()
+        .map_err(|code| Error::Driver { what: format!("occupancy of kernel `{}`", self.name), code })?;
+        Ok((grid.max(1) as u32, block.max(1) as u32))
+    }
+
+    /// One thread per element with the occupancy-suggested block size.
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn config_for_elements(&self, n: usize) -> Result<LaunchConfig> {
+        let (_, block) = self.suggested_block_size(0)?;
+        Ok(LaunchConfig::for_elements(n, block))
+    }
+
+    /// A grid that fills the GPU once (SMs × resident blocks per SM), for grid-stride loops
+    /// and cooperative kernels.
+    ///
+    /// # Errors
+    /// A driver failure, or a block this kernel cannot run at all.
+    pub fn persistent_config(&self, block_threads: u32, dynamic_smem: u32) -> Result<LaunchConfig> {
+        let per_sm = self.max_active_blocks_per_sm(block_threads, dynamic_smem)?;
+        if per_sm == 0 {
+            return Err(Error::InvalidLaunch {
+                kernel: self.name.clone(),
+                config: LaunchConfig::new(1, block_threads).with_shared_mem(dynamic_smem),
+                reason: "not one block of this shape fits on an SM".into(),
+            });
+        }
+        Ok(LaunchConfig::new(per_sm * self.module.gpu.info.sms, block_threads).with_shared_mem(dynamic_smem))
+    }
+
+    fn invalid(&self, config: &LaunchConfig, reason: String) -> Error {
+        Error::InvalidLaunch { kernel: self.name.clone(), config: *config, reason }
+    }
+
+    /// Checks `config` against the device's and this kernel's limits.
+    #[inline]
+    fn check(&self, config: &LaunchConfig) -> Result<()> {
+        let info = &self.module.gpu.info;
+        let (g, b) = (config.grid, config.block);
+        if g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0 {
+            return Err(self.invalid(config, "a grid or block dimension is 0".into()));
+        }
+        let threads = config.block.volume();
+        if threads > self.attrs.max_threads_per_block as u64 {
+            let why = if self.attrs.max_threads_per_block < info.max_threads_per_block {
+                format!(" (its {} registers per thread cap it below the device's {})", self.attrs.registers, info.max_threads_per_block)
+            } else {
+                String::new()
+            };
+            return Err(self.invalid(
+                config,
+                format!("a block of {threads} threads exceeds this kernel's limit of {} threads per block{why}", self.attrs.max_threads_per_block),
+            ));
+        }
+        for (i, axis) in ["x", "y", "z"].iter().enumerate() {
+            let (bd, gd) = ([b.x, b.y, b.z][i], [g.x, g.y, g.z][i]);
+            if bd > info.max_block_dim[i] {
+                return Err(self.invalid(config, format!("block {axis} = {bd} exceeds the device's limit of {}", info.max_block_dim[i])));
+            }
+            if gd > info.max_grid_dim[i] {
+                return Err(self.invalid(config, format!("grid {axis} = {gd} exceeds the device's limit of {}", info.max_grid_dim[i])));
+            }
+        }
+        let smem = config.shared_mem_bytes as u64 + self.attrs.static_shared_bytes as u64;
+        if smem > info.shared_per_block_optin as u64 {
+            return Err(self.invalid(
+                config,
+                format!(
+                    "{} B of dynamic + {} B of static shared memory exceed the device's limit of {} B per block",
+                    config.shared_mem_bytes, self.attrs.static_shared_bytes, info.shared_per_block_optin
+                ),
+            ));
+        }
+        if config.shared_mem_bytes > self.dyn_smem_limit.load(Ordering::Relaxed) {
+            self.ensure_dynamic_smem(config.shared_mem_bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Raises the kernel's dynamic shared memory limit (above 48 KiB needs an opt-in).
+    fn ensure_dynamic_smem(&self, bytes: u32) -> Result<()> {
+        if bytes <= self.dyn_smem_limit.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        // SAFETY: live function handle; the value was checked against the device limit.
+        unsafe { sys::cuFuncSetAttribute(self.raw, FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32) }
+            .result()
+            .map_err(|code| Error::Driver { what: format!("allowing {bytes} B of dynamic shared memory for kernel `{}`", self.name), code })?;
+        self.dyn_smem_limit.fetch_max(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Launches with a raw parameter array (what generated launchers call).
+    ///
+    /// # Safety
+    /// `params` must hold one pointer per PTX parameter of the kernel, in order, each pointing
+    /// at a value of exactly that parameter's type, and the kernel must be safe to run with
+    /// those values (device pointers valid for its accesses).
+    ///
+    /// # Errors
+    /// [`Error::InvalidLaunch`] for an impossible configuration, [`Error::Cooperative`] for a
+    /// cooperative kernel, [`Error::Launch`] when the driver refuses.
+    #[inline]
+    pub unsafe fn launch_raw(&self, stream: &Stream, config: LaunchConfig, params: &mut [*mut std::ffi::c_void]) -> Result<()> {
+        if self.cooperative {
+            return Err(Error::Cooperative {
+                kernel: self.name.clone(),
+                reason: "it uses grid sync (#[kernel(cooperative)]), so it must be launched with launch_cooperative".into(),
+            });
+        }
+        self.check(&config)?;
+        self.module.gpu.bind()?;
+        let (g, b) = (config.grid, config.block);
+        // SAFETY: the caller guarantees the parameters; the configuration was checked.
+        let r = unsafe {
+            sys::cuLaunchKernel(
+                self.raw,
+                g.x,
+                g.y,
+                g.z,
+                b.x,
+                b.y,
+                b.z,
+                config.shared_mem_bytes,
+                stream.raw,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result();
+        r.map_err(|code| Error::Launch { kernel: self.name.clone(), config, code })?;
+        stream.note_launch(&self.name, config);
+        Ok(())
+    }
+
+    /// Launches cooperatively (`cuLaunchCooperativeKernel`) after checking that every block
+    /// of the grid can be resident at once.
+    ///
+    /// # Safety
+    /// As [`Function::launch_raw`].
+    ///
+    /// # Errors
+    /// As [`Function::launch_raw`], and [`Error::CooperativeTooLarge`] for a grid the device
+    /// cannot hold at once, [`Error::Cooperative`] when the device has no cooperative launch.
+    pub unsafe fn launch_cooperative_raw(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+    ) -> Result<()> {
+        let info = &self.module.gpu.info;
+        if !info.cooperative_launch {
+            return Err(Error::Cooperative {
+                kernel: self.name.clone(),
+                reason: format!("{} does not support cooperative launches", info.name),
+            });
+        }
+        self.check(&config)?;
+        let per_sm = self.max_active_blocks_per_sm(config.block.volume() as u32, config.shared_mem_bytes)?;
+        if config.grid.volume() > per_sm as u64 * info.sms as u64 {
+            return Err(Error::CooperativeTooLarge { kernel: self.name.clone(), config, blocks_per_sm: per_sm, sms: info.sms });
+        }
+        self.module.gpu.bind()?;
+        let (g, b) = (config.grid, config.block);
+        // SAFETY: the caller guarantees the parameters; the configuration and co-residency
+        // were checked.
+        let r = unsafe {
+            sys::cuLaunchCooperativeKernel(
+                self.raw,
+                g.x,
+                g.y,
+                g.z,
+                b.x,
+                b.y,
+                b.z,
+                config.shared_mem_bytes,
+                stream.raw,
+                params.as_mut_ptr(),
+            )
+        }
+        .result();
+        r.map_err(|code| Error::Launch { kernel: self.name.clone(), config, code })?;
+        stream.note_launch(&self.name, config);
+        Ok(())
+    }
+}

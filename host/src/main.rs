@@ -1,0 +1,60 @@
+//! `cohort`: device information, the kernel tour, and benchmarks.
+//!
+//! ```text
+//! cohort info                 devices, and the embedded kernels with their resource use
+//! cohort tour [--n N]         runs every tour kernel against a CPU reference, prints a table
+//! cohort bench launch         launch overhead: typed launch vs raw cuLaunchKernel
+//! ```
+//!
+//! Without a GPU every command that needs one says so and exits with status 2.
+
+mod bench;
+mod info;
+mod tour;
+mod util;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cohort <command> [options]
+
+commands:
+  info                     devices, cooperative-launch support, embedded kernels and their resource use
+  tour [--n N] [--seed S]  run every tour kernel on random data and check it against the CPU
+  bench launch [--iters N] launch overhead: typed launch vs raw cuLaunchKernel (median of N launches)
+  help                     this text
+
+environment: COHORT_DEVICE=<ordinal> picks the GPU (default 0)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = args.first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let rest = &args[1..];
+    let result = match cmd.as_str() {
+        "info" => info::run(rest),
+        "tour" => tour::run(rest),
+        "bench" => bench::run(rest),
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        other => Err(util::CliError::Usage(format!("unknown command `{other}`"))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(util::CliError::Usage(m)) => {
+            eprintln!("cohort: {m}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Err(util::CliError::NoGpu(e)) => {
+            eprintln!("cohort: no GPU to run on: {e}");
+            ExitCode::from(2)
+        }
+        Err(util::CliError::Failed(m)) => {
+            eprintln!("cohort: {m}");
+            ExitCode::FAILURE
+        }
+    }
+}

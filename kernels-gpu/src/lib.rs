@@ -1,0 +1,19 @@
+//! # cohort-kernels
+//!
+//! The kernels of the `cohort` application and of the GPU tests, written in Rust. Built twice:
+//! for `nvptx64-nvidia-cuda` by `build.rs` (through `cohort-build`) into PTX, and for the host,
+//! where every `#[kernel]` becomes a typed launcher and [`PTX`] embeds the modules.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`tour`] | `cohort tour`: vector add, SAXPY (f32, f64), grid-stride atomic sum, printf, one kernel per parameter kind |
+//! | [`checks`] | kernels the GPU tests use to probe the runtime (indices, traps, launch limits) |
+
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+
+#[cfg(not(target_arch = "nvptx64"))]
+cohort_runtime::include_ptx!();
+
+pub mod checks;
+pub mod tour;

@@ -1,0 +1,81 @@
+//! Options of `#[kernel(...)]`.
+
+use proc_macro2::TokenStream;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Ident, Token, parenthesized};
+
+/// One generic instance: a type or a constant per generic parameter.
+pub struct Instance {
+    pub args: Vec<TokenStream>,
+    pub span_tokens: TokenStream,
+}
+
+#[derive(Default)]
+pub struct KernelAttr {
+    pub cooperative: Option<Ident>,
+    pub instances: Option<(Ident, Vec<Instance>)>,
+}
+
+impl Parse for KernelAttr {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let mut attr = KernelAttr::default();
+        while !input.is_empty() {
+            let key: Ident = input.parse()?;
+            match key.to_string().as_str() {
+                "cooperative" => {
+                    if attr.cooperative.is_some() {
+                        return Err(syn::Error::new_spanned(&key, "`cooperative` given twice"));
+                    }
+                    attr.cooperative = Some(key);
+                }
+                "instances" => {
+                    if attr.instances.is_some() {
+                        return Err(syn::Error::new_spanned(&key, "`instances` given twice"));
+                    }
+                    let content;
+                    parenthesized!(content in input);
+                    let list: Punctuated<Instance, Token![,]> = content.parse_terminated(Instance::parse, Token![,])?;
+                    let insts: Vec<Instance> = list.into_iter().collect();
+                    if insts.is_empty() {
+                        return Err(syn::Error::new_spanned(&key, "`instances(...)` needs at least one instance"));
+                    }
+                    attr.instances = Some((key, insts));
+                }
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        &key,
+                        format!("unknown `#[kernel]` option `{other}`; expected `cooperative` or `instances(...)`"),
+                    ));
+                }
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(attr)
+    }
+}
+
+/// An instance is a type (`f32`), a constant (`4`, `{ N }`) or a parenthesized list of those
+/// for several generic parameters (`(f32, 4)`).
+impl Parse for Instance {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        use quote::ToTokens;
+        if input.peek(syn::token::Paren) {
+            let fork = input.fork();
+            let content;
+            parenthesized!(content in fork);
+            let list: Punctuated<syn::GenericArgument, Token![,]> =
+                content.parse_terminated(syn::GenericArgument::parse, Token![,])?;
+            let group: proc_macro2::TokenTree = input.parse()?;
+            return Ok(Instance {
+                args: list.iter().map(|a| a.to_token_stream()).collect(),
+                span_tokens: group.into_token_stream(),
+            });
+        }
+        let arg: syn::GenericArgument = input.parse()?;
+        let t = arg.to_token_stream();
+        Ok(Instance { args: vec![t.clone()], span_tokens: t })
+    }
+}

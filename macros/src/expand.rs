@@ -1,0 +1,400 @@
+//! Code generation for `#[kernel]`: the device entry (nvptx64) and the typed launcher (host).
+
+use std::collections::HashMap;
+
+use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{GenericParam, ItemFn};
+
+use crate::ast::{self, Param, ParamKind};
+use crate::attr::KernelAttr;
+use crate::valid;
+
+pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let attr: KernelAttr = syn::parse2(attr)?;
+    let item: ItemFn = syn::parse2(item)?;
+    let params = ast::params(&item)?;
+    valid::kernel(&item, &attr, &params)?;
+
+    let name = &item.sig.ident;
+    let body_ident = format_ident!("__cohort_kernel_{}", name);
+    let cooperative = attr.cooperative.is_some();
+
+    let (docs, others): (Vec<_>, Vec<_>) = item.attrs.iter().partition(|a| a.path().is_ident("doc"));
+    let cfgs: Vec<&syn::Attribute> = others.iter().filter(|a| a.path().is_ident("cfg")).copied().collect();
+
+    // The kernel body as an ordinary (generic) function, on both targets: the entry calls it on
+    // the device; on the host it type-checks the kernel (for rust-analyzer and clippy) and is
+    // where CPU execution will live.
+    let mut body_fn = item.clone();
+    body_fn.sig.ident = body_ident.clone();
+    body_fn.attrs = others.iter().map(|a| (*a).clone()).collect();
+    body_fn.vis = syn::Visibility::Inherited;
+    let body_fn = quote! {
+        #[doc(hidden)]
+        #[allow(dead_code, non_snake_case, clippy::too_many_arguments)]
+        #[inline(always)]
+        #body_fn
+    };
+
+    // Generic parameters (type and const), in order, and their instances.
+    let generics: Vec<&GenericParam> =
+        item.sig.generics.params.iter().filter(|g| !matches!(g, GenericParam::Lifetime(_))).collect();
+    let instances: Vec<Option<Vec<TokenStream>>> = match &attr.instances {
+        Some((_, insts)) => insts.iter().map(|i| Some(i.args.clone())).collect(),
+        None => vec![None],
+    };
+
+    let mut device = TokenStream::new();
+    let mut host_impls = TokenStream::new();
+    for inst in &instances {
+        let mut map = HashMap::new();
+        let mut turbofish = Vec::new();
+        let mut impl_args = Vec::new();
+        let mut suffix = Vec::new();
+        if let Some(args) = inst {
+            for (g, a) in generics.iter().zip(args) {
+                let (ident, is_const) = match g {
+                    GenericParam::Type(t) => (t.ident.to_string(), false),
+                    GenericParam::Const(c) => (c.ident.to_string(), true),
+                    GenericParam::Lifetime(_) => unreachable!(),
+                };
+                map.insert(ident, a.clone());
+                let arg = if is_const { quote!({ #a }) } else { a.clone() };
+                turbofish.push(arg.clone());
+                impl_args.push(arg);
+                suffix.push(sanitize(&a.to_string()));
+            }
+        }
+        let entry = if suffix.is_empty() { name.clone() } else { format_ident!("{}_{}", name, suffix.join("_")) };
+        let entry_str = entry.to_string();
+        let subst = |t: &dyn ToTokens| substitute(t.to_token_stream(), &map);
+        let call_generics = if turbofish.is_empty() { quote!() } else { quote!(::<#(#turbofish),*>) };
+
+        device.extend(device_entry(&item, &params, &entry, &body_ident, &call_generics, &cfgs, &subst));
+        host_impls.extend(host_impl(
+            &item,
+            &params,
+            &entry_str,
+            cooperative,
+            &impl_args,
+            &cfgs,
+            &subst,
+        ));
+    }
+
+    // The host struct: `name` or `name<T, const N: usize>` (bounds dropped; instances pick).
+    let vis = &item.vis;
+    let mut struct_params = Vec::new();
+    let mut phantom = Vec::new();
+    for g in &generics {
+        match g {
+            GenericParam::Type(t) => {
+                let i = &t.ident;
+                struct_params.push(quote!(#i));
+                phantom.push(quote!(#i));
+            }
+            GenericParam::Const(c) => {
+                let i = &c.ident;
+                let ty = &c.ty;
+                struct_params.push(quote!(const #i: #ty));
+            }
+            GenericParam::Lifetime(_) => {}
+        }
+    }
+    let struct_generics = if struct_params.is_empty() { quote!() } else { quote!(<#(#struct_params),*>) };
+    let struct_generics_names = {
+        let names: Vec<TokenStream> = generics
+            .iter()
+            .map(|g| match g {
+                GenericParam::Type(t) => t.ident.to_token_stream(),
+                GenericParam::Const(c) => c.ident.to_token_stream(),
+                GenericParam::Lifetime(_) => unreachable!(),
+            })
+            .collect();
+        if names.is_empty() { quote!() } else { quote!(<#(#names),*>) }
+    };
+    let launch_doc = if cooperative {
+        "Launch with `launch_cooperative`: this kernel uses grid sync, so it runs only in cooperative launches."
+    } else {
+        "Launch with `launch`."
+    };
+    let host_struct = quote! {
+        #(#cfgs)*
+        #[cfg(not(target_arch = "nvptx64"))]
+        #(#docs)*
+        ///
+        /// *Host side of a `#[kernel]`*: `load` it from a module, then launch it with typed arguments.
+        #[doc = #launch_doc]
+        #[allow(non_camel_case_types)]
+        #vis struct #name #struct_generics {
+            function: ::cohort_runtime::Function,
+            _marker: ::core::marker::PhantomData<fn() -> (#(#phantom,)*)>,
+        }
+
+        #(#cfgs)*
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl #struct_generics ::core::fmt::Debug for #name #struct_generics_names {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                ::core::fmt::Debug::fmt(&self.function, f)
+            }
+        }
+    };
+
+    Ok(quote! {
+        #body_fn
+        #device
+        #host_struct
+        #host_impls
+    })
+}
+
+fn device_entry(
+    item: &ItemFn,
+    params: &[Param],
+    entry: &syn::Ident,
+    body_ident: &syn::Ident,
+    call_generics: &TokenStream,
+    cfgs: &[&syn::Attribute],
+    subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
+) -> TokenStream {
+    let mut lowered = Vec::new();
+    let mut rebuild = Vec::new();
+    let mut args = Vec::new();
+    for p in params {
+        let id = &p.ident;
+        let ptr = format_ident!("__cohort_{}_ptr", id);
+        let len = format_ident!("__cohort_{}_len", id);
+        match &p.kind {
+            ParamKind::Scalar => {
+                let ty = subst(&p.ty);
+                lowered.push(quote!(#id: #ty));
+                rebuild.push(quote_spanned!(p.ty.span()=> ::cohort::abi::assert_device_copy::<#ty>();));
+            }
+            ParamKind::Slice(elem) => {
+                let elem_s = subst(elem);
+                lowered.push(quote!(#ptr: *const #elem_s, #len: usize));
+                rebuild.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_slice_element::<#elem_s>();));
+                rebuild.push(quote! {
+                    // SAFETY: the host launcher passed a live device allocation of `len` elements
+                    // that stays unchanged (or is only accessed atomically) during the launch.
+                    let #id: &[#elem_s] = unsafe { ::cohort::abi::slice(#ptr, #len) };
+                });
+            }
+            ParamKind::Disjoint(elem) => {
+                let elem_s = subst(elem);
+                lowered.push(quote!(#ptr: *mut #elem_s, #len: usize));
+                rebuild.push(quote! {
+                    // SAFETY: the host launcher passed an exclusively borrowed device allocation
+                    // of `len` elements; every thread receives the same one, so `ThreadIndex`
+                    // keeps their writes disjoint.
+                    let #id = unsafe { ::cohort::abi::disjoint::<#elem_s>(#ptr, #len) };
+                });
+            }
+            ParamKind::ConstPtr(elem) => {
+                let elem_s = subst(elem);
+                lowered.push(quote!(#id: *const #elem_s));
+            }
+            ParamKind::MutPtr(elem) => {
+                let elem_s = subst(elem);
+                lowered.push(quote!(#id: *mut #elem_s));
+            }
+            ParamKind::Grid => {
+                rebuild.push(quote! {
+                    // SAFETY: `#[kernel(cooperative)]` kernels are launched only through
+                    // `launch_cooperative`, which uses `cuLaunchCooperativeKernel` after
+                    // checking that the grid is co-resident.
+                    let #id = unsafe { ::cohort::cg::GridGroup::new_unchecked() };
+                });
+            }
+        }
+        args.push(quote!(#id));
+    }
+    let call = if item.sig.unsafety.is_some() {
+        quote! {
+            // SAFETY: the caller of the `unsafe` launcher took on the kernel's contract.
+            unsafe { #body_ident #call_generics (#(#args),*) }
+        }
+    } else {
+        quote!(#body_ident #call_generics (#(#args),*))
+    };
+    quote! {
+        #(#cfgs)*
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[allow(non_snake_case, clippy::too_many_arguments)]
+        #[doc(hidden)]
+        pub unsafe extern "ptx-kernel" fn #entry(#(#lowered),*) {
+            #(#rebuild)*
+            #call
+        }
+    }
+}
+
+fn host_impl(
+    item: &ItemFn,
+    params: &[Param],
+    entry_str: &str,
+    cooperative: bool,
+    impl_args: &[TokenStream],
+    cfgs: &[&syn::Attribute],
+    subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
+) -> TokenStream {
+    let name = &item.sig.ident;
+    let mut host_params = Vec::new();
+    let mut prep = Vec::new();
+    let mut ptrs = Vec::new();
+    let mut arg_docs = Vec::new();
+    for p in params {
+        let id = &p.ident;
+        let attrs = &p.attrs;
+        let ptr = format_ident!("__cohort_{}_ptr", id);
+        let len = format_ident!("__cohort_{}_len", id);
+        let ty_str = p.ty.to_token_stream().to_string();
+        match &p.kind {
+            ParamKind::Scalar => {
+                let ty = subst(&p.ty);
+                host_params.push(quote!(#(#attrs)* #id: #ty));
+                prep.push(quote_spanned!(p.ty.span()=> ::cohort::abi::assert_device_copy::<#ty>();));
+                ptrs.push(quote!((&raw const #id).cast_mut().cast::<::core::ffi::c_void>()));
+            }
+            ParamKind::Slice(elem) => {
+                let elem_s = subst(elem);
+                host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::SliceArg<#elem_s>));
+                prep.push(quote!(let (#ptr, #len): (u64, usize) = ::cohort_runtime::SliceArg::raw_parts(&#id);));
+                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
+                ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
+            }
+            ParamKind::Disjoint(elem) => {
+                let elem_s = subst(elem);
+                host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::DisjointArg<#elem_s>));
+                prep.push(quote!(let (#ptr, #len): (u64, usize) = ::cohort_runtime::DisjointArg::raw_parts(&#id);));
+                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
+                ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
+            }
+            ParamKind::ConstPtr(elem) => {
+                let elem_s = subst(elem);
+                host_params.push(quote!(#(#attrs)* #id: ::cohort_runtime::DevicePtr<#elem_s>));
+                prep.push(quote!(let #ptr: u64 = #id.addr();));
+                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
+            }
+            ParamKind::MutPtr(elem) => {
+                let elem_s = subst(elem);
+                host_params.push(quote!(#(#attrs)* #id: ::cohort_runtime::DevicePtrMut<#elem_s>));
+                prep.push(quote!(let #ptr: u64 = #id.addr();));
+                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
+            }
+            ParamKind::Grid => continue,
+        }
+        arg_docs.push(format!("`{id}: {ty_str}`"));
+    }
+    let n = ptrs.len();
+    let unsafety = &item.sig.unsafety;
+    let (launch, raw) = if cooperative {
+        (format_ident!("launch_cooperative"), format_ident!("launch_cooperative_raw"))
+    } else {
+        (format_ident!("launch"), format_ident!("launch_raw"))
+    };
+    let ty_args = if impl_args.is_empty() { quote!() } else { quote!(<#(#impl_args),*>) };
+    let launch_doc = format!(
+        "Launches `{entry_str}` on `stream` with `config`{}. Arguments: {}.",
+        if cooperative { " as a cooperative grid (every block resident at once; grid sync allowed)" } else { "" },
+        if arg_docs.is_empty() { "none".to_string() } else { arg_docs.join(", ") }
+    );
+    let safety_doc = if unsafety.is_some() {
+        quote! {
+            ///
+            /// # Safety
+            /// The kernel is `unsafe fn`: its raw-pointer parameters must point at device memory
+            /// valid for what the kernel does with them, and its own safety contract must hold.
+        }
+    } else {
+        quote!()
+    };
+    let span = Span::call_site();
+    let config = quote_spanned!(span=> config);
+    quote! {
+        #(#cfgs)*
+        #[cfg(not(target_arch = "nvptx64"))]
+        impl #name #ty_args {
+            /// Name of the PTX entry point.
+            pub const NAME: &'static str = #entry_str;
+            /// Whether the kernel must be launched cooperatively.
+            pub const COOPERATIVE: bool = #cooperative;
+
+            /// Looks the kernel up in `module` and reads its attributes.
+            ///
+            /// # Errors
+            /// If the module has no entry point of this name (built from other sources).
+            pub fn load(module: &::cohort_runtime::Module) -> ::core::result::Result<Self, ::cohort_runtime::Error> {
+                ::core::result::Result::Ok(Self {
+                    function: module.function(Self::NAME, Self::COOPERATIVE)?,
+                    _marker: ::core::marker::PhantomData,
+                })
+            }
+
+            /// The loaded function: attributes, occupancy, launch-configuration helpers.
+            pub fn function(&self) -> &::cohort_runtime::Function {
+                &self.function
+            }
+
+            #[doc = #launch_doc]
+            ///
+            /// # Errors
+            /// An impossible configuration (block too large, too much shared memory, a
+            /// cooperative grid that cannot be co-resident) is refused before launching, naming
+            /// the kernel and the limit; driver errors are returned as they come.
+            #safety_doc
+            #[allow(clippy::too_many_arguments)]
+            pub #unsafety fn #launch(
+                &self,
+                stream: &::cohort_runtime::Stream,
+                #config: impl ::core::convert::Into<::cohort_runtime::LaunchConfig>,
+                #(#host_params),*
+            ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
+                #(#prep)*
+                let mut __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
+                // SAFETY: the parameter array matches the entry point's PTX signature, which
+                // `#[kernel]` generated from the same declaration; every argument's type was
+                // checked above, and the pointed-to locals outlive the launch call.
+                unsafe { self.function.#raw(stream, #config.into(), &mut __cohort_params) }
+            }
+        }
+    }
+}
+
+/// Replaces generic parameter names with an instance's arguments, token by token.
+fn substitute(ts: TokenStream, map: &HashMap<String, TokenStream>) -> TokenStream {
+    if map.is_empty() {
+        return ts;
+    }
+    ts.into_iter()
+        .map(|tt| match tt {
+            TokenTree::Ident(i) if map.contains_key(&i.to_string()) => {
+                let mut g = Group::new(Delimiter::None, map[&i.to_string()].clone());
+                g.set_span(i.span());
+                TokenTree::Group(g)
+            }
+            TokenTree::Group(g) => {
+                let mut ng = Group::new(g.delimiter(), substitute(g.stream(), map));
+                ng.set_span(g.span());
+                TokenTree::Group(ng)
+            }
+            other => other,
+        })
+        .collect()
+}
+
+/// An identifier-safe spelling of an instance argument: `[u8; 4]` → `u8_4`.
+fn sanitize(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_string()
+}

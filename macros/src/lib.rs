@@ -1,0 +1,56 @@
+//! Procedural macros of Cohort: [`macro@kernel`] and [`macro@DeviceCopy`].
+//!
+//! Each is split parse → validate → expand (`attr.rs`, `ast.rs`, `valid.rs`, `expand.rs`);
+//! errors carry the span of the offending tokens. On error the original item is emitted too,
+//! with the `compile_error!`s, so that IDEs keep resolving it.
+
+mod ast;
+mod attr;
+mod device_copy;
+mod expand;
+mod valid;
+
+use proc_macro::TokenStream;
+
+/// Marks a function as a GPU kernel.
+///
+/// On `nvptx64` it becomes an `extern "ptx-kernel"` entry point named after the function. On the
+/// host it becomes a struct of the same name with `load(&Module)` and a typed `launch` (or
+/// `launch_cooperative`) whose parameters mirror the kernel's, so that a wrong argument is a
+/// compile error.
+///
+/// | kernel parameter | host argument |
+/// |---|---|
+/// | `x: T` (`T: DeviceCopy`) | `T` |
+/// | `s: &[T]` | `&DeviceBuffer<T>`, `DeviceView<T>`, … |
+/// | `s: &[AtomicU32]` (any atomic) | `&mut DeviceBuffer<u32>`, … |
+/// | `out: DisjointSlice<T>` | `&mut DeviceBuffer<T>`, `DeviceViewMut<T>`, … |
+/// | `p: *const T` / `*mut T` (in an `unsafe fn` kernel) | `DevicePtr<T>` / `DevicePtrMut<T>` |
+/// | `grid: GridGroup` (with `cooperative`) | nothing |
+///
+/// Options: `#[kernel(cooperative)]` (may use grid sync; launched only cooperatively) and
+/// `#[kernel(instances(f32, f64))]` for a generic kernel: one entry per instance, named
+/// `<name>_<instance>`, and a host struct `name<T>` with `load`/`launch` for each instance.
+/// Several generic parameters take tuples: `instances((f32, 4), (f64, 8))`.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item2: proc_macro2::TokenStream = item.clone().into();
+    match expand::kernel(attr.into(), item2.clone()) {
+        Ok(ts) => ts.into(),
+        Err(err) => {
+            let mut out = item2;
+            out.extend(err.to_compile_error());
+            out.into()
+        }
+    }
+}
+
+/// Derives `cohort::DeviceCopy` for a `#[repr(C)]` (or `#[repr(transparent)]`) struct whose
+/// fields are all `DeviceCopy`. The struct must also be `Copy`.
+#[proc_macro_derive(DeviceCopy)]
+pub fn derive_device_copy(item: TokenStream) -> TokenStream {
+    match device_copy::derive(item.into()) {
+        Ok(ts) => ts.into(),
+        Err(err) => err.to_compile_error().into(),
+    }
+}

@@ -1,0 +1,221 @@
+//! The runtime's launch path: impossible configurations are `Err`s naming the kernel and the
+//! limit (never a hang), cooperative checks, shared-memory opt-in, traps, helpers.
+
+use cohort_kernels::{checks, tour};
+use cohort_runtime::{Error, Gpu, LaunchConfig};
+use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_trial, rng};
+use libtest_mimic::Trial;
+use rand::Rng;
+
+/// Environment variable that makes the test binary run one child scenario and exit.
+pub const CHILD_ENV: &str = "COHORT_TEST_CHILD";
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        gpu_trial("launch_block_of_2048_threads_is_an_error", block_too_large),
+        gpu_trial("launch_too_much_shared_memory_is_an_error", too_much_shared),
+        gpu_trial("launch_bad_dimensions_are_errors", bad_dims),
+        gpu_trial("launch_large_dynamic_shared_memory_opts_in", large_dynamic_shared),
+        gpu_trial("launch_cooperative_grid_too_large_is_an_error", cooperative_too_large),
+        gpu_trial("launch_cooperative_kernel_refuses_normal_launch", cooperative_needs_cooperative),
+        gpu_trial("launch_unknown_kernel_is_an_error", unknown_kernel),
+        gpu_trial("launch_config_helpers", config_helpers),
+        gpu_trial("launch_many_streams", many_streams),
+        gpu_trial("launch_device_trap_is_an_error_and_process_recovers", trap_in_child),
+    ]
+}
+
+fn expect_err(what: &str, r: Result<(), Error>, needles: &[&str]) -> Result<Error, String> {
+    match r {
+        Ok(()) => Err(format!("{what}: launched, expected an error")),
+        Err(e) => {
+            let msg = e.to_string();
+            for n in needles {
+                if !msg.contains(n) {
+                    return Err(format!("{what}: error does not mention `{n}`: {msg}"));
+                }
+            }
+            Ok(e)
+        }
+    }
+}
+
+fn block_too_large(c: &Ctx) -> TestResult {
+    let k = tour::vector_add::load(&c.module).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let a = c.gpu.upload(&[1.0f32; 64]).ctx("upload")?;
+    let mut out = c.gpu.zeroed::<f32>(64).ctx("alloc")?;
+    let e = expect_err("block 2048", k.launch(&s, (1u32, 2048u32), &a, &a, &mut out), &["vector_add", "2048", "1024"])?;
+    ensure(matches!(e, Error::InvalidLaunch { .. }), || format!("wrong error kind: {e:?}"))?;
+    // The stream is still usable.
+    k.launch(&s, (1u32, 64u32), &a, &a, &mut out).ctx("launch after the refused one")?;
+    check_all("after refusal", &out.to_vec().ctx("read")?, &[2.0f32; 64])
+}
+
+fn too_much_shared(c: &Ctx) -> TestResult {
+    let k = checks::block_barrier_count::load(&c.module).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut out = c.gpu.zeroed::<u32>(64).ctx("alloc")?;
+    let limit = c.gpu.info().shared_per_block_optin.to_string();
+    let cfg = LaunchConfig::new(1, 64).with_shared_mem(1 << 20);
+    expect_err("1 MiB shared", k.launch(&s, cfg, &mut out), &["block_barrier_count", "shared memory", &limit])?;
+    Ok(())
+}
+
+fn bad_dims(c: &Ctx) -> TestResult {
+    let k = checks::block_barrier_count::load(&c.module).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut out = c.gpu.zeroed::<u32>(64).ctx("alloc")?;
+    expect_err("zero grid", k.launch(&s, (0u32, 64u32), &mut out), &["block_barrier_count", "0"])?;
+    expect_err("grid y too large", k.launch(&s, LaunchConfig::new((1, 70_000, 1), 32), &mut out), &["grid y", "65535"])?;
+    expect_err("block z too large", k.launch(&s, LaunchConfig::new(1, (1, 1, 128)), &mut out), &["block z", "64"])?;
+    Ok(())
+}
+
+fn large_dynamic_shared(c: &Ctx) -> TestResult {
+    let k = checks::block_barrier_count::load(&c.module).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let bytes = (c.gpu.info().shared_per_block_optin - k.function().attributes().static_shared_bytes).min(100 * 1024);
+    ensure(bytes > 48 * 1024, || format!("device opt-in limit too small to test ({bytes} B)"))?;
+    let mut out = c.gpu.upload(&[u32::MAX; 256]).ctx("alloc")?;
+    k.launch(&s, LaunchConfig::new(2, 128).with_shared_mem(bytes), &mut out).ctx("launch with > 48 KiB")?;
+    let want = [(0..128).filter(|t| t % 3 == 0).count() as u32; 256];
+    check_all("barrier count with large dynamic smem", &out.to_vec().ctx("read")?, &want)
+}
+
+fn cooperative_too_large(c: &Ctx) -> TestResult {
+    let k = tour::neighbour_sums::load(&c.module).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let per_sm = k.function().max_active_blocks_per_sm(256, 0).ctx("occupancy")?;
+    let max = per_sm * c.gpu.info().sms;
+    let data = c.gpu.upload(&[1u32; 1024]).ctx("upload")?;
+    let mut published = c.gpu.zeroed::<u64>(max as usize + 1).ctx("alloc")?;
+    let mut out = c.gpu.zeroed::<u64>(max as usize + 1).ctx("alloc")?;
+    let r = k.launch_cooperative(&s, LaunchConfig::new(max + 1, 256), &data, &mut published, &mut out);
+    let e = expect_err("grid of max + 1 blocks", r, &["neighbour_sums", &(max + 1).to_string(), &max.to_string()])?;
+    ensure(matches!(e, Error::CooperativeTooLarge { .. }), || format!("wrong error kind: {e:?}"))?;
+    // Exactly the maximum runs (and finishes: grid sync does not hang).
+    k.launch_cooperative(&s, LaunchConfig::new(max, 256), &data, &mut published, &mut out).ctx("grid of max blocks")?;
+    s.synchronize().ctx("sync")
+}
+
+fn cooperative_needs_cooperative(c: &Ctx) -> TestResult {
+    let k = tour::neighbour_sums::load(&c.module).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    ensure(k.function().is_cooperative(), || "neighbour_sums not marked cooperative".into())?;
+    // SAFETY: no parameters are read: the launch is refused before reaching the driver.
+    let r = unsafe { k.function().launch_raw(&s, LaunchConfig::new(1, 32), &mut []) };
+    expect_err("normal launch of a grid-sync kernel", r, &["neighbour_sums", "launch_cooperative"])?;
+    Ok(())
+}
+
+fn unknown_kernel(c: &Ctx) -> TestResult {
+    match c.module.function("no_such_kernel", false) {
+        Err(Error::KernelNotFound { name, .. }) if name == "no_such_kernel" => Ok(()),
+        other => Err(format!("expected KernelNotFound, got {other:?}")),
+    }
+}
+
+fn config_helpers(c: &Ctx) -> TestResult {
+    let k = tour::vector_add::load(&c.module).ctx("load")?;
+    let cfg = LaunchConfig::for_elements(1000, 256);
+    ensure(cfg.grid.x == 4 && cfg.block.x == 256, || format!("for_elements: {cfg}"))?;
+    let cfg = LaunchConfig::for_2d(100, 30, (16, 16));
+    ensure((cfg.grid.x, cfg.grid.y, cfg.block.x, cfg.block.y) == (7, 2, 16, 16), || format!("for_2d: {cfg}"))?;
+    let (_, block) = k.function().suggested_block_size(0).ctx("suggested")?;
+    ensure(block >= 32 && block <= 1024 && block % 32 == 0, || format!("suggested block {block}"))?;
+    let occ = k.function().config_for_elements(1 << 20).ctx("occupancy config")?;
+    ensure(occ.total_threads() >= 1 << 20, || format!("occupancy config {occ}"))?;
+    let p = k.function().persistent_config(256, 0).ctx("persistent")?;
+    ensure(p.grid.x % c.gpu.info().sms == 0 && p.grid.x >= c.gpu.info().sms, || format!("persistent {p}"))
+}
+
+fn many_streams(c: &Ctx) -> TestResult {
+    let mut r = rng("launch_many_streams");
+    let k = tour::vector_add::load(&c.module).ctx("load")?;
+    let n = 300_000;
+    let streams: Vec<_> = (0..4).map(|_| c.gpu.new_stream()).collect::<Result<_, _>>().ctx("streams")?;
+    let mut jobs = Vec::new();
+    for s in &streams {
+        let a: Vec<f32> = (0..n).map(|_| r.random_range(-1.0..1.0)).collect();
+        let b: Vec<f32> = (0..n).map(|_| r.random_range(-1.0..1.0)).collect();
+        let (da, db) = (c.gpu.upload(&a).ctx("upload")?, c.gpu.upload(&b).ctx("upload")?);
+        let mut out = c.gpu.zeroed::<f32>(n).ctx("alloc")?;
+        k.launch(s, LaunchConfig::for_elements(n, 256), &da, &db, &mut out).ctx("launch")?;
+        jobs.push((a, b, out));
+    }
+    for s in &streams {
+        s.synchronize().ctx("sync")?;
+    }
+    for (a, b, out) in jobs {
+        let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+        check_all("per-stream result", &out.to_vec().ctx("read")?, &want)?;
+    }
+    Ok(())
+}
+
+fn trap_in_child(_: &Ctx) -> TestResult {
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let out = std::process::Command::new(exe).env(CHILD_ENV, "trap").output().ctx("spawn child")?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    ensure(out.status.success(), || format!("child failed ({}):\n{text}", out.status))?;
+    ensure(text.contains("RECOVERED"), || format!("child did not recover:\n{text}"))
+}
+
+/// Runs a child scenario; returns the exit status.
+pub fn child(which: &str) -> i32 {
+    let r = match which {
+        "trap" => trap_scenario(),
+        other => Err(format!("unknown child scenario {other}")),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("child scenario `{which}` failed: {e}");
+            1
+        }
+    }
+}
+
+/// A kernel panics (index out of bounds) in a context of its own: the error names the kernel
+/// and where it panicked; then the process makes a fresh context and computes correctly.
+fn trap_scenario() -> Result<(), String> {
+    {
+        let gpu = Gpu::isolated(0).ctx("isolated context")?;
+        let module = gpu.load(&cohort_kernels::PTX).ctx("load")?;
+        let k = checks::checked_read::load(&module).ctx("load kernel")?;
+        let data = gpu.upload(&[7u32; 10]).ctx("upload")?;
+        let mut out = gpu.zeroed::<u32>(64).ctx("alloc")?;
+        k.launch(gpu.stream(), (1u32, 64u32), &data, 1000, &mut out).ctx("launch")?;
+        match gpu.stream().synchronize() {
+            Ok(()) => return Err("an out-of-bounds read in a kernel did not fail".into()),
+            Err(e) => {
+                let msg = e.to_string();
+                println!("ERROR AS RETURNED: {msg}");
+                if !matches!(e, Error::KernelFailed { .. }) {
+                    return Err(format!("expected KernelFailed, got {e:?}"));
+                }
+                for needle in ["checked_read", "panicked at", "checks.rs", "block (0,0,0)"] {
+                    if !msg.contains(needle) {
+                        return Err(format!("error does not mention `{needle}`: {msg}"));
+                    }
+                }
+            }
+        }
+        // The dead context reports errors, not hangs or crashes.
+        if out.to_vec().is_ok() {
+            return Err("reading from the failed context succeeded".into());
+        }
+    }
+    let gpu = Gpu::new(0).ctx("fresh primary context")?;
+    let module = gpu.load(&cohort_kernels::PTX).ctx("load")?;
+    let k = tour::vector_add::load(&module).ctx("load kernel")?;
+    let a: Vec<f32> = (0..5000).map(|i| i as f32 * 0.5).collect();
+    let da = gpu.upload(&a).ctx("upload")?;
+    let mut out = gpu.zeroed::<f32>(5000).ctx("alloc")?;
+    k.launch(gpu.stream(), LaunchConfig::for_elements(5000, 256), &da, &da, &mut out).ctx("launch")?;
+    let want: Vec<f32> = a.iter().map(|x| x + x).collect();
+    check_all("after recovery", &out.to_vec().ctx("read")?, &want)?;
+    println!("RECOVERED");
+    Ok(())
+}

@@ -1,0 +1,27 @@
+//! GPU tests, one module per facility (mirroring the device library and the runtime). Run
+//! them with `cargo test --workspace` (here: ignored with the reason when there is no GPU) or,
+//! on a GPU machine without Rust, from `../shared/tools/gpu-bundle`'s `.gpu/run`.
+
+mod launch;
+mod print;
+mod thread;
+mod tour;
+
+use libtest_mimic::Arguments;
+
+fn main() {
+    // Scenarios that must run in a process of their own (a trap kills its CUDA context).
+    if let Ok(which) = std::env::var(launch::CHILD_ENV) {
+        std::process::exit(launch::child(&which));
+    }
+    let args = Arguments::from_args();
+    if let Some(reason) = cohort_tests::gpu_absent_reason() {
+        eprintln!("GPU tests will be ignored: {reason}");
+    }
+    let mut trials = Vec::new();
+    trials.extend(launch::trials());
+    trials.extend(print::trials());
+    trials.extend(thread::trials());
+    trials.extend(tour::trials());
+    libtest_mimic::run(&args, trials).exit();
+}

@@ -1,0 +1,57 @@
+//! `cohort::thread` and `cohort::sync` basics: indices, extents, ranks, block barriers.
+
+use cohort_kernels::checks;
+use cohort_runtime::{Dim3, LaunchConfig};
+use cohort_tests::{Context, Ctx, TestResult, check_all, gpu_trial};
+use libtest_mimic::Trial;
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        gpu_trial("thread_indices_1d", |c| indices(c, Dim3::new(7, 1, 1), Dim3::new(96, 1, 1))),
+        gpu_trial("thread_indices_2d", |c| indices(c, Dim3::new(5, 3, 1), Dim3::new(16, 6, 1))),
+        gpu_trial("thread_indices_3d", |c| indices(c, Dim3::new(3, 2, 2), Dim3::new(8, 4, 3))),
+        gpu_trial("sync_threads_count", sync_threads_count),
+    ]
+}
+
+fn indices(c: &Ctx, grid: Dim3, block: Dim3) -> TestResult {
+    let k = checks::thread_indices::load(&c.module).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let total = (grid.volume() * block.volume()) as usize;
+    let mut out = c.gpu.upload(&vec![[u64::MAX; 16]; total]).ctx("alloc")?;
+    k.launch(&s, LaunchConfig::new(grid, block), &mut out).ctx("launch")?;
+    let got = out.to_vec().ctx("read back")?;
+    let mut want = vec![[0u64; 16]; total];
+    for bz in 0..grid.z {
+        for by in 0..grid.y {
+            for bx in 0..grid.x {
+                for tz in 0..block.z {
+                    for ty in 0..block.y {
+                        for tx in 0..block.x {
+                            let b = Dim3::new(bx, by, bz);
+                            let t = Dim3::new(tx, ty, tz);
+                            let in_block = t.linear_in(block);
+                            let rank = b.linear_in(grid) * block.volume() + in_block;
+                            want[rank as usize] = [
+                                tx as u64, ty as u64, tz as u64, bx as u64, by as u64, bz as u64,
+                                block.x as u64, block.y as u64, block.z as u64, grid.x as u64, grid.y as u64, grid.z as u64,
+                                in_block % 32, in_block / 32, in_block, rank,
+                            ];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    check_all("per-thread indices", &got, &want)
+}
+
+fn sync_threads_count(c: &Ctx) -> TestResult {
+    let k = checks::block_barrier_count::load(&c.module).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let (blocks, threads) = (5u32, 200u32);
+    let mut out = c.gpu.upload(&vec![u32::MAX; (blocks * threads) as usize]).ctx("alloc")?;
+    k.launch(&s, (blocks, threads), &mut out).ctx("launch")?;
+    let want = vec![(0..threads).filter(|t| t % 3 == 0).count() as u32; (blocks * threads) as usize];
+    check_all("__syncthreads_count", &out.to_vec().ctx("read")?, &want)
+}

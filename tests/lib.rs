@@ -1,0 +1,116 @@
+//! Shared helpers of Cohort's integration tests.
+//!
+//! GPU tests run through [`gpu_trial`]: with a GPU they run and check every element against a
+//! CPU reference; without one (no driver, no device) they report themselves **ignored, with
+//! the reason**, never passed. A GPU that is present but fails (module load, driver error)
+//! fails the test.
+
+use std::sync::OnceLock;
+
+use cohort_runtime::{Error, Gpu, Module};
+use libtest_mimic::{Completion, Failed, Trial};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+/// The GPU every test shares, with the kernels module loaded.
+pub struct Ctx {
+    /// Device 0 (or `COHORT_DEVICE`), primary context.
+    pub gpu: Gpu,
+    /// `cohort_kernels::PTX`, loaded.
+    pub module: Module,
+}
+
+enum Setup {
+    Ready(Ctx),
+    /// No GPU here: tests are ignored with this reason.
+    Absent(String),
+    /// A GPU is here but setting up failed: tests fail with this.
+    Broken(String),
+}
+
+fn setup() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    SETUP.get_or_init(|| match Gpu::from_env() {
+        Err(e @ (Error::NoDriver | Error::NoDevice { .. })) => Setup::Absent(format!("no GPU: {e}")),
+        Err(e) => Setup::Broken(e.to_string()),
+        Ok(gpu) => match gpu.load(&cohort_kernels::PTX) {
+            Ok(module) => Setup::Ready(Ctx { gpu, module }),
+            Err(e) => Setup::Broken(e.to_string()),
+        },
+    })
+}
+
+/// Why GPU tests are skipped here, or `None` when a GPU is usable.
+pub fn gpu_absent_reason() -> Option<String> {
+    match setup() {
+        Setup::Absent(r) => Some(r.clone()),
+        _ => None,
+    }
+}
+
+/// A test result: `Err` carries the failure message.
+pub type TestResult = Result<(), String>;
+
+/// A GPU test: runs `f` on the shared context, or reports itself ignored (with the reason)
+/// when there is no GPU.
+pub fn gpu_trial(name: &str, f: fn(&Ctx) -> TestResult) -> Trial {
+    Trial::ignorable_test(name, move || match setup() {
+        Setup::Absent(reason) => Ok(Completion::ignored_with(reason)),
+        Setup::Broken(e) => Err(Failed::from(format!("GPU setup failed: {e}"))),
+        Setup::Ready(ctx) => f(ctx).map(|()| Completion::Completed).map_err(Failed::from),
+    })
+    .with_kind("gpu")
+}
+
+/// A test that needs no GPU.
+pub fn cpu_trial(name: &str, f: fn() -> TestResult) -> Trial {
+    Trial::test(name, move || f().map_err(Failed::from))
+}
+
+/// A seeded generator: each test gets its own stream of random data (from its name), so a
+/// failure reproduces. `COHORT_TEST_SEED` varies it.
+pub fn rng(test: &str) -> StdRng {
+    let base: u64 = std::env::var("COHORT_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x00c0_4047);
+    let h = test.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    StdRng::seed_from_u64(base ^ h)
+}
+
+/// Turns any displayable error into a test failure message.
+pub trait Context<T> {
+    /// Adds what was being done.
+    fn ctx(self, what: &str) -> Result<T, String>;
+}
+
+impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
+    fn ctx(self, what: &str) -> Result<T, String> {
+        self.map_err(|e| format!("{what}: {e}"))
+    }
+}
+
+/// Compares every element; reports how many differ and the first few.
+pub fn check_all<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) -> TestResult {
+    check_all_by(what, got, want, |g, w| g == w)
+}
+
+/// Compares every element with `same`; reports how many differ and the first few.
+pub fn check_all_by<T: std::fmt::Debug>(what: &str, got: &[T], want: &[T], same: impl Fn(&T, &T) -> bool) -> TestResult {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} elements, expected {}", got.len(), want.len()));
+    }
+    let bad: Vec<usize> = (0..got.len()).filter(|&i| !same(&got[i], &want[i])).collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let first: Vec<String> = bad.iter().take(5).map(|&i| format!("[{i}] got {:?}, want {:?}", got[i], want[i])).collect();
+    Err(format!("{what}: {} of {} elements differ; {}", bad.len(), got.len(), first.join("; ")))
+}
+
+/// `|got - want| <= tol * max(|want|, 1)` for every element.
+pub fn check_close(what: &str, got: &[f64], want: &[f64], tol: f64) -> TestResult {
+    check_all_by(what, got, want, |g, w| (g - w).abs() <= tol * w.abs().max(1.0))
+}
+
+/// Fails with `msg` unless `cond`.
+pub fn ensure(cond: bool, msg: impl FnOnce() -> String) -> TestResult {
+    if cond { Ok(()) } else { Err(msg()) }
+}

@@ -1,0 +1,175 @@
+//! PTX checks that need no GPU: every embedded module assembles with ptxas for its
+//! architecture; no library kernel spills or uses local memory; key kernels keep the
+//! instructions they are meant to have (golden snippets).
+//!
+//! Without ptxas (`COHORT_PTXAS`, `PATH`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`) the ptxas
+//! tests report themselves ignored with that reason, unless `COHORT_REQUIRE_PTXAS=1` (set by
+//! CI, which installs ptxas from PyPI), where they fail instead.
+
+use cohort_kernels::PTX;
+use cohort_runtime::PtxModule;
+use cohort_tests::{TestResult, cpu_trial, ensure};
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+/// Kernels allowed a local-memory stack frame, and why.
+const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[("hello", "printf's argument buffer lives in local memory, as in CUDA C++")];
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials = vec![
+        cpu_trial("ptx_every_arch_is_embedded", every_arch_embedded),
+        cpu_trial("ptx_module_selection_by_compute_capability", selection),
+        cpu_trial("ptx_golden_grid_sync", golden_grid_sync),
+        cpu_trial("ptx_golden_atomic_reduction", golden_atomic),
+        cpu_trial("ptx_golden_printf", golden_printf),
+        cpu_trial("ptx_kernels_have_no_local_arrays", no_local_arrays),
+    ];
+    for m in PTX.modules {
+        trials.push(ptxas_trial(&format!("ptxas_assembles_sm_{}", m.arch), m, assemble));
+        trials.push(ptxas_trial(&format!("ptxas_no_spills_sm_{}", m.arch), m, no_spills));
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
+fn ptxas_trial(name: &str, m: &'static PtxModule, f: fn(&std::path::Path, &'static PtxModule) -> TestResult) -> Trial {
+    Trial::ignorable_test(name, move || match cohort_build::ptxas_path() {
+        Some(p) => f(&p, m).map(|()| Completion::Completed).map_err(Failed::from),
+        None if std::env::var("COHORT_REQUIRE_PTXAS").as_deref() == Ok("1") => {
+            Err(Failed::from("COHORT_REQUIRE_PTXAS=1 but ptxas was not found"))
+        }
+        None => Ok(Completion::ignored_with(
+            "ptxas not found (set COHORT_PTXAS, or put CUDA's bin on PATH, or pip install nvidia-cuda-nvcc==13.0.88)",
+        )),
+    })
+}
+
+fn run_ptxas(ptxas: &std::path::Path, m: &PtxModule) -> Result<Vec<cohort_build::KernelResources>, String> {
+    let dir = std::env::temp_dir().join(format!("cohort-ptx-test-{}-{}", std::process::id(), m.arch));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let file = dir.join(format!("module.sm_{}.ptx", m.arch));
+    std::fs::write(&file, m.text()).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(ptxas)
+        .arg(format!("-arch=sm_{}", m.arch))
+        .arg("-v")
+        .arg("-o")
+        .arg(dir.join("module.cubin"))
+        .arg(&file)
+        .output()
+        .map_err(|e| format!("running {}: {e}", ptxas.display()))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+    if !out.status.success() {
+        return Err(format!("ptxas -arch=sm_{} rejected the module:\n{text}", m.arch));
+    }
+    Ok(cohort_build::parse_ptxas_output(&text))
+}
+
+fn assemble(ptxas: &std::path::Path, m: &'static PtxModule) -> TestResult {
+    let res = run_ptxas(ptxas, m)?;
+    let kernels = m.kernels();
+    ensure(res.len() == kernels.len(), || format!("ptxas compiled {} entries, the PTX declares {}", res.len(), kernels.len()))?;
+    for k in kernels {
+        ensure(res.iter().any(|r| r.name == k), || format!("ptxas did not report kernel `{k}`"))?;
+    }
+    Ok(())
+}
+
+fn no_spills(ptxas: &std::path::Path, m: &'static PtxModule) -> TestResult {
+    let res = run_ptxas(ptxas, m)?;
+    let bad: Vec<String> = res
+        .iter()
+        .filter(|r| r.spill_store_bytes + r.spill_load_bytes > 0)
+        .map(|r| format!("{} ({} B stores, {} B loads, {} registers)", r.name, r.spill_store_bytes, r.spill_load_bytes, r.registers))
+        .collect();
+    ensure(bad.is_empty(), || format!("sm_{}: kernels spill registers: {}", m.arch, bad.join(", ")))
+}
+
+/// The body of entry `name` in a module's PTX.
+fn entry_body(m: &PtxModule, name: &str) -> Result<&'static str, String> {
+    let text = m.text();
+    let start = text.find(&format!(".entry {name}(")).ok_or_else(|| format!("sm_{}: no entry `{name}`", m.arch))?;
+    let rest = &text[start..];
+    let end = rest.find("\n}\n").map_or(rest.len(), |e| e + 3);
+    Ok(&rest[..end])
+}
+
+/// The entry's body and every `.func` in the module it calls directly.
+fn entry_and_callees(m: &PtxModule, name: &str) -> Result<String, String> {
+    let body = entry_body(m, name)?;
+    let mut all = body.to_string();
+    for line in body.lines().filter(|l| l.contains("call")) {
+        if let Some(callee) = line.split([',', ' ', '\t', '(', ')']).filter(|t| !t.is_empty()).find(|t| t.starts_with("_R") || *t == "vprintf") {
+            let text = m.text();
+            if let Some(at) = text.find(&format!(".func {callee}")).or_else(|| text.find(&format!("{callee}(\n"))) {
+                let rest = &text[at..];
+                all.push_str(&rest[..rest.find("\n}\n").map_or(rest.len(), |e| e + 3)]);
+            }
+        }
+    }
+    Ok(all)
+}
+
+fn every_arch_embedded() -> TestResult {
+    let archs = PTX.archs();
+    ensure(archs.contains(&80) && archs.contains(&90), || format!("embedded architectures: {archs:?}"))?;
+    for m in PTX.modules {
+        ensure(m.text().contains(&format!(".target sm_{}", m.arch)), || format!("module for sm_{} targets something else", m.arch))?;
+        ensure(m.ptx.ends_with('\0'), || "PTX is not NUL-terminated".into())?;
+        ensure(m.kernels().contains(&"vector_add"), || format!("sm_{}: no vector_add", m.arch))?;
+    }
+    Ok(())
+}
+
+fn selection() -> TestResult {
+    let pick = |cc| PTX.select(cc).map(|m| m.arch);
+    ensure(pick(90) == Some(90), || format!("cc 9.0 -> {:?}", pick(90)))?;
+    ensure(pick(89) == Some(80), || format!("cc 8.9 -> {:?}", pick(89)))?;
+    ensure(pick(120) == Some(90), || format!("cc 12.0 -> {:?}", pick(120)))?;
+    ensure(pick(75).is_none(), || format!("cc 7.5 -> {:?}", pick(75)))
+}
+
+fn golden_grid_sync() -> TestResult {
+    for m in PTX.modules {
+        let body = entry_body(m, "neighbour_sums")?;
+        for needle in ["%envreg1", "%envreg2", "atom.add.release.gpu.u32", "ld.acquire.gpu.u32", "barrier.sync 0"] {
+            ensure(body.contains(needle), || format!("sm_{}: grid sync lacks `{needle}`", m.arch))?;
+        }
+    }
+    Ok(())
+}
+
+fn golden_atomic() -> TestResult {
+    for m in PTX.modules {
+        let body = entry_body(m, "sum_u32")?;
+        ensure(body.contains("red.relaxed.gpu.global.add.u64"), || format!("sm_{}: sum_u32 lacks red.relaxed.gpu.global.add.u64", m.arch))?;
+    }
+    Ok(())
+}
+
+fn golden_printf() -> TestResult {
+    for m in PTX.modules {
+        let body = entry_body(m, "hello")?;
+        ensure(body.contains("vprintf"), || format!("sm_{}: hello does not call vprintf", m.arch))?;
+    }
+    Ok(())
+}
+
+fn no_local_arrays() -> TestResult {
+    for m in PTX.modules {
+        let mut bad = Vec::new();
+        for k in m.kernels() {
+            if LOCAL_MEMORY_ALLOWED.iter().any(|(n, _)| *n == k) {
+                continue;
+            }
+            let code = entry_and_callees(m, k)?;
+            if code.contains(".local") || code.contains("__local_depot") {
+                // the cold panic path of core may keep its own frame; the kernel itself may not
+                if entry_body(m, k)?.contains("__local_depot") {
+                    bad.push(k);
+                }
+            }
+        }
+        ensure(bad.is_empty(), || format!("sm_{}: kernels with local-memory arrays: {bad:?}", m.arch))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,8 @@
+use cohort::prelude::*;
+
+#[kernel]
+pub fn bad<T: DeviceCopy>(x: T, mut out: DisjointSlice<T>) {
+    out.set(&thread::index_1d(), x);
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use cohort::prelude::*;
+
+#[kernel]
+pub fn bad(grid: GridGroup) {
+    grid.sync();
+}
+
+fn main() {}

@@ -1,0 +1,13 @@
+use cohort::prelude::*;
+use cohort_runtime::{DeviceBuffer, Module, Stream};
+
+#[kernel]
+pub fn add(a: &[f32], mut out: DisjointSlice<f32>) {
+    out.set(&thread::index_1d(), a[0]);
+}
+
+fn launch(m: &Module, s: &Stream, a: &DeviceBuffer<f64>, out: &mut DeviceBuffer<f32>) -> cohort_runtime::Result<()> {
+    add::load(m)?.launch(s, (1u32, 32u32), a, out)
+}
+
+fn main() {}
