@@ -44,7 +44,9 @@ fn ptxas_trial(name: &str, m: &'static PtxModule, f: fn(&std::path::Path, &'stat
 }
 
 fn run_ptxas(ptxas: &std::path::Path, m: &PtxModule) -> Result<Vec<cohort_build::KernelResources>, String> {
-    let dir = std::env::temp_dir().join(format!("cohort-ptx-test-{}-{}", std::process::id(), m.arch));
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("cohort-ptx-test-{}-{}-{run}", std::process::id(), m.arch));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let file = dir.join(format!("module.sm_{}.ptx", m.arch));
     std::fs::write(&file, m.text()).map_err(|e| e.to_string())?;

@@ -111,10 +111,9 @@ sreg_asm! {
     smid: u32 => "%smid", reg32;
     /// `%nsmid`: an upper bound on `%smid` + 1 (not the SM count: ids may be sparse).
     nsmid: u32 => "%nsmid", reg32;
-    /// `%envreg1`: set by the driver; for cooperative launches, the low 32 bits of the
-    /// grid-sync workspace address.
+    /// `%envreg1`: set by the driver; the high 32 bits of the grid-sync workspace address.
     envreg1: u32 => "%envreg1", reg32;
-    /// `%envreg2`: the high 32 bits of the grid-sync workspace address.
+    /// `%envreg2`: set by the driver; the low 32 bits of the grid-sync workspace address.
     envreg2: u32 => "%envreg2", reg32;
     /// `%dynamic_smem_size`: bytes of dynamic shared memory this launch gave each block.
     dynamic_smem_size: u32 => "%dynamic_smem_size", reg32;

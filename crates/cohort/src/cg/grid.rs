@@ -1,8 +1,8 @@
 //! The grid group and grid-wide synchronization.
 //!
 //! Grid sync uses the barrier the driver provides to cooperative launches: the address of a
-//! `{ u32 size; u32 barrier; }` workspace is in `%envreg1` (low half) and `%envreg2` (high
-//! half). The algorithm is CUDA's (`cooperative_groups/details/sync.h`): a block barrier; one
+//! `{ u32 size; u32 barrier; }` workspace is in `%envreg2` (low half) and `%envreg1` (high
+//! half), as CUDA packs them (`mov.b64 %r, {%envreg2, %envreg1}`). The algorithm is CUDA's (`cooperative_groups/details/sync.h`): a block barrier; one
 //! thread per block adds 1 to the barrier word (block 0 adds `0x8000_0000 - (nblocks - 1)`, so
 //! the last arrival flips bit 31) with a release atomic at GPU scope, then spins with acquire
 //! loads until bit 31 differs from what it saw; a block barrier.
@@ -153,9 +153,11 @@ impl ThreadGroup for GridGroup {
     }
 }
 
+/// The grid workspace address: `%envreg2` is the low half and `%envreg1` the high half
+/// (CUDA packs them as `mov.b64 %r, {%envreg2, %envreg1}`).
 #[inline(always)]
 fn workspace() -> u64 {
-    (raw::envreg2() as u64) << 32 | raw::envreg1() as u64
+    (raw::envreg1() as u64) << 32 | raw::envreg2() as u64
 }
 
 /// CUDA's `sync_grids`, on the driver's barrier word at `workspace + 4`.
