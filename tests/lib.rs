@@ -93,7 +93,12 @@ pub fn check_all<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[
 }
 
 /// Compares every element with `same`; reports how many differ and the first few.
-pub fn check_all_by<T: std::fmt::Debug>(what: &str, got: &[T], want: &[T], same: impl Fn(&T, &T) -> bool) -> TestResult {
+pub fn check_all_by<T: std::fmt::Debug>(
+    what: &str,
+    got: &[T],
+    want: &[T],
+    same: impl Fn(&T, &T) -> bool,
+) -> TestResult {
     if got.len() != want.len() {
         return Err(format!("{what}: {} elements, expected {}", got.len(), want.len()));
     }
@@ -101,7 +106,8 @@ pub fn check_all_by<T: std::fmt::Debug>(what: &str, got: &[T], want: &[T], same:
     if bad.is_empty() {
         return Ok(());
     }
-    let first: Vec<String> = bad.iter().take(5).map(|&i| format!("[{i}] got {:?}, want {:?}", got[i], want[i])).collect();
+    let first: Vec<String> =
+        bad.iter().take(5).map(|&i| format!("[{i}] got {:?}, want {:?}", got[i], want[i])).collect();
     Err(format!("{what}: {} of {} elements differ; {}", bad.len(), got.len(), first.join("; ")))
 }
 

@@ -18,7 +18,11 @@ pub fn run(args: &[String]) -> CliResult {
 
 /// Per-launch host time of `launch`, one `Instant` pair per launch; the stream is drained
 /// every `batch` launches (outside the timed region) so the launch queue never fills.
-fn per_launch_ns(gpu: &Gpu, iters: usize, mut launch: impl FnMut() -> cohort_runtime::Result<()>) -> cohort_runtime::Result<Vec<f64>> {
+fn per_launch_ns(
+    gpu: &Gpu,
+    iters: usize,
+    mut launch: impl FnMut() -> cohort_runtime::Result<()>,
+) -> cohort_runtime::Result<Vec<f64>> {
     const BATCH: usize = 256;
     for _ in 0..BATCH {
         launch()?;
@@ -72,7 +76,8 @@ fn launch(args: &[String]) -> CliResult {
         typed0.extend(per_launch_ns(&gpu, iters / rounds, || empty.launch(gpu.stream(), cfg))?);
         raw0.extend(per_launch_ns(&gpu, iters / rounds, || raw(empty.function().cu_function(), &mut []))?);
         typed3.extend(per_launch_ns(&gpu, iters / rounds, || empty_args.launch(gpu.stream(), cfg, &a, 256, &mut out))?);
-        let (ptr_a, len_a, n, ptr_o, len_o) = (a.as_device_ptr().addr(), a.len(), 256u32, out.as_device_ptr_mut().addr(), out.len());
+        let (ptr_a, len_a, n, ptr_o, len_o) =
+            (a.as_device_ptr().addr(), a.len(), 256u32, out.as_device_ptr_mut().addr(), out.len());
         raw3.extend(per_launch_ns(&gpu, iters / rounds, || {
             let mut p: [*mut std::ffi::c_void; 5] = [
                 (&raw const ptr_a).cast_mut().cast(),
@@ -84,9 +89,19 @@ fn launch(args: &[String]) -> CliResult {
             raw(empty_args.function().cu_function(), &mut p)
         })?);
     }
-    for (name, typed, raw) in [("empty()", &mut typed0, &mut raw0), ("empty_args(&[f32], u32, DisjointSlice<f32>)", &mut typed3, &mut raw3)] {
+    for (name, typed, raw) in
+        [("empty()", &mut typed0, &mut raw0), ("empty_args(&[f32], u32, DisjointSlice<f32>)", &mut typed3, &mut raw3)]
+    {
         let (mt, mr) = (util::median(typed), util::median(raw));
-        rows.push((name, mt, util::quantile(typed, 0.1), util::quantile(typed, 0.9), mr, util::quantile(raw, 0.1), util::quantile(raw, 0.9)));
+        rows.push((
+            name,
+            mt,
+            util::quantile(typed, 0.1),
+            util::quantile(typed, 0.9),
+            mr,
+            util::quantile(raw, 0.1),
+            util::quantile(raw, 0.9),
+        ));
     }
     println!("\nhost time per launch, {iters} launches each (1 block of 32 threads), median [p10, p90] in ns:\n");
     let mut t = Table::new(&["kernel", "typed launch", "raw cuLaunchKernel", "typed - raw"]);

@@ -7,7 +7,11 @@ use crate::util::{CliError, CliResult, Table};
 
 pub fn run(args: &[String]) -> CliResult {
     crate::util::check_args(args, &[])?;
-    println!("embedded PTX of `{}`: {}", PTX.crate_name, PTX.archs().iter().map(|a| format!("sm_{a}")).collect::<Vec<_>>().join(", "));
+    println!(
+        "embedded PTX of `{}`: {}",
+        PTX.crate_name,
+        PTX.archs().iter().map(|a| format!("sm_{a}")).collect::<Vec<_>>().join(", ")
+    );
     let gpus = match Gpu::count() {
         Ok(n) if n > 0 => n,
         Ok(_) => {
@@ -49,7 +53,11 @@ pub fn run(args: &[String]) -> CliResult {
 /// Resource use as ptxas reported it at build time (no GPU needed).
 fn print_build_resources() {
     for m in PTX.modules {
-        println!("\nsm_{} kernels ({}):", m.arch, m.ptxas.map_or("ptxas did not run at build time".to_string(), |v| format!("checked by {v}")));
+        println!(
+            "\nsm_{} kernels ({}):",
+            m.arch,
+            m.ptxas.map_or("ptxas did not run at build time".to_string(), |v| format!("checked by {v}"))
+        );
         let mut t = Table::new(&["kernel", "registers", "shared B", "stack B", "spills B"]);
         for k in m.kernels() {
             match m.resources_of(k) {
@@ -69,8 +77,18 @@ fn print_build_resources() {
 
 fn print_kernels(module: &Module) -> CliResult {
     let ptx = module.ptx();
-    println!("  loaded sm_{} PTX; kernels (registers, shared memory and local memory as the driver compiled them):", ptx.arch);
-    let mut t = Table::new(&["  kernel", "registers", "static shared B", "local B", "max block", "ptxas: regs / stack / spills"]);
+    println!(
+        "  loaded sm_{} PTX; kernels (registers, shared memory and local memory as the driver compiled them):",
+        ptx.arch
+    );
+    let mut t = Table::new(&[
+        "  kernel",
+        "registers",
+        "static shared B",
+        "local B",
+        "max block",
+        "ptxas: regs / stack / spills",
+    ]);
     for k in ptx.kernels() {
         let f = module.function(k, false)?;
         let a = f.attributes();

@@ -99,7 +99,15 @@ fn vector_add(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runti
     let ms = timed(gpu, || k.launch(gpu.stream(), cfg, &da, &db, &mut out))?;
     let got = out.to_vec()?;
     let bad = got.iter().zip(a.iter().zip(&b)).filter(|(g, (x, y))| g.to_bits() != (*x + *y).to_bits()).count();
-    Ok(Outcome { kernel: "vector_add", params: "&[f32], &[f32], DisjointSlice<f32>", elements: n, ms, bytes: 12.0 * n as f64, check: format!("{bad} of {n} differ (bitwise)"), ok: bad == 0 })
+    Ok(Outcome {
+        kernel: "vector_add",
+        params: "&[f32], &[f32], DisjointSlice<f32>",
+        elements: n,
+        ms,
+        bytes: 12.0 * n as f64,
+        check: format!("{bad} of {n} differ (bitwise)"),
+        ok: bad == 0,
+    })
 }
 
 fn saxpy_f32(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runtime::Result<Outcome> {
@@ -117,7 +125,15 @@ fn saxpy_f32(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runtim
     let bad = got64.iter().zip(&want).filter(|(g, w)| (*g - *w).abs() > 1e-6 * w.abs().max(1.0)).count();
     dy.copy_from(&y)?;
     let ms = timed(gpu, || k.launch(gpu.stream(), cfg, a, &dx, &mut dy))?;
-    Ok(Outcome { kernel: "saxpy_f32", params: "f32, &[f32], DisjointSlice<f32>", elements: n, ms, bytes: 12.0 * n as f64, check: format!("max rel err {:.1e}", max_rel_err(&got64, &want)), ok: bad == 0 })
+    Ok(Outcome {
+        kernel: "saxpy_f32",
+        params: "f32, &[f32], DisjointSlice<f32>",
+        elements: n,
+        ms,
+        bytes: 12.0 * n as f64,
+        check: format!("max rel err {:.1e}", max_rel_err(&got64, &want)),
+        ok: bad == 0,
+    })
 }
 
 fn saxpy_f64(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runtime::Result<Outcome> {
@@ -135,7 +151,15 @@ fn saxpy_f64(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runtim
     let err = max_rel_err(&got, &want);
     dy.copy_from(&y)?;
     let ms = timed(gpu, || k.launch(gpu.stream(), cfg, a, &dx, &mut dy))?;
-    Ok(Outcome { kernel: "saxpy_f64", params: "f64, &[f64], DisjointSlice<f64>", elements: n, ms, bytes: 24.0 * n as f64, check: format!("max rel err {err:.1e}"), ok: bad == 0 })
+    Ok(Outcome {
+        kernel: "saxpy_f64",
+        params: "f64, &[f64], DisjointSlice<f64>",
+        elements: n,
+        ms,
+        bytes: 24.0 * n as f64,
+        check: format!("max rel err {err:.1e}"),
+        ok: bad == 0,
+    })
 }
 
 fn sum_u32(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runtime::Result<Outcome> {
@@ -152,7 +176,15 @@ fn sum_u32(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runtime:
         total.fill_zero()?;
         k.launch(gpu.stream(), cfg, &dd, &mut total)
     })?;
-    Ok(Outcome { kernel: "sum_u32", params: "&[u32], &[AtomicU64]", elements: n, ms, bytes: 4.0 * n as f64, check: format!("{got} vs {want}"), ok: got == want })
+    Ok(Outcome {
+        kernel: "sum_u32",
+        params: "&[u32], &[AtomicU64]",
+        elements: n,
+        ms,
+        bytes: 4.0 * n as f64,
+        check: format!("{got} vs {want}"),
+        ok: got == want,
+    })
 }
 
 fn affine(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runtime::Result<Outcome> {
@@ -173,7 +205,15 @@ fn affine(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runtime::
             (**g - want).abs() > 1e-6 * want.abs().max(1.0)
         })
         .count();
-    Ok(Outcome { kernel: "affine", params: "#[repr(C)] struct, &[f32], DisjointSlice<f32>", elements: n, ms, bytes: 8.0 * n as f64, check: format!("{bad} of {n} differ"), ok: bad == 0 })
+    Ok(Outcome {
+        kernel: "affine",
+        params: "#[repr(C)] struct, &[f32], DisjointSlice<f32>",
+        elements: n,
+        ms,
+        bytes: 8.0 * n as f64,
+        check: format!("{bad} of {n} differ"),
+        ok: bad == 0,
+    })
 }
 
 fn scale_in_place(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runtime::Result<Outcome> {
@@ -189,7 +229,15 @@ fn scale_in_place(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_r
     let bad = got.iter().zip(&x).filter(|(g, x)| g.to_bits() != (**x * f).to_bits()).count();
     // SAFETY: as above.
     let ms = timed(gpu, || unsafe { k.launch(gpu.stream(), cfg, ptr, n as u32, 1.0) })?;
-    Ok(Outcome { kernel: "scale_in_place", params: "unsafe: *mut f32, u32, f32", elements: n, ms, bytes: 8.0 * n as f64, check: format!("{bad} of {n} differ (bitwise)"), ok: bad == 0 })
+    Ok(Outcome {
+        kernel: "scale_in_place",
+        params: "unsafe: *mut f32, u32, f32",
+        elements: n,
+        ms,
+        bytes: 8.0 * n as f64,
+        check: format!("{bad} of {n} differ (bitwise)"),
+        ok: bad == 0,
+    })
 }
 
 fn neighbour_sums(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_runtime::Result<Outcome> {
@@ -211,7 +259,15 @@ fn neighbour_sums(gpu: &Gpu, m: &Module, n: usize, rng: &mut StdRng) -> cohort_r
         published.fill_zero()?;
         k.launch_cooperative(gpu.stream(), cfg, &dd, &mut published, &mut out)
     })?;
-    Ok(Outcome { kernel: "neighbour_sums", params: "cooperative: GridGroup, &[u32], &[AtomicU64], DisjointSlice<u64>", elements: n, ms, bytes: 4.0 * n as f64, check: format!("{bad} of {nb} blocks differ (grid sync)"), ok: bad == 0 })
+    Ok(Outcome {
+        kernel: "neighbour_sums",
+        params: "cooperative: GridGroup, &[u32], &[AtomicU64], DisjointSlice<u64>",
+        elements: n,
+        ms,
+        bytes: 4.0 * n as f64,
+        check: format!("{bad} of {nb} blocks differ (grid sync)"),
+        ok: bad == 0,
+    })
 }
 
 fn hello(gpu: &Gpu, m: &Module, _n: usize, rng: &mut StdRng) -> cohort_runtime::Result<Outcome> {
@@ -226,8 +282,17 @@ fn hello(gpu: &Gpu, m: &Module, _n: usize, rng: &mut StdRng) -> cohort_runtime::
     r?;
     let mut got: Vec<&str> = text.lines().filter(|l| l.starts_with("hello from")).collect();
     got.sort_unstable();
-    let mut want: Vec<String> = (0..lines).map(|i| format!("hello from thread {i} of block 0: tag {tag:.2}, id {i}")).collect();
+    let mut want: Vec<String> =
+        (0..lines).map(|i| format!("hello from thread {i} of block 0: tag {tag:.2}, id {i}")).collect();
     want.sort_unstable();
     let ok = got == want.iter().map(String::as_str).collect::<Vec<_>>();
-    Ok(Outcome { kernel: "hello", params: "u32, f32 (printf)", elements: lines as usize, ms: 0.0, bytes: 0.0, check: format!("{} of {lines} lines as expected", if ok { lines as usize } else { got.len() }), ok })
+    Ok(Outcome {
+        kernel: "hello",
+        params: "u32, f32 (printf)",
+        elements: lines as usize,
+        ms: 0.0,
+        bytes: 0.0,
+        check: format!("{} of {lines} lines as expected", if ok { lines as usize } else { got.len() }),
+        ok,
+    })
 }

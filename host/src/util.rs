@@ -111,7 +111,13 @@ impl Progress {
         self.done += 1;
         if self.tty {
             let mut e = std::io::stderr();
-            let _ = write!(e, "\r\x1b[2K[{}/{}] {:>5.1}s  {what}", self.done, self.total, self.start.elapsed().as_secs_f64());
+            let _ = write!(
+                e,
+                "\r\x1b[2K[{}/{}] {:>5.1}s  {what}",
+                self.done,
+                self.total,
+                self.start.elapsed().as_secs_f64()
+            );
             let _ = e.flush();
         }
     }

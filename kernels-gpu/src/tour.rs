@@ -43,7 +43,13 @@ pub fn sum_u32(data: &[u32], total: &[AtomicU64]) {
 pub fn hello(lines: u32, tag: f32) {
     let id = thread::global_id();
     if id < lines as u64 {
-        printf!("hello from thread %u of block %u: tag %.2f, id %llu\n", thread::thread_idx_x(), thread::block_idx_x(), tag, id);
+        printf!(
+            "hello from thread %u of block %u: tag %.2f, id %llu\n",
+            thread::thread_idx_x(),
+            thread::block_idx_x(),
+            tag,
+            id
+        );
     }
 }
 

@@ -88,8 +88,9 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
                         }),
                         _ => None,
                     };
-                    elem.map(ParamKind::Disjoint)
-                        .ok_or_else(|| syn::Error::new_spanned(ty, "`DisjointSlice` needs its element type: `DisjointSlice<T>`"))
+                    elem.map(ParamKind::Disjoint).ok_or_else(|| {
+                        syn::Error::new_spanned(ty, "`DisjointSlice` needs its element type: `DisjointSlice<T>`")
+                    })
                 }
                 "GridGroup" => Ok(ParamKind::Grid),
                 _ => Ok(ParamKind::Scalar),
@@ -103,10 +104,9 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
             ty,
             "`impl Trait` cannot be a kernel parameter: a kernel needs concrete types (use a generic with `#[kernel(instances(...))]`)",
         )),
-        Type::TraitObject(_) | Type::BareFn(_) => Err(syn::Error::new_spanned(
-            ty,
-            "trait objects and function pointers cannot cross between host and device",
-        )),
+        Type::TraitObject(_) | Type::BareFn(_) => {
+            Err(syn::Error::new_spanned(ty, "trait objects and function pointers cannot cross between host and device"))
+        }
         Type::Slice(_) => Err(syn::Error::new_spanned(ty, "a bare slice has no size: use `&[T]`")),
         _ => Ok(ParamKind::Scalar),
     }

@@ -29,7 +29,9 @@ pub fn derive(item: TokenStream) -> syn::Result<TokenStream> {
                 "`DeviceCopy` is derived for structs only: a device could write an invalid enum discriminant",
             ));
         }
-        Data::Union(u) => return Err(syn::Error::new_spanned(u.union_token, "`DeviceCopy` is derived for structs only")),
+        Data::Union(u) => {
+            return Err(syn::Error::new_spanned(u.union_token, "`DeviceCopy` is derived for structs only"));
+        }
     };
     if !repr_ok {
         return Err(syn::Error::new_spanned(
@@ -38,7 +40,8 @@ pub fn derive(item: TokenStream) -> syn::Result<TokenStream> {
         ));
     }
     let (impl_g, ty_g, where_g) = input.generics.split_for_impl();
-    let mut preds: Vec<TokenStream> = where_g.map(|w| w.predicates.iter().map(|p| quote!(#p)).collect()).unwrap_or_default();
+    let mut preds: Vec<TokenStream> =
+        where_g.map(|w| w.predicates.iter().map(|p| quote!(#p)).collect()).unwrap_or_default();
     for f in fields {
         let ty = &f.ty;
         preds.push(quote!(#ty: ::cohort::DeviceCopy));

@@ -73,15 +73,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         let call_generics = if turbofish.is_empty() { quote!() } else { quote!(::<#(#turbofish),*>) };
 
         device.extend(device_entry(&item, &params, &entry, &body_ident, &call_generics, &cfgs, &subst));
-        host_impls.extend(host_impl(
-            &item,
-            &params,
-            &entry_str,
-            cooperative,
-            &impl_args,
-            &cfgs,
-            &subst,
-        ));
+        host_impls.extend(host_impl(&item, &params, &entry_str, cooperative, &impl_args, &cfgs, &subst));
     }
 
     // The host struct: `name` or `name<T, const N: usize>` (bounds dropped; instances pick).

@@ -14,7 +14,10 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr, params: &[Param]) -> syn::Result
         return Err(syn::Error::new_spanned(a, "a kernel cannot be `async`"));
     }
     if let Some(abi) = &sig.abi {
-        return Err(syn::Error::new_spanned(abi, "do not give a kernel an ABI: `#[kernel]` adds `extern \"ptx-kernel\"` itself"));
+        return Err(syn::Error::new_spanned(
+            abi,
+            "do not give a kernel an ABI: `#[kernel]` adds `extern \"ptx-kernel\"` itself",
+        ));
     }
     if let Some(v) = &sig.variadic {
         return Err(syn::Error::new_spanned(v, "a kernel cannot be variadic"));
@@ -40,7 +43,10 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr, params: &[Param]) -> syn::Result
             ));
         }
         (Some((key, _)), true) => {
-            return Err(syn::Error::new_spanned(key, "`instances(...)` is for generic kernels; this one has no type or const parameters"));
+            return Err(syn::Error::new_spanned(
+                key,
+                "`instances(...)` is for generic kernels; this one has no type or const parameters",
+            ));
         }
         (Some((_, insts)), false) => {
             for inst in insts {

@@ -67,7 +67,11 @@ fn bad_dims(c: &Ctx) -> TestResult {
     let s = c.gpu.new_stream().ctx("stream")?;
     let mut out = c.gpu.zeroed::<u32>(64).ctx("alloc")?;
     expect_err("zero grid", k.launch(&s, (0u32, 64u32), &mut out), &["block_barrier_count", "0"])?;
-    expect_err("grid y too large", k.launch(&s, LaunchConfig::new((1, 70_000, 1), 32), &mut out), &["grid y", "65535"])?;
+    expect_err(
+        "grid y too large",
+        k.launch(&s, LaunchConfig::new((1, 70_000, 1), 32), &mut out),
+        &["grid y", "65535"],
+    )?;
     expect_err("block z too large", k.launch(&s, LaunchConfig::new(1, (1, 1, 128)), &mut out), &["block z", "64"])?;
     Ok(())
 }
@@ -123,7 +127,7 @@ fn config_helpers(c: &Ctx) -> TestResult {
     let cfg = LaunchConfig::for_2d(100, 30, (16, 16));
     ensure((cfg.grid.x, cfg.grid.y, cfg.block.x, cfg.block.y) == (7, 2, 16, 16), || format!("for_2d: {cfg}"))?;
     let (_, block) = k.function().suggested_block_size(0).ctx("suggested")?;
-    ensure(block >= 32 && block <= 1024 && block % 32 == 0, || format!("suggested block {block}"))?;
+    ensure((32..=1024).contains(&block) && block % 32 == 0, || format!("suggested block {block}"))?;
     let occ = k.function().config_for_elements(1 << 20).ctx("occupancy config")?;
     ensure(occ.total_threads() >= 1 << 20, || format!("occupancy config {occ}"))?;
     let p = k.function().persistent_config(256, 0).ctx("persistent")?;
@@ -160,8 +164,13 @@ fn trap_in_child(_: &Ctx) -> TestResult {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     ensure(out.status.success(), || format!("child failed ({}):\n{text}", out.status))?;
     ensure(text.contains("ERROR AS RETURNED"), || format!("child did not report the error:\n{text}"))?;
-    ensure(text.contains("RECOVERED") || text.contains("NOT RECOVERABLE IN-PROCESS"), || format!("child did not finish:\n{text}"))?;
-    println!("{}", text.lines().filter(|l| l.contains("RECOVER") || l.contains("context after")).collect::<Vec<_>>().join("\n"));
+    ensure(text.contains("RECOVERED") || text.contains("NOT RECOVERABLE IN-PROCESS"), || {
+        format!("child did not finish:\n{text}")
+    })?;
+    println!(
+        "{}",
+        text.lines().filter(|l| l.contains("RECOVER") || l.contains("context after")).collect::<Vec<_>>().join("\n")
+    );
     Ok(())
 }
 
@@ -212,7 +221,8 @@ fn trap_scenario() -> Result<(), String> {
     }
     // Whether CUDA lets this process compute again: try a fresh context of each kind.
     let mut last = String::new();
-    for (what, make) in [("isolated", Gpu::isolated as fn(usize) -> cohort_runtime::Result<Gpu>), ("primary", Gpu::new)] {
+    for (what, make) in [("isolated", Gpu::isolated as fn(usize) -> cohort_runtime::Result<Gpu>), ("primary", Gpu::new)]
+    {
         match make(0).and_then(|gpu| vector_add_check(&gpu)) {
             Ok(()) => {
                 println!("RECOVERED with a fresh {what} context");
@@ -243,4 +253,3 @@ fn vector_add_check(gpu: &Gpu) -> cohort_runtime::Result<()> {
     }
     Ok(())
 }
-

@@ -33,9 +33,22 @@ fn indices(c: &Ctx, grid: Dim3, block: Dim3) -> TestResult {
                             let in_block = t.linear_in(block);
                             let rank = b.linear_in(grid) * block.volume() + in_block;
                             want[rank as usize] = [
-                                tx as u64, ty as u64, tz as u64, bx as u64, by as u64, bz as u64,
-                                block.x as u64, block.y as u64, block.z as u64, grid.x as u64, grid.y as u64, grid.z as u64,
-                                in_block % 32, in_block / 32, in_block, rank,
+                                tx as u64,
+                                ty as u64,
+                                tz as u64,
+                                bx as u64,
+                                by as u64,
+                                bz as u64,
+                                block.x as u64,
+                                block.y as u64,
+                                block.z as u64,
+                                grid.x as u64,
+                                grid.y as u64,
+                                grid.z as u64,
+                                in_block % 32,
+                                in_block / 32,
+                                in_block,
+                                rank,
                             ];
                         }
                     }

@@ -35,7 +35,11 @@ fn vector_add(c: &Ctx) -> TestResult {
     // A shorter output than the inputs: threads past its end write nothing.
     let mut short = c.gpu.upload(&vec![f32::NAN; 1000]).ctx("upload")?;
     k.launch(&s, LaunchConfig::for_elements(n, 256), &da, &db, &mut short).ctx("launch")?;
-    check_all("short output", &short.to_vec().ctx("read")?.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), &want[..1000])
+    check_all(
+        "short output",
+        &short.to_vec().ctx("read")?.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        &want[..1000],
+    )
 }
 
 fn vector_add_empty(c: &Ctx) -> TestResult {

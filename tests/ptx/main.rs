@@ -12,7 +12,8 @@ use cohort_tests::{TestResult, cpu_trial, ensure};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 /// Kernels allowed a local-memory stack frame, and why.
-const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[("hello", "printf's argument buffer lives in local memory, as in CUDA C++")];
+const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] =
+    &[("hello", "printf's argument buffer lives in local memory, as in CUDA C++")];
 
 fn main() {
     let args = Arguments::from_args();
@@ -69,7 +70,9 @@ fn run_ptxas(ptxas: &std::path::Path, m: &PtxModule) -> Result<Vec<cohort_build:
 fn assemble(ptxas: &std::path::Path, m: &'static PtxModule) -> TestResult {
     let res = run_ptxas(ptxas, m)?;
     let kernels = m.kernels();
-    ensure(res.len() == kernels.len(), || format!("ptxas compiled {} entries, the PTX declares {}", res.len(), kernels.len()))?;
+    ensure(res.len() == kernels.len(), || {
+        format!("ptxas compiled {} entries, the PTX declares {}", res.len(), kernels.len())
+    })?;
     for k in kernels {
         ensure(res.iter().any(|r| r.name == k), || format!("ptxas did not report kernel `{k}`"))?;
     }
@@ -81,7 +84,12 @@ fn no_spills(ptxas: &std::path::Path, m: &'static PtxModule) -> TestResult {
     let bad: Vec<String> = res
         .iter()
         .filter(|r| r.spill_store_bytes + r.spill_load_bytes > 0)
-        .map(|r| format!("{} ({} B stores, {} B loads, {} registers)", r.name, r.spill_store_bytes, r.spill_load_bytes, r.registers))
+        .map(|r| {
+            format!(
+                "{} ({} B stores, {} B loads, {} registers)",
+                r.name, r.spill_store_bytes, r.spill_load_bytes, r.registers
+            )
+        })
         .collect();
     ensure(bad.is_empty(), || format!("sm_{}: kernels spill registers: {}", m.arch, bad.join(", ")))
 }
@@ -100,7 +108,11 @@ fn entry_and_callees(m: &PtxModule, name: &str) -> Result<String, String> {
     let body = entry_body(m, name)?;
     let mut all = body.to_string();
     for line in body.lines().filter(|l| l.contains("call")) {
-        if let Some(callee) = line.split([',', ' ', '\t', '(', ')']).filter(|t| !t.is_empty()).find(|t| t.starts_with("_R") || *t == "vprintf") {
+        if let Some(callee) = line
+            .split([',', ' ', '\t', '(', ')'])
+            .filter(|t| !t.is_empty())
+            .find(|t| t.starts_with("_R") || *t == "vprintf")
+        {
             let text = m.text();
             if let Some(at) = text.find(&format!(".func {callee}")).or_else(|| text.find(&format!("{callee}(\n"))) {
                 let rest = &text[at..];
@@ -115,7 +127,9 @@ fn every_arch_embedded() -> TestResult {
     let archs = PTX.archs();
     ensure(archs.contains(&80) && archs.contains(&90), || format!("embedded architectures: {archs:?}"))?;
     for m in PTX.modules {
-        ensure(m.text().contains(&format!(".target sm_{}", m.arch)), || format!("module for sm_{} targets something else", m.arch))?;
+        ensure(m.text().contains(&format!(".target sm_{}", m.arch)), || {
+            format!("module for sm_{} targets something else", m.arch)
+        })?;
         ensure(m.ptx.ends_with('\0'), || "PTX is not NUL-terminated".into())?;
         ensure(m.kernels().contains(&"vector_add"), || format!("sm_{}: no vector_add", m.arch))?;
     }
@@ -143,7 +157,9 @@ fn golden_grid_sync() -> TestResult {
 fn golden_atomic() -> TestResult {
     for m in PTX.modules {
         let body = entry_body(m, "sum_u32")?;
-        ensure(body.contains("red.relaxed.gpu.global.add.u64"), || format!("sm_{}: sum_u32 lacks red.relaxed.gpu.global.add.u64", m.arch))?;
+        ensure(body.contains("red.relaxed.gpu.global.add.u64"), || {
+            format!("sm_{}: sum_u32 lacks red.relaxed.gpu.global.add.u64", m.arch)
+        })?;
     }
     Ok(())
 }

@@ -4,10 +4,8 @@
 //! A kernels crate calls it from its own `build.rs`:
 //!
 //! ```no_run
-//! // kernels-gpu/build.rs
-//! fn main() {
-//!     cohort_build::Builder::for_build_script().build_or_exit();
-//! }
+//! // kernels-gpu/build.rs, inside `fn main()`:
+//! cohort_build::Builder::for_build_script().build_or_exit();
 //! ```
 //!
 //! and includes the result on the host with `cohort_runtime::include_ptx!()`, which defines
@@ -282,7 +280,8 @@ impl Builder {
             let ptx = self.build_arch(&tc, &crate_dir, &lib_name, arch, &dir)?;
             let dest = out_dir.join(format!("{lib_name}.sm_{arch}.ptx"));
             let text = fs::read(&ptx).map_err(|e| BuildError::Other(format!("reading {}: {e}", ptx.display())))?;
-            write_if_changed(&dest, &text).map_err(|e| BuildError::Other(format!("writing {}: {e}", dest.display())))?;
+            write_if_changed(&dest, &text)
+                .map_err(|e| BuildError::Other(format!("writing {}: {e}", dest.display())))?;
             let dep_info = ptx.with_extension("d");
             for src in read_dep_info(&dep_info, &tc.sysroot) {
                 if !sources.contains(&src) {
@@ -302,7 +301,14 @@ impl Builder {
         Ok(Built { lib_name, modules, sources })
     }
 
-    fn build_arch(&self, tc: &Toolchain, crate_dir: &Path, lib_name: &str, arch: u32, dir: &Path) -> Result<PathBuf, BuildError> {
+    fn build_arch(
+        &self,
+        tc: &Toolchain,
+        crate_dir: &Path,
+        lib_name: &str,
+        arch: u32,
+        dir: &Path,
+    ) -> Result<PathBuf, BuildError> {
         let mut flags = vec![format!("-Ctarget-cpu=sm_{arch}")];
         flags.extend(self.rustflags.iter().cloned());
         let mut cmd = Command::new(&tc.cargo);
@@ -354,7 +360,9 @@ impl Builder {
             return Err(BuildError::Compile { arch, diagnostics: stderr });
         }
         // Surface kernel warnings in the outer build.
-        for line in stderr.lines().filter(|l| l.starts_with("warning:") && !l.contains("generated") && !l.contains("build-std")) {
+        for line in
+            stderr.lines().filter(|l| l.starts_with("warning:") && !l.contains("generated") && !l.contains("build-std"))
+        {
             println!("cargo::warning=kernels (sm_{arch}): {}", line.trim_start_matches("warning: "));
         }
         let rel = dir.join(TARGET).join("release");
@@ -595,7 +603,10 @@ mod tests {
     #[test]
     fn errors_carry_their_location() {
         let diag = "error[E0308]: mismatched types\n  --> kernels-gpu/src/lib.rs:10:5\n   |\nerror: aborting due to 1 previous error\n";
-        assert_eq!(first_errors(diag), vec!["error[E0308]: mismatched types at kernels-gpu/src/lib.rs:10:5".to_string()]);
+        assert_eq!(
+            first_errors(diag),
+            vec!["error[E0308]: mismatched types at kernels-gpu/src/lib.rs:10:5".to_string()]
+        );
     }
 
     #[test]

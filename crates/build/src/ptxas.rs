@@ -107,7 +107,8 @@ pub fn parse_ptxas_output(text: &str) -> Vec<KernelResources> {
                 out[i].shared_bytes = number_before(l, "bytes smem");
                 out[i].cumulative_stack_bytes = number_before(l, "bytes cumulative stack size");
             }
-        } else if l.starts_with("ptxas info    : Function properties") || l.starts_with("ptxas info    : Compile time") {
+        } else if l.starts_with("ptxas info    : Function properties") || l.starts_with("ptxas info    : Compile time")
+        {
             // another function's report, or the end of this one
         }
     }
@@ -117,7 +118,7 @@ pub fn parse_ptxas_output(text: &str) -> Vec<KernelResources> {
 /// The integer just before `unit` in `line` (`"12 registers"` → 12), or 0.
 fn number_before(line: &str, unit: &str) -> u32 {
     let Some(at) = line.find(unit) else { return 0 };
-    line[..at].split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).last().and_then(|s| s.parse().ok()).unwrap_or(0)
+    line[..at].split(|c: char| !c.is_ascii_digit()).rfind(|s| !s.is_empty()).and_then(|s| s.parse().ok()).unwrap_or(0)
 }
 
 #[cfg(test)]

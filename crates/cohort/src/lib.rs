@@ -27,7 +27,7 @@
 //! | `__syncthreads()`, `__syncwarp()`, `__threadfence()` | [`sync::sync_threads`], [`sync::sync_warp`], [`sync::fence_device`] | [`sync`] |
 //! | `atomicAdd`, `atomicCAS`, … `cuda::atomic_ref` | [`atomic::Atomic`] and aliases | [`atomic`] |
 //! | `printf` | [`printf!`] | [`print`] |
-//! | `T* out` written at `out[i]` | [`DisjointSlice<T>`](slice::DisjointSlice) | [`slice`] |
+//! | `T* out` written at `out[i]` | [`DisjointSlice<T>`](slice::DisjointSlice) | [`slice`](mod@slice) |
 //! | `cooperative_groups::*` | [`cg`] | [`cg`] |
 //! | inline PTX | [`raw`] | [`raw`] |
 //!
@@ -37,7 +37,7 @@
 //! |---|---|---|
 //! | [`raw`] | one function per PTX instruction or special register | mostly `unsafe` (convergence contracts) |
 //! | [`sync`], [`atomic`], [`thread`] | operations with a [`Scope`](sync::Scope) and an [`Ordering`](atomic::Ordering) | safe |
-//! | [`cg`], [`slice`] | typed groups, outputs that cannot alias | safe |
+//! | [`cg`], [`slice`](mod@slice) | typed groups, outputs that cannot alias | safe |
 //!
 //! On the host target this crate builds too (for rust-analyzer, clippy, rustdoc and the host
 //! half of `#[kernel]`); its device functions then panic with a message saying they run only
@@ -45,7 +45,10 @@
 
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
-#![cfg_attr(not(target_arch = "nvptx64"), allow(unused_variables, unreachable_code, unused_imports, unused_macros, dead_code))]
+#![cfg_attr(
+    not(target_arch = "nvptx64"),
+    allow(unused_variables, unreachable_code, unused_imports, unused_macros, dead_code)
+)]
 
 #[doc(hidden)]
 pub mod abi;
@@ -66,9 +69,7 @@ pub use copy::DeviceCopy;
 
 /// What kernels usually need: `use cohort::prelude::*;`.
 pub mod prelude {
-    pub use crate::atomic::{
-        Atomic, AtomicF32, AtomicF64, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering,
-    };
+    pub use crate::atomic::{Atomic, AtomicF32, AtomicF64, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
     pub use crate::cg::{self, GridGroup, ThreadGroup};
     pub use crate::slice::{DisjointSlice, ThreadIndex};
     pub use crate::sync::{Scope, sync_threads};

@@ -19,7 +19,11 @@ static CAPTURE: Mutex<()> = Mutex::new(());
 pub fn capture_stdout<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> {
     use std::os::fd::AsRawFd;
     let _turn = CAPTURE.lock().unwrap_or_else(|p| p.into_inner());
-    let path = std::env::temp_dir().join(format!("cohort-stdout-{}-{:?}.txt", std::process::id(), std::thread::current().id()));
+    let path = std::env::temp_dir().join(format!(
+        "cohort-stdout-{}-{:?}.txt",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     let file = std::fs::File::create(&path)?;
     std::io::stdout().flush()?;
     // SAFETY: flushing every C stream is always allowed.

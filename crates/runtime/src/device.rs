@@ -134,7 +134,11 @@ fn init() -> Result<()> {
     if !driver_present() {
         return Err(Error::NoDriver);
     }
-    cudarc::driver::result::init().map_err(|code| Error::NoDevice { requested: 0, count: 0, detail: Some(describe(&code)) })
+    cudarc::driver::result::init().map_err(|code| Error::NoDevice {
+        requested: 0,
+        count: 0,
+        detail: Some(describe(&code)),
+    })
 }
 
 fn describe(code: &DriverError) -> String {
@@ -149,8 +153,11 @@ impl Gpu {
     /// error initializing.
     pub fn count() -> Result<usize> {
         init()?;
-        let n = cudarc::driver::result::device::get_count()
-            .map_err(|code| Error::NoDevice { requested: 0, count: 0, detail: Some(describe(&code)) })?;
+        let n = cudarc::driver::result::device::get_count().map_err(|code| Error::NoDevice {
+            requested: 0,
+            count: 0,
+            detail: Some(describe(&code)),
+        })?;
         Ok(n.max(0) as usize)
     }
 
@@ -170,7 +177,8 @@ impl Gpu {
         if ordinal >= count {
             return Err(Error::NoDevice { requested: ordinal, count, detail: None });
         }
-        let ctx = CudaContext::new(ordinal).map_err(|code| Error::Driver { what: format!("creating a context on device {ordinal}"), code })?;
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|code| Error::Driver { what: format!("creating a context on device {ordinal}"), code })?;
         Self::from_context(ctx, ordinal)
     }
 
@@ -180,7 +188,9 @@ impl Gpu {
     /// As [`Gpu::new`], or a `COHORT_DEVICE` that is not a number.
     pub fn from_env() -> Result<Self> {
         let ordinal = match std::env::var("COHORT_DEVICE") {
-            Ok(v) => v.trim().parse().map_err(|_| Error::Argument(format!("COHORT_DEVICE={v} is not a device ordinal")))?,
+            Ok(v) => {
+                v.trim().parse().map_err(|_| Error::Argument(format!("COHORT_DEVICE={v} is not a device ordinal")))?
+            }
             Err(_) => 0,
         };
         Self::new(ordinal)
@@ -259,10 +269,13 @@ impl Gpu {
 
 fn read_info(ctx: &CudaContext, ordinal: usize) -> Result<DeviceInfo> {
     let attr = |a: A| -> Result<u32> {
-        ctx.attribute(a).map(|v| v.max(0) as u32).map_err(|code| Error::Driver { what: format!("reading device attribute {a:?}"), code })
+        ctx.attribute(a)
+            .map(|v| v.max(0) as u32)
+            .map_err(|code| Error::Driver { what: format!("reading device attribute {a:?}"), code })
     };
     let name = ctx.name().map_err(|code| Error::Driver { what: "reading the device name".into(), code })?;
-    let total_memory = ctx.total_mem().map_err(|code| Error::Driver { what: "reading the memory size".into(), code })?;
+    let total_memory =
+        ctx.total_mem().map_err(|code| Error::Driver { what: "reading the memory size".into(), code })?;
     let mut driver_version = 0;
     // SAFETY: writes one int.
     unsafe { sys::cuDriverGetVersion(&mut driver_version) }
@@ -271,7 +284,10 @@ fn read_info(ctx: &CudaContext, ordinal: usize) -> Result<DeviceInfo> {
     Ok(DeviceInfo {
         ordinal,
         name,
-        compute_capability: (attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?, attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?),
+        compute_capability: (
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
         sms: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
         total_memory,
         max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,

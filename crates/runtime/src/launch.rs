@@ -39,10 +39,7 @@ impl LaunchConfig {
     /// A 3-D grid covering `extent` with blocks of `block`.
     #[must_use]
     pub fn for_3d(extent: Dim3, block: Dim3) -> Self {
-        Self::new(
-            Dim3::new(extent.x.div_ceil(block.x), extent.y.div_ceil(block.y), extent.z.div_ceil(block.z)),
-            block,
-        )
+        Self::new(Dim3::new(extent.x.div_ceil(block.x), extent.y.div_ceil(block.y), extent.z.div_ceil(block.z)), block)
     }
 
     /// The same with `bytes` of dynamic shared memory per block.

@@ -49,7 +49,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// # Errors
     /// Out of device memory, or a driver failure.
     pub unsafe fn uninit(gpu: &Gpu, len: usize) -> Result<Self> {
-        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| Error::Argument(format!("{len} elements overflow")))?;
+        let bytes =
+            len.checked_mul(size_of::<T>()).ok_or_else(|| Error::Argument(format!("{len} elements overflow")))?;
         gpu.inner.bind()?;
         let mut ptr = 0;
         if bytes > 0 {
@@ -251,7 +252,11 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
     /// A length mismatch, or a driver failure.
     pub fn copy_to(&self, out: &mut [T]) -> Result<()> {
         if out.len() != self.len {
-            return Err(Error::Argument(format!("copy_to: device has {} elements, host slice {}", self.len, out.len())));
+            return Err(Error::Argument(format!(
+                "copy_to: device has {} elements, host slice {}",
+                self.len,
+                out.len()
+            )));
         }
         if self.len == 0 {
             return Ok(());
@@ -320,7 +325,11 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
     /// A length mismatch, or a driver failure.
     pub fn copy_from(&mut self, data: &[T]) -> Result<()> {
         if data.len() != self.len {
-            return Err(Error::Argument(format!("copy_from: device has {} elements, host slice {}", self.len, data.len())));
+            return Err(Error::Argument(format!(
+                "copy_from: device has {} elements, host slice {}",
+                self.len,
+                data.len()
+            )));
         }
         if self.len == 0 {
             return Ok(());
@@ -420,7 +429,7 @@ pub trait DisjointArg<T> {
     fn raw_parts(&self) -> (u64, usize);
 }
 
-impl<'a, T: DeviceCopy> SliceArg<T> for &'a DeviceBuffer<T> {
+impl<T: DeviceCopy> SliceArg<T> for &DeviceBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -430,7 +439,7 @@ impl<'a, T: DeviceCopy> SliceArg<T> for DeviceView<'a, T> {
         (self.ptr, self.len)
     }
 }
-impl<'a, T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for &'a mut DeviceBuffer<T> {
+impl<T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for &mut DeviceBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -440,7 +449,7 @@ impl<'a, T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for DeviceViewMut<'a, T
         (self.ptr, self.len)
     }
 }
-impl<'a, T: DeviceCopy> DisjointArg<T> for &'a mut DeviceBuffer<T> {
+impl<T: DeviceCopy> DisjointArg<T> for &mut DeviceBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }

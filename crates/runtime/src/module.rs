@@ -101,7 +101,8 @@ impl Module {
         gpu.bind()?;
         let mut raw = std::ptr::null_mut();
         let mut log = vec![0u8; 16 * 1024];
-        let mut opts = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut opts =
+            [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
         let mut vals: [*mut std::ffi::c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut std::ffi::c_void];
         // SAFETY: `ptx.ptx` is NUL-terminated PTX text; the options point at a live buffer.
         let r = unsafe {
@@ -301,9 +302,16 @@ impl Function {
         self.ensure_dynamic_smem(dynamic_smem)?;
         let mut n = 0;
         // SAFETY: live function handle.
-        unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, self.raw, block_threads as i32, dynamic_smem as usize) }
-            .result()
-            .map_err(|code| Error::Driver { what: format!("occupancy of kernel `{}`", self.name), code })?;
+        unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut n,
+                self.raw,
+                block_threads as i32,
+                dynamic_smem as usize,
+            )
+        }
+        .result()
+        .map_err(|code| Error::Driver { what: format!("occupancy of kernel `{}`", self.name), code })?;
         let n = n.max(0) as u32;
         let mut cache = self.occupancy.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() > 64 {
@@ -371,22 +379,34 @@ impl Function {
         let threads = config.block.volume();
         if threads > self.attrs.max_threads_per_block as u64 {
             let why = if self.attrs.max_threads_per_block < info.max_threads_per_block {
-                format!(" (its {} registers per thread cap it below the device's {})", self.attrs.registers, info.max_threads_per_block)
+                format!(
+                    " (its {} registers per thread cap it below the device's {})",
+                    self.attrs.registers, info.max_threads_per_block
+                )
             } else {
                 String::new()
             };
             return Err(self.invalid(
                 config,
-                format!("a block of {threads} threads exceeds this kernel's limit of {} threads per block{why}", self.attrs.max_threads_per_block),
+                format!(
+                    "a block of {threads} threads exceeds this kernel's limit of {} threads per block{why}",
+                    self.attrs.max_threads_per_block
+                ),
             ));
         }
         for (i, axis) in ["x", "y", "z"].iter().enumerate() {
             let (bd, gd) = ([b.x, b.y, b.z][i], [g.x, g.y, g.z][i]);
             if bd > info.max_block_dim[i] {
-                return Err(self.invalid(config, format!("block {axis} = {bd} exceeds the device's limit of {}", info.max_block_dim[i])));
+                return Err(self.invalid(
+                    config,
+                    format!("block {axis} = {bd} exceeds the device's limit of {}", info.max_block_dim[i]),
+                ));
             }
             if gd > info.max_grid_dim[i] {
-                return Err(self.invalid(config, format!("grid {axis} = {gd} exceeds the device's limit of {}", info.max_grid_dim[i])));
+                return Err(self.invalid(
+                    config,
+                    format!("grid {axis} = {gd} exceeds the device's limit of {}", info.max_grid_dim[i]),
+                ));
             }
         }
         let smem = config.shared_mem_bytes as u64 + self.attrs.static_shared_bytes as u64;
@@ -413,7 +433,10 @@ impl Function {
         // SAFETY: live function handle; the value was checked against the device limit.
         unsafe { sys::cuFuncSetAttribute(self.raw, FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32) }
             .result()
-            .map_err(|code| Error::Driver { what: format!("allowing {bytes} B of dynamic shared memory for kernel `{}`", self.name), code })?;
+            .map_err(|code| Error::Driver {
+                what: format!("allowing {bytes} B of dynamic shared memory for kernel `{}`", self.name),
+                code,
+            })?;
         self.dyn_smem_limit.fetch_max(bytes, Ordering::Relaxed);
         Ok(())
     }
@@ -429,11 +452,17 @@ impl Function {
     /// [`Error::InvalidLaunch`] for an impossible configuration, [`Error::Cooperative`] for a
     /// cooperative kernel, [`Error::Launch`] when the driver refuses.
     #[inline]
-    pub unsafe fn launch_raw(&self, stream: &Stream, config: LaunchConfig, params: &mut [*mut std::ffi::c_void]) -> Result<()> {
+    pub unsafe fn launch_raw(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+    ) -> Result<()> {
         if self.cooperative {
             return Err(Error::Cooperative {
                 kernel: self.name.clone(),
-                reason: "it uses grid sync (#[kernel(cooperative)]), so it must be launched with launch_cooperative".into(),
+                reason: "it uses grid sync (#[kernel(cooperative)]), so it must be launched with launch_cooperative"
+                    .into(),
             });
         }
         self.check(&config)?;
@@ -486,7 +515,12 @@ impl Function {
         self.check(&config)?;
         let per_sm = self.max_active_blocks_per_sm(config.block.volume() as u32, config.shared_mem_bytes)?;
         if config.grid.volume() > per_sm as u64 * info.sms as u64 {
-            return Err(Error::CooperativeTooLarge { kernel: self.name.clone(), config, blocks_per_sm: per_sm, sms: info.sms });
+            return Err(Error::CooperativeTooLarge {
+                kernel: self.name.clone(),
+                config,
+                blocks_per_sm: per_sm,
+                sms: info.sms,
+            });
         }
         self.module.gpu.bind()?;
         let (g, b) = (config.grid, config.block);
