@@ -12,12 +12,14 @@ use libtest_mimic::{Completion, Failed, Trial};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
-/// The GPU every test shares, with the kernels module loaded.
+/// The GPU every test shares, with the kernel modules loaded.
 pub struct Ctx {
     /// Device 0 (or `COHORT_DEVICE`), primary context.
     pub gpu: Gpu,
     /// `cohort_kernels::PTX`, loaded.
     pub module: Module,
+    /// `cohort_test_kernels::PTX`, loaded so that every kernel takes blocks of 512 threads.
+    pub tests: Module,
 }
 
 enum Setup {
@@ -33,10 +35,16 @@ fn setup() -> &'static Setup {
     SETUP.get_or_init(|| match Gpu::from_env() {
         Err(e @ (Error::NoDriver | Error::NoDevice { .. })) => Setup::Absent(format!("no GPU: {e}")),
         Err(e) => Setup::Broken(e.to_string()),
-        Ok(gpu) => match gpu.load(&cohort_kernels::PTX) {
-            Ok(module) => Setup::Ready(Ctx { gpu, module }),
-            Err(e) => Setup::Broken(e.to_string()),
-        },
+        Ok(gpu) => {
+            let loaded = gpu.load(&cohort_kernels::PTX).and_then(|module| {
+                let opts = cohort_runtime::LoadOptions::new().threads_per_block(512);
+                Ok((module, gpu.load_with(&cohort_test_kernels::PTX, opts)?))
+            });
+            match loaded {
+                Ok((module, tests)) => Setup::Ready(Ctx { gpu, module, tests }),
+                Err(e) => Setup::Broken(e.to_string()),
+            }
+        }
     })
 }
 

@@ -4,6 +4,7 @@
 //! cohort info                 devices, and the embedded kernels with their resource use
 //! cohort tour [--n N]         runs every tour kernel against a CPU reference, prints a table
 //! cohort bench launch         launch overhead: typed launch vs raw cuLaunchKernel
+//! cohort bench cg             cooperative-groups kernels, Rust vs CUDA C++
 //! ```
 //!
 //! Without a GPU every command that needs one says so and exits with status 2.
@@ -21,6 +22,8 @@ commands:
   info                     devices, cooperative-launch support, embedded kernels and their resource use
   tour [--n N] [--seed S]  run every tour kernel on random data and check it against the CPU
   bench launch [--iters N] launch overhead: typed launch vs raw cuLaunchKernel (median of N launches)
+  bench cg [--n N] [--reps R] [--twins-ptx FILE]
+                           cooperative-groups kernels, Rust vs the same kernels in CUDA C++ (NVRTC)
   help                     this text
 
 environment: COHORT_DEVICE=<ordinal> picks the GPU (default 0)";

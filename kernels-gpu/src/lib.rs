@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`tour`] | `cohort tour`: vector add, SAXPY (f32, f64), grid-stride atomic sum, printf, one kernel per parameter kind |
 //! | [`checks`] | kernels the GPU tests use to probe the runtime (indices, traps, launch limits) |
+//! | [`bench`] | `cohort bench`: the Rust halves of the side-by-side benchmarks |
 
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
@@ -15,5 +16,6 @@
 #[cfg(not(target_arch = "nvptx64"))]
 cohort_runtime::include_ptx!();
 
+pub mod bench;
 pub mod checks;
 pub mod tour;

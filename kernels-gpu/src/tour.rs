@@ -27,15 +27,19 @@ pub fn saxpy<T: Axpy>(a: T, x: &[T], mut y: DisjointSlice<T>) {
     }
 }
 
-/// Sums `data` into `total[0]`: a grid-stride loop per thread, a warp shuffle reduction, one
-/// atomic add per warp.
+/// Sums `data` into `total[0]`: a grid-stride loop per thread, a warp reduction
+/// (`cg::reduce` on a tile of 32), one atomic add per warp.
 #[kernel]
 pub fn sum_u32(data: &[u32], total: &[AtomicU64]) {
     let mut acc = 0u64;
     for i in thread::grid_stride(data.len()) {
         acc += data[*i] as u64;
     }
-    total[0].add(acc, Ordering::Relaxed);
+    let warp = cg::tiled_partition::<32, _>(&cg::this_thread_block());
+    let acc = cg::reduce(&warp, acc, cg::plus);
+    if warp.thread_rank() == 0 {
+        total[0].add(acc, Ordering::Relaxed);
+    }
 }
 
 /// Prints one line from each of the first `lines` threads (device `printf`).
@@ -105,7 +109,10 @@ pub fn neighbour_sums(grid: GridGroup, data: &[u32], published: &[AtomicU64], mu
         acc += data[i] as u64;
         i += nb * block.num_threads() as usize;
     }
-    published[b].add(acc, Ordering::Relaxed);
+    let acc = cg::reduce(&block, acc, cg::plus);
+    if block.thread_rank() == 0 {
+        published[b].store(acc, Ordering::Relaxed);
+    }
     grid.sync();
     if block.thread_rank() == 0 {
         let theirs = published[(b + 1) % nb].load(Ordering::Relaxed);

@@ -15,8 +15,9 @@ pub fn derive(item: TokenStream) -> syn::Result<TokenStream> {
             }
             // Skip the arguments of `align(N)` / `packed(N)`.
             if meta.input.peek(syn::token::Paren) {
-                let _content;
-                syn::parenthesized!(_content in meta.input);
+                let content;
+                syn::parenthesized!(content in meta.input);
+                let _: proc_macro2::TokenStream = content.parse()?;
             }
             Ok(())
         })?;

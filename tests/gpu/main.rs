@@ -2,8 +2,12 @@
 //! them with `cargo test --workspace` (here: ignored with the reason when there is no GPU) or,
 //! on a GPU machine without Rust, from `../shared/tools/gpu-bundle`'s `.gpu/run`.
 
+mod cg_collectives;
+mod cg_examples;
+mod cg_groups;
 mod launch;
 mod print;
+mod shared;
 mod thread;
 mod tour;
 
@@ -19,6 +23,10 @@ fn main() {
         eprintln!("GPU tests will be ignored: {reason}");
     }
     let mut trials = Vec::new();
+    trials.extend(cg_collectives::trials());
+    trials.extend(cg_examples::trials());
+    trials.extend(cg_groups::trials());
+    trials.extend(shared::trials());
     trials.extend(launch::trials());
     trials.extend(print::trials());
     trials.extend(thread::trials());

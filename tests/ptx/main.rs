@@ -7,13 +7,19 @@
 //! CI, which installs ptxas from PyPI), where they fail instead.
 
 use cohort_kernels::PTX;
-use cohort_runtime::PtxModule;
+use cohort_runtime::{PtxModule, PtxSet};
+
+/// Every embedded PTX set: the application's kernels and the tests'.
+const SETS: [&PtxSet; 2] = [&cohort_kernels::PTX, &cohort_test_kernels::PTX];
 use cohort_tests::{TestResult, cpu_trial, ensure};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 /// Kernels allowed a local-memory stack frame, and why.
-const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] =
-    &[("hello", "printf's argument buffer lives in local memory, as in CUDA C++")];
+const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
+    ("hello", "printf's argument buffer lives in local memory, as in CUDA C++"),
+    ("example_tile4_hello", "printf"),
+    ("example_tile8_scan", "printf"),
+];
 
 fn main() {
     let args = Arguments::from_args();
@@ -23,11 +29,19 @@ fn main() {
         cpu_trial("ptx_golden_grid_sync", golden_grid_sync),
         cpu_trial("ptx_golden_atomic_reduction", golden_atomic),
         cpu_trial("ptx_golden_printf", golden_printf),
+        cpu_trial("ptx_golden_cg_reduce_uses_redux_sync", golden_redux),
+        cpu_trial("ptx_golden_cg_scan_uses_shfl_up", golden_scan),
+        cpu_trial("ptx_golden_16_byte_loads", golden_vector_loads),
         cpu_trial("ptx_kernels_have_no_local_arrays", no_local_arrays),
     ];
-    for m in PTX.modules {
-        trials.push(ptxas_trial(&format!("ptxas_assembles_sm_{}", m.arch), m, assemble));
-        trials.push(ptxas_trial(&format!("ptxas_no_spills_sm_{}", m.arch), m, no_spills));
+    for set in SETS {
+        for m in set.modules {
+            trials.push(ptxas_trial(
+                &format!("ptxas_{}_sm_{}_assembles_without_spills", set.crate_name, m.arch),
+                m,
+                assemble,
+            ));
+        }
     }
     libtest_mimic::run(&args, trials).exit();
 }
@@ -67,6 +81,7 @@ fn run_ptxas(ptxas: &std::path::Path, m: &PtxModule) -> Result<Vec<cohort_build:
     Ok(cohort_build::parse_ptxas_output(&text))
 }
 
+/// Assembles the module for its architecture; every kernel is reported, none spills.
 fn assemble(ptxas: &std::path::Path, m: &'static PtxModule) -> TestResult {
     let res = run_ptxas(ptxas, m)?;
     let kernels = m.kernels();
@@ -76,11 +91,6 @@ fn assemble(ptxas: &std::path::Path, m: &'static PtxModule) -> TestResult {
     for k in kernels {
         ensure(res.iter().any(|r| r.name == k), || format!("ptxas did not report kernel `{k}`"))?;
     }
-    Ok(())
-}
-
-fn no_spills(ptxas: &std::path::Path, m: &'static PtxModule) -> TestResult {
-    let res = run_ptxas(ptxas, m)?;
     let bad: Vec<String> = res
         .iter()
         .filter(|r| r.spill_store_bytes + r.spill_load_bytes > 0)
@@ -172,8 +182,39 @@ fn golden_printf() -> TestResult {
     Ok(())
 }
 
-fn no_local_arrays() -> TestResult {
+fn golden_redux() -> TestResult {
     for m in PTX.modules {
+        for k in ["bench_reduce_u32", "bench_reduce_u32_vec4", "sum_u32"] {
+            let body = entry_body(m, k)?;
+            let want = if k == "sum_u32" { "shfl.sync.bfly.b32" } else { "redux.sync.add.u32" };
+            ensure(body.contains(want), || format!("sm_{}: {k} lacks {want}", m.arch))?;
+        }
+    }
+    Ok(())
+}
+
+fn golden_scan() -> TestResult {
+    for m in PTX.modules {
+        let body = entry_body(m, "bench_scan_u32")?;
+        ensure(body.matches("shfl.sync.up.b32").count() == 5, || {
+            format!("sm_{}: a tile-32 scan is 5 shfl.sync.up", m.arch)
+        })?;
+    }
+    Ok(())
+}
+
+fn golden_vector_loads() -> TestResult {
+    for m in PTX.modules {
+        let body = entry_body(m, "bench_reduce_u32_vec4")?;
+        ensure(body.contains("ld.global.v4"), || {
+            format!("sm_{}: 16-byte elements are not loaded with ld.global.v4", m.arch)
+        })?;
+    }
+    Ok(())
+}
+
+fn no_local_arrays() -> TestResult {
+    for m in SETS.iter().flat_map(|s| s.modules) {
         let mut bad = Vec::new();
         for k in m.kernels() {
             if LOCAL_MEMORY_ALLOWED.iter().any(|(n, _)| *n == k) {

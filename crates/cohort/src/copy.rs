@@ -3,19 +3,23 @@
 /// A plain value whose bytes mean the same on the host and on the GPU.
 ///
 /// Kernel parameters passed by value, elements of device buffers and shared-memory cells must
-/// be `DeviceCopy`. Implemented for the primitive numbers, `bool`, `char`, `()`, arrays and
+/// be `DeviceCopy`. Implemented for the primitive numbers, `()`, arrays and
 /// [`Dim3`](crate::thread::Dim3); derive it for your own `#[repr(C)]` structs with
 /// `#[derive(DeviceCopy)]`, which checks the `repr` and every field.
 ///
+/// Every bit pattern must be a valid value, because device memory and shared memory can hold
+/// anything (uninitialized shared memory, a buffer another kernel wrote): that is why `bool`
+/// and `char` are not `DeviceCopy` (pass `u32` flags instead).
+///
 /// # Safety
-/// The type must be `Copy`, have the same size, alignment and field offsets on the host and
-/// on nvptx64 (`#[repr(C)]` or `#[repr(transparent)]` of `DeviceCopy` fields), and hold no
-/// references or pointers to host memory.
+/// The type must be `Copy`, valid for every bit pattern, have the same size, alignment and
+/// field offsets on the host and on nvptx64 (`#[repr(C)]` or `#[repr(transparent)]` of
+/// `DeviceCopy` fields), and hold no references or pointers to host memory.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot cross between host and device",
     label = "not `DeviceCopy`",
     note = "kernel parameters passed by value, device buffer elements and shared-memory cells must be `DeviceCopy`: \
-            primitive numbers, `bool`, arrays of them, and `#[repr(C)]` structs with `#[derive(DeviceCopy)]`"
+            primitive numbers, arrays of them, and `#[repr(C)]` structs with `#[derive(DeviceCopy)]`"
 )]
 pub unsafe trait DeviceCopy: Copy + 'static {}
 
@@ -26,7 +30,7 @@ macro_rules! device_copy {
         unsafe impl DeviceCopy for $t {}
     )*};
 }
-device_copy!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, bool, char, ());
+device_copy!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, ());
 
 // SAFETY: an array of `DeviceCopy` elements has the elements' layout repeated, on every target.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}

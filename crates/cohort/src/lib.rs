@@ -29,6 +29,7 @@
 //! | `printf` | [`printf!`] | [`print`] |
 //! | `T* out` written at `out[i]` | [`DisjointSlice<T>`](slice::DisjointSlice) | [`slice`](mod@slice) |
 //! | `cooperative_groups::*` | [`cg`] | [`cg`] |
+//! | `__shared__`, `extern __shared__` | [`shared!`], [`shared::dynamic`] | [`shared`] |
 //! | inline PTX | [`raw`] | [`raw`] |
 //!
 //! ## Tiers
@@ -45,6 +46,8 @@
 
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
+#![feature(allow_internal_unstable)]
+#![allow(internal_features)]
 #![cfg_attr(
     not(target_arch = "nvptx64"),
     allow(unused_variables, unreachable_code, unused_imports, unused_macros, dead_code)
@@ -60,6 +63,7 @@ pub mod host;
 pub mod panic;
 pub mod print;
 pub mod raw;
+pub mod shared;
 pub mod slice;
 pub mod sync;
 pub mod thread;
@@ -70,9 +74,10 @@ pub use copy::DeviceCopy;
 /// What kernels usually need: `use cohort::prelude::*;`.
 pub mod prelude {
     pub use crate::atomic::{Atomic, AtomicF32, AtomicF64, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
-    pub use crate::cg::{self, GridGroup, ThreadGroup};
+    pub use crate::cg::{self, Collective, GridGroup, ThreadGroup, WarpGroup};
+    pub use crate::shared::{SharedArray, SharedSlice};
     pub use crate::slice::{DisjointSlice, ThreadIndex};
     pub use crate::sync::{Scope, sync_threads};
     pub use crate::thread::{self, Dim3};
-    pub use crate::{DeviceCopy, kernel, printf};
+    pub use crate::{DeviceCopy, kernel, printf, shared};
 }

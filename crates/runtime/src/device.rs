@@ -7,7 +7,7 @@ use cudarc::driver::sys::{self, CUdevice_attribute as A};
 use cudarc::driver::{CudaContext, DriverError};
 
 use crate::error::{Error, Result};
-use crate::module::Module;
+use crate::module::{LoadOptions, Module};
 use crate::ptx::PtxSet;
 use crate::stream::Stream;
 
@@ -246,7 +246,33 @@ impl Gpu {
     /// [`Error::NoCompatiblePtx`] when every module is for a newer GPU; [`Error::ModuleLoad`]
     /// with the JIT log when the driver rejects the PTX.
     pub fn load(&self, ptx: &'static PtxSet) -> Result<Module> {
-        Module::load(&self.inner, ptx)
+        Module::load(&self.inner, ptx, LoadOptions::new())
+    }
+
+    /// As [`Gpu::load`], with JIT options (a module-wide `__launch_bounds__` or
+    /// `-maxrregcount`).
+    ///
+    /// # Errors
+    /// As [`Gpu::load`].
+    pub fn load_with(&self, ptx: &'static PtxSet, options: LoadOptions) -> Result<Module> {
+        Module::load(&self.inner, ptx, options)
+    }
+
+    /// Loads PTX text made at run time (NVRTC output, a `.ptx` file), as one module named
+    /// `name` for this device's architecture. The text is kept for the life of the process.
+    ///
+    /// # Errors
+    /// As [`Gpu::load`].
+    pub fn load_ptx_text(&self, name: &'static str, ptx: &str) -> Result<Module> {
+        let text: &'static str = Box::leak(format!("{}\0", ptx.trim_end_matches('\0')).into_boxed_str());
+        let modules: &'static [crate::ptx::PtxModule] = Box::leak(Box::new([crate::ptx::PtxModule {
+            arch: self.inner.info.cc(),
+            ptx: text,
+            ptxas: None,
+            resources: &[],
+        }]));
+        let set: &'static PtxSet = Box::leak(Box::new(PtxSet { crate_name: name, modules }));
+        self.load(set)
     }
 
     /// Waits for all work on the device.

@@ -56,7 +56,7 @@ pub use device::{DeviceInfo, Gpu};
 pub use error::{Error, Result};
 pub use launch::{Dim3, LaunchConfig};
 pub use memory::{DeviceBuffer, DevicePtr, DevicePtrMut, DeviceView, DeviceViewMut, DisjointArg, SliceArg};
-pub use module::{Function, FunctionAttributes, Module};
+pub use module::{Function, FunctionAttributes, LoadOptions, Module};
 pub use ptx::{KernelResources, PtxModule, PtxSet};
 pub use stream::{Event, Stream};
 

@@ -89,8 +89,38 @@ impl fmt::Debug for Module {
     }
 }
 
+/// How the driver compiles a module's PTX (`cuModuleLoadDataEx` JIT options).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Compile every kernel so that blocks of this many threads fit
+    /// (`CU_JIT_THREADS_PER_BLOCK`: CUDA C++'s `__launch_bounds__` for the whole module).
+    pub threads_per_block: Option<u32>,
+    /// Registers per thread, at most (`CU_JIT_MAX_REGISTERS`: nvcc's `-maxrregcount`).
+    pub max_registers: Option<u32>,
+}
+
+impl LoadOptions {
+    /// No options: the driver's defaults.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { threads_per_block: None, max_registers: None }
+    }
+    /// See [`LoadOptions::threads_per_block`].
+    #[must_use]
+    pub const fn threads_per_block(mut self, n: u32) -> Self {
+        self.threads_per_block = Some(n);
+        self
+    }
+    /// See [`LoadOptions::max_registers`].
+    #[must_use]
+    pub const fn max_registers(mut self, n: u32) -> Self {
+        self.max_registers = Some(n);
+        self
+    }
+}
+
 impl Module {
-    pub(crate) fn load(gpu: &Arc<GpuInner>, set: &'static PtxSet) -> Result<Self> {
+    pub(crate) fn load(gpu: &Arc<GpuInner>, set: &'static PtxSet, options: LoadOptions) -> Result<Self> {
         let cc = gpu.info.cc();
         let ptx = set.select(cc).ok_or_else(|| Error::NoCompatiblePtx {
             crate_name: set.crate_name,
@@ -102,11 +132,26 @@ impl Module {
         let mut raw = std::ptr::null_mut();
         let mut log = vec![0u8; 16 * 1024];
         let mut opts =
-            [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
-        let mut vals: [*mut std::ffi::c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut std::ffi::c_void];
-        // SAFETY: `ptx.ptx` is NUL-terminated PTX text; the options point at a live buffer.
+            vec![sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+        let mut vals: Vec<*mut std::ffi::c_void> = vec![log.as_mut_ptr().cast(), log.len() as *mut std::ffi::c_void];
+        if let Some(n) = options.threads_per_block {
+            opts.push(sys::CUjit_option::CU_JIT_THREADS_PER_BLOCK);
+            vals.push(n as usize as *mut std::ffi::c_void);
+        }
+        if let Some(n) = options.max_registers {
+            opts.push(sys::CUjit_option::CU_JIT_MAX_REGISTERS);
+            vals.push(n as usize as *mut std::ffi::c_void);
+        }
+        // SAFETY: `ptx.ptx` is NUL-terminated PTX text; the options are values or point at a
+        // live buffer, as each option requires.
         let r = unsafe {
-            sys::cuModuleLoadDataEx(&mut raw, ptx.ptx.as_ptr().cast(), 2, opts.as_mut_ptr(), vals.as_mut_ptr())
+            sys::cuModuleLoadDataEx(
+                &mut raw,
+                ptx.ptx.as_ptr().cast(),
+                opts.len() as u32,
+                opts.as_mut_ptr(),
+                vals.as_mut_ptr(),
+            )
         }
         .result();
         if let Err(code) = r {

@@ -1,12 +1,62 @@
-//! Cooperative Groups (Programming Guide, CUDA 11, §"Cooperative Groups").
+//! Cooperative Groups (Programming Guide, CUDA 11 edition, §"Cooperative Groups").
 //!
-//! Groups are small `Copy` handles sharing one trait, [`ThreadGroup`]: `thread_rank`,
-//! `num_threads`, `sync`. The implicit groups are [`this_thread_block`] and the grid
-//! ([`GridGroup`], which a `#[kernel(cooperative)]` kernel receives as a parameter).
+//! Groups are small `Copy` handles sharing one trait, [`ThreadGroup`] (`thread_rank`,
+//! `num_threads`, `sync`). Groups that live inside one warp (tiles of ≤ 32 threads, coalesced
+//! groups) also implement [`WarpGroup`]: shuffles, votes, matches and meta ranks. Collectives
+//! ([`reduce`], [`inclusive_scan`], [`exclusive_scan`]) work on every group through
+//! [`Collective`].
+//!
+//! | CUDA C++ (`namespace cg = cooperative_groups`) | Cohort (`cohort::cg`) |
+//! |---|---|
+//! | `thread_group` (the common interface) | [`ThreadGroup`] trait (+ [`WarpGroup`], [`Collective`]) |
+//! | `cg::this_thread_block()` → `thread_block` | [`this_thread_block()`] → [`ThreadBlock`] |
+//! | `block.sync()`, `thread_rank()`, `group_index()`, `thread_index()`, `dim_threads()`, `num_threads()`, `size()`, `group_dim()` | same names |
+//! | `cg::this_grid()` → `grid_group` (in a cooperative launch) | a `grid: GridGroup` parameter of a `#[kernel(cooperative)]` kernel; [`this_grid()`] → [`Grid`] (no `sync`) elsewhere |
+//! | `grid.sync()`, `is_valid()`, `thread_rank()`, `block_rank()`, `num_threads()`, `num_blocks()`, `dim_blocks()`, `block_index()` | same names on [`GridGroup`] |
+//! | `cg::tiled_partition<N>(parent)` → `thread_block_tile<N>` | [`tiled_partition::<N>(&parent)`](tiled_partition) → [`ThreadBlockTile<N, P>`] (N ≤ 32) or [`LargeTile<N, P>`] (64–512) |
+//! | `cg::tiled_partition(parent, n)` → `thread_group` | [`tiled_partition_dyn(&parent, n)`](tiled_partition_dyn) → [`DynTile`] |
+//! | `cg::this_thread()` | [`this_thread()`] (a tile of 1) |
+//! | `tile.shfl`, `shfl_up`, `shfl_down`, `shfl_xor` | same names (`shfl_xor` on tiles) |
+//! | `tile.any`, `all`, `ballot`, `match_any`, `match_all` | same names (`match_all` returns `(mask, pred)`) |
+//! | `tile.meta_group_rank()`, `meta_group_size()` | same names |
+//! | `cg::coalesced_threads()` → `coalesced_group` | [`coalesced_threads()`] → [`CoalescedGroup`] |
+//! | `cg::labeled_partition(g, label)` | [`labeled_partition(&g, label)`](labeled_partition) |
+//! | `cg::binary_partition(g, pred)` | [`binary_partition(&g, pred)`](binary_partition) |
+//! | `cg::reduce(g, v, op)` | [`reduce(&g, v, op)`](reduce) |
+//! | `cg::inclusive_scan(g, v[, op])`, `cg::exclusive_scan(g, v[, op])` | [`inclusive_scan`], [`exclusive_scan`] (with op); [`inclusive_sum`], [`exclusive_sum`] (default plus) |
+//! | `cg::exclusive_scan_update(g, atomic, v)`, `inclusive_scan_update` | [`exclusive_scan_update`], [`inclusive_scan_update`] |
+//! | `cg::plus<T>`, `less`, `greater`, `bit_and`, `bit_or`, `bit_xor` | [`plus`], [`less`], [`greater`], [`bit_and`], [`bit_or`], [`bit_xor`] (or any closure) |
+//! | `cg::memcpy_async(g, dst, src, bytes)`, `cg::wait(g)`, `cg::wait_prior<N>(g)` | [`memcpy_async`], [`wait`], [`wait_prior::<N>`](wait_prior) |
+//! | `cg::sync(g)`, `cg::thread_rank(g)`, `cg::num_threads(g)` | [`sync`], [`thread_rank`], [`num_threads`] |
+//! | (grid-wide reduction by hand) | [`reduce_grid`] |
+//!
+//! Block-level reduce and scan (not in CUDA's `cg`, which reduces tiles only): `reduce(&block,
+//! v, op)` and the scans also accept the [`ThreadBlock`]; every thread gets the result.
+//!
+//! Not yet supported: `this_multi_grid()` (multi-device launches are a later issue) and the
+//! Hopper `thread_block_cluster` group.
 
+mod coalesced;
 mod grid;
+mod large;
+mod memcpy;
+mod reduce;
+pub(crate) mod shfl;
+mod tile;
 
+pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled_partition};
 pub use grid::{Grid, GridGroup, this_grid};
+pub use large::LargeTile;
+pub use memcpy::{memcpy_async, wait, wait_prior};
+pub use reduce::{
+    AddSelf, AtomicAdd, BitAndSelf, BitOrSelf, BitXorSelf, Collective, ReduceOp, bit_and, bit_or, bit_xor,
+    exclusive_scan, exclusive_scan_update, exclusive_sum, greater, inclusive_scan, inclusive_scan_update,
+    inclusive_sum, less, plus, reduce, reduce_grid,
+};
+pub use shfl::{MatchBits, MatchValue};
+pub use tile::{
+    DynTile, Size, ThreadBlockTile, TileParent, TileSize, this_thread, tiled_partition, tiled_partition_dyn,
+};
 
 use crate::thread::{self, Dim3};
 
@@ -28,6 +78,47 @@ pub trait ThreadGroup {
     fn size(&self) -> Self::Size {
         self.num_threads()
     }
+}
+
+/// Groups inside one warp: tiles of ≤ 32 threads and coalesced groups. Ranks in every member
+/// are ranks in the group.
+pub trait WarpGroup: ThreadGroup<Size = u32> + Copy {
+    /// The group's lanes within the warp (bit *i* = lane *i*).
+    fn lane_mask(&self) -> u32;
+    /// This group's rank among the groups its parent was split into.
+    fn meta_group_rank(&self) -> u32;
+    /// How many groups the parent was split into.
+    fn meta_group_size(&self) -> u32;
+    /// The value `v` of the member of rank `src_rank` (`shfl`).
+    #[doc(alias = "__shfl_sync")]
+    fn shfl<T: Copy>(&self, v: T, src_rank: u32) -> T;
+    /// The value of the member `delta` ranks lower; members with no such member keep their
+    /// own (`shfl_up`).
+    #[doc(alias = "__shfl_up_sync")]
+    fn shfl_up<T: Copy>(&self, v: T, delta: u32) -> T;
+    /// The value of the member `delta` ranks higher; members with no such member keep their
+    /// own (`shfl_down`).
+    #[doc(alias = "__shfl_down_sync")]
+    fn shfl_down<T: Copy>(&self, v: T, delta: u32) -> T;
+    /// Whether `pred` holds for any member.
+    #[doc(alias = "__any_sync")]
+    fn any(&self, pred: bool) -> bool;
+    /// Whether `pred` holds for every member.
+    #[doc(alias = "__all_sync")]
+    fn all(&self, pred: bool) -> bool;
+    /// Bit *r* set when the member of rank *r* passed `true`.
+    #[doc(alias = "__ballot_sync")]
+    fn ballot(&self, pred: bool) -> u32;
+    /// The members (bit per rank) whose `v` equals this member's.
+    #[doc(alias = "__match_any_sync")]
+    fn match_any<T: MatchValue>(&self, v: T) -> u32;
+    /// `(all members, true)` when every member's `v` is equal, else `(0, false)`.
+    #[doc(alias = "__match_all_sync")]
+    fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool);
+    #[doc(hidden)]
+    fn redux_mask(&self) -> Option<u32>;
+    #[doc(hidden)]
+    fn is_tile(&self) -> bool;
 }
 
 /// `cg::sync(group)`.

@@ -1,4 +1,4 @@
-//! `cohort bench`: benchmarks (programs, not tests), each side by side with its reference.
+//! `cohort bench launch`: host time per launch, typed launcher vs raw `cuLaunchKernel`.
 
 use std::time::Instant;
 
@@ -7,14 +7,6 @@ use cohort_kernels::checks;
 use cohort_runtime::{Gpu, LaunchConfig, cudarc::driver::sys};
 
 use crate::util::{self, CliError, CliResult, Table};
-
-pub fn run(args: &[String]) -> CliResult {
-    match args.first().map(String::as_str) {
-        Some("launch") => launch(&args[1..]),
-        Some(other) => Err(CliError::Usage(format!("unknown benchmark `{other}`; try `launch`"))),
-        None => Err(CliError::Usage("bench needs a benchmark name: launch".into())),
-    }
-}
 
 /// Per-launch host time of `launch`, one `Instant` pair per launch; the stream is drained
 /// every `batch` launches (outside the timed region) so the launch queue never fills.
@@ -40,7 +32,7 @@ fn per_launch_ns(
     Ok(t)
 }
 
-fn launch(args: &[String]) -> CliResult {
+pub fn run(args: &[String]) -> CliResult {
     util::check_args(args, &["--iters"])?;
     let iters = util::opt_num(args, "--iters", 100_000)? as usize;
     if iters < 10_000 {

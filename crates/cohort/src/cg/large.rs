@@ -1,0 +1,234 @@
+//! Tiles of 64, 128, 256 and 512 threads (CUDA's experimental large tiles): several whole
+//! warps, synchronized and combined through shared-memory scratch the library allocates.
+//!
+//! Scratch (static shared memory, present only in kernels that use large tiles): a barrier
+//! (arrival count, generation) per tile, a 32-byte broadcast slot per tile, and a 32-byte
+//! partial per warp — 2.6 KiB per block. The barrier is CUDA's warp-leader barrier: each
+//! warp syncs itself (`bar.warp.sync`), its lane 0 arrives with an `acq_rel` atomic at block
+//! scope, the last arrival resets the count and releases a new generation, the others spin on
+//! the generation with acquire loads; then the warp syncs again.
+
+use super::reduce::{ReduceOp, scan_incl_warp, tile_reduce};
+use super::{ThreadBlock, ThreadGroup};
+use crate::atomic::Ordering;
+use crate::shared::{load_words, store_words};
+use crate::sync::Scope;
+use crate::{raw, thread};
+
+crate::shared! {
+    /// (count, generation) per large tile of the block.
+    static LT_BARRIER: [u32; 32];
+    /// One 32-byte broadcast slot per large tile.
+    static LT_BROADCAST: [[u32; 8]; 16];
+    /// One 32-byte partial per warp.
+    static LT_WARP: [[u32; 8]; 32];
+}
+
+/// A tile of `N` ∈ {64, 128, 256, 512} threads: `N / 32` whole warps of its parent `P`.
+#[derive(Debug)]
+pub struct LargeTile<const N: u32, P = ThreadBlock> {
+    parent: P,
+}
+
+impl<const N: u32, P: Copy> Clone for LargeTile<N, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<const N: u32, P: Copy> Copy for LargeTile<N, P> {}
+
+impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
+    /// Sets up this tile's barrier; every thread of `parent` calls it.
+    #[inline(always)]
+    pub(crate) fn new(parent: P) -> Self {
+        let tile = Self { parent };
+        // Nobody may still be using an older large tile's scratch when it is reset.
+        parent.sync();
+        if tile.thread_rank() == 0 {
+            let bar = LT_BARRIER.get();
+            bar.store(2 * tile.index() as usize, 0);
+            bar.store(2 * tile.index() as usize + 1, 0);
+        }
+        parent.sync();
+        tile
+    }
+
+    #[inline(always)]
+    fn index(&self) -> u32 {
+        thread::thread_rank_in_block() / N
+    }
+
+    #[inline(always)]
+    fn first_warp(&self) -> u32 {
+        self.index() * (N / 32)
+    }
+
+    /// How many tiles of this size the parent holds.
+    #[inline(always)]
+    #[must_use]
+    pub fn meta_group_size(&self) -> u32 {
+        self.parent.num_threads().div_ceil(N)
+    }
+
+    /// This tile's index among them.
+    #[inline(always)]
+    #[must_use]
+    pub fn meta_group_rank(&self) -> u32 {
+        self.parent.thread_rank() / N
+    }
+
+    /// The value of `v` held by the member of rank `src_rank` (every member passes the same
+    /// `src_rank`).
+    #[inline(always)]
+    #[must_use]
+    pub fn shfl<T: Copy>(&self, v: T, src_rank: u32) -> T {
+        let slot = LT_BROADCAST.get().as_slice().sub(self.index() as usize, 1).shared_addr();
+        if self.thread_rank() == src_rank {
+            // SAFETY: this tile's broadcast slot; one writer between two tile barriers.
+            unsafe { store_words(slot, v) };
+        }
+        self.sync();
+        // SAFETY: written above, before the barrier.
+        let r = unsafe { load_words(slot, v) };
+        self.sync();
+        r
+    }
+
+    /// Whether `pred` holds for any member.
+    #[inline(always)]
+    #[must_use]
+    pub fn any(&self, pred: bool) -> bool {
+        self.vote(pred, false)
+    }
+
+    /// Whether `pred` holds for every member.
+    #[inline(always)]
+    #[must_use]
+    pub fn all(&self, pred: bool) -> bool {
+        self.vote(pred, true)
+    }
+
+    #[inline(always)]
+    fn vote(&self, pred: bool, all: bool) -> bool {
+        // SAFETY: a large tile consists of whole warps, all of whose lanes are here.
+        let w = unsafe { if all { raw::vote_sync_all(u32::MAX, pred) } else { raw::vote_sync_any(u32::MAX, pred) } };
+        let warps = LT_WARP.get().as_slice();
+        if raw::laneid() == 0 {
+            // SAFETY: this warp's own slot.
+            unsafe { store_words(warps.sub(thread::warp_id() as usize, 1).shared_addr(), w as u32) };
+        }
+        self.sync();
+        let mut r = all;
+        let mut k = 0;
+        while k < N / 32 {
+            // SAFETY: slots of this tile's warps, written before the barrier.
+            let f: u32 = unsafe { load_words(warps.sub((self.first_warp() + k) as usize, 1).shared_addr(), 0u32) };
+            r = if all { r && f != 0 } else { r || f != 0 };
+            k += 1;
+        }
+        self.sync();
+        r
+    }
+
+    /// Combines every member's `v` with `op`; every member gets the result.
+    #[inline(always)]
+    pub(crate) fn reduce_impl<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        let part = tile_reduce(u32::MAX, 32, v, op);
+        let warps = LT_WARP.get().as_slice();
+        if raw::laneid() == 0 {
+            // SAFETY: this warp's own slot.
+            unsafe { store_words(warps.sub(thread::warp_id() as usize, 1).shared_addr(), part) };
+        }
+        self.sync();
+        // SAFETY: slots of this tile's warps, written before the barrier.
+        let mut acc = unsafe { load_words(warps.sub(self.first_warp() as usize, 1).shared_addr(), v) };
+        let mut k = 1;
+        while k < N / 32 {
+            // SAFETY: as above.
+            let p = unsafe { load_words(warps.sub((self.first_warp() + k) as usize, 1).shared_addr(), v) };
+            acc = op.combine(acc, p);
+            k += 1;
+        }
+        self.sync();
+        acc
+    }
+
+    /// Inclusive (or, with `exclusive`, exclusive) scan over the tile's ranks.
+    #[inline(always)]
+    pub(crate) fn scan_impl<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op, exclusive: Option<T>) -> T {
+        let lane = raw::laneid();
+        let incl = scan_incl_warp(u32::MAX, 32, lane, v, op);
+        let warps = LT_WARP.get().as_slice();
+        if lane == 31 {
+            // SAFETY: this warp's own slot.
+            unsafe { store_words(warps.sub(thread::warp_id() as usize, 1).shared_addr(), incl) };
+        }
+        self.sync();
+        let mine = thread::warp_id() - self.first_warp();
+        let mut prefix = v;
+        let mut k = 0;
+        while k < mine {
+            // SAFETY: slots of this tile's warps, written before the barrier.
+            let p = unsafe { load_words(warps.sub((self.first_warp() + k) as usize, 1).shared_addr(), v) };
+            prefix = if k == 0 { p } else { op.combine(prefix, p) };
+            k += 1;
+        }
+        self.sync();
+        match exclusive {
+            None => {
+                if mine == 0 {
+                    incl
+                } else {
+                    op.combine(prefix, incl)
+                }
+            }
+            Some(zero) => {
+                // SAFETY: the full warp executes this shuffle.
+                let ex = unsafe { super::shfl::up(u32::MAX, incl, 1, raw::shfl_c(32, true)) };
+                match (mine == 0, lane == 0) {
+                    (true, true) => zero,
+                    (true, false) => ex,
+                    (false, true) => prefix,
+                    (false, false) => op.combine(prefix, ex),
+                }
+            }
+        }
+    }
+}
+
+impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> ThreadGroup for LargeTile<N, P> {
+    type Size = u32;
+    #[inline(always)]
+    fn thread_rank(&self) -> u32 {
+        thread::thread_rank_in_block() % N
+    }
+    #[inline(always)]
+    fn num_threads(&self) -> u32 {
+        N
+    }
+    #[inline(always)]
+    fn sync(&self) {
+        barrier(self.index(), N / 32)
+    }
+}
+
+/// The warp-leader barrier of large tile `tile` made of `warps` warps.
+#[inline(always)]
+fn barrier(tile: u32, warps: u32) {
+    // SAFETY: a large tile is made of whole warps, all present.
+    unsafe { raw::bar_warp_sync(u32::MAX) };
+    if raw::laneid() == 0 {
+        let bar = LT_BARRIER.get();
+        let count = bar.atomic(2 * tile as usize);
+        let generation = bar.atomic(2 * tile as usize + 1);
+        let gen_now = generation.load_scoped(Ordering::Relaxed, Scope::Block);
+        if count.fetch_add_scoped(1, Ordering::AcqRel, Scope::Block) == warps - 1 {
+            count.store_scoped(0, Ordering::Relaxed, Scope::Block);
+            generation.store_scoped(gen_now.wrapping_add(1), Ordering::Release, Scope::Block);
+        } else {
+            while generation.load_scoped(Ordering::Acquire, Scope::Block) == gen_now {}
+        }
+    }
+    // SAFETY: as above.
+    unsafe { raw::bar_warp_sync(u32::MAX) };
+}

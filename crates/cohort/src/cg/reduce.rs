@@ -1,0 +1,537 @@
+//! Collectives: `reduce`, `inclusive_scan`, `exclusive_scan`, `*_scan_update`, at every scope.
+//!
+//! | group | how | who holds the result |
+//! |---|---|---|
+//! | tile of 16 or 32, coalesced group; 32-bit integer op (`plus`, `less`, `greater`, `bit_*` on `u32`/`i32`), sm_80+ | one `redux.sync` | every member |
+//! | tile of ≤ 32 (other cases) | butterfly of `shfl.sync.bfly` | every member |
+//! | coalesced group (other cases) | tree of rank-relative `shfl_down`, then a broadcast | every member |
+//! | large tile (64–512) | per-warp as above, then the warps' partials through shared scratch | every member |
+//! | thread block ([`this_thread_block`](super::this_thread_block)) | per-warp as above, then the warps' partials through shared scratch (any block size) | every thread |
+//! | grid ([`reduce_grid`]) | block reduce, one partial per block in a scratch buffer, grid sync, each block combines the partials | every thread of the grid |
+//!
+//! Scans (`inclusive_scan`, `exclusive_scan`) run on the same groups; thread *r* gets the
+//! combination of ranks `0..=r` (inclusive) or `0..r` (exclusive: rank 0 gets
+//! `T::default()`, as CUDA's value-initialized result). Ops combine in rank order where the
+//! algorithm allows, but floating-point results of a reduction may differ from a sequential
+//! sum in the last bits, as in CUDA.
+
+use core::any::TypeId;
+use core::ops::{Add, BitAnd, BitOr, BitXor};
+
+use super::coalesced::CoalescedGroup;
+use super::large::LargeTile;
+use super::tile::{DynTile, ThreadBlockTile, TileParent};
+use super::{GridGroup, ThreadBlock, ThreadGroup, WarpGroup};
+use crate::atomic::{Atomic, Ordering, Space};
+use crate::raw;
+use crate::shared::{load_words, store_words};
+use crate::slice::DisjointSlice;
+use crate::thread;
+
+/// A binary operation for collectives: one of [`plus`], [`less`], [`greater`], [`bit_and`],
+/// [`bit_or`], [`bit_xor`], or any `Fn(T, T) -> T + Copy` closure.
+pub trait ReduceOp<T>: Copy {
+    /// `a op b`.
+    fn combine(self, a: T, b: T) -> T;
+    /// The whole reduction in one `redux.sync` over `mask`, where the hardware has it.
+    #[inline(always)]
+    fn redux(self, mask: u32, v: T) -> Option<T> {
+        let _ = (mask, v);
+        None
+    }
+}
+
+impl<T, F: Fn(T, T) -> T + Copy> ReduceOp<T> for F {
+    #[inline(always)]
+    fn combine(self, a: T, b: T) -> T {
+        self(a, b)
+    }
+}
+
+/// Reinterprets `v` as `U` when `T` is `U`.
+#[inline(always)]
+fn cast<T: 'static + Copy, U: 'static + Copy>(v: T) -> Option<U> {
+    if TypeId::of::<T>() == TypeId::of::<U>() {
+        // SAFETY: `T` and `U` are the same type.
+        Some(unsafe { core::mem::transmute_copy::<T, U>(&v) })
+    } else {
+        None
+    }
+}
+
+/// `redux.sync` for `u32` or `i32` values, given the two instruction forms.
+#[inline(always)]
+fn redux_32<T: 'static + Copy>(
+    mask: u32,
+    v: T,
+    on_u32: unsafe fn(u32, u32) -> u32,
+    on_i32: unsafe fn(u32, i32) -> i32,
+) -> Option<T> {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    {
+        if let Some(x) = cast::<T, u32>(v) {
+            // SAFETY: reductions are called by every member of the group with its mask.
+            return cast(unsafe { on_u32(mask, x) });
+        }
+        if let Some(x) = cast::<T, i32>(v) {
+            // SAFETY: as above.
+            return cast(unsafe { on_i32(mask, x) });
+        }
+    }
+    let _ = (mask, v, on_u32, on_i32);
+    None
+}
+
+macro_rules! ops {
+    ($($(#[$m:meta])* $name:ident: $bound:ident, |$a:ident, $b:ident| $e:expr, $ru:path, $ri:path;)*) => {$(
+        $(#[$m])*
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
+
+        impl<T: Copy + 'static + $bound> ReduceOp<T> for $name {
+            #[inline(always)]
+            fn combine(self, $a: T, $b: T) -> T {
+                $e
+            }
+            #[inline(always)]
+            fn redux(self, mask: u32, v: T) -> Option<T> {
+                redux_32(mask, v, $ru, $ri)
+            }
+        }
+    )*};
+}
+
+/// `T + T -> T`.
+pub trait AddSelf: Add<Output = Self> + Sized {}
+impl<T: Add<Output = T>> AddSelf for T {}
+/// `T & T -> T`.
+pub trait BitAndSelf: BitAnd<Output = Self> + Sized {}
+impl<T: BitAnd<Output = T>> BitAndSelf for T {}
+/// `T | T -> T`.
+pub trait BitOrSelf: BitOr<Output = Self> + Sized {}
+impl<T: BitOr<Output = T>> BitOrSelf for T {}
+/// `T ^ T -> T`.
+pub trait BitXorSelf: BitXor<Output = Self> + Sized {}
+impl<T: BitXor<Output = T>> BitXorSelf for T {}
+
+/// `a & b` on `i32` for `redux.sync.and.b32` (bitwise, sign-agnostic).
+unsafe fn redux_and_i32(m: u32, v: i32) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { raw::redux_sync_and_b32(m, v as u32) as i32 }
+}
+unsafe fn redux_or_i32(m: u32, v: i32) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { raw::redux_sync_or_b32(m, v as u32) as i32 }
+}
+unsafe fn redux_xor_i32(m: u32, v: i32) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { raw::redux_sync_xor_b32(m, v as u32) as i32 }
+}
+unsafe fn redux_add_i32(m: u32, v: i32) -> i32 {
+    // SAFETY: forwarded.
+    unsafe { raw::redux_sync_add_u32(m, v as u32) as i32 }
+}
+
+ops! {
+    /// `cg::plus`: `a + b` (wrapping for integers, as on the device without overflow checks).
+    plus: AddSelf, |a, b| a + b, raw::redux_sync_add_u32, redux_add_i32;
+    /// `cg::less`: the smaller (`if b < a { b } else { a }`), as CUDA's `cg::less` returns the
+    /// value, not a bool.
+    less: PartialOrd, |a, b| if b < a { b } else { a }, raw::redux_sync_min_u32, raw::redux_sync_min_s32;
+    /// `cg::greater`: the larger (`if a < b { b } else { a }`).
+    greater: PartialOrd, |a, b| if a < b { b } else { a }, raw::redux_sync_max_u32, raw::redux_sync_max_s32;
+    /// `cg::bit_and`: `a & b`.
+    bit_and: BitAndSelf, |a, b| a & b, raw::redux_sync_and_b32, redux_and_i32;
+    /// `cg::bit_or`: `a | b`.
+    bit_or: BitOrSelf, |a, b| a | b, raw::redux_sync_or_b32, redux_or_i32;
+    /// `cg::bit_xor`: `a ^ b`.
+    bit_xor: BitXorSelf, |a, b| a ^ b, raw::redux_sync_xor_b32, redux_xor_i32;
+}
+
+/// Butterfly reduction over a tile of `n` lanes (power of two ≤ 32) with lane mask `mask`.
+#[inline(always)]
+pub(crate) fn tile_reduce<T: Copy + 'static, Op: ReduceOp<T>>(mask: u32, n: u32, v: T, op: Op) -> T {
+    if (n == 16 || n == 32)
+        && let Some(r) = op.redux(mask, v)
+    {
+        return r;
+    }
+    let c = raw::shfl_c(n, false);
+    let mut x = v;
+    let mut off = n / 2;
+    while off > 0 {
+        // SAFETY: every lane of the tile runs the reduction with the tile's mask.
+        let y = unsafe { super::shfl::bfly(mask, x, off, c) };
+        x = op.combine(x, y);
+        off /= 2;
+    }
+    x
+}
+
+/// Inclusive scan over a tile of `n` lanes (power of two ≤ 32); `rank` is the lane's rank in
+/// the tile.
+#[inline(always)]
+pub(crate) fn scan_incl_warp<T: Copy + 'static, Op: ReduceOp<T>>(mask: u32, n: u32, rank: u32, v: T, op: Op) -> T {
+    let c = raw::shfl_c(n, true);
+    let mut x = v;
+    let mut d = 1;
+    while d < n {
+        // SAFETY: every lane of the tile runs the scan with the tile's mask.
+        let y = unsafe { super::shfl::up(mask, x, d, c) };
+        if rank >= d {
+            x = op.combine(y, x);
+        }
+        d *= 2;
+    }
+    x
+}
+
+/// Reduction over any warp-level group through its rank-relative shuffles.
+#[inline(always)]
+fn group_reduce<G: WarpGroup, T: Copy + 'static, Op: ReduceOp<T>>(g: &G, v: T, op: Op) -> T {
+    if let Some(mask) = g.redux_mask()
+        && let Some(r) = op.redux(mask, v)
+    {
+        return r;
+    }
+    let (rank, n) = (g.thread_rank(), g.num_threads());
+    let mut x = v;
+    let mut d = 1;
+    while d < n {
+        let y = g.shfl_down(x, d);
+        if rank + d < n {
+            x = op.combine(x, y);
+        }
+        d *= 2;
+    }
+    g.shfl(x, 0)
+}
+
+/// Inclusive scan over any warp-level group through its rank-relative shuffles.
+#[inline(always)]
+fn group_scan<G: WarpGroup, T: Copy + 'static, Op: ReduceOp<T>>(g: &G, v: T, op: Op) -> T {
+    let (rank, n) = (g.thread_rank(), g.num_threads());
+    let mut x = v;
+    let mut d = 1;
+    while d < n {
+        let y = g.shfl_up(x, d);
+        if rank >= d {
+            x = op.combine(y, x);
+        }
+        d *= 2;
+    }
+    x
+}
+
+/// Groups that support `reduce` and the scans.
+pub trait Collective: ThreadGroup {
+    /// See [`reduce`].
+    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
+    /// See [`inclusive_scan`].
+    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
+    /// See [`exclusive_scan`].
+    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
+}
+
+impl<const N: u32, P: TileParent> Collective for ThreadBlockTile<N, P> {
+    #[inline(always)]
+    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        tile_reduce(self.lane_mask(), N, v, op)
+    }
+    #[inline(always)]
+    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        scan_incl_warp(self.lane_mask(), N, self.thread_rank(), v, op)
+    }
+    #[inline(always)]
+    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        let incl = self.inclusive_scan_with(v, op);
+        let ex = self.shfl_up(incl, 1);
+        if self.thread_rank() == 0 { T::default() } else { ex }
+    }
+}
+
+impl Collective for DynTile {
+    #[inline(always)]
+    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        tile_reduce(self.lane_mask(), self.num_threads(), v, op)
+    }
+    #[inline(always)]
+    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        scan_incl_warp(self.lane_mask(), self.num_threads(), self.thread_rank(), v, op)
+    }
+    #[inline(always)]
+    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        let incl = self.inclusive_scan_with(v, op);
+        let ex = self.shfl_up(incl, 1);
+        if self.thread_rank() == 0 { T::default() } else { ex }
+    }
+}
+
+impl Collective for CoalescedGroup {
+    #[inline(always)]
+    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        if self.mask() == u32::MAX { tile_reduce(u32::MAX, 32, v, op) } else { group_reduce(self, v, op) }
+    }
+    #[inline(always)]
+    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        group_scan(self, v, op)
+    }
+    #[inline(always)]
+    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        let incl = group_scan(self, v, op);
+        let ex = self.shfl_up(incl, 1);
+        if self.thread_rank() == 0 { T::default() } else { ex }
+    }
+}
+
+impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N, P> {
+    #[inline(always)]
+    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        self.reduce_impl(v, op)
+    }
+    #[inline(always)]
+    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        self.scan_impl(v, op, None)
+    }
+    #[inline(always)]
+    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        self.scan_impl(v, op, Some(T::default()))
+    }
+}
+
+crate::shared! {
+    /// One 32-byte partial per warp, for block-level collectives.
+    static BLOCK_WARP: [[u32; 8]; 32];
+}
+
+/// This warp's lanes that exist in the block (all 32, except in a last partial warp).
+#[inline(always)]
+fn warp_in_block(active: u32) -> CoalescedGroup {
+    let base = thread::warp_id() * 32;
+    let n = active.saturating_sub(base).min(32);
+    let mask = if n >= 32 { u32::MAX } else { (1u32 << n) - 1 };
+    // SAFETY: exactly the lanes of this warp whose block rank is below `active` take part,
+    // and each of them computes the same mask.
+    unsafe { CoalescedGroup::from_mask(mask) }
+}
+
+/// Block-level reduction over the threads of rank `< active` (the others pass through and
+/// receive the result too). Every thread of the block must call it.
+#[inline(always)]
+fn block_reduce<T: Copy + 'static, Op: ReduceOp<T>>(v: T, op: Op, active: u32) -> T {
+    let rank = thread::thread_rank_in_block();
+    let slots = BLOCK_WARP.get().as_slice();
+    if rank < active {
+        let part = warp_in_block(active).reduce_with(v, op);
+        if raw::laneid() == 0 {
+            // SAFETY: this warp's own slot.
+            unsafe { store_words(slots.sub(thread::warp_id() as usize, 1).shared_addr(), part) };
+        }
+    }
+    crate::sync::sync_threads();
+    let warps = active.div_ceil(32);
+    // SAFETY: slot 0 exists (active > 0) and was written before the barrier.
+    let mut acc = unsafe { load_words(slots.sub(0, 1).shared_addr(), v) };
+    let mut w = 1;
+    while w < warps {
+        // SAFETY: slots of the active warps, written before the barrier.
+        acc = op.combine(acc, unsafe { load_words(slots.sub(w as usize, 1).shared_addr(), v) });
+        w += 1;
+    }
+    crate::sync::sync_threads();
+    acc
+}
+
+/// Block-level scan; `exclusive` holds rank 0's value for an exclusive scan.
+#[inline(always)]
+fn block_scan<T: Copy + 'static, Op: ReduceOp<T>>(v: T, op: Op, exclusive: Option<T>) -> T {
+    let size = thread::block_size();
+    let warp = warp_in_block(size);
+    let incl = warp.inclusive_scan_with(v, op);
+    let slots = BLOCK_WARP.get().as_slice();
+    if warp.thread_rank() + 1 == warp.num_threads() {
+        // SAFETY: this warp's own slot.
+        unsafe { store_words(slots.sub(thread::warp_id() as usize, 1).shared_addr(), incl) };
+    }
+    crate::sync::sync_threads();
+    let mine = thread::warp_id();
+    let mut prefix = v;
+    let mut w = 0;
+    while w < mine {
+        // SAFETY: totals of the warps before this one, written before the barrier.
+        let p = unsafe { load_words(slots.sub(w as usize, 1).shared_addr(), v) };
+        prefix = if w == 0 { p } else { op.combine(prefix, p) };
+        w += 1;
+    }
+    crate::sync::sync_threads();
+    match exclusive {
+        None => {
+            if mine == 0 {
+                incl
+            } else {
+                op.combine(prefix, incl)
+            }
+        }
+        Some(zero) => {
+            let ex = warp.shfl_up(incl, 1);
+            match (mine == 0, warp.thread_rank() == 0) {
+                (true, true) => zero,
+                (true, false) => ex,
+                (false, true) => prefix,
+                (false, false) => op.combine(prefix, ex),
+            }
+        }
+    }
+}
+
+impl Collective for ThreadBlock {
+    /// Block-wide reduction; every thread gets the result. Uses 1 KiB of library-allocated
+    /// shared memory and two block barriers.
+    #[inline(always)]
+    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        block_reduce(v, op, thread::block_size())
+    }
+    #[inline(always)]
+    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        block_scan(v, op, None)
+    }
+    #[inline(always)]
+    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        block_scan(v, op, Some(T::default()))
+    }
+}
+
+/// `cg::reduce(group, value, op)`: combines every member's `value` with `op`; every member
+/// gets the result. See the module table for how each group does it.
+#[inline(always)]
+pub fn reduce<G: Collective, T: Copy + 'static, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
+    group.reduce_with(value, op)
+}
+
+/// `cg::inclusive_scan(group, value, op)`: member *r* gets `v0 op v1 op … op vr`.
+#[inline(always)]
+pub fn inclusive_scan<G: Collective, T: Copy + 'static, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
+    group.inclusive_scan_with(value, op)
+}
+
+/// `cg::exclusive_scan(group, value, op)`: member *r* gets `v0 op … op v(r-1)`; rank 0 gets
+/// `T::default()`.
+#[inline(always)]
+pub fn exclusive_scan<G: Collective, T: Copy + Default + 'static, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
+    group.exclusive_scan_with(value, op)
+}
+
+/// `cg::inclusive_scan(group, value)` with the default `plus`.
+#[doc(alias = "inclusive_scan")]
+#[inline(always)]
+pub fn inclusive_sum<G: Collective, T: Copy + 'static + Add<Output = T>>(group: &G, value: T) -> T {
+    group.inclusive_scan_with(value, plus)
+}
+
+/// `cg::exclusive_scan(group, value)` with the default `plus`.
+#[doc(alias = "exclusive_scan")]
+#[inline(always)]
+pub fn exclusive_sum<G: Collective, T: Copy + Default + 'static + Add<Output = T>>(group: &G, value: T) -> T {
+    group.exclusive_scan_with(value, plus)
+}
+
+/// Values whose atomics can add (for the `*_scan_update` collectives).
+pub trait AtomicAdd: Copy + Default + 'static + Add<Output = Self> {
+    /// `a.fetch_add(v)` at device scope, relaxed.
+    fn fetch_add_on<S: Space>(a: &Atomic<Self, S>, v: Self) -> Self;
+}
+
+macro_rules! atomic_add {
+    ($($t:ty)*) => {$(
+        impl AtomicAdd for $t {
+            #[inline(always)]
+            fn fetch_add_on<S: Space>(a: &Atomic<$t, S>, v: $t) -> $t {
+                a.fetch_add(v, Ordering::Relaxed)
+            }
+        }
+    )*};
+}
+atomic_add!(u32 i32 u64 i64 f32 f64);
+
+/// `cg::exclusive_scan_update(group, atomic, value)`: an exclusive sum over the group, offset
+/// by the atomic's value, which grows by the group's total (one atomic per group). The classic
+/// use is carving a shared buffer: each member gets where its part starts.
+#[inline(always)]
+pub fn exclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
+    group: &G,
+    dst: &Atomic<T, S>,
+    value: T,
+) -> T {
+    let incl = group.inclusive_scan_with(value, plus);
+    let last = group.num_threads() - 1;
+    let mut old = T::default();
+    if group.thread_rank() == last {
+        old = T::fetch_add_on(dst, incl);
+    }
+    let old = group.shfl(old, last);
+    let ex = group.shfl_up(incl, 1);
+    if group.thread_rank() == 0 { old } else { old + ex }
+}
+
+/// `cg::inclusive_scan_update(group, atomic, value)`: as [`exclusive_scan_update`], inclusive.
+#[inline(always)]
+pub fn inclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
+    group: &G,
+    dst: &Atomic<T, S>,
+    value: T,
+) -> T {
+    let incl = group.inclusive_scan_with(value, plus);
+    let last = group.num_threads() - 1;
+    let mut old = T::default();
+    if group.thread_rank() == last {
+        old = T::fetch_add_on(dst, incl);
+    }
+    group.shfl(old, last) + incl
+}
+
+/// Grid-wide reduction in a cooperative kernel: every thread of the grid gets the
+/// combination of every thread's `value`.
+///
+/// `scratch` holds one partial per block (at least `grid.num_blocks()` elements; its contents
+/// are overwritten). The call starts with a grid sync, so earlier uses of `scratch` have
+/// finished, and ends with the result in every thread; it costs two grid syncs and two block
+/// reductions.
+///
+/// # Panics
+/// If `scratch` has fewer elements than the grid has blocks.
+#[inline(always)]
+#[track_caller]
+pub fn reduce_grid<T: Copy + 'static, Op: ReduceOp<T>>(
+    grid: &GridGroup,
+    value: T,
+    op: Op,
+    scratch: &mut DisjointSlice<'_, T>,
+) -> T {
+    let nblocks = grid.num_blocks();
+    assert!(scratch.len() as u64 >= nblocks, "reduce_grid: scratch needs one element per block");
+    grid.sync();
+    let part = block_reduce(value, op, thread::block_size());
+    let block = grid.block_rank() as usize;
+    if thread::thread_rank_in_block() == 0 {
+        // SAFETY: in bounds (checked above); only thread 0 of block `b` writes element `b`,
+        // and the grid sync before ordered every earlier access to the scratch.
+        unsafe { *scratch.get_unchecked_mut(block) = part };
+    }
+    grid.sync();
+    let base = scratch.as_mut_ptr() as *const T;
+    let (tid, bdim) = (thread::thread_rank_in_block(), thread::block_size());
+    let active = (nblocks.min(bdim as u64)) as u32;
+    let mut acc = value;
+    if tid < active {
+        // SAFETY: element `tid` < `nblocks` was written before the grid sync.
+        acc = unsafe { base.add(tid as usize).read() };
+        let mut i = (tid + bdim) as u64;
+        while i < nblocks {
+            // SAFETY: as above.
+            acc = op.combine(acc, unsafe { base.add(i as usize).read() });
+            i += bdim as u64;
+        }
+    }
+    block_reduce(acc, op, active)
+}

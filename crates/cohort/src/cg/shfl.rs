@@ -1,0 +1,137 @@
+//! Shuffles of any `T: Copy` up to 32 bytes: split into 32-bit words, one `shfl.sync` per word
+//! (the rule CUDA's `cooperative_groups` applies to its `shfl` templates).
+//!
+//! Padding bytes inside `T`, if any, travel as whatever bits they hold; use types without
+//! padding (every `DeviceCopy` struct derived here has none) to keep every bit meaningful.
+
+use core::mem::MaybeUninit;
+
+/// Applies `f` to each 32-bit word of `v` and reassembles a `T`.
+#[inline(always)]
+pub(crate) fn map_words<T: Copy>(v: T, mut f: impl FnMut(u32) -> u32) -> T {
+    const { assert!(size_of::<T>() <= 32, "cooperative-groups shuffles move at most 32 bytes") };
+    let size = size_of::<T>();
+    let n = size.div_ceil(4);
+    let mut words = [0u32; 8];
+    // SAFETY: copies `size` bytes of `v` into the zeroed word buffer (8 words hold 32 bytes).
+    unsafe { core::ptr::copy_nonoverlapping(&v as *const T as *const u8, words.as_mut_ptr() as *mut u8, size) };
+    let mut i = 0;
+    while i < n {
+        words[i] = f(words[i]);
+        i += 1;
+    }
+    let mut out = MaybeUninit::<T>::uninit();
+    // SAFETY: the words hold the bytes of values of `T` (one lane's `v`), so the first `size`
+    // bytes form a valid `T`.
+    unsafe {
+        core::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, out.as_mut_ptr() as *mut u8, size);
+        out.assume_init()
+    }
+}
+
+/// `shfl.sync.idx` of a whole `T`.
+///
+/// # Safety
+/// As `raw::shfl_sync_idx_b32`: every lane of `mask` executes this with the same `mask`.
+#[inline(always)]
+pub(crate) unsafe fn idx<T: Copy>(mask: u32, v: T, src: u32, c: u32) -> T {
+    // SAFETY: forwarded to the caller.
+    map_words(v, |w| unsafe { crate::raw::shfl_sync_idx_b32(mask, w, src, c) })
+}
+
+/// `shfl.sync.up` of a whole `T`.
+///
+/// # Safety
+/// As `raw::shfl_sync_up_b32`.
+#[inline(always)]
+pub(crate) unsafe fn up<T: Copy>(mask: u32, v: T, delta: u32, c: u32) -> T {
+    // SAFETY: forwarded to the caller.
+    map_words(v, |w| unsafe { crate::raw::shfl_sync_up_b32(mask, w, delta, c) })
+}
+
+/// `shfl.sync.down` of a whole `T`.
+///
+/// # Safety
+/// As `raw::shfl_sync_down_b32`.
+#[inline(always)]
+pub(crate) unsafe fn down<T: Copy>(mask: u32, v: T, delta: u32, c: u32) -> T {
+    // SAFETY: forwarded to the caller.
+    map_words(v, |w| unsafe { crate::raw::shfl_sync_down_b32(mask, w, delta, c) })
+}
+
+/// `shfl.sync.bfly` of a whole `T`.
+///
+/// # Safety
+/// As `raw::shfl_sync_bfly_b32`.
+#[inline(always)]
+pub(crate) unsafe fn bfly<T: Copy>(mask: u32, v: T, lane_mask: u32, c: u32) -> T {
+    // SAFETY: forwarded to the caller.
+    map_words(v, |w| unsafe { crate::raw::shfl_sync_bfly_b32(mask, w, lane_mask, c) })
+}
+
+/// Values `match.sync` can compare: 32- and 64-bit integers and floats (compared by bits).
+pub trait MatchValue: Copy {
+    /// The bits compared.
+    fn match_bits(self) -> MatchBits;
+}
+
+/// A value's bits for `match.sync`.
+#[derive(Clone, Copy, Debug)]
+pub enum MatchBits {
+    /// `.b32`
+    B32(u32),
+    /// `.b64`
+    B64(u64),
+}
+
+macro_rules! match_value {
+    ($($t:ty => $v:ident => $e:expr;)*) => {$(
+        impl MatchValue for $t {
+            #[inline(always)]
+            fn match_bits(self) -> MatchBits {
+                let $v = self;
+                $e
+            }
+        }
+    )*};
+}
+
+match_value! {
+    u32 => v => MatchBits::B32(v);
+    i32 => v => MatchBits::B32(v as u32);
+    f32 => v => MatchBits::B32(v.to_bits());
+    u64 => v => MatchBits::B64(v);
+    i64 => v => MatchBits::B64(v as u64);
+    f64 => v => MatchBits::B64(v.to_bits());
+    usize => v => MatchBits::B64(v as u64);
+}
+
+/// `match.any.sync` on a [`MatchValue`].
+///
+/// # Safety
+/// As `raw::match_any_sync_b32`.
+#[inline(always)]
+pub(crate) unsafe fn match_any<T: MatchValue>(mask: u32, v: T) -> u32 {
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        match v.match_bits() {
+            MatchBits::B32(b) => crate::raw::match_any_sync_b32(mask, b),
+            MatchBits::B64(b) => crate::raw::match_any_sync_b64(mask, b),
+        }
+    }
+}
+
+/// `match.all.sync` on a [`MatchValue`].
+///
+/// # Safety
+/// As `raw::match_all_sync_b32`.
+#[inline(always)]
+pub(crate) unsafe fn match_all<T: MatchValue>(mask: u32, v: T) -> (u32, bool) {
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        match v.match_bits() {
+            MatchBits::B32(b) => crate::raw::match_all_sync_b32(mask, b),
+            MatchBits::B64(b) => crate::raw::match_all_sync_b64(mask, b),
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! Thread-block tiles: `tiled_partition::<N>(&parent)` for N in {1, 2, 4, 8, 16, 32} (one
+//! warp or less) and {64, 128, 256, 512} (several warps, CUDA's "large tiles"), plus the
+//! dynamic `tiled_partition(&parent, n)`.
+
+use super::large::LargeTile;
+use super::shfl::{self, MatchValue};
+use super::{ThreadBlock, ThreadGroup, WarpGroup};
+use crate::raw;
+use crate::thread;
+
+/// A tile of `N` consecutive threads (`N` ≤ 32: within one warp) of its parent `P` (a block
+/// or a larger tile). Every member is a warp-level instruction on the tile's lanes. Tiles of
+/// 64 to 512 threads are [`LargeTile`]s.
+#[derive(Debug)]
+pub struct ThreadBlockTile<const N: u32, P = ThreadBlock> {
+    parent: P,
+}
+
+impl<const N: u32, P: Copy> Clone for ThreadBlockTile<N, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<const N: u32, P: Copy> Copy for ThreadBlockTile<N, P> {}
+
+/// Groups a tile can be cut from.
+pub trait TileParent: ThreadGroup<Size = u32> + Copy {
+    /// The parent's size when it is known at compile time (tiles); 0 for the block.
+    const STATIC_SIZE: u32;
+}
+
+impl TileParent for ThreadBlock {
+    const STATIC_SIZE: u32 = 0;
+}
+
+impl<const M: u32, Q: TileParent> TileParent for ThreadBlockTile<M, Q> {
+    const STATIC_SIZE: u32 = M;
+}
+
+impl<const M: u32, Q: TileParent> TileParent for LargeTile<M, Q> {
+    const STATIC_SIZE: u32 = M;
+}
+
+/// The tile sizes `tiled_partition` accepts, and the type each gives.
+#[diagnostic::on_unimplemented(
+    message = "there are no tiles of this size",
+    note = "tile sizes are 1, 2, 4, 8, 16 and 32 (one warp), and 64, 128, 256 and 512 (large tiles)"
+)]
+pub trait TileSize<P: TileParent> {
+    /// `ThreadBlockTile<N, P>` or `LargeTile<N, P>`.
+    type Tile: ThreadGroup<Size = u32> + Copy;
+    #[doc(hidden)]
+    fn make(parent: &P) -> Self::Tile;
+}
+
+/// A tile size as a type, for [`TileSize`].
+#[derive(Debug)]
+pub struct Size<const N: u32>;
+
+macro_rules! warp_tile_sizes {
+    ($($n:literal)*) => {$(
+        impl<P: TileParent> TileSize<P> for Size<$n> {
+            type Tile = ThreadBlockTile<$n, P>;
+            #[inline(always)]
+            fn make(parent: &P) -> Self::Tile {
+                ThreadBlockTile { parent: *parent }
+            }
+        }
+    )*};
+}
+warp_tile_sizes!(1 2 4 8 16 32);
+
+macro_rules! large_tile_sizes {
+    ($($n:literal)*) => {$(
+        impl<P: TileParent> TileSize<P> for Size<$n> {
+            type Tile = LargeTile<$n, P>;
+            #[inline(always)]
+            fn make(parent: &P) -> Self::Tile {
+                LargeTile::new(*parent)
+            }
+        }
+    )*};
+}
+large_tile_sizes!(64 128 256 512);
+
+/// `cg::tiled_partition<N>(parent)`: the tile of `N` threads this thread belongs to.
+///
+/// `N` must be 1, 2, 4, 8, 16 or 32 (giving a [`ThreadBlockTile`]), or 64, 128, 256 or 512
+/// (giving a [`LargeTile`]); when the parent is a tile, `N` must divide its size. Both are
+/// checked at compile time. Every thread of the parent must call this (large tiles set up
+/// their shared scratch with two parent barriers), and the parent's size must be a multiple of
+/// `N` (checked at run time: a panic names the call site).
+#[inline(always)]
+#[track_caller]
+pub fn tiled_partition<const N: u32, P: TileParent>(parent: &P) -> <Size<N> as TileSize<P>>::Tile
+where
+    Size<N>: TileSize<P>,
+{
+    const {
+        assert!(
+            P::STATIC_SIZE == 0 || (N <= P::STATIC_SIZE && P::STATIC_SIZE % N == 0),
+            "a tile must divide its parent tile"
+        );
+    };
+    assert!(
+        parent.num_threads().is_multiple_of(N),
+        "tiled_partition: the parent's size is not a multiple of the tile size"
+    );
+    <Size<N> as TileSize<P>>::make(parent)
+}
+
+/// `cg::this_thread()`: a tile of one thread.
+#[inline(always)]
+#[must_use]
+pub fn this_thread() -> ThreadBlockTile<1, ThreadBlock> {
+    ThreadBlockTile { parent: super::this_thread_block() }
+}
+
+impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
+    /// How many tiles of this size the parent was cut into (`meta_group_size()`).
+    #[inline(always)]
+    #[must_use]
+    pub fn meta_group_size(&self) -> u32 {
+        self.parent.num_threads().div_ceil(N)
+    }
+
+    /// This tile's index among them (`meta_group_rank()`).
+    #[inline(always)]
+    #[must_use]
+    pub fn meta_group_rank(&self) -> u32 {
+        self.parent.thread_rank() / N
+    }
+
+    /// The parent group.
+    #[inline(always)]
+    #[must_use]
+    pub fn parent(&self) -> &P {
+        &self.parent
+    }
+
+    /// `shfl_xor(v, mask)`: the value of the member whose rank is `thread_rank() ^ mask`
+    /// (tiles of at most 32).
+    #[doc(alias = "__shfl_xor_sync")]
+    #[inline(always)]
+    #[must_use]
+    pub fn shfl_xor<T: Copy>(&self, v: T, mask: u32) -> T {
+        // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
+        unsafe { shfl::bfly(self.lane_mask(), v, mask, raw::shfl_c(N, false)) }
+    }
+}
+
+impl<const N: u32, P: TileParent> ThreadGroup for ThreadBlockTile<N, P> {
+    type Size = u32;
+    #[inline(always)]
+    fn thread_rank(&self) -> u32 {
+        thread::thread_rank_in_block() % N
+    }
+    #[inline(always)]
+    fn num_threads(&self) -> u32 {
+        N
+    }
+    #[inline(always)]
+    fn sync(&self) {
+        // SAFETY: the tile's lanes all reach their tile's sync with the tile's mask.
+        unsafe { raw::bar_warp_sync(self.lane_mask()) }
+    }
+}
+
+/// Lane mask of the `n`-thread tile (`n` a power of two ≤ 32) holding this lane.
+#[inline(always)]
+pub(crate) fn tile_lane_mask(n: u32) -> u32 {
+    if n >= 32 { u32::MAX } else { ((1u32 << n) - 1) << (raw::laneid() & !(n - 1)) }
+}
+
+impl<const N: u32, P: TileParent> WarpGroup for ThreadBlockTile<N, P> {
+    #[inline(always)]
+    fn lane_mask(&self) -> u32 {
+        tile_lane_mask(N)
+    }
+    #[inline(always)]
+    fn meta_group_rank(&self) -> u32 {
+        ThreadBlockTile::meta_group_rank(self)
+    }
+    #[inline(always)]
+    fn meta_group_size(&self) -> u32 {
+        ThreadBlockTile::meta_group_size(self)
+    }
+    #[inline(always)]
+    fn shfl<T: Copy>(&self, v: T, src_rank: u32) -> T {
+        // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
+        unsafe { shfl::idx(tile_lane_mask(N), v, src_rank, raw::shfl_c(N, false)) }
+    }
+    #[inline(always)]
+    fn shfl_up<T: Copy>(&self, v: T, delta: u32) -> T {
+        // SAFETY: as for `shfl`.
+        unsafe { shfl::up(self.lane_mask(), v, delta, raw::shfl_c(N, true)) }
+    }
+    #[inline(always)]
+    fn shfl_down<T: Copy>(&self, v: T, delta: u32) -> T {
+        // SAFETY: as for `shfl`.
+        unsafe { shfl::down(self.lane_mask(), v, delta, raw::shfl_c(N, false)) }
+    }
+    #[inline(always)]
+    fn any(&self, pred: bool) -> bool {
+        // SAFETY: as for `shfl`.
+        unsafe { raw::vote_sync_any(tile_lane_mask(N), pred) }
+    }
+    #[inline(always)]
+    fn all(&self, pred: bool) -> bool {
+        // SAFETY: as for `shfl`.
+        unsafe { raw::vote_sync_all(tile_lane_mask(N), pred) }
+    }
+    #[inline(always)]
+    fn ballot(&self, pred: bool) -> u32 {
+        let mask = self.lane_mask();
+        // SAFETY: as for `shfl`.
+        let b = unsafe { raw::vote_sync_ballot(mask, pred) };
+        b >> (raw::laneid() & !(N - 1))
+    }
+    #[inline(always)]
+    fn match_any<T: MatchValue>(&self, v: T) -> u32 {
+        let mask = self.lane_mask();
+        // SAFETY: as for `shfl`.
+        let m = unsafe { shfl::match_any(mask, v) };
+        m >> (raw::laneid() & !(N - 1))
+    }
+    #[inline(always)]
+    fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool) {
+        let mask = self.lane_mask();
+        // SAFETY: as for `shfl`.
+        let (m, p) = unsafe { shfl::match_all(mask, v) };
+        (m >> (raw::laneid() & !(N - 1)), p)
+    }
+    #[inline(always)]
+    fn redux_mask(&self) -> Option<u32> {
+        // CUDA uses redux.sync for full tiles of 16 or 32.
+        if N == 16 || N == 32 { Some(self.lane_mask()) } else { None }
+    }
+    #[inline(always)]
+    fn is_tile(&self) -> bool {
+        true
+    }
+}
+
+/// A tile whose size is known only at run time (`cg::tiled_partition(parent, n)`, CUDA's
+/// type-erased `thread_group`), for `n` a power of two up to 32.
+#[derive(Clone, Copy, Debug)]
+pub struct DynTile {
+    n: u32,
+    parent_rank: u32,
+    parent_size: u32,
+}
+
+/// `cg::tiled_partition(parent, n)`.
+///
+/// # Panics
+/// Unless `n` is a power of two ≤ 32 that divides the parent's size.
+#[inline(always)]
+#[track_caller]
+pub fn tiled_partition_dyn<P: TileParent>(parent: &P, n: u32) -> DynTile {
+    assert!(n.is_power_of_two() && n <= 32, "tiled_partition: n must be a power of two up to 32");
+    assert!(parent.num_threads().is_multiple_of(n), "tiled_partition: the parent's size is not a multiple of n");
+    DynTile { n, parent_rank: parent.thread_rank(), parent_size: parent.num_threads() }
+}
+
+impl ThreadGroup for DynTile {
+    type Size = u32;
+    #[inline(always)]
+    fn thread_rank(&self) -> u32 {
+        self.parent_rank % self.n
+    }
+    #[inline(always)]
+    fn num_threads(&self) -> u32 {
+        self.n
+    }
+    #[inline(always)]
+    fn sync(&self) {
+        // SAFETY: the tile's lanes all reach their tile's sync with the tile's mask.
+        unsafe { raw::bar_warp_sync(self.lane_mask()) }
+    }
+}
+
+impl WarpGroup for DynTile {
+    #[inline(always)]
+    fn lane_mask(&self) -> u32 {
+        tile_lane_mask(self.n)
+    }
+    #[inline(always)]
+    fn meta_group_rank(&self) -> u32 {
+        self.parent_rank / self.n
+    }
+    #[inline(always)]
+    fn meta_group_size(&self) -> u32 {
+        self.parent_size.div_ceil(self.n)
+    }
+    #[inline(always)]
+    fn shfl<T: Copy>(&self, v: T, src_rank: u32) -> T {
+        // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
+        unsafe { shfl::idx(self.lane_mask(), v, src_rank, raw::shfl_c(self.n, false)) }
+    }
+    #[inline(always)]
+    fn shfl_up<T: Copy>(&self, v: T, delta: u32) -> T {
+        // SAFETY: as for `shfl`.
+        unsafe { shfl::up(self.lane_mask(), v, delta, raw::shfl_c(self.n, true)) }
+    }
+    #[inline(always)]
+    fn shfl_down<T: Copy>(&self, v: T, delta: u32) -> T {
+        // SAFETY: as for `shfl`.
+        unsafe { shfl::down(self.lane_mask(), v, delta, raw::shfl_c(self.n, false)) }
+    }
+    #[inline(always)]
+    fn any(&self, pred: bool) -> bool {
+        // SAFETY: as for `shfl`.
+        unsafe { raw::vote_sync_any(self.lane_mask(), pred) }
+    }
+    #[inline(always)]
+    fn all(&self, pred: bool) -> bool {
+        // SAFETY: as for `shfl`.
+        unsafe { raw::vote_sync_all(self.lane_mask(), pred) }
+    }
+    #[inline(always)]
+    fn ballot(&self, pred: bool) -> u32 {
+        // SAFETY: as for `shfl`.
+        unsafe { raw::vote_sync_ballot(self.lane_mask(), pred) >> (raw::laneid() & !(self.n - 1)) }
+    }
+    #[inline(always)]
+    fn match_any<T: MatchValue>(&self, v: T) -> u32 {
+        // SAFETY: as for `shfl`.
+        unsafe { shfl::match_any(self.lane_mask(), v) >> (raw::laneid() & !(self.n - 1)) }
+    }
+    #[inline(always)]
+    fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool) {
+        // SAFETY: as for `shfl`.
+        let (m, p) = unsafe { shfl::match_all(self.lane_mask(), v) };
+        (m >> (raw::laneid() & !(self.n - 1)), p)
+    }
+    #[inline(always)]
+    fn redux_mask(&self) -> Option<u32> {
+        if self.n >= 16 { Some(self.lane_mask()) } else { None }
+    }
+    #[inline(always)]
+    fn is_tile(&self) -> bool {
+        true
+    }
+}
+
+impl DynTile {
+    /// `shfl_xor` within the tile.
+    #[inline(always)]
+    #[must_use]
+    pub fn shfl_xor<T: Copy>(&self, v: T, mask: u32) -> T {
+        // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
+        unsafe { shfl::bfly(self.lane_mask(), v, mask, raw::shfl_c(self.n, false)) }
+    }
+}

@@ -1,0 +1,478 @@
+//! Shared memory (Programming Guide §"Shared Memory", `__shared__`, `extern __shared__`).
+//!
+//! | CUDA C++ | Cohort |
+//! |---|---|
+//! | `__shared__ T buf[N];` (static) | `shared! { static BUF: [T; N]; }` then `BUF.get()` → [`SharedArray<T, N>`] |
+//! | `extern __shared__ T buf[];` (dynamic) | [`dynamic::<T>()`](dynamic) → [`SharedSlice<T>`] |
+//! | `buf[i]` read / write | [`load(i)`](SharedSlice::load) / [`store(i, v)`](SharedSlice::store) |
+//! | `atomicAdd(&buf[i], v)` | [`atomic(i)`](SharedSlice::atomic)`.fetch_add(v, …)` (PTX `atom.shared`) |
+//!
+//! **Why values, not references.** Shared memory is written by many threads at once, so a
+//! Rust `&mut` into it would be unsound. Cohort never makes one: every access moves a value
+//! with an explicit `ld.shared`/`st.shared` instruction (which is also what makes the hardware
+//! use its fast shared-memory path: through a generic pointer, as rustc would emit, ptxas
+//! keeps slower generic `LD`/`ST`). Two threads storing to one cell without a barrier in
+//! between is a *race* in CUDA's sense, with a nondeterministic result that
+//! `compute-sanitizer --tool racecheck` reports, not undefined behaviour of the Rust program.
+//! Elements are [`DeviceCopy`], so any bit pattern (including uninitialized shared memory) is a
+//! valid value.
+//!
+//! Static arrays are declared at item level (a `.shared` PTX variable each); only the kernels
+//! that use one get it in their shared-memory footprint.
+
+use core::marker::PhantomData;
+
+use crate::DeviceCopy;
+use crate::atomic::{Atomic, Shared};
+
+/// An array of `N` values of `T` in the block's shared memory (a copyable handle).
+#[derive(Debug)]
+pub struct SharedArray<T, const N: usize> {
+    addr: u32,
+    _t: PhantomData<T>,
+}
+
+impl<T, const N: usize> Clone for SharedArray<T, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const N: usize> Copy for SharedArray<T, N> {}
+
+/// A run of `len` values of `T` in shared memory: dynamic shared memory, or part of an array.
+#[derive(Debug)]
+pub struct SharedSlice<T> {
+    addr: u32,
+    len: u32,
+    _t: PhantomData<T>,
+}
+
+impl<T> Clone for SharedSlice<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SharedSlice<T> {}
+
+/// A `shared!` static: the address of its `.shared` variable, resolved in the kernel.
+#[derive(Debug)]
+pub struct SharedStatic<T, const N: usize> {
+    addr: fn() -> u32,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: DeviceCopy, const N: usize> SharedStatic<T, N> {
+    #[doc(hidden)]
+    pub const fn __new(addr: fn() -> u32) -> Self {
+        Self { addr, _t: PhantomData }
+    }
+
+    /// The array, in this block's shared memory.
+    #[inline(always)]
+    #[must_use]
+    pub fn get(&self) -> SharedArray<T, N> {
+        SharedArray { addr: (self.addr)(), _t: PhantomData }
+    }
+}
+
+/// A number unique to a static's full path (FNV-1a), for its PTX symbol name.
+#[doc(hidden)]
+pub const fn __id(path: &str) -> u64 {
+    let b = path.as_bytes();
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut i = 0;
+    while i < b.len() {
+        h ^= b[i] as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+        i += 1;
+    }
+    h
+}
+
+#[doc(hidden)]
+pub const fn __align<T>() -> usize {
+    if align_of::<T>() > 16 { align_of::<T>() } else { 16 }
+}
+
+#[doc(hidden)]
+pub const fn __size<T, const N: usize>() -> usize {
+    let s = size_of::<T>() * N;
+    if s == 0 { 1 } else { s }
+}
+
+/// Declares static shared-memory arrays, CUDA's `__shared__ T NAME[N];`, at item level (module
+/// scope, not inside a function):
+///
+/// ```
+/// cohort::shared! {
+///     /// One partial sum per warp.
+///     static PARTIALS: [f32; 32];
+/// }
+/// // in a kernel: let partials = PARTIALS.get(); partials.store(w, x); … partials.load(w)
+/// ```
+#[macro_export]
+#[allow_internal_unstable(asm_experimental_arch)]
+macro_rules! shared {
+    ($($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {$(
+        #[cfg(target_arch = "nvptx64")]
+        ::core::arch::global_asm!(
+            concat!(".shared .align {align} .b8 cohort_shared_", stringify!($name), "_{id}[{size}];"),
+            id = const $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))),
+            align = const $crate::shared::__align::<$t>(),
+            size = const $crate::shared::__size::<$t, { $n }>(),
+        );
+
+        $(#[$m])*
+        #[allow(non_upper_case_globals)]
+        $vis static $name: $crate::shared::SharedStatic<$t, { $n }> = {
+            #[inline(always)]
+            fn __cohort_shared_addr() -> u32 {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let a: u32;
+                    // SAFETY: takes the shared-window address of the variable declared above.
+                    unsafe {
+                        ::core::arch::asm!(
+                            concat!("mov.u32 {a}, cohort_shared_", stringify!($name), "_{id};"),
+                            id = const $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))),
+                            a = out(reg32) a,
+                            options(pure, nomem, nostack)
+                        )
+                    };
+                    a
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    $crate::host::device_only("shared!")
+                }
+            }
+            $crate::shared::SharedStatic::<$t, { $n }>::__new(__cohort_shared_addr)
+        };
+    )*};
+}
+
+#[cfg(target_arch = "nvptx64")]
+core::arch::global_asm!(".extern .shared .align 16 .b8 cohort_dynamic_smem[];");
+
+/// This launch's dynamic shared memory (`extern __shared__`) as `T`s: as many as fit in the
+/// bytes the launch asked for (`LaunchConfig::with_shared_mem`).
+#[inline(always)]
+#[must_use]
+pub fn dynamic<T: DeviceCopy>() -> SharedSlice<T> {
+    const { assert!(align_of::<T>() <= 16, "dynamic shared memory is 16-byte aligned") };
+    crate::host::on_device!("shared::dynamic" => {
+        let a: u32;
+        // SAFETY: takes the shared-window address of the extern dynamic array.
+        unsafe { core::arch::asm!("mov.u32 {0}, cohort_dynamic_smem;", out(reg32) a, options(pure, nomem, nostack)) };
+        let bytes = crate::raw::dynamic_smem_size();
+        SharedSlice { addr: a, len: if size_of::<T>() == 0 { 0 } else { bytes / size_of::<T>() as u32 }, _t: PhantomData }
+    })
+}
+
+impl<T: DeviceCopy, const N: usize> SharedArray<T, N> {
+    /// `N`.
+    #[inline(always)]
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        N
+    }
+
+    /// Whether `N == 0`.
+    #[inline(always)]
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        N == 0
+    }
+
+    /// The whole array as a slice handle.
+    #[inline(always)]
+    #[must_use]
+    pub fn as_slice(&self) -> SharedSlice<T> {
+        SharedSlice { addr: self.addr, len: N as u32, _t: PhantomData }
+    }
+
+    /// Element `i` (bounds-checked).
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn load(&self, i: usize) -> T {
+        self.as_slice().load(i)
+    }
+
+    /// Writes element `i` (bounds-checked).
+    #[inline(always)]
+    #[track_caller]
+    pub fn store(&self, i: usize, v: T) {
+        self.as_slice().store(i, v)
+    }
+
+    /// Element `i` as an atomic (`atom.shared`).
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn atomic(&self, i: usize) -> &'static Atomic<T, Shared> {
+        self.as_slice().atomic(i)
+    }
+}
+
+impl<T: DeviceCopy> SharedSlice<T> {
+    /// Number of elements.
+    #[inline(always)]
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether there are no elements.
+    #[inline(always)]
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The shared-window address of element 0 (for `cp.async` and other PTX).
+    #[inline(always)]
+    #[must_use]
+    pub const fn shared_addr(&self) -> u32 {
+        self.addr
+    }
+
+    /// Elements `start..start + len`.
+    ///
+    /// # Panics
+    /// If that is out of bounds.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn sub(&self, start: usize, len: usize) -> SharedSlice<T> {
+        assert!(start <= self.len() && len <= self.len() - start, "shared slice range out of bounds");
+        SharedSlice { addr: self.addr + (start * size_of::<T>()) as u32, len: len as u32, _t: PhantomData }
+    }
+
+    /// Element `i`.
+    ///
+    /// # Panics
+    /// If `i >= len`.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn load(&self, i: usize) -> T {
+        assert!(i < self.len(), "shared memory index out of bounds");
+        // SAFETY: in bounds.
+        unsafe { self.load_unchecked(i) }
+    }
+
+    /// Writes element `i`.
+    ///
+    /// # Panics
+    /// If `i >= len`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn store(&self, i: usize, v: T) {
+        assert!(i < self.len(), "shared memory index out of bounds");
+        // SAFETY: in bounds.
+        unsafe { self.store_unchecked(i, v) }
+    }
+
+    /// Element `i` without the bounds check.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn load_unchecked(&self, i: usize) -> T {
+        // SAFETY: the caller keeps `i` in bounds.
+        unsafe { ld_shared(self.addr + (i * size_of::<T>()) as u32) }
+    }
+
+    /// Writes element `i` without the bounds check.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    pub unsafe fn store_unchecked(&self, i: usize, v: T) {
+        // SAFETY: the caller keeps `i` in bounds.
+        unsafe { st_shared(self.addr + (i * size_of::<T>()) as u32, v) }
+    }
+
+    /// Element `i` as an atomic in shared memory (`atom.shared`).
+    ///
+    /// # Panics
+    /// If `i >= len`.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn atomic(&self, i: usize) -> &'static Atomic<T, Shared> {
+        assert!(i < self.len(), "shared memory index out of bounds");
+        let generic = generic_from_shared(self.addr + (i * size_of::<T>()) as u32);
+        // SAFETY: a valid shared-memory address of a `T` for the whole kernel; `Atomic` only
+        // ever touches it with atomic instructions.
+        unsafe { Atomic::from_ptr(generic as *mut T) }
+    }
+}
+
+/// The generic address of a shared-window address (`cvta.shared.u64`).
+#[inline(always)]
+#[must_use]
+pub fn generic_from_shared(addr: u32) -> u64 {
+    crate::host::on_device!("shared::generic_from_shared" => {
+        let r: u64;
+        // SAFETY: address arithmetic only.
+        unsafe { core::arch::asm!("cvt.u64.u32 {0}, {1}; cvta.shared.u64 {0}, {0};", out(reg64) r, in(reg32) addr, options(pure, nomem, nostack)) };
+        r
+    })
+}
+
+macro_rules! ld_st {
+    ($ld:ident, $st:ident, $ty:ty, $ptx:literal, $class:ident) => {
+        /// # Safety
+        /// `addr` is a valid, aligned shared-memory address.
+        #[cfg(target_arch = "nvptx64")]
+        #[inline(always)]
+        unsafe fn $ld(addr: u32) -> $ty {
+            let v: $ty;
+            // SAFETY: guaranteed by the caller.
+            unsafe { core::arch::asm!(concat!("ld.shared.", $ptx, " {0}, [{1}];"), out($class) v, in(reg32) addr, options(readonly, nostack)) };
+            v
+        }
+        /// # Safety
+        /// `addr` is a valid, aligned shared-memory address.
+        #[cfg(target_arch = "nvptx64")]
+        #[inline(always)]
+        unsafe fn $st(addr: u32, v: $ty) {
+            // SAFETY: guaranteed by the caller.
+            unsafe { core::arch::asm!(concat!("st.shared.", $ptx, " [{0}], {1};"), in(reg32) addr, in($class) v, options(nostack)) };
+        }
+    };
+}
+
+ld_st!(ld_b16, st_b16, u16, "b16", reg16);
+ld_st!(ld_b32, st_b32, u32, "b32", reg32);
+ld_st!(ld_b64, st_b64, u64, "b64", reg64);
+
+/// # Safety
+/// `addr` is a valid, aligned shared-memory address.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn ld_b8(addr: u32) -> u8 {
+    let v: u16;
+    // SAFETY: guaranteed by the caller.
+    unsafe { core::arch::asm!("ld.shared.u8 {0}, [{1}];", out(reg16) v, in(reg32) addr, options(readonly, nostack)) };
+    v as u8
+}
+
+/// # Safety
+/// `addr` is a valid shared-memory address.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn st_b8(addr: u32, v: u8) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { core::arch::asm!("st.shared.u8 [{0}], {1};", in(reg32) addr, in(reg16) v as u16, options(nostack)) };
+}
+
+/// Stores any `T: Copy` of at most 32 bytes as 32-bit words (library scratch).
+///
+/// # Safety
+/// `addr` is a valid, 4-byte aligned shared-memory address with room for the words.
+#[inline(always)]
+pub(crate) unsafe fn store_words<T: Copy>(addr: u32, v: T) {
+    crate::host::on_device!("shared store" => {
+        let mut i = 0u32;
+        crate::cg::shfl::map_words(v, |w| {
+            // SAFETY: in the caller's scratch slot.
+            unsafe { st_b32(addr + 4 * i, w) };
+            i += 1;
+            w
+        });
+    })
+}
+
+/// Loads a `T: Copy` stored by [`store_words`].
+///
+/// # Safety
+/// `addr` holds the words of a `T` written by `store_words`.
+#[inline(always)]
+pub(crate) unsafe fn load_words<T: Copy>(addr: u32, like: T) -> T {
+    crate::host::on_device!("shared load" => {
+        let mut i = 0u32;
+        crate::cg::shfl::map_words(like, |_| {
+            // SAFETY: the caller's scratch slot holds a `T`'s words.
+            let w = unsafe { ld_b32(addr + 4 * i) };
+            i += 1;
+            w
+        })
+    })
+}
+
+/// Loads a `T` from shared memory with the widest instructions its size and alignment allow.
+///
+/// # Safety
+/// `addr` is a valid shared-memory address of a `T`, aligned for `T`.
+#[inline(always)]
+pub(crate) unsafe fn ld_shared<T: DeviceCopy>(addr: u32) -> T {
+    crate::host::on_device!("shared load" => {
+        let mut out = core::mem::MaybeUninit::<T>::uninit();
+        let p = out.as_mut_ptr() as *mut u8;
+        let (size, align) = (size_of::<T>(), align_of::<T>());
+        // SAFETY (all arms): `addr` is valid and aligned (caller); the local writes stay
+        // inside `out`, which is then fully initialized (every `T` bit pattern is valid).
+        unsafe {
+            if size == 4 && align >= 4 {
+                (p as *mut u32).write(ld_b32(addr));
+            } else if size == 8 && align >= 8 {
+                (p as *mut u64).write(ld_b64(addr));
+            } else if size == 2 && align >= 2 {
+                (p as *mut u16).write(ld_b16(addr));
+            } else if size % 4 == 0 && align >= 4 {
+                let mut i = 0;
+                while i < size {
+                    (p.add(i) as *mut u32).write_unaligned(ld_b32(addr + i as u32));
+                    i += 4;
+                }
+            } else {
+                let mut i = 0;
+                while i < size {
+                    p.add(i).write(ld_b8(addr + i as u32));
+                    i += 1;
+                }
+            }
+            out.assume_init()
+        }
+    })
+}
+
+/// Stores a `T` to shared memory with the widest instructions its size and alignment allow.
+///
+/// # Safety
+/// `addr` is a valid shared-memory address of a `T`, aligned for `T`.
+#[inline(always)]
+pub(crate) unsafe fn st_shared<T: DeviceCopy>(addr: u32, v: T) {
+    crate::host::on_device!("shared store" => {
+        let p = &v as *const T as *const u8;
+        let (size, align) = (size_of::<T>(), align_of::<T>());
+        // SAFETY (all arms): `addr` is valid and aligned (caller); reads stay inside `v`,
+        // whose bytes are all initialized (`DeviceCopy`: no padding assumptions are made
+        // beyond what `T`'s own bytes hold).
+        unsafe {
+            if size == 4 && align >= 4 {
+                st_b32(addr, (p as *const u32).read());
+            } else if size == 8 && align >= 8 {
+                st_b64(addr, (p as *const u64).read());
+            } else if size == 2 && align >= 2 {
+                st_b16(addr, (p as *const u16).read());
+            } else if size % 4 == 0 && align >= 4 {
+                let mut i = 0;
+                while i < size {
+                    st_b32(addr + i as u32, (p.add(i) as *const u32).read_unaligned());
+                    i += 4;
+                }
+            } else {
+                let mut i = 0;
+                while i < size {
+                    st_b8(addr + i as u32, p.add(i).read());
+                    i += 1;
+                }
+            }
+        }
+    })
+}

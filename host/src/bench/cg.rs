@@ -1,0 +1,228 @@
+//! `cohort bench cg`: cooperative-groups kernels, Rust vs CUDA C++ (same algorithm, same launch
+//! configuration, same buffers), medians of event-timed runs.
+
+use cohort_kernels::PTX;
+use cohort_kernels::bench::{self as k, U32x4};
+use cohort_runtime::{DeviceBuffer, LaunchConfig};
+use rand::{Rng, SeedableRng};
+
+use super::{Phase, cuda_twins, median_ms};
+use crate::util::{self, CliError, CliResult, Table};
+
+struct Row {
+    name: String,
+    rust: f64,
+    cpp: f64,
+    unit: &'static str,
+    /// Bytes per run, to turn ms into GB/s (0: report time).
+    bytes: f64,
+}
+
+pub fn run(args: &[String]) -> CliResult {
+    util::check_args(args, &["--n", "--reps", "--twins-ptx"])?;
+    let n = util::opt_num(args, "--n", 1 << 28)? as usize;
+    let reps = util::opt_num(args, "--reps", 20)? as usize;
+    if n < 1 << 20 || n % 1024 != 0 {
+        return Err(CliError::Usage("--n must be a multiple of 1024, at least 1M".into()));
+    }
+    let gpu = util::gpu()?;
+    println!("{}", gpu.info());
+    let module = gpu.load(&PTX)?;
+    let (twins, how) = cuda_twins(&gpu, args)?;
+    println!(
+        "CUDA C++ twins: {how}; {n} u32 ({:.2} GiB), median of {reps} runs each\n",
+        (n * 4) as f64 / (1u64 << 30) as f64
+    );
+
+    let mut r = rand::rngs::StdRng::seed_from_u64(7);
+    let data: Vec<u32> = (0..n).map(|_| r.random()).collect();
+    let want = data.iter().fold(0u32, |a, &v| a.wrapping_add(v));
+    let d = gpu.upload(&data)?;
+    let quads: Vec<U32x4> = data.as_chunks::<4>().0.iter().map(|c| U32x4(*c)).collect();
+    let d4 = gpu.upload(&quads)?;
+    let mut total = gpu.zeroed::<u32>(1)?;
+    let s = gpu.stream();
+    let mut rows = Vec::new();
+
+    // Reductions: one persistent grid for both, as many blocks of 256 as both can hold.
+    let rs = k::bench_reduce_u32::load(&module)?;
+    let rv = k::bench_reduce_u32_vec4::load(&module)?;
+    let cs = twins.function("cpp_reduce_u32", false)?;
+    let cv = twins.function("cpp_reduce_u32_vec4", false)?;
+    let per_sm = [rs.function(), rv.function(), &cs, &cv]
+        .iter()
+        .map(|f| f.max_active_blocks_per_sm(256, 0))
+        .collect::<cohort_runtime::Result<Vec<_>>>()?
+        .into_iter()
+        .min()
+        .unwrap_or(1)
+        .max(1);
+    let cfg = LaunchConfig::new(per_sm * gpu.info().sms, 256);
+    println!("reductions: {cfg} ({per_sm} blocks per SM)");
+    let check = |t: &DeviceBuffer<u32>, who: &str| -> CliResult {
+        let got = t.to_vec()?[0];
+        if got != want {
+            return Err(CliError::Failed(format!("{who}: sum {got}, CPU says {want}")));
+        }
+        Ok(())
+    };
+    let t_ptr = total.as_device_ptr().addr();
+    let cpp_launch = |f: &cohort_runtime::Function, data: u64, len: u64| -> cohort_runtime::Result<()> {
+        let one = 1u64;
+        let mut p: [*mut std::ffi::c_void; 4] = [
+            (&raw const data).cast_mut().cast(),
+            (&raw const len).cast_mut().cast(),
+            (&raw const t_ptr).cast_mut().cast(),
+            (&raw const one).cast_mut().cast(),
+        ];
+        // SAFETY: the twin's parameters are (const unsigned*, size, unsigned*, size), matching
+        // `p`; the buffers outlive the launch.
+        unsafe { f.launch_raw(s, cfg, &mut p) }
+    };
+    let (d_ptr, d_len) = (d.as_device_ptr().addr(), d.len() as u64);
+    let (q_ptr, q_len) = (d4.as_device_ptr().addr(), d4.len() as u64);
+
+    let rust_ms = median_ms(&gpu, 3, reps, |p| match p {
+        Phase::Prep => total.fill_zero(),
+        Phase::Run => rs.launch(s, cfg, &d, &mut total),
+    })?;
+    check(&total, "Rust scalar reduce")?;
+    let cpp_ms = median_ms(&gpu, 3, reps, |p| match p {
+        Phase::Prep => total.fill_zero(),
+        Phase::Run => cpp_launch(&cs, d_ptr, d_len),
+    })?;
+    check(&total, "C++ scalar reduce")?;
+    rows.push(Row {
+        name: "tile32 reduce u32, scalar loads".into(),
+        rust: rust_ms,
+        cpp: cpp_ms,
+        unit: "GB/s",
+        bytes: 4.0 * n as f64,
+    });
+
+    let rust_ms = median_ms(&gpu, 3, reps, |p| match p {
+        Phase::Prep => total.fill_zero(),
+        Phase::Run => rv.launch(s, cfg, &d4, &mut total),
+    })?;
+    check(&total, "Rust vec4 reduce")?;
+    let cpp_ms = median_ms(&gpu, 3, reps, |p| match p {
+        Phase::Prep => total.fill_zero(),
+        Phase::Run => cpp_launch(&cv, q_ptr, q_len),
+    })?;
+    check(&total, "C++ vec4 reduce")?;
+    rows.push(Row {
+        name: "tile32 reduce u32, 16-byte loads".into(),
+        rust: rust_ms,
+        cpp: cpp_ms,
+        unit: "GB/s",
+        bytes: 4.0 * n as f64,
+    });
+
+    // Scan: one thread per element.
+    let sc = k::bench_scan_u32::load(&module)?;
+    let cc = twins.function("cpp_scan_u32", false)?;
+    let mut out = gpu.zeroed::<u32>(n)?;
+    let scfg = LaunchConfig::for_elements(n, 256);
+    let rust_ms = median_ms(&gpu, 3, reps, |p| match p {
+        Phase::Prep => Ok(()),
+        Phase::Run => sc.launch(s, scfg, &d, &mut out),
+    })?;
+    let check_scan = |out: &DeviceBuffer<u32>, who: &str| -> CliResult {
+        let got = out.to_vec()?;
+        for (w, chunk) in got.chunks(32).enumerate() {
+            let mut acc = 0u32;
+            for (j, &g) in chunk.iter().enumerate() {
+                acc = acc.wrapping_add(data[w * 32 + j]);
+                if g != acc {
+                    return Err(CliError::Failed(format!("{who}: scan[{}] = {g}, CPU says {acc}", w * 32 + j)));
+                }
+            }
+        }
+        Ok(())
+    };
+    check_scan(&out, "Rust scan")?;
+    out.fill_zero()?;
+    let o_ptr = out.as_device_ptr().addr();
+    let cpp_ms = median_ms(&gpu, 3, reps, |phase| {
+        if phase == Phase::Prep {
+            return Ok(());
+        }
+        {
+            let one = 1u64;
+            let mut p: [*mut std::ffi::c_void; 4] = [
+                (&raw const d_ptr).cast_mut().cast(),
+                (&raw const d_len).cast_mut().cast(),
+                (&raw const o_ptr).cast_mut().cast(),
+                (&raw const one).cast_mut().cast(),
+            ];
+            // SAFETY: (const unsigned*, size, unsigned*, size) as the twin declares.
+            unsafe { cc.launch_raw(s, scfg, &mut p) }
+        }
+    })?;
+    check_scan(&out, "C++ scan")?;
+    rows.push(Row {
+        name: "tile32 inclusive scan u32".into(),
+        rust: rust_ms,
+        cpp: cpp_ms,
+        unit: "GB/s",
+        bytes: 8.0 * n as f64,
+    });
+
+    // Grid sync: time per sync over many.
+    let gr = k::bench_grid_sync::load(&module)?;
+    let gc = twins.function("cpp_grid_sync", true)?;
+    let iters = 2000u32;
+    for blocks in [gpu.info().sms, 8 * gpu.info().sms] {
+        let gcfg = LaunchConfig::new(blocks, 256);
+        let mut marks = gpu.zeroed::<u32>(blocks as usize)?;
+        let rust_ms = median_ms(&gpu, 2, reps.min(10), |p| match p {
+            Phase::Prep => Ok(()),
+            Phase::Run => gr.launch_cooperative(s, gcfg, iters, &mut marks),
+        })?;
+        if marks.to_vec()?.iter().any(|&k| k != iters) {
+            return Err(CliError::Failed("Rust grid sync: a block did not finish every round".into()));
+        }
+        marks.fill_zero()?;
+        let m_ptr = marks.as_device_ptr().addr();
+        let cpp_ms = median_ms(&gpu, 2, reps.min(10), |phase| {
+            if phase == Phase::Prep {
+                return Ok(());
+            }
+            {
+                let nb = blocks as u64;
+                let mut p: [*mut std::ffi::c_void; 3] = [
+                    (&raw const iters).cast_mut().cast(),
+                    (&raw const m_ptr).cast_mut().cast(),
+                    (&raw const nb).cast_mut().cast(),
+                ];
+                // SAFETY: (unsigned, unsigned*, size) as the twin declares.
+                unsafe { gc.launch_cooperative_raw(s, gcfg, &mut p) }
+            }
+        })?;
+        if marks.to_vec()?.iter().any(|&k| k != iters) {
+            return Err(CliError::Failed("C++ grid sync: a block did not finish every round".into()));
+        }
+        rows.push(Row {
+            name: format!("grid.sync, {blocks} blocks of 256"),
+            rust: rust_ms * 1000.0 / iters as f64,
+            cpp: cpp_ms * 1000.0 / iters as f64,
+            unit: "us/sync",
+            bytes: 0.0,
+        });
+    }
+
+    println!();
+    let mut t = Table::new(&["benchmark", "Rust (Cohort)", "CUDA C++", "Rust / C++ (speed)"]);
+    for r in rows {
+        let (a, b, ratio) = if r.bytes > 0.0 {
+            let (ga, gb) = (r.bytes / r.rust / 1e6, r.bytes / r.cpp / 1e6);
+            (format!("{ga:.0} {}", r.unit), format!("{gb:.0} {}", r.unit), ga / gb)
+        } else {
+            (format!("{:.3} {}", r.rust, r.unit), format!("{:.3} {}", r.cpp, r.unit), r.cpp / r.rust)
+        };
+        t.row(vec![r.name, a, b, format!("{ratio:.3}")]);
+    }
+    t.print();
+    println!("\nall results verified against the CPU");
+    Ok(())
+}

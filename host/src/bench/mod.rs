@@ -1,0 +1,88 @@
+//! `cohort bench`: benchmarks (programs, not tests), each side by side with its reference in
+//! one process: the typed launch against raw `cuLaunchKernel`, and Rust kernels against the
+//! same kernels in CUDA C++ (compiled here with NVRTC, or given as a `.ptx` from nvcc).
+
+mod cg;
+mod launch;
+
+use cohort_runtime::{Event, Gpu, Module};
+
+use crate::util::{CliError, CliResult};
+
+pub fn run(args: &[String]) -> CliResult {
+    match args.first().map(String::as_str) {
+        Some("launch") => launch::run(&args[1..]),
+        Some("cg") => cg::run(&args[1..]),
+        Some(other) => Err(CliError::Usage(format!("unknown benchmark `{other}`; try launch or cg"))),
+        None => Err(CliError::Usage("bench needs a benchmark name: launch, cg".into())),
+    }
+}
+
+/// What a timed closure is asked to do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Reset state before a run (not timed).
+    Prep,
+    /// The work to time.
+    Run,
+}
+
+/// Median milliseconds of `reps` timed runs (after `warmup` untimed ones), each bracketed by
+/// events on the GPU's stream; `f(Phase::Prep)` runs before each, outside the timing.
+pub fn median_ms(
+    gpu: &Gpu,
+    warmup: usize,
+    reps: usize,
+    mut f: impl FnMut(Phase) -> cohort_runtime::Result<()>,
+) -> cohort_runtime::Result<f64> {
+    for _ in 0..warmup {
+        f(Phase::Prep)?;
+        f(Phase::Run)?;
+    }
+    let (a, b) = (Event::new(gpu)?, Event::new(gpu)?);
+    let mut t = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        f(Phase::Prep)?;
+        a.record(gpu.stream())?;
+        f(Phase::Run)?;
+        b.record(gpu.stream())?;
+        b.synchronize()?;
+        t.push(b.elapsed_ms_since(&a)? as f64);
+    }
+    Ok(crate::util::median(&mut t))
+}
+
+/// The CUDA C++ twins: from `--twins-ptx FILE` (nvcc output), else compiled here with NVRTC.
+pub fn cuda_twins(gpu: &Gpu, args: &[String]) -> CliResult<(Module, String)> {
+    if let Some(i) = args.iter().position(|a| a == "--twins-ptx") {
+        let path = args.get(i + 1).ok_or_else(|| CliError::Usage("--twins-ptx needs a file".into()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+        return Ok((gpu.load_ptx_text("cuda_twins", &text)?, format!("nvcc PTX from {path}")));
+    }
+    // SAFETY: only probes whether the NVRTC library can be opened.
+    if !unsafe { cohort_runtime::cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(CliError::Failed(
+            "NVRTC (libnvrtc.so) not found: add CUDA's lib64 to LD_LIBRARY_PATH, or pass --twins-ptx FILE \
+             (nvcc -ptx -arch=sm_90 host/benches/cuda_twins.cu)"
+                .into(),
+        ));
+    }
+    let cc = gpu.info().cc();
+    let arch: &'static str = match cc {
+        90.. => "sm_90",
+        89 => "sm_89",
+        86..=88 => "sm_86",
+        _ => "sm_80",
+    };
+    let root =
+        std::env::var("CUDA_PATH").or_else(|_| std::env::var("CUDA_HOME")).unwrap_or_else(|_| "/usr/local/cuda".into());
+    let opts = cohort_runtime::cudarc::nvrtc::CompileOptions {
+        arch: Some(arch),
+        include_paths: vec![format!("{root}/include"), format!("{root}/include/cccl")],
+        options: vec!["-std=c++17".into(), "-default-device".into()],
+        ..Default::default()
+    };
+    let ptx = cohort_runtime::cudarc::nvrtc::compile_ptx_with_opts(include_str!("../../benches/cuda_twins.cu"), opts)
+        .map_err(|e| CliError::Failed(format!("NVRTC could not compile the CUDA C++ twins: {e:?}")))?;
+    Ok((gpu.load_ptx_text("cuda_twins", &ptx.to_src())?, format!("NVRTC -arch={arch} -O3 (default)")))
+}

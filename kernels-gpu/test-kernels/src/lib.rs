@@ -1,0 +1,15 @@
+//! # cohort-test-kernels
+//!
+//! Kernels the GPU tests in `tests/gpu` run, one module per device-library facility. Test
+//! kernels may take raw output pointers (`unsafe fn`) to write many results per thread.
+
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+
+#[cfg(not(target_arch = "nvptx64"))]
+cohort_runtime::include_ptx!();
+
+pub mod cg_collectives;
+pub mod cg_examples;
+pub mod cg_groups;
+pub mod shared_mem;
