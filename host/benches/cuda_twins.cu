@@ -41,3 +41,54 @@ extern "C" __global__ void cpp_grid_sync(unsigned iters, unsigned* marks, unsign
     for (; k < iters; ++k) grid.sync();
     if (threadIdx.x == 0) marks[grid.block_rank()] = k;
 }
+
+// ---- the atomics-and-mutex workloads (kernels-gpu/src/atomics.rs) ----
+
+extern "C" __global__ void cpp_histogram_global(const unsigned char* text, unsigned long long n, unsigned* bins, unsigned long long) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        atomicAdd(&bins[text[i] & 127], 1u);
+}
+
+extern "C" __global__ void cpp_histogram_shared(const unsigned char* text, unsigned long long n, unsigned* bins, unsigned long long) {
+    __shared__ unsigned local[128];
+    for (unsigned b = threadIdx.x; b < 128; b += blockDim.x) local[b] = 0;
+    __syncthreads();
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        atomicAdd(&local[text[i] & 127], 1u);
+    __syncthreads();
+    for (unsigned b = threadIdx.x; b < 128; b += blockDim.x) atomicAdd(&bins[b], local[b]);
+}
+
+__device__ float block_dot(const float* a, const float* b, unsigned long long n) {
+    __shared__ float cache[1024];
+    float temp = 0;
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) temp += a[i] * b[i];
+    cache[threadIdx.x] = temp;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s != 0; s /= 2) {
+        if (threadIdx.x < s) cache[threadIdx.x] += cache[threadIdx.x + s];
+        __syncthreads();
+    }
+    return cache[0];
+}
+
+extern "C" __global__ void cpp_dot_partial(const float* a, unsigned long long na, const float* b, unsigned long long nb, float* partial, unsigned long long) {
+    float s = block_dot(a, b, na < nb ? na : nb);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+// The tutorial's mutex: lock with atomicCAS then __threadfence, unlock with __threadfence then
+// atomicExch (the fences are what make it correct without acquire/release atomics).
+extern "C" __global__ void cpp_dot_mutex(int* mutex, unsigned long long, const float* a, unsigned long long na, const float* b, unsigned long long nb, float* c, unsigned long long) {
+    float s = block_dot(a, b, na < nb ? na : nb);
+    if (threadIdx.x == 0) {
+        while (atomicCAS(mutex, 0, 1) != 0) {}
+        __threadfence();
+        *(volatile float*)c = *(volatile float*)c + s;
+        __threadfence();
+        atomicExch(mutex, 0);
+    }
+}

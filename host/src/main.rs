@@ -5,10 +5,13 @@
 //! cohort tour [--n N]         runs every tour kernel against a CPU reference, prints a table
 //! cohort bench launch         launch overhead: typed launch vs raw cuLaunchKernel
 //! cohort bench cg             cooperative-groups kernels, Rust vs CUDA C++
+//! cohort bench atomics        histograms and dot products, Rust vs CUDA C++
+//! cohort atomics [workload]   the atomics-and-mutex tutorial's workloads
 //! ```
 //!
 //! Without a GPU every command that needs one says so and exits with status 2.
 
+mod atomics;
 mod bench;
 mod info;
 mod tour;
@@ -24,6 +27,10 @@ commands:
   bench launch [--iters N] launch overhead: typed launch vs raw cuLaunchKernel (median of N launches)
   bench cg [--n N] [--reps R] [--twins-ptx FILE]
                            cooperative-groups kernels, Rust vs the same kernels in CUDA C++ (NVRTC)
+  bench atomics [--size BYTES] [--reps R] [--twins-ptx FILE] [--dump DIR]
+                           histograms and dot products, Rust vs CUDA C++; --dump writes CUB's inputs
+  atomics [race|mutex|histogram|dot|all] [--size BYTES] [--n N]
+                           the atomics-and-mutex tutorial's workloads, checked against the CPU
   help                     this text
 
 environment: COHORT_DEVICE=<ordinal> picks the GPU (default 0)";
@@ -39,6 +46,7 @@ fn main() -> ExitCode {
         "info" => info::run(rest),
         "tour" => tour::run(rest),
         "bench" => bench::run(rest),
+        "atomics" => atomics::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

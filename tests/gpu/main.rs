@@ -2,6 +2,7 @@
 //! them with `cargo test --workspace` (here: ignored with the reason when there is no GPU) or,
 //! on a GPU machine without Rust, from `../shared/tools/gpu-bundle`'s `.gpu/run`.
 
+mod atomic;
 mod cg_collectives;
 mod cg_examples;
 mod cg_groups;
@@ -23,6 +24,7 @@ fn main() {
         eprintln!("GPU tests will be ignored: {reason}");
     }
     let mut trials = Vec::new();
+    trials.extend(atomic::trials());
     trials.extend(cg_collectives::trials());
     trials.extend(cg_examples::trials());
     trials.extend(cg_groups::trials());

@@ -32,6 +32,9 @@ fn main() {
         cpu_trial("ptx_golden_cg_reduce_uses_redux_sync", golden_redux),
         cpu_trial("ptx_golden_cg_scan_uses_shfl_up", golden_scan),
         cpu_trial("ptx_golden_16_byte_loads", golden_vector_loads),
+        cpu_trial("ptx_golden_atomic_orderings_and_scopes", golden_atomic_forms),
+        cpu_trial("ptx_golden_mutex_acquire_release", golden_mutex),
+        cpu_trial("ptx_golden_warp_ops_are_convergent_intrinsics", golden_convergent),
         cpu_trial("ptx_kernels_have_no_local_arrays", no_local_arrays),
     ];
     for set in SETS {
@@ -157,7 +160,7 @@ fn selection() -> TestResult {
 fn golden_grid_sync() -> TestResult {
     for m in PTX.modules {
         let body = entry_body(m, "neighbour_sums")?;
-        for needle in ["%envreg1", "%envreg2", "atom.add.release.gpu.u32", "ld.acquire.gpu.u32", "barrier.sync 0"] {
+        for needle in ["%envreg1", "%envreg2", "atom.add.release.gpu.u32", "ld.acquire.gpu.u32", "bar.sync 	0"] {
             ensure(body.contains(needle), || format!("sm_{}: grid sync lacks `{needle}`", m.arch))?;
         }
     }
@@ -186,7 +189,7 @@ fn golden_redux() -> TestResult {
     for m in PTX.modules {
         for k in ["bench_reduce_u32", "bench_reduce_u32_vec4", "sum_u32"] {
             let body = entry_body(m, k)?;
-            let want = if k == "sum_u32" { "shfl.sync.bfly.b32" } else { "redux.sync.add.u32" };
+            let want = if k == "sum_u32" { "shfl.sync.bfly.b32" } else { "redux.sync.add" };
             ensure(body.contains(want), || format!("sm_{}: {k} lacks {want}", m.arch))?;
         }
     }
@@ -209,6 +212,91 @@ fn golden_vector_loads() -> TestResult {
         ensure(body.contains("ld.global.v4"), || {
             format!("sm_{}: 16-byte elements are not loaded with ld.global.v4", m.arch)
         })?;
+    }
+    Ok(())
+}
+
+fn golden_atomic_forms() -> TestResult {
+    for m in cohort_test_kernels::PTX.modules {
+        let body = entry_body(m, "atomic_forms")?;
+        for needle in [
+            "atom.relaxed.gpu.global.add.u32",
+            "atom.acquire.gpu.global.add.u32",
+            "atom.release.gpu.global.add.u32",
+            "atom.acq_rel.gpu.global.add.u32",
+            "fence.sc.gpu;",
+            "atom.relaxed.sys.global.add.u32",
+            "ld.acquire.gpu.global.b32",
+            "st.release.gpu.global.b32",
+            "atom.relaxed.gpu.global.max.u64",
+            "atom.relaxed.gpu.global.min.u64",
+            "atom.relaxed.gpu.global.add.f32",
+            "red.relaxed.gpu.global.add.f32",
+            "fence.sc.cta;",
+            "fence.acq_rel.gpu;",
+            "fence.sc.sys;",
+            "ld.relaxed.gpu.b32",
+        ] {
+            ensure(body.contains(needle), || format!("sm_{}: atomic_forms lacks `{needle}`", m.arch))?;
+        }
+        // SeqCst is a fence.sc then the acq_rel form, in that order.
+        let f = body.find("fence.sc.gpu;").unwrap_or(usize::MAX);
+        let after = &body[f.min(body.len())..];
+        ensure(after.contains("atom.acq_rel.gpu.global.add.u32"), || {
+            format!("sm_{}: SeqCst is not fence.sc + acq_rel", m.arch)
+        })?;
+        // Shared-memory atomics carry .shared and block scope.
+        let shared = entry_body(m, "int_ops_shared_u32")?;
+        ensure(shared.contains(".cta.shared.add.u32"), || format!("sm_{}: shared atomics lack .cta.shared", m.arch))?;
+    }
+    Ok(())
+}
+
+fn golden_mutex() -> TestResult {
+    for m in PTX.modules {
+        let body = entry_body(m, "mutex_add_one")?;
+        for needle in ["atom.acquire.gpu.global.cas.b32", "st.release.gpu.global.b32", "nanosleep.u32"] {
+            ensure(body.contains(needle), || format!("sm_{}: mutex_add_one lacks `{needle}`", m.arch))?;
+        }
+    }
+    for m in cohort_test_kernels::PTX.modules {
+        let body = entry_body(m, "mutex_counters")?;
+        for needle in ["atom.acquire.cta.shared.cas.b32", "st.release.cta.shared.b32"] {
+            ensure(body.contains(needle), || format!("sm_{}: the shared mutex lacks `{needle}`", m.arch))?;
+        }
+    }
+    Ok(())
+}
+
+/// Warp-synchronous operations come from LLVM's convergent NVVM intrinsics, never inline
+/// assembly (which LLVM may move across divergent branches): inline asm in the PTX is marked
+/// by `// begin inline asm`, so no warp op may appear between such markers.
+fn golden_convergent() -> TestResult {
+    for m in SETS.iter().flat_map(|s| s.modules) {
+        let mut in_asm = false;
+        for line in m.text().lines() {
+            let l = line.trim();
+            if l.starts_with("// begin inline asm") {
+                in_asm = true;
+            } else if l.starts_with("// end inline asm") {
+                in_asm = false;
+            } else if in_asm {
+                for op in [
+                    "shfl.sync",
+                    "vote.sync",
+                    "match.any",
+                    "match.all",
+                    "redux.sync",
+                    "activemask",
+                    "bar.warp.sync",
+                    "bar.sync",
+                    "barrier.sync",
+                    "bar.red",
+                ] {
+                    ensure(!l.contains(op), || format!("sm_{}: `{op}` is emitted as inline asm: {l}", m.arch))?;
+                }
+            }
+        }
     }
     Ok(())
 }

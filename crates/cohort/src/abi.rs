@@ -23,8 +23,12 @@ pub unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
     if len == 0 {
         &[]
     } else {
-        // SAFETY: guaranteed by the caller.
-        unsafe { core::slice::from_raw_parts(ptr, len) }
+        // SAFETY: guaranteed by the caller; a device allocation is never at address 0, and
+        // telling LLVM so removes a null check from every `slice.get(i)`.
+        unsafe {
+            core::hint::assert_unchecked(!ptr.is_null());
+            core::slice::from_raw_parts(ptr, len)
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 //! [`Atomic<T, S>`] is a value of `T` in state space `S` ([`Global`], [`Shared`] or
 //! [`Generic`]) that threads update atomically. The usual names are aliases:
 //! [`AtomicU32`] = `Atomic<u32, Global>`, and so on. Every operation takes a
-//! [`core::sync::atomic::Ordering`] and runs at device scope; the `*_scoped` forms also take a
-//! [`Scope`]. Each is emitted as the PTX instruction with exactly those qualifiers
+//! [`core::sync::atomic::Ordering`] and runs at device scope (block scope in shared memory,
+//! which only the block can see); the `*_scoped` forms also take a [`Scope`]. Each is emitted as the PTX instruction with exactly those qualifiers
 //! (`atom.acq_rel.gpu.global.add.u32`, …), not through `core::sync::atomic`, whose nvptx
 //! lowering rustc does not get right in every case.
 //!
@@ -42,6 +42,9 @@ pub use crate::sync::Scope;
 pub trait Space: sealed::Sealed + 'static {
     /// Which one.
     const KIND: SpaceKind;
+    /// The scope of the operations that take none: [`Scope::Block`] in shared memory (only
+    /// the block can see it), [`Scope::Device`] elsewhere.
+    const DEFAULT_SCOPE: Scope;
 }
 
 /// The state space of an [`Atomic`], as a value.
@@ -67,12 +70,15 @@ pub enum Generic {}
 
 impl Space for Global {
     const KIND: SpaceKind = SpaceKind::Global;
+    const DEFAULT_SCOPE: Scope = Scope::Device;
 }
 impl Space for Shared {
     const KIND: SpaceKind = SpaceKind::Shared;
+    const DEFAULT_SCOPE: Scope = Scope::Block;
 }
 impl Space for Generic {
     const KIND: SpaceKind = SpaceKind::Generic;
+    const DEFAULT_SCOPE: Scope = Scope::Device;
 }
 
 mod sealed {
@@ -307,7 +313,7 @@ macro_rules! atomic_common {
             #[inline(always)]
             #[must_use]
             pub fn load(&self, order: Ordering) -> $t {
-                self.load_scoped(order, Scope::Device)
+                self.load_scoped(order, S::DEFAULT_SCOPE)
             }
 
             /// [`load`](Self::load) at `scope`.
@@ -332,7 +338,7 @@ macro_rules! atomic_common {
             /// On `Acquire` or `AcqRel`, as `core::sync::atomic` does.
             #[inline(always)]
             pub fn store(&self, v: $t, order: Ordering) {
-                self.store_scoped(v, order, Scope::Device)
+                self.store_scoped(v, order, S::DEFAULT_SCOPE)
             }
 
             /// [`store`](Self::store) at `scope`.
@@ -354,7 +360,7 @@ macro_rules! atomic_common {
             #[doc(alias = "atomicExch")]
             #[inline(always)]
             pub fn swap(&self, v: $t, order: Ordering) -> $t {
-                self.swap_scoped(v, order, Scope::Device)
+                self.swap_scoped(v, order, S::DEFAULT_SCOPE)
             }
 
             /// [`swap`](Self::swap) at `scope`.
@@ -375,7 +381,7 @@ macro_rules! atomic_common {
             #[doc(alias = "atomicCAS")]
             #[inline(always)]
             pub fn compare_exchange(&self, current: $t, new: $t, success: Ordering, failure: Ordering) -> Result<$t, $t> {
-                self.compare_exchange_scoped(current, new, success, failure, Scope::Device)
+                self.compare_exchange_scoped(current, new, success, failure, S::DEFAULT_SCOPE)
             }
 
             /// [`compare_exchange`](Self::compare_exchange) at `scope`.
@@ -408,7 +414,7 @@ macro_rules! atomic_common {
             /// NaN too. `f` may run several times.
             #[inline(always)]
             pub fn fetch_update<F: FnMut($t) -> Option<$t>>(&self, set_order: Ordering, fetch_order: Ordering, f: F) -> Result<$t, $t> {
-                self.fetch_update_scoped(set_order, fetch_order, Scope::Device, f)
+                self.fetch_update_scoped(set_order, fetch_order, S::DEFAULT_SCOPE, f)
             }
 
             /// [`fetch_update`](Self::fetch_update) at `scope`.
@@ -484,7 +490,7 @@ macro_rules! atomic_int {
             /// not needed. `order` must be `Relaxed`, `Release` or `SeqCst`.
             #[inline(always)]
             pub fn add(&self, v: $t, order: Ordering) {
-                self.add_scoped(v, order, Scope::Device)
+                self.add_scoped(v, order, S::DEFAULT_SCOPE)
             }
 
             /// [`add`](Self::add) at `scope`.
@@ -504,7 +510,7 @@ macro_rules! atomic_int {
             #[doc(alias = "atomicInc")]
             #[inline(always)]
             pub fn fetch_inc(&self, limit: $t, order: Ordering) -> $t {
-                self.fetch_inc_scoped(limit, order, Scope::Device)
+                self.fetch_inc_scoped(limit, order, S::DEFAULT_SCOPE)
             }
 
             /// `atomicDec`: stores `if old == 0 || old > limit { limit } else { old - 1 }`;
@@ -512,7 +518,7 @@ macro_rules! atomic_int {
             #[doc(alias = "atomicDec")]
             #[inline(always)]
             pub fn fetch_dec(&self, limit: $t, order: Ordering) -> $t {
-                self.fetch_dec_scoped(limit, order, Scope::Device)
+                self.fetch_dec_scoped(limit, order, S::DEFAULT_SCOPE)
             }
 
             /// [`fetch_inc`](Self::fetch_inc) at `scope`.
@@ -548,7 +554,7 @@ macro_rules! atomic_int {
         #[doc(alias = $alias)]
         #[inline(always)]
         pub fn $name(&self, v: $t, order: Ordering) -> $t {
-            self.$scoped(v, order, Scope::Device)
+            self.$scoped(v, order, S::DEFAULT_SCOPE)
         }
 
         #[doc = concat!("[`", stringify!($name), "`](Self::", stringify!($name), ") at `scope`.")]
@@ -577,7 +583,7 @@ macro_rules! atomic_float {
             #[doc(alias = "atomicAdd")]
             #[inline(always)]
             pub fn fetch_add(&self, v: $t, order: Ordering) -> $t {
-                self.fetch_add_scoped(v, order, Scope::Device)
+                self.fetch_add_scoped(v, order, S::DEFAULT_SCOPE)
             }
 
             /// [`fetch_add`](Self::fetch_add) at `scope`.
@@ -605,7 +611,7 @@ macro_rules! atomic_float {
             /// `Release` or `SeqCst`.
             #[inline(always)]
             pub fn add(&self, v: $t, order: Ordering) {
-                self.add_scoped(v, order, Scope::Device)
+                self.add_scoped(v, order, S::DEFAULT_SCOPE)
             }
 
             /// [`add`](Self::add) at `scope`.
@@ -625,25 +631,25 @@ macro_rules! atomic_float {
             /// to a number; returns the previous value.
             #[inline(always)]
             pub fn fetch_min(&self, v: $t, order: Ordering) -> $t {
-                self.rmw_loop(order, Scope::Device, |old| old.min(v))
+                self.rmw_loop(order, S::DEFAULT_SCOPE, |old| old.min(v))
             }
 
             /// Stores the maximum, ignoring NaN (NumPy `nanmax`, C `fmax`).
             #[inline(always)]
             pub fn fetch_max(&self, v: $t, order: Ordering) -> $t {
-                self.rmw_loop(order, Scope::Device, |old| old.max(v))
+                self.rmw_loop(order, S::DEFAULT_SCOPE, |old| old.max(v))
             }
 
             /// Stores the minimum, propagating NaN (NumPy `min`): once NaN, stays NaN.
             #[inline(always)]
             pub fn fetch_min_nan(&self, v: $t, order: Ordering) -> $t {
-                self.rmw_loop(order, Scope::Device, |old| if old.is_nan() { old } else if v.is_nan() { v } else { old.min(v) })
+                self.rmw_loop(order, S::DEFAULT_SCOPE, |old| if old.is_nan() { old } else if v.is_nan() { v } else { old.min(v) })
             }
 
             /// Stores the maximum, propagating NaN (NumPy `max`).
             #[inline(always)]
             pub fn fetch_max_nan(&self, v: $t, order: Ordering) -> $t {
-                self.rmw_loop(order, Scope::Device, |old| if old.is_nan() { old } else if v.is_nan() { v } else { old.max(v) })
+                self.rmw_loop(order, S::DEFAULT_SCOPE, |old| if old.is_nan() { old } else if v.is_nan() { v } else { old.max(v) })
             }
 
             /// [`fetch_min`](Self::fetch_min) at `scope`.

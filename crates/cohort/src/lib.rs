@@ -26,6 +26,7 @@
 //! | `threadIdx`, `blockIdx`, `blockDim`, `gridDim`, `warpSize` | [`thread::thread_idx`], … [`thread::WARP_SIZE`] | [`thread`] |
 //! | `__syncthreads()`, `__syncwarp()`, `__threadfence()` | [`sync::sync_threads`], [`sync::sync_warp`], [`sync::fence_device`] | [`sync`] |
 //! | `atomicAdd`, `atomicCAS`, … `cuda::atomic_ref` | [`atomic::Atomic`] and aliases | [`atomic`] |
+//! | a spin lock on `atomicCAS` / `atomicExch` | [`mutex::Mutex`] | [`mutex`] |
 //! | `printf` | [`printf!`] | [`print`] |
 //! | `T* out` written at `out[i]` | [`DisjointSlice<T>`](slice::DisjointSlice) | [`slice`](mod@slice) |
 //! | `cooperative_groups::*` | [`cg`] | [`cg`] |
@@ -45,7 +46,7 @@
 //! on a GPU.
 
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics))]
 #![feature(allow_internal_unstable)]
 #![allow(internal_features)]
 #![cfg_attr(
@@ -60,6 +61,7 @@ pub mod cg;
 mod copy;
 #[doc(hidden)]
 pub mod host;
+pub mod mutex;
 pub mod panic;
 pub mod print;
 pub mod raw;
@@ -75,6 +77,7 @@ pub use copy::DeviceCopy;
 pub mod prelude {
     pub use crate::atomic::{Atomic, AtomicF32, AtomicF64, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
     pub use crate::cg::{self, Collective, GridGroup, ThreadGroup, WarpGroup};
+    pub use crate::mutex::Mutex;
     pub use crate::shared::{SharedArray, SharedSlice};
     pub use crate::slice::{DisjointSlice, ThreadIndex};
     pub use crate::sync::{Scope, sync_threads};

@@ -1,9 +1,16 @@
 //! Tier 1: one function per PTX instruction or special register, nothing more.
 //!
-//! These are the building blocks of every safe type in this crate. Each wraps one PTX
-//! instruction in inline assembly (or a `core::arch::nvptx` intrinsic where LLVM knows the
-//! value range, which helps it optimise index arithmetic). They keep CUDA's semantics exactly:
-//! a `*_sync` function must be called by every lane named in `mask`, with the same `mask`.
+//! These are the building blocks of every safe type in this crate. They keep CUDA's semantics
+//! exactly: a `*_sync` function must be called by every lane named in `mask`, with the same
+//! `mask`.
+//!
+//! **Convergence.** Every warp- or block-synchronous operation (barriers, `bar.warp.sync`,
+//! shuffles, votes, matches, `redux.sync`, `activemask`) is emitted through LLVM's NVVM
+//! intrinsic, which LLVM knows is `convergent`: it is never moved into, out of, or merged
+//! across divergent control flow. rustc's inline assembly is not marked convergent, and
+//! LLVM does merge identical `activemask` asm from both sides of a branch (measured: the
+//! branch disappears), so inline assembly is used only for per-thread instructions (special
+//! registers, fences, atomics, loads and stores, `cp.async`).
 //!
 //! On the host every function here panics (see [`crate::host`]).
 //!
@@ -11,12 +18,12 @@
 //! |---|---|---|
 //! | `%tid`, `%ntid`, `%ctaid`, `%nctaid` | [`tid_x`] … [`nctaid_z`] | `threadIdx`, `blockDim`, `blockIdx`, `gridDim` |
 //! | `%laneid`, `%warpid`, `%lanemask_*` | [`laneid`], [`warpid`], [`lanemask_lt`] … | `__lane_id()` (CCCL) |
-//! | `barrier.sync` | [`barrier_sync`] | `__syncthreads()` |
+//! | `bar.sync 0` | [`barrier_sync`] | `__syncthreads()` |
 //! | `bar.red.popc` / `.and` / `.or` | [`barrier_sync_count`], [`barrier_sync_and`], [`barrier_sync_or`] | `__syncthreads_count/and/or` |
 //! | `bar.warp.sync` | [`bar_warp_sync`] | `__syncwarp(mask)` |
 //! | `shfl.sync.{idx,up,down,bfly}.b32` | [`shfl_sync_idx_b32`] … | `__shfl_sync` … |
 //! | `vote.sync.{all,any,uni,ballot}` | [`vote_sync_all`] … | `__all_sync`, `__any_sync`, `__ballot_sync` |
-//! | `match.{any,all}.sync` | [`match_any_sync_b32`] … | `__match_any_sync`, `__match_all_sync` |
+//! | `match.any.sync` | [`match_any_sync_b32`] …, [`match_all_sync_b32`] … | `__match_any_sync`, `__match_all_sync` |
 //! | `activemask.b32` | [`activemask`] | `__activemask()` |
 //! | `redux.sync` (sm_80) | [`redux_sync_add_u32`] … | `__reduce_add_sync` … |
 //! | `fence.sc` / `fence.acq_rel` | [`fence_sc_cta`] … | `__threadfence()` … |
@@ -33,6 +40,61 @@ use core::arch::asm;
 use core::arch::nvptx;
 
 use crate::host::on_device;
+
+#[cfg(target_arch = "nvptx64")]
+#[allow(improper_ctypes)]
+unsafe extern "C" {
+    #[link_name = "llvm.nvvm.barrier0"]
+    fn nvvm_barrier0();
+    #[link_name = "llvm.nvvm.barrier0.popc"]
+    fn nvvm_barrier0_popc(p: i32) -> i32;
+    #[link_name = "llvm.nvvm.barrier0.and"]
+    fn nvvm_barrier0_and(p: i32) -> i32;
+    #[link_name = "llvm.nvvm.barrier0.or"]
+    fn nvvm_barrier0_or(p: i32) -> i32;
+    #[link_name = "llvm.nvvm.barrier.sync.cnt"]
+    fn nvvm_barrier_sync_cnt(id: u32, count: u32);
+    #[link_name = "llvm.nvvm.bar.warp.sync"]
+    fn nvvm_bar_warp_sync(mask: u32);
+    #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
+    fn nvvm_shfl_idx(mask: u32, v: u32, b: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.shfl.sync.up.i32"]
+    fn nvvm_shfl_up(mask: u32, v: u32, b: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.shfl.sync.down.i32"]
+    fn nvvm_shfl_down(mask: u32, v: u32, b: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.shfl.sync.bfly.i32"]
+    fn nvvm_shfl_bfly(mask: u32, v: u32, b: u32, c: u32) -> u32;
+    #[link_name = "llvm.nvvm.vote.all.sync"]
+    fn nvvm_vote_all(mask: u32, p: bool) -> bool;
+    #[link_name = "llvm.nvvm.vote.any.sync"]
+    fn nvvm_vote_any(mask: u32, p: bool) -> bool;
+    #[link_name = "llvm.nvvm.vote.uni.sync"]
+    fn nvvm_vote_uni(mask: u32, p: bool) -> bool;
+    #[link_name = "llvm.nvvm.vote.ballot.sync"]
+    fn nvvm_vote_ballot(mask: u32, p: bool) -> u32;
+    #[link_name = "llvm.nvvm.match.any.sync.i32"]
+    fn nvvm_match_any_i32(mask: u32, v: u32) -> u32;
+    #[link_name = "llvm.nvvm.match.any.sync.i64"]
+    fn nvvm_match_any_i64(mask: u32, v: u64) -> u32;
+    #[link_name = "llvm.nvvm.activemask"]
+    fn nvvm_activemask() -> u32;
+    #[link_name = "llvm.nvvm.redux.sync.add"]
+    fn nvvm_redux_add(v: u32, mask: u32) -> u32;
+    #[link_name = "llvm.nvvm.redux.sync.umin"]
+    fn nvvm_redux_umin(v: u32, mask: u32) -> u32;
+    #[link_name = "llvm.nvvm.redux.sync.umax"]
+    fn nvvm_redux_umax(v: u32, mask: u32) -> u32;
+    #[link_name = "llvm.nvvm.redux.sync.min"]
+    fn nvvm_redux_min(v: i32, mask: u32) -> i32;
+    #[link_name = "llvm.nvvm.redux.sync.max"]
+    fn nvvm_redux_max(v: i32, mask: u32) -> i32;
+    #[link_name = "llvm.nvvm.redux.sync.and"]
+    fn nvvm_redux_and(v: u32, mask: u32) -> u32;
+    #[link_name = "llvm.nvvm.redux.sync.or"]
+    fn nvvm_redux_or(v: u32, mask: u32) -> u32;
+    #[link_name = "llvm.nvvm.redux.sync.xor"]
+    fn nvvm_redux_xor(v: u32, mask: u32) -> u32;
+}
 
 macro_rules! sreg_intrinsic {
     ($($(#[$m:meta])* $name:ident => $intr:ident;)*) => {$(
@@ -160,7 +222,8 @@ pub fn globaltimer() -> u64 {
 // ---------------------------------------------------------------------------------------------
 // Barriers
 
-/// `barrier.sync 0`: waits until every thread of the block arrives (`__syncthreads()`).
+/// `bar.sync 0` (`llvm.nvvm.barrier0`): waits until every thread of the block arrives
+/// (`__syncthreads()`).
 ///
 /// # Safety
 /// Every non-exited thread of the block must reach this same barrier, or the block deadlocks
@@ -169,7 +232,7 @@ pub fn globaltimer() -> u64 {
 pub unsafe fn barrier_sync() {
     on_device!("barrier_sync" => {
         // SAFETY: the caller upholds the barrier contract.
-        unsafe { asm!("barrier.sync 0;", options(nostack)) }
+        unsafe { nvvm_barrier0() }
     })
 }
 
@@ -181,11 +244,11 @@ pub unsafe fn barrier_sync() {
 pub unsafe fn barrier_sync_named(id: u32, count: u32) {
     on_device!("barrier_sync_named" => {
         // SAFETY: the caller upholds the barrier contract.
-        unsafe { asm!("barrier.sync {0}, {1};", in(reg32) id, in(reg32) count, options(nostack)) }
+        unsafe { nvvm_barrier_sync_cnt(id, count) }
     })
 }
 
-/// `bar.red.popc.u32`: block barrier that returns how many threads passed `pred != 0`
+/// `bar.red.popc.u32`: block barrier that returns how many threads passed `pred`
 /// (`__syncthreads_count`).
 ///
 /// # Safety
@@ -194,15 +257,8 @@ pub unsafe fn barrier_sync_named(id: u32, count: u32) {
 #[must_use]
 pub unsafe fn barrier_sync_count(pred: bool) -> u32 {
     on_device!("barrier_sync_count" => {
-        let r: u32;
         // SAFETY: the caller upholds the barrier contract.
-        unsafe {
-            asm!(
-                "{{ .reg .pred %cohort_p; setp.ne.u32 %cohort_p, {1}, 0; bar.red.popc.u32 {0}, 0, %cohort_p; }}",
-                out(reg32) r, in(reg32) pred as u32, options(nostack)
-            )
-        };
-        r
+        unsafe { nvvm_barrier0_popc(pred as i32) as u32 }
     })
 }
 
@@ -215,15 +271,8 @@ pub unsafe fn barrier_sync_count(pred: bool) -> u32 {
 #[must_use]
 pub unsafe fn barrier_sync_and(pred: bool) -> bool {
     on_device!("barrier_sync_and" => {
-        let r: u32;
         // SAFETY: the caller upholds the barrier contract.
-        unsafe {
-            asm!(
-                "{{ .reg .pred %cohort_p; setp.ne.u32 %cohort_p, {1}, 0; bar.red.and.pred %cohort_p, 0, %cohort_p; selp.u32 {0}, 1, 0, %cohort_p; }}",
-                out(reg32) r, in(reg32) pred as u32, options(nostack)
-            )
-        };
-        r != 0
+        unsafe { nvvm_barrier0_and(pred as i32) != 0 }
     })
 }
 
@@ -236,15 +285,8 @@ pub unsafe fn barrier_sync_and(pred: bool) -> bool {
 #[must_use]
 pub unsafe fn barrier_sync_or(pred: bool) -> bool {
     on_device!("barrier_sync_or" => {
-        let r: u32;
         // SAFETY: the caller upholds the barrier contract.
-        unsafe {
-            asm!(
-                "{{ .reg .pred %cohort_p; setp.ne.u32 %cohort_p, {1}, 0; bar.red.or.pred %cohort_p, 0, %cohort_p; selp.u32 {0}, 1, 0, %cohort_p; }}",
-                out(reg32) r, in(reg32) pred as u32, options(nostack)
-            )
-        };
-        r != 0
+        unsafe { nvvm_barrier0_or(pred as i32) != 0 }
     })
 }
 
@@ -258,7 +300,7 @@ pub unsafe fn barrier_sync_or(pred: bool) -> bool {
 pub unsafe fn bar_warp_sync(mask: u32) {
     on_device!("bar_warp_sync" => {
         // SAFETY: the caller upholds the warp-barrier contract.
-        unsafe { asm!("bar.warp.sync {0};", in(reg32) mask, options(nostack)) }
+        unsafe { nvvm_bar_warp_sync(mask) }
     })
 }
 
@@ -266,7 +308,7 @@ pub unsafe fn bar_warp_sync(mask: u32) {
 // Warp shuffles, votes, matches, reductions
 
 macro_rules! shfl_b32 {
-    ($($(#[$m:meta])* $name:ident, $pname:ident => $mode:literal;)*) => {$(
+    ($($(#[$m:meta])* $name:ident => $intr:ident;)*) => {$(
         $(#[$m])*
         ///
         /// `c` is PTX's packed clamp/segment operand; [`shfl_c`] builds it from a width.
@@ -278,39 +320,8 @@ macro_rules! shfl_b32 {
         #[must_use]
         pub unsafe fn $name(mask: u32, value: u32, b: u32, c: u32) -> u32 {
             on_device!(stringify!($name) => {
-                let r: u32;
                 // SAFETY: the caller upholds the convergence contract of `shfl.sync`.
-                unsafe {
-                    asm!(
-                        concat!("shfl.sync.", $mode, ".b32 {0}, {1}, {2}, {3}, {4};"),
-                        out(reg32) r, in(reg32) value, in(reg32) b, in(reg32) c, in(reg32) mask,
-                        options(nomem, nostack)
-                    )
-                };
-                r
-            })
-        }
-
-        /// As the function without `_pred`, also returning PTX's predicate: whether the
-        /// source lane was inside the segment (and so the value is the source's, not ours).
-        ///
-        /// # Safety
-        /// As for the function without `_pred`.
-        #[inline(always)]
-        #[must_use]
-        pub unsafe fn $pname(mask: u32, value: u32, b: u32, c: u32) -> (u32, bool) {
-            on_device!(stringify!($pname) => {
-                let r: u32;
-                let p: u32;
-                // SAFETY: the caller upholds the convergence contract of `shfl.sync`.
-                unsafe {
-                    asm!(
-                        concat!("{{ .reg .pred %cohort_p; shfl.sync.", $mode, ".b32 {0}|%cohort_p, {2}, {3}, {4}, {5}; selp.u32 {1}, 1, 0, %cohort_p; }}"),
-                        out(reg32) r, out(reg32) p, in(reg32) value, in(reg32) b, in(reg32) c, in(reg32) mask,
-                        options(nomem, nostack)
-                    )
-                };
-                (r, p != 0)
+                unsafe { $intr(mask, value, b, c) }
             })
         }
     )*};
@@ -318,13 +329,13 @@ macro_rules! shfl_b32 {
 
 shfl_b32! {
     /// `shfl.sync.idx.b32`: read `value` from lane `b` of this lane's segment (`__shfl_sync`).
-    shfl_sync_idx_b32, shfl_sync_idx_b32_pred => "idx";
+    shfl_sync_idx_b32 => nvvm_shfl_idx;
     /// `shfl.sync.up.b32`: read from the lane `b` below (`__shfl_up_sync`).
-    shfl_sync_up_b32, shfl_sync_up_b32_pred => "up";
+    shfl_sync_up_b32 => nvvm_shfl_up;
     /// `shfl.sync.down.b32`: read from the lane `b` above (`__shfl_down_sync`).
-    shfl_sync_down_b32, shfl_sync_down_b32_pred => "down";
+    shfl_sync_down_b32 => nvvm_shfl_down;
     /// `shfl.sync.bfly.b32`: read from lane `laneid ^ b` (`__shfl_xor_sync`).
-    shfl_sync_bfly_b32, shfl_sync_bfly_b32_pred => "bfly";
+    shfl_sync_bfly_b32 => nvvm_shfl_bfly;
 }
 
 /// The `c` operand of `shfl.sync` for a segment of `width` lanes (a power of two ≤ 32):
@@ -337,7 +348,7 @@ pub const fn shfl_c(width: u32, up: bool) -> u32 {
 }
 
 macro_rules! vote_pred {
-    ($($(#[$m:meta])* $name:ident => $mode:literal;)*) => {$(
+    ($($(#[$m:meta])* $name:ident => $intr:ident;)*) => {$(
         $(#[$m])*
         ///
         /// # Safety
@@ -347,16 +358,8 @@ macro_rules! vote_pred {
         #[must_use]
         pub unsafe fn $name(mask: u32, pred: bool) -> bool {
             on_device!(stringify!($name) => {
-                let r: u32;
                 // SAFETY: the caller upholds the convergence contract of `vote.sync`.
-                unsafe {
-                    asm!(
-                        concat!("{{ .reg .pred %cohort_p; setp.ne.u32 %cohort_p, {1}, 0; vote.sync.", $mode, ".pred %cohort_p, %cohort_p, {2}; selp.u32 {0}, 1, 0, %cohort_p; }}"),
-                        out(reg32) r, in(reg32) pred as u32, in(reg32) mask,
-                        options(nomem, nostack)
-                    )
-                };
-                r != 0
+                unsafe { $intr(mask, pred) }
             })
         }
     )*};
@@ -364,11 +367,11 @@ macro_rules! vote_pred {
 
 vote_pred! {
     /// `vote.sync.all.pred` (`__all_sync`).
-    vote_sync_all => "all";
+    vote_sync_all => nvvm_vote_all;
     /// `vote.sync.any.pred` (`__any_sync`).
-    vote_sync_any => "any";
+    vote_sync_any => nvvm_vote_any;
     /// `vote.sync.uni.pred` (`__uni_sync`): whether `pred` is the same in every lane of `mask`.
-    vote_sync_uni => "uni";
+    vote_sync_uni => nvvm_vote_uni;
 }
 
 /// `vote.sync.ballot.b32` (`__ballot_sync`): bit *i* set when lane *i* is in `mask` and its
@@ -381,16 +384,8 @@ vote_pred! {
 #[must_use]
 pub unsafe fn vote_sync_ballot(mask: u32, pred: bool) -> u32 {
     on_device!("vote_sync_ballot" => {
-        let r: u32;
         // SAFETY: the caller upholds the convergence contract of `vote.sync`.
-        unsafe {
-            asm!(
-                "{{ .reg .pred %cohort_p; setp.ne.u32 %cohort_p, {1}, 0; vote.sync.ballot.b32 {0}, %cohort_p, {2}; }}",
-                out(reg32) r, in(reg32) pred as u32, in(reg32) mask,
-                options(nomem, nostack)
-            )
-        };
-        r
+        unsafe { nvvm_vote_ballot(mask, pred) }
     })
 }
 
@@ -402,10 +397,8 @@ pub unsafe fn vote_sync_ballot(mask: u32, pred: bool) -> u32 {
 #[must_use]
 pub unsafe fn match_any_sync_b32(mask: u32, value: u32) -> u32 {
     on_device!("match_any_sync_b32" => {
-        let r: u32;
         // SAFETY: the caller upholds the convergence contract of `match.sync`.
-        unsafe { asm!("match.any.sync.b32 {0}, {1}, {2};", out(reg32) r, in(reg32) value, in(reg32) mask, options(nomem, nostack)) };
-        r
+        unsafe { nvvm_match_any_i32(mask, value) }
     })
 }
 
@@ -417,54 +410,35 @@ pub unsafe fn match_any_sync_b32(mask: u32, value: u32) -> u32 {
 #[must_use]
 pub unsafe fn match_any_sync_b64(mask: u32, value: u64) -> u32 {
     on_device!("match_any_sync_b64" => {
-        let r: u32;
         // SAFETY: the caller upholds the convergence contract of `match.sync`.
-        unsafe { asm!("match.any.sync.b64 {0}, {1}, {2};", out(reg32) r, in(reg64) value, in(reg32) mask, options(nomem, nostack)) };
-        r
+        unsafe { nvvm_match_any_i64(mask, value) }
     })
 }
 
-/// `match.all.sync.b32` (`__match_all_sync`): `(mask, true)` when every lane of `mask` has
-/// the same `value`, else `(0, false)`.
+/// `__match_all_sync`: `(mask, true)` when every lane of `mask` has the same `value`, else
+/// `(0, false)`. (Computed with `match.any.sync`: all lanes match exactly when this lane's
+/// matching set is the whole mask.)
 ///
 /// # Safety
 /// As for [`match_any_sync_b32`].
 #[inline(always)]
 #[must_use]
 pub unsafe fn match_all_sync_b32(mask: u32, value: u32) -> (u32, bool) {
-    on_device!("match_all_sync_b32" => {
-        let r: u32;
-        let p: u32;
-        // SAFETY: the caller upholds the convergence contract of `match.sync`.
-        unsafe {
-            asm!(
-                "{{ .reg .pred %cohort_p; match.all.sync.b32 {0}|%cohort_p, {2}, {3}; selp.u32 {1}, 1, 0, %cohort_p; }}",
-                out(reg32) r, out(reg32) p, in(reg32) value, in(reg32) mask, options(nomem, nostack)
-            )
-        };
-        (r, p != 0)
-    })
+    // SAFETY: forwarded to the caller.
+    let m = unsafe { match_any_sync_b32(mask, value) };
+    if m == mask { (mask, true) } else { (0, false) }
 }
 
-/// `match.all.sync.b64` (`__match_all_sync` on 64-bit values).
+/// `__match_all_sync` on 64-bit values.
 ///
 /// # Safety
 /// As for [`match_any_sync_b32`].
 #[inline(always)]
 #[must_use]
 pub unsafe fn match_all_sync_b64(mask: u32, value: u64) -> (u32, bool) {
-    on_device!("match_all_sync_b64" => {
-        let r: u32;
-        let p: u32;
-        // SAFETY: the caller upholds the convergence contract of `match.sync`.
-        unsafe {
-            asm!(
-                "{{ .reg .pred %cohort_p; match.all.sync.b64 {0}|%cohort_p, {2}, {3}; selp.u32 {1}, 1, 0, %cohort_p; }}",
-                out(reg32) r, out(reg32) p, in(reg64) value, in(reg32) mask, options(nomem, nostack)
-            )
-        };
-        (r, p != 0)
-    })
+    // SAFETY: forwarded to the caller.
+    let m = unsafe { match_any_sync_b64(mask, value) };
+    if m == mask { (mask, true) } else { (0, false) }
 }
 
 /// `activemask.b32` (`__activemask()`): the lanes executing this instruction together.
@@ -472,15 +446,13 @@ pub unsafe fn match_all_sync_b64(mask: u32, value: u64) -> (u32, bool) {
 #[must_use]
 pub fn activemask() -> u32 {
     on_device!("activemask" => {
-        let r: u32;
-        // SAFETY: `activemask` has no preconditions; volatile (it depends on control flow).
-        unsafe { asm!("activemask.b32 {0};", out(reg32) r, options(nomem, nostack)) };
-        r
+        // SAFETY: `activemask` has no preconditions.
+        unsafe { nvvm_activemask() }
     })
 }
 
 macro_rules! redux {
-    ($($(#[$m:meta])* $name:ident: $ty:ty => $op:literal;)*) => {$(
+    ($($(#[$m:meta])* $name:ident: $ty:ty => $intr:ident;)*) => {$(
         $(#[$m])*
         ///
         /// # Safety
@@ -490,10 +462,8 @@ macro_rules! redux {
         #[must_use]
         pub unsafe fn $name(mask: u32, value: $ty) -> $ty {
             on_device!(stringify!($name) => {
-                let r: $ty;
                 // SAFETY: the caller upholds the convergence contract of `redux.sync`.
-                unsafe { asm!(concat!("redux.sync.", $op, " {0}, {1}, {2};"), out(reg32) r, in(reg32) value, in(reg32) mask, options(nomem, nostack)) };
-                r
+                unsafe { $intr(value, mask) }
             })
         }
     )*};
@@ -501,21 +471,21 @@ macro_rules! redux {
 
 redux! {
     /// `redux.sync.add.u32` (`__reduce_add_sync`), also correct for `i32` bit patterns.
-    redux_sync_add_u32: u32 => "add.u32";
+    redux_sync_add_u32: u32 => nvvm_redux_add;
     /// `redux.sync.min.u32` (`__reduce_min_sync`).
-    redux_sync_min_u32: u32 => "min.u32";
+    redux_sync_min_u32: u32 => nvvm_redux_umin;
     /// `redux.sync.max.u32` (`__reduce_max_sync`).
-    redux_sync_max_u32: u32 => "max.u32";
+    redux_sync_max_u32: u32 => nvvm_redux_umax;
     /// `redux.sync.min.s32` (`__reduce_min_sync` on `int`).
-    redux_sync_min_s32: i32 => "min.s32";
+    redux_sync_min_s32: i32 => nvvm_redux_min;
     /// `redux.sync.max.s32` (`__reduce_max_sync` on `int`).
-    redux_sync_max_s32: i32 => "max.s32";
+    redux_sync_max_s32: i32 => nvvm_redux_max;
     /// `redux.sync.and.b32` (`__reduce_and_sync`).
-    redux_sync_and_b32: u32 => "and.b32";
+    redux_sync_and_b32: u32 => nvvm_redux_and;
     /// `redux.sync.or.b32` (`__reduce_or_sync`).
-    redux_sync_or_b32: u32 => "or.b32";
+    redux_sync_or_b32: u32 => nvvm_redux_or;
     /// `redux.sync.xor.b32` (`__reduce_xor_sync`).
-    redux_sync_xor_b32: u32 => "xor.b32";
+    redux_sync_xor_b32: u32 => nvvm_redux_xor;
 }
 
 /// `fns.b32`: the position of the `offset`-th (0-based) set bit of `mask`, counting up from

@@ -311,6 +311,21 @@ impl<T: DeviceCopy> SharedSlice<T> {
     }
 }
 
+impl<T: DeviceCopy> SharedSlice<T> {
+    /// Element `i` as an atomic, without the bounds check.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn atomic_unchecked(&self, i: usize) -> &'static Atomic<T, Shared> {
+        let generic = generic_from_shared(self.addr + (i * size_of::<T>()) as u32);
+        // SAFETY: in bounds (caller); a valid shared-memory `T` for the whole kernel, touched
+        // only atomically through the returned reference.
+        unsafe { Atomic::from_ptr(generic as *mut T) }
+    }
+}
+
 /// The generic address of a shared-window address (`cvta.shared.u64`).
 #[inline(always)]
 #[must_use]

@@ -186,3 +186,13 @@ impl<T> IndexMut<&ThreadIndex> for DisjointSlice<'_, T> {
         unsafe { &mut *self.ptr.as_ptr().add(index.rank) }
     }
 }
+
+/// Splits `s` into a head, a run of `U` aligned for `U`, and a tail, reinterpreting the middle
+/// (`<[T]>::align_to`, made safe because every bit pattern is a valid `U`). Use it for wide
+/// loads: a `&[u8]` viewed as 16-byte aligned chunks loads with one `ld.global.v4` each.
+#[inline(always)]
+#[must_use]
+pub fn cast_aligned<T: crate::DeviceCopy, U: crate::DeviceCopy>(s: &[T]) -> (&[T], &[U], &[T]) {
+    // SAFETY: `T` and `U` are `DeviceCopy`: plain bytes, valid for every bit pattern.
+    unsafe { s.align_to::<U>() }
+}

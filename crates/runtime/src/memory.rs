@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use cohort::DeviceCopy;
 use cohort::atomic::{Atomic, Space};
+use cohort::mutex::Mutex;
 use cudarc::driver::sys;
 
 use crate::device::{Gpu, GpuInner};
@@ -406,7 +407,9 @@ impl<T> DevicePtrMut<T> {
 
 /// Host arguments for a kernel's `&[T]` parameter: `&DeviceBuffer<T>` or a [`DeviceView`]
 /// for plain `T`; `&mut DeviceBuffer<U>` or a [`DeviceViewMut`] for a slice of atomics
-/// `&[Atomic<U>]` (exclusive on the host while the kernel's threads share it atomically).
+/// `&[Atomic<U>]` (exclusive on the host while the kernel's threads share it atomically) —
+/// these are the *atomic views*: the host reads the same buffer back as plain `U`; and
+/// `&mut DeviceBuffer<u32>` of zeros for a slice of [`Mutex`]es.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed for a `&[{T}]` kernel parameter",
     label = "expected a device buffer of `{T}`",
@@ -445,6 +448,16 @@ impl<T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for &mut DeviceBuffer<T> {
     }
 }
 impl<'a, T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for DeviceViewMut<'a, T> {
+    fn raw_parts(&self) -> (u64, usize) {
+        (self.ptr, self.len)
+    }
+}
+impl<S: Space> SliceArg<Mutex<S>> for &mut DeviceBuffer<u32> {
+    fn raw_parts(&self) -> (u64, usize) {
+        (self.ptr, self.len)
+    }
+}
+impl<S: Space> SliceArg<Mutex<S>> for DeviceViewMut<'_, u32> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }

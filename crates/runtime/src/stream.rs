@@ -148,6 +148,19 @@ impl Event {
         unsafe { sys::cuEventSynchronize(self.raw) }.result().map_err(|code| kernel_error(&self.gpu, code, None))
     }
 
+    /// Whether the work before the event has finished (`cuEventQuery`), without waiting.
+    ///
+    /// # Errors
+    /// [`Error::KernelFailed`] if that work failed.
+    pub fn is_complete(&self) -> Result<bool> {
+        // SAFETY: live handle.
+        match unsafe { sys::cuEventQuery(self.raw) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(true),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            code => Err(kernel_error(&self.gpu, DriverError(code), None)),
+        }
+    }
+
     /// Milliseconds from `start` to this event (both recorded and complete).
     ///
     /// # Errors

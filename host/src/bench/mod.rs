@@ -2,6 +2,7 @@
 //! one process: the typed launch against raw `cuLaunchKernel`, and Rust kernels against the
 //! same kernels in CUDA C++ (compiled here with NVRTC, or given as a `.ptx` from nvcc).
 
+mod atomics;
 mod cg;
 mod launch;
 
@@ -13,8 +14,9 @@ pub fn run(args: &[String]) -> CliResult {
     match args.first().map(String::as_str) {
         Some("launch") => launch::run(&args[1..]),
         Some("cg") => cg::run(&args[1..]),
-        Some(other) => Err(CliError::Usage(format!("unknown benchmark `{other}`; try launch or cg"))),
-        None => Err(CliError::Usage("bench needs a benchmark name: launch, cg".into())),
+        Some("atomics") => atomics::run(&args[1..]),
+        Some(other) => Err(CliError::Usage(format!("unknown benchmark `{other}`; try launch, cg or atomics"))),
+        None => Err(CliError::Usage("bench needs a benchmark name: launch, cg, atomics".into())),
     }
 }
 

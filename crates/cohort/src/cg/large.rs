@@ -1,12 +1,18 @@
 //! Tiles of 64, 128, 256 and 512 threads (CUDA's experimental large tiles): several whole
 //! warps, synchronized and combined through shared-memory scratch the library allocates.
 //!
-//! Scratch (static shared memory, present only in kernels that use large tiles): a barrier
-//! (arrival count, generation) per tile, a 32-byte broadcast slot per tile, and a 32-byte
-//! partial per warp — 2.6 KiB per block. The barrier is CUDA's warp-leader barrier: each
-//! warp syncs itself (`bar.warp.sync`), its lane 0 arrives with an `acq_rel` atomic at block
-//! scope, the last arrival resets the count and releases a new generation, the others spin on
-//! the generation with acquire loads; then the warp syncs again.
+//! **Sync** is a hardware named barrier, `barrier.sync 1 + tile, N` (ids 1 to 15; id 0 is the
+//! block's `__syncthreads`), which orders memory among the tile's threads and which
+//! compute-sanitizer's racecheck understands. The one shape that needs a 16th barrier — 16
+//! tiles of 64 in a block of 1024 — uses CUDA's warp-leader barrier in shared memory instead:
+//! each warp syncs itself, its lane 0 arrives with an `acq_rel` atomic at block scope, the last
+//! arrival resets the count and releases a new generation, the others spin on it with acquire
+//! loads, then the warp syncs again. (Do not use named barriers 1–15 yourself in kernels with
+//! large tiles.)
+//!
+//! Scratch (static shared memory, present only in kernels that use large tiles): the
+//! fallback barrier's words, a 32-byte broadcast slot per tile, and a 32-byte partial per
+//! warp — 1.6 KiB per block.
 
 use super::reduce::{ReduceOp, scan_incl_warp, tile_reduce};
 use super::{ThreadBlock, ThreadGroup};
@@ -208,7 +214,14 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> ThreadGroup for LargeTile<
     }
     #[inline(always)]
     fn sync(&self) {
-        barrier(self.index(), N / 32)
+        let tiles = thread::block_size() / N;
+        if tiles <= 15 {
+            // SAFETY: every thread of this tile (whole warps, N of them) arrives at its own
+            // barrier id; other tiles use other ids.
+            unsafe { raw::barrier_sync_named(1 + self.index(), N) }
+        } else {
+            barrier(self.index(), N / 32)
+        }
     }
 }
 
