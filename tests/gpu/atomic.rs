@@ -21,13 +21,19 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("atomic_int_ops_i64", |c| ints::<i64>(c, "i64")),
         gpu_trial("atomic_float_ops_f32_with_nan", |c| floats::<f32>(c, "f32")),
         gpu_trial("atomic_float_ops_f64_with_nan", |c| floats::<f64>(c, "f64")),
-        gpu_trial("atomic_mutex_global_and_shared", mutexes),
-        gpu_trial("atomic_message_passing_release_acquire_and_fences", message_passing),
         gpu_trial("atomic_forms_run", forms),
         gpu_trial("atomic_tutorial_race", race),
         gpu_trial("atomic_tutorial_mutex_add_one", mutex_add_one),
         gpu_trial("atomic_tutorial_histograms", histograms),
         gpu_trial("atomic_tutorial_dot_products", dots),
+    ]
+}
+
+/// Tests whose kernels spin on other threads (run last: a hang there stops only them).
+pub fn spinning_trials() -> Vec<Trial> {
+    vec![
+        gpu_trial("atomic_zz_message_passing_release_acquire_and_fences", message_passing),
+        gpu_trial("atomic_zz_mutex_global_and_shared", mutexes),
     ]
 }
 
@@ -85,6 +91,13 @@ fn int_finals<T: Int>(init: &[T], vals: &[T], limit: T) -> Vec<T> {
     f
 }
 
+/// Cells 10 (swap) and 15 (load then store) end with whichever thread came last; `check_olds`
+/// checks those. Every other cell's final value is determined.
+fn check_finals<T: Int>(what: &str, got: &[T], want: &[T]) -> TestResult {
+    let pick = |v: &[T]| -> Vec<T> { v.iter().enumerate().filter(|(k, _)| *k != 10 && *k != 15).map(|(_, x)| *x).collect() };
+    check_all(what, &pick(got), &pick(want))
+}
+
 /// Checks the previous values each thread saw, where they are determined.
 fn check_olds<T: Int>(what: &str, init: &[T], vals: &[T], olds: &[[T; CELLS]], fin: &[T]) -> TestResult {
     let n = vals.len() as u64;
@@ -136,7 +149,7 @@ where
     <k::int_ops<T> as IntLaunch<T>>::run(c, &s, &dv, limit, &mut cells, &mut olds).ctx("launch int_ops")?;
     let fin = cells.to_vec().ctx("read")?;
     let want = int_finals(&init, &vals, limit);
-    check_all(&format!("{name}: final values in global memory"), &fin, &want)?;
+    check_finals(&format!("{name}: final values in global memory"), &fin, &want)?;
     check_olds(&format!("{name} global"), &init, &vals, &olds.to_vec().ctx("read")?, &fin)?;
     // Shared memory: each block of 128 threads on its own cells.
     let blocks = 8usize;
@@ -151,7 +164,7 @@ where
     for b in 0..blocks {
         let v = &vals[b * 128..(b + 1) * 128];
         let want = int_finals(&init, v, limit);
-        check_all(&format!("{name}: block {b}: final values in shared memory"), &finals[b], &want)?;
+        check_finals(&format!("{name}: block {b}: final values in shared memory"), &finals[b], &want)?;
         check_olds(&format!("{name} shared block {b}"), &init, v, &olds[b * 128..(b + 1) * 128], &finals[b])?;
     }
     Ok(())
@@ -208,7 +221,9 @@ fn sync_within(s: &cohort_runtime::Stream, gpu: &cohort_runtime::Gpu, limit: Dur
     let start = Instant::now();
     while !e.is_complete().ctx("query")? {
         if start.elapsed() > limit {
-            return Err(format!("the kernel did not finish within {limit:?}: a CAS loop does not terminate"));
+            // A kernel that never ends keeps the GPU busy for every later test: stop here.
+            eprintln!("FATAL: a kernel did not finish within {limit:?} (a spin or CAS loop does not terminate)");
+            std::process::exit(3);
         }
         std::thread::sleep(Duration::from_millis(1));
     }

@@ -24,7 +24,6 @@ fn main() {
         eprintln!("GPU tests will be ignored: {reason}");
     }
     let mut trials = Vec::new();
-    trials.extend(atomic::trials());
     trials.extend(cg_collectives::trials());
     trials.extend(cg_examples::trials());
     trials.extend(cg_groups::trials());
@@ -33,5 +32,7 @@ fn main() {
     trials.extend(print::trials());
     trials.extend(thread::trials());
     trials.extend(tour::trials());
+    trials.extend(atomic::trials());
+    trials.extend(atomic::spinning_trials());
     libtest_mimic::run(&args, trials).exit();
 }

@@ -160,7 +160,7 @@ fn selection() -> TestResult {
 fn golden_grid_sync() -> TestResult {
     for m in PTX.modules {
         let body = entry_body(m, "neighbour_sums")?;
-        for needle in ["%envreg1", "%envreg2", "atom.add.release.gpu.u32", "ld.acquire.gpu.u32", "bar.sync 	0"] {
+        for needle in ["%envreg1", "%envreg2", "atom.add.release.gpu.u32", "ld.acquire.gpu.u32", "barrier.sync 	0"] {
             ensure(body.contains(needle), || format!("sm_{}: grid sync lacks `{needle}`", m.arch))?;
         }
     }

@@ -18,7 +18,7 @@
 //! |---|---|---|
 //! | `%tid`, `%ntid`, `%ctaid`, `%nctaid` | [`tid_x`] … [`nctaid_z`] | `threadIdx`, `blockDim`, `blockIdx`, `gridDim` |
 //! | `%laneid`, `%warpid`, `%lanemask_*` | [`laneid`], [`warpid`], [`lanemask_lt`] … | `__lane_id()` (CCCL) |
-//! | `bar.sync 0` | [`barrier_sync`] | `__syncthreads()` |
+//! | `barrier.sync 0` | [`barrier_sync`] | `__syncthreads()` |
 //! | `bar.red.popc` / `.and` / `.or` | [`barrier_sync_count`], [`barrier_sync_and`], [`barrier_sync_or`] | `__syncthreads_count/and/or` |
 //! | `bar.warp.sync` | [`bar_warp_sync`] | `__syncwarp(mask)` |
 //! | `shfl.sync.{idx,up,down,bfly}.b32` | [`shfl_sync_idx_b32`] … | `__shfl_sync` … |
@@ -44,8 +44,8 @@ use crate::host::on_device;
 #[cfg(target_arch = "nvptx64")]
 #[allow(improper_ctypes)]
 unsafe extern "C" {
-    #[link_name = "llvm.nvvm.barrier0"]
-    fn nvvm_barrier0();
+    #[link_name = "llvm.nvvm.barrier.sync"]
+    fn nvvm_barrier_sync(id: u32);
     #[link_name = "llvm.nvvm.barrier0.popc"]
     fn nvvm_barrier0_popc(p: i32) -> i32;
     #[link_name = "llvm.nvvm.barrier0.and"]
@@ -222,8 +222,11 @@ pub fn globaltimer() -> u64 {
 // ---------------------------------------------------------------------------------------------
 // Barriers
 
-/// `bar.sync 0` (`llvm.nvvm.barrier0`): waits until every thread of the block arrives
-/// (`__syncthreads()`).
+/// `barrier.sync 0`: waits until every thread of the block arrives (`__syncthreads()`).
+///
+/// This is the non-`.aligned` form: correct even when a warp reaches it diverged (as after a
+/// spin loop in which lanes leave at different times), which rustc-generated control flow
+/// does not rule out. CUDA C++'s `__syncthreads()` emits the aligned `bar.sync 0`.
 ///
 /// # Safety
 /// Every non-exited thread of the block must reach this same barrier, or the block deadlocks
@@ -232,7 +235,7 @@ pub fn globaltimer() -> u64 {
 pub unsafe fn barrier_sync() {
     on_device!("barrier_sync" => {
         // SAFETY: the caller upholds the barrier contract.
-        unsafe { nvvm_barrier0() }
+        unsafe { nvvm_barrier_sync(0) }
     })
 }
 
