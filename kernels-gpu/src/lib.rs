@@ -9,7 +9,7 @@
 //! | [`tour`] | `cohort tour`: vector add, SAXPY (f32, f64), grid-stride atomic sum, printf, one kernel per parameter kind |
 //! | [`checks`] | kernels the GPU tests use to probe the runtime (indices, traps, launch limits) |
 //! | [`atomics`] | the atomics-and-mutex workloads: the race, histograms, the mutex counter, dot products |
-//! | [`bench`] | `cohort bench`: the Rust halves of the side-by-side benchmarks |
+//! | [`bench`](mod@bench) | `cohort bench`: the Rust halves of the side-by-side benchmarks |
 
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]

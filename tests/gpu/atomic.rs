@@ -94,7 +94,8 @@ fn int_finals<T: Int>(init: &[T], vals: &[T], limit: T) -> Vec<T> {
 /// Cells 10 (swap) and 15 (load then store) end with whichever thread came last; `check_olds`
 /// checks those. Every other cell's final value is determined.
 fn check_finals<T: Int>(what: &str, got: &[T], want: &[T]) -> TestResult {
-    let pick = |v: &[T]| -> Vec<T> { v.iter().enumerate().filter(|(k, _)| *k != 10 && *k != 15).map(|(_, x)| *x).collect() };
+    let pick =
+        |v: &[T]| -> Vec<T> { v.iter().enumerate().filter(|(k, _)| *k != 10 && *k != 15).map(|(_, x)| *x).collect() };
     check_all(what, &pick(got), &pick(want))
 }
 

@@ -219,7 +219,7 @@ macro_rules! dispatch {
     (@space $sem:literal, $sc:literal, $space:expr, $m:ident; $($args:tt)*) => {
         match $space {
             SpaceKind::Global => $m!($sem, $sc, "cvta.to.global.u64 %cohort_a, {p};", ".global"; $($args)*),
-            SpaceKind::Shared => $m!($sem, $sc, "cvta.to.shared.u64 %cohort_a, {p};", ".shared"; $($args)*),
+            SpaceKind::Shared => $m!($sem, $sc, "mov.b64 %cohort_a, {p};", ".shared"; $($args)*),
             SpaceKind::Generic => $m!($sem, $sc, "mov.b64 %cohort_a, {p};", ""; $($args)*),
         }
     };
@@ -297,13 +297,26 @@ macro_rules! st {
     }};
 }
 
+/// The address operand for space `S`: the generic address itself, except for shared memory,
+/// whose atomics take the shared-window address (generic minus the window base). Written as
+/// integer arithmetic rather than `cvta.to.shared` so that LLVM folds it with
+/// [`generic_from_shared`](crate::shared::generic_from_shared) back to the 32-bit address the
+/// atomic was made from: no conversion instructions reach the SASS.
+#[inline(always)]
+fn space_address<S: Space>(generic: u64) -> u64 {
+    match S::KIND {
+        SpaceKind::Shared => generic.wrapping_sub(crate::shared::shared_window_base()),
+        _ => generic,
+    }
+}
+
 /// The bit-level operations every atomic type shares (load, store, swap, CAS, CAS loops).
 macro_rules! atomic_common {
     ($t:ty, $bits:ty, $b:literal, $class:ident, $to:expr, $from:expr) => {
         impl<S: Space> Atomic<$t, S> {
             #[inline(always)]
             fn addr(&self) -> u64 {
-                self.v.get() as u64
+                space_address::<S>(self.v.get() as u64)
             }
 
             /// Loads the value (`ld.relaxed` / `ld.acquire`; `SeqCst` adds `fence.sc`).

@@ -30,7 +30,7 @@
 //! | `printf` | [`printf!`] | [`print`] |
 //! | `T* out` written at `out[i]` | [`DisjointSlice<T>`](slice::DisjointSlice) | [`slice`](mod@slice) |
 //! | `cooperative_groups::*` | [`cg`] | [`cg`] |
-//! | `__shared__`, `extern __shared__` | [`shared!`], [`shared::dynamic`] | [`shared`] |
+//! | `__shared__`, `extern __shared__` | [`shared!`], [`shared::dynamic`] | [`shared`](mod@shared) |
 //! | inline PTX | [`raw`] | [`raw`] |
 //!
 //! ## Tiers

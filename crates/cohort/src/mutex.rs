@@ -6,7 +6,7 @@
 //! | `while (atomicCAS(m, 0, 1) != 0);` then `__threadfence()` | [`Mutex::lock`] (CAS with **acquire**) |
 //! | `__threadfence(); atomicExch(m, 0);` | dropping the [`MutexGuard`] (store with **release**) |
 //! | `if (atomicCAS(m, 0, 1) == 0)` | [`Mutex::try_lock`] |
-//! | `__nanosleep` backoff | [`Mutex::lock`] backs off exponentially (32 ns to 1 µs); [`Mutex::lock_spin`] does not |
+//! | `__nanosleep` backoff | [`Mutex::lock`] backs off exponentially (8 ns to 256 ns, the CUDA Programming Guide's `__nanosleep` mutex); [`Mutex::lock_spin`] does not |
 //!
 //! Acquire on lock and release on unlock are exactly what makes the data touched inside the
 //! critical section visible to the next holder (the tutorial's `threadfence` calls approximate
@@ -71,11 +71,11 @@ impl<S: Space> Mutex<S> {
             .map(|_| MutexGuard { mutex: self, _not_send: PhantomData })
     }
 
-    /// Takes the lock, spinning with exponential backoff (`nanosleep`, 32 ns doubling to
-    /// 1 µs) between attempts.
+    /// Takes the lock, spinning with exponential backoff (`nanosleep`, 8 ns doubling to
+    /// 256 ns, as in the CUDA Programming Guide's mutex example) between attempts.
     #[inline(always)]
     pub fn lock(&self) -> MutexGuard<'_, S> {
-        let mut wait = 32;
+        let mut wait = 8;
         loop {
             if let Some(g) = self.try_lock() {
                 return g;
@@ -83,7 +83,7 @@ impl<S: Space> Mutex<S> {
             // Wait for it to look free before trying again (reads are cheaper than CAS).
             while self.state.load_scoped(Ordering::Relaxed, Self::scope()) != 0 {
                 crate::raw::nanosleep(wait);
-                wait = (wait * 2).min(1024);
+                wait = (wait * 2).min(256);
             }
         }
     }

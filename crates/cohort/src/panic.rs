@@ -25,7 +25,8 @@ pub const PANIC_FILE_BYTES: usize = 192;
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PanicRecord {
-    /// 0 while free; the first panicking thread sets it to 1 and fills in the rest.
+    /// 0 until the first panicking thread has filled in the rest; then 1 (written last, after a
+    /// system-scope fence, so a host that sees 1 sees the whole record).
     pub claimed: u32,
     /// Source line.
     pub line: u32,
@@ -78,6 +79,14 @@ mod handler {
     #[used]
     static mut cohort_panic_record: *mut PanicRecord = core::ptr::null_mut();
 
+    /// Which thread fills in the record: the first to swap this 0 to 1, which sets it to 2 when
+    /// the record is written (the others wait for that before trapping). It lives in device
+    /// memory, because atomics on host-mapped memory are not allowed everywhere (PCIe without
+    /// host-native atomics; compute-sanitizer's memcheck flags them); the record itself then
+    /// takes plain stores only. Never reset: a panic traps, and the context dies with it.
+    #[used]
+    static mut COHORT_PANIC_CLAIM: u32 = 0;
+
     // `#[inline(always)]` on the handler is reported as ignored, but it does reach LLVM: without
     // it ptxas charges every kernel with a bounds check 32 registers more (measured, ptxas 13.0).
     #[panic_handler]
@@ -87,15 +96,34 @@ mod handler {
         // SAFETY: the host writes this pointer once, before any launch of the module.
         let rec = unsafe { core::ptr::read_volatile(&raw const cohort_panic_record) };
         if !rec.is_null() {
+            let claim = &raw mut COHORT_PANIC_CLAIM;
             let prev: u32;
-            // SAFETY: `rec` points at host-mapped memory the runtime allocated for this module;
-            // a system-scope CAS lets exactly one thread claim it.
+            // SAFETY: a CAS on this module's claim word (device memory, generic address) lets
+            // exactly one thread of the launch claim the record.
             unsafe {
-                asm!("atom.relaxed.sys.global.cas.b32 {0}, [{1}], 0, 1;", out(reg32) prev, in(reg64) rec, options(nostack));
+                asm!("atom.relaxed.gpu.cas.b32 {0}, [{1}], 0, 1;", out(reg32) prev, in(reg64) claim, options(nostack));
             }
             if prev == 0 {
                 // SAFETY: this thread won the claim, so it alone writes the record.
                 unsafe { fill(&mut *rec, info.location()) };
+                // SAFETY: release-store 2 ("written") to the claim word.
+                unsafe { asm!("st.release.gpu.u32 [{0}], 2;", in(reg64) claim, options(nostack)) };
+            } else {
+                // A trap ends the whole launch at once: wait (boundedly, ~0.1 s) until the
+                // winner has written the record, or it is lost with the context.
+                let mut n = 0u32;
+                loop {
+                    let state: u32;
+                    // SAFETY: acquire-load of the claim word.
+                    unsafe {
+                        asm!("ld.acquire.gpu.u32 {0}, [{1}];", out(reg32) state, in(reg64) claim, options(nostack))
+                    };
+                    if state == 2 || n >= 1 << 20 {
+                        break;
+                    }
+                    crate::raw::nanosleep(100);
+                    n += 1;
+                }
             }
         }
         crate::raw::trap()
@@ -121,6 +149,8 @@ mod handler {
                 core::ptr::write_volatile(&mut rec.line, loc.line());
                 core::ptr::write_volatile(&mut rec.column, loc.column());
             }
+            raw::fence_sc_sys();
+            core::ptr::write_volatile(&mut rec.claimed, 1);
         }
         raw::fence_sc_sys();
     }

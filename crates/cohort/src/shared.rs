@@ -327,13 +327,24 @@ impl<T: DeviceCopy> SharedSlice<T> {
 }
 
 /// The generic address of a shared-window address (`cvta.shared.u64`).
+///
+/// Computed as [`shared_window_base`]` + addr` so that code which turns the generic address back
+/// into a shared-window one (shared-space atomics) folds to the original 32-bit address.
 #[inline(always)]
 #[must_use]
 pub fn generic_from_shared(addr: u32) -> u64 {
-    crate::host::on_device!("shared::generic_from_shared" => {
+    shared_window_base().wrapping_add(u64::from(addr))
+}
+
+/// The generic address at which the shared window begins (`cvta.shared.u64` of 0); a shared
+/// address `a` is the generic address `shared_window_base() + a`.
+#[inline(always)]
+#[must_use]
+pub fn shared_window_base() -> u64 {
+    crate::host::on_device!("shared::shared_window_base" => {
         let r: u64;
         // SAFETY: address arithmetic only.
-        unsafe { core::arch::asm!("cvt.u64.u32 {0}, {1}; cvta.shared.u64 {0}, {0};", out(reg64) r, in(reg32) addr, options(pure, nomem, nostack)) };
+        unsafe { core::arch::asm!("mov.u64 {0}, 0; cvta.shared.u64 {0}, {0};", out(reg64) r, options(pure, nomem, nostack)) };
         r
     })
 }

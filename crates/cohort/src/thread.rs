@@ -198,7 +198,10 @@ pub fn grid_size() -> u64 {
 #[inline(always)]
 #[must_use]
 pub fn global_id() -> u64 {
-    if raw::nctaid_y() == 1 && raw::nctaid_z() == 1 && raw::ntid_y() == 1 && raw::ntid_z() == 1 {
+    // All four are >= 1, and their 64-bit product cannot wrap (at most 65535^2 * 1024 * 64), so
+    // it is 1 exactly when each is: one test instead of four.
+    let rest = raw::nctaid_y() as u64 * raw::nctaid_z() as u64 * (raw::ntid_y() * raw::ntid_z()) as u64;
+    if rest == 1 {
         // The common 1-D case: one wide multiply-add, as CUDA C++ compiles it.
         raw::ctaid_x() as u64 * raw::ntid_x() as u64 + raw::tid_x() as u64
     } else {

@@ -111,6 +111,7 @@ pub fn run(args: &[String]) -> CliResult {
     let mut c = gpu.zeroed::<f32>(1)?;
     let kp = k::dot_partial::load(&module)?;
     let km = k::dot_mutex::load(&module)?;
+    let kb = k::dot_mutex_backoff::load(&module)?;
     let rust_p = median_ms(&gpu, 3, reps, |p| match p {
         Phase::Prep => Ok(()),
         Phase::Run => kp.launch(s, cfg, &da, &db, &mut partial),
@@ -126,6 +127,14 @@ pub fn run(args: &[String]) -> CliResult {
     let v = c.to_vec()?[0] as f64;
     if !dot_close(v, &d, 640 * 256, 640).0 {
         return Err(CliError::Failed(format!("Rust dot_mutex: {v} vs {}", d.exact)));
+    }
+    let rust_b = median_ms(&gpu, 3, reps, |p| match p {
+        Phase::Prep => c.fill_zero(),
+        Phase::Run => kb.launch(s, cfg, &mut lock, &da, &db, &mut c),
+    })?;
+    let v = c.to_vec()?[0] as f64;
+    if !dot_close(v, &d, 640 * 256, 640).0 {
+        return Err(CliError::Failed(format!("Rust dot_mutex_backoff: {v} vs {}", d.exact)));
     }
     let (a_ptr, b_ptr, nn) = (da.as_device_ptr().addr(), db.as_device_ptr().addr(), n as u64);
     let (p_ptr, l_ptr, c_ptr) = (partial.as_device_ptr().addr(), lock.as_device_ptr().addr(), c.as_device_ptr().addr());
@@ -186,6 +195,13 @@ pub fn run(args: &[String]) -> CliResult {
         format!("{rust_m:.3} ms"),
         format!("{cpp_m:.3} ms"),
         format!("{:.3}", cpp_m / rust_m),
+    ]);
+    t.row(vec![
+        "dot product, mutex with backoff (`lock`)".into(),
+        "10M f32".into(),
+        format!("{rust_b:.3} ms"),
+        format!("{cpp_m:.3} ms"),
+        format!("{:.3}", cpp_m / rust_b),
     ]);
     lib.print();
     println!();
