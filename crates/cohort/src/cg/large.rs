@@ -14,7 +14,7 @@
 //! fallback barrier's words, a 32-byte broadcast slot per tile, and a 32-byte partial per
 //! warp — 1.6 KiB per block.
 
-use super::reduce::{ReduceOp, scan_incl_warp, tile_reduce};
+use super::reduce::{ReduceOp, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce};
 use super::{ThreadBlock, ThreadGroup};
 use crate::atomic::Ordering;
 use crate::shared::{load_words, store_words};
@@ -171,34 +171,13 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         }
         self.sync();
         let mine = thread::warp_id() - self.first_warp();
-        let mut prefix = v;
-        let mut k = 0;
-        while k < mine {
-            // SAFETY: slots of this tile's warps, written before the barrier.
-            let p = unsafe { load_words(warps.sub((self.first_warp() + k) as usize, 1).shared_addr(), v) };
-            prefix = if k == 0 { p } else { op.combine(prefix, p) };
-            k += 1;
-        }
+        // SAFETY: totals of this tile's warps before this one, written before the barrier.
+        let prefix = unsafe { fold_warp_slots(warps, self.first_warp(), mine, v, op) };
         self.sync();
-        match exclusive {
-            None => {
-                if mine == 0 {
-                    incl
-                } else {
-                    op.combine(prefix, incl)
-                }
-            }
-            Some(zero) => {
-                // SAFETY: the full warp executes this shuffle.
-                let ex = unsafe { super::shfl::up(u32::MAX, incl, 1, raw::shfl_c(32, true)) };
-                match (mine == 0, lane == 0) {
-                    (true, true) => zero,
-                    (true, false) => ex,
-                    (false, true) => prefix,
-                    (false, false) => op.combine(prefix, ex),
-                }
-            }
-        }
+        // SAFETY: the full warp executes this shuffle.
+        let exclusive =
+            exclusive.map(|zero| (zero, unsafe { super::shfl::up(u32::MAX, incl, 1, raw::shfl_c(32, true)) }));
+        finish_two_level_scan(op, mine == 0, lane == 0, prefix, incl, exclusive)
     }
 }
 

@@ -24,7 +24,7 @@ use super::tile::{DynTile, ThreadBlockTile, TileParent};
 use super::{GridGroup, ThreadBlock, ThreadGroup, WarpGroup};
 use crate::atomic::{Atomic, Ordering, Space};
 use crate::raw;
-use crate::shared::{load_words, store_words};
+use crate::shared::{SharedSlice, load_words, store_words};
 use crate::slice::DisjointSlice;
 use crate::thread;
 
@@ -234,6 +234,14 @@ pub trait Collective: ThreadGroup {
     fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
 }
 
+/// A warp-level group's exclusive scan from its inclusive one: the previous rank's value,
+/// `T::default()` at rank 0.
+#[inline(always)]
+fn exclusive_from_inclusive<G: WarpGroup, T: Copy + Default>(group: &G, incl: T) -> T {
+    let ex = group.shfl_up(incl, 1);
+    if group.thread_rank() == 0 { T::default() } else { ex }
+}
+
 impl<const N: u32, P: TileParent> Collective for ThreadBlockTile<N, P> {
     #[inline(always)]
     fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
@@ -245,9 +253,7 @@ impl<const N: u32, P: TileParent> Collective for ThreadBlockTile<N, P> {
     }
     #[inline(always)]
     fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
-        let incl = self.inclusive_scan_with(v, op);
-        let ex = self.shfl_up(incl, 1);
-        if self.thread_rank() == 0 { T::default() } else { ex }
+        exclusive_from_inclusive(self, self.inclusive_scan_with(v, op))
     }
 }
 
@@ -262,9 +268,7 @@ impl Collective for DynTile {
     }
     #[inline(always)]
     fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
-        let incl = self.inclusive_scan_with(v, op);
-        let ex = self.shfl_up(incl, 1);
-        if self.thread_rank() == 0 { T::default() } else { ex }
+        exclusive_from_inclusive(self, self.inclusive_scan_with(v, op))
     }
 }
 
@@ -279,9 +283,7 @@ impl Collective for CoalescedGroup {
     }
     #[inline(always)]
     fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
-        let incl = group_scan(self, v, op);
-        let ex = self.shfl_up(incl, 1);
-        if self.thread_rank() == 0 { T::default() } else { ex }
+        exclusive_from_inclusive(self, group_scan(self, v, op))
     }
 }
 
@@ -297,6 +299,61 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N
     #[inline(always)]
     fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         self.scan_impl(v, op, Some(T::default()))
+    }
+}
+
+/// Combines, in order, the partials that warps `first..first + count` stored in `slots` with
+/// `store_words`; `init` when `count` is 0 (`init` also fixes `T`). The second level of the
+/// block and large-tile scans.
+///
+/// # Safety
+/// Those slots hold `T`s written before a barrier that every caller has passed since.
+#[inline(always)]
+pub(crate) unsafe fn fold_warp_slots<T: Copy, Op: ReduceOp<T>>(
+    slots: SharedSlice<[u32; 8]>,
+    first: u32,
+    count: u32,
+    init: T,
+    op: Op,
+) -> T {
+    let mut acc = init;
+    let mut k = 0;
+    while k < count {
+        // SAFETY: written before the barrier (the caller's contract).
+        let p = unsafe { load_words(slots.sub((first + k) as usize, 1).shared_addr(), init) };
+        acc = if k == 0 { p } else { op.combine(acc, p) };
+        k += 1;
+    }
+    acc
+}
+
+/// One thread's result of a two-level scan: `incl` is its inclusive scan within its warp,
+/// `prefix` the combined totals of the group's warps before its own (ignored in the first
+/// warp), and for an exclusive scan `exclusive` is `Some((zero, ex))`, `ex` being the previous
+/// lane's `incl` and `zero` rank 0's value.
+#[inline(always)]
+pub(crate) fn finish_two_level_scan<T: Copy, Op: ReduceOp<T>>(
+    op: Op,
+    first_warp: bool,
+    first_lane: bool,
+    prefix: T,
+    incl: T,
+    exclusive: Option<(T, T)>,
+) -> T {
+    match exclusive {
+        None => {
+            if first_warp {
+                incl
+            } else {
+                op.combine(prefix, incl)
+            }
+        }
+        Some((zero, ex)) => match (first_warp, first_lane) {
+            (true, true) => zero,
+            (true, false) => ex,
+            (false, true) => prefix,
+            (false, false) => op.combine(prefix, ex),
+        },
     }
 }
 
@@ -356,33 +413,11 @@ fn block_scan<T: Copy + 'static, Op: ReduceOp<T>>(v: T, op: Op, exclusive: Optio
     }
     crate::sync::sync_threads();
     let mine = thread::warp_id();
-    let mut prefix = v;
-    let mut w = 0;
-    while w < mine {
-        // SAFETY: totals of the warps before this one, written before the barrier.
-        let p = unsafe { load_words(slots.sub(w as usize, 1).shared_addr(), v) };
-        prefix = if w == 0 { p } else { op.combine(prefix, p) };
-        w += 1;
-    }
+    // SAFETY: totals of the warps before this one, written before the barrier.
+    let prefix = unsafe { fold_warp_slots(slots, 0, mine, v, op) };
     crate::sync::sync_threads();
-    match exclusive {
-        None => {
-            if mine == 0 {
-                incl
-            } else {
-                op.combine(prefix, incl)
-            }
-        }
-        Some(zero) => {
-            let ex = warp.shfl_up(incl, 1);
-            match (mine == 0, warp.thread_rank() == 0) {
-                (true, true) => zero,
-                (true, false) => ex,
-                (false, true) => prefix,
-                (false, false) => op.combine(prefix, ex),
-            }
-        }
-    }
+    let exclusive = exclusive.map(|zero| (zero, warp.shfl_up(incl, 1)));
+    finish_two_level_scan(op, mine == 0, warp.thread_rank() == 0, prefix, incl, exclusive)
 }
 
 impl Collective for ThreadBlock {
