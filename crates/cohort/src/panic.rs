@@ -71,7 +71,7 @@ pub const PANIC_RECORD_SYMBOL: &str = "cohort_panic_record";
 #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
 mod handler {
     use super::{PANIC_FILE_BYTES, PanicRecord};
-    use core::arch::asm;
+    use crate::atomic::{AtomicU32, Ordering};
 
     /// Device address of the host-mapped [`PanicRecord`], written by the host at module load;
     /// null if the host registered none.
@@ -85,7 +85,7 @@ mod handler {
     /// host-native atomics; compute-sanitizer's memcheck flags them); the record itself then
     /// takes plain stores only. Never reset: a panic traps, and the context dies with it.
     #[used]
-    static mut COHORT_PANIC_CLAIM: u32 = 0;
+    static COHORT_PANIC_CLAIM: AtomicU32 = AtomicU32::new(0);
 
     // `#[inline(always)]` on the handler is reported as ignored, but it does reach LLVM: without
     // it ptxas charges every kernel with a bounds check 32 registers more (measured, ptxas 13.0).
@@ -96,31 +96,16 @@ mod handler {
         // SAFETY: the host writes this pointer once, before any launch of the module.
         let rec = unsafe { core::ptr::read_volatile(&raw const cohort_panic_record) };
         if !rec.is_null() {
-            let claim = &raw mut COHORT_PANIC_CLAIM;
-            let prev: u32;
-            // SAFETY: a CAS on this module's claim word (device memory, generic address) lets
-            // exactly one thread of the launch claim the record.
-            unsafe {
-                asm!("atom.relaxed.gpu.cas.b32 {0}, [{1}], 0, 1;", out(reg32) prev, in(reg64) claim, options(nostack));
-            }
-            if prev == 0 {
+            let claim = &COHORT_PANIC_CLAIM;
+            if claim.compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
                 // SAFETY: this thread won the claim, so it alone writes the record.
                 unsafe { fill(&mut *rec, info.location()) };
-                // SAFETY: release-store 2 ("written") to the claim word.
-                unsafe { asm!("st.release.gpu.u32 [{0}], 2;", in(reg64) claim, options(nostack)) };
+                claim.store(2, Ordering::Release);
             } else {
                 // A trap ends the whole launch at once: wait (boundedly, ~0.1 s) until the
                 // winner has written the record, or it is lost with the context.
                 let mut n = 0u32;
-                loop {
-                    let state: u32;
-                    // SAFETY: acquire-load of the claim word.
-                    unsafe {
-                        asm!("ld.acquire.gpu.u32 {0}, [{1}];", out(reg32) state, in(reg64) claim, options(nostack))
-                    };
-                    if state == 2 || n >= 1 << 20 {
-                        break;
-                    }
+                while claim.load(Ordering::Acquire) != 2 && n < 1 << 20 {
                     crate::raw::nanosleep(100);
                     n += 1;
                 }
