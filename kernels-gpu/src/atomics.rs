@@ -2,6 +2,7 @@
 //! the mutex counter and the dot product; plus Cohort's own histogram. Each has a CUDA C++
 //! twin in `host/benches/cuda_twins.cu` with the same algorithm and parameters.
 
+use cohort::mutex::MutexGuard;
 use cohort::prelude::*;
 use cohort::shared;
 use cohort::slice::cast_aligned;
@@ -179,14 +180,9 @@ pub fn dot_partial(a: &[f32], b: &[f32], mut partial: DisjointSlice<f32>) {
 /// Dot product, full: each block's thread 0 adds its sum to `c[0]` inside the mutex.
 #[kernel]
 pub fn dot_mutex(mutex: &[Mutex], a: &[f32], b: &[f32], c: &[AtomicF32]) {
-    let sum = block_dot(a, b);
-    if thread::thread_idx_x() == 0 {
-        // One contender per block and a critical section of a few instructions: spin (as the
-        // tutorial and the C++ twin do) rather than back off.
-        let _guard = mutex[0].lock_spin();
-        let v = c[0].load(Ordering::Relaxed);
-        c[0].store(v + sum, Ordering::Relaxed);
-    }
+    // One contender per block and a critical section of a few instructions: spin (as the
+    // tutorial and the C++ twin do) rather than back off.
+    dot_under_lock(a, b, c, || mutex[0].lock_spin());
 }
 
 /// [`dot_mutex`] with [`Mutex::lock`] (exponential `nanosleep` backoff) instead of spinning:
@@ -194,9 +190,15 @@ pub fn dot_mutex(mutex: &[Mutex], a: &[f32], b: &[f32], c: &[AtomicF32]) {
 /// contention.
 #[kernel]
 pub fn dot_mutex_backoff(mutex: &[Mutex], a: &[f32], b: &[f32], c: &[AtomicF32]) {
+    dot_under_lock(a, b, c, || mutex[0].lock());
+}
+
+/// The block's dot product, added to `c[0]` by thread 0 while it holds the guard `lock` returns.
+#[inline(always)]
+fn dot_under_lock<'m>(a: &[f32], b: &[f32], c: &[AtomicF32], lock: impl FnOnce() -> MutexGuard<'m>) {
     let sum = block_dot(a, b);
     if thread::thread_idx_x() == 0 {
-        let _guard = mutex[0].lock();
+        let _guard = lock();
         let v = c[0].load(Ordering::Relaxed);
         c[0].store(v + sum, Ordering::Relaxed);
     }
