@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use cohort_runtime::{Error, Gpu, Module};
+use cohort_runtime::{Dim3, Error, Gpu, Module};
 use libtest_mimic::{Completion, Failed, Trial};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -93,6 +93,26 @@ impl<T, E: std::fmt::Display> Context<T> for Result<T, E> {
     fn ctx(self, what: &str) -> Result<T, String> {
         self.map_err(|e| format!("{what}: {e}"))
     }
+}
+
+/// Every thread of a `grid` x `block` launch as (block index, thread index), enumerated
+/// coordinate by coordinate: the CPU side of the index tests.
+pub fn each_thread(grid: Dim3, block: Dim3) -> Vec<(Dim3, Dim3)> {
+    let mut all = Vec::with_capacity((grid.volume() * block.volume()) as usize);
+    for bz in 0..grid.z {
+        for by in 0..grid.y {
+            for bx in 0..grid.x {
+                for tz in 0..block.z {
+                    for ty in 0..block.y {
+                        for tx in 0..block.x {
+                            all.push((Dim3::new(bx, by, bz), Dim3::new(tx, ty, tz)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    all
 }
 
 /// Compares every element; reports how many differ and the first few.

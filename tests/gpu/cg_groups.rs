@@ -5,7 +5,7 @@
 use cohort_runtime::LaunchConfig;
 use cohort_test_kernels::cg_collectives::S24;
 use cohort_test_kernels::cg_groups::{self as k, LARGE_SLOTS, MEMBER_SLOTS, MemberArgs};
-use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_trial, rng};
+use cohort_tests::{Context, Ctx, TestResult, check_all, each_thread, ensure, gpu_trial, rng};
 use libtest_mimic::Trial;
 use rand::Rng;
 
@@ -327,40 +327,28 @@ fn grid_members(c: &Ctx) -> TestResult {
     let mut out = c.gpu.upload(&vec![[u64::MAX; 17]; n]).ctx("alloc")?;
     kern.launch_cooperative(&s, LaunchConfig::new(grid, block), &mut out).ctx("launch")?;
     let mut want = vec![[0u64; 17]; n];
-    for bz in 0..grid.z {
-        for by in 0..grid.y {
-            for bx in 0..grid.x {
-                for tz in 0..block.z {
-                    for ty in 0..block.y {
-                        for tx in 0..block.x {
-                            let b = cohort_runtime::Dim3::new(bx, by, bz);
-                            let t = cohort_runtime::Dim3::new(tx, ty, tz);
-                            let br = b.linear_in(grid);
-                            let rank = br * block.volume() + t.linear_in(block);
-                            want[rank as usize] = [
-                                rank,
-                                br,
-                                n as u64,
-                                grid.volume(),
-                                3,
-                                2,
-                                1,
-                                bx as u64,
-                                by as u64,
-                                bz as u64,
-                                8,
-                                4,
-                                2,
-                                tx as u64,
-                                ty as u64,
-                                tz as u64,
-                                br,
-                            ];
-                        }
-                    }
-                }
-            }
-        }
+    for (b, t) in each_thread(grid, block) {
+        let br = b.linear_in(grid);
+        let rank = br * block.volume() + t.linear_in(block);
+        want[rank as usize] = [
+            rank,
+            br,
+            n as u64,
+            grid.volume(),
+            3,
+            2,
+            1,
+            b.x as u64,
+            b.y as u64,
+            b.z as u64,
+            8,
+            4,
+            2,
+            t.x as u64,
+            t.y as u64,
+            t.z as u64,
+            br,
+        ];
     }
     check_all("grid and block members", &out.to_vec().ctx("read")?, &want)
 }

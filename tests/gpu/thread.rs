@@ -2,7 +2,7 @@
 
 use cohort_kernels::checks;
 use cohort_runtime::{Dim3, LaunchConfig};
-use cohort_tests::{Context, Ctx, TestResult, check_all, gpu_trial};
+use cohort_tests::{Context, Ctx, TestResult, check_all, each_thread, gpu_trial};
 use libtest_mimic::Trial;
 
 pub fn trials() -> Vec<Trial> {
@@ -22,39 +22,27 @@ fn indices(c: &Ctx, grid: Dim3, block: Dim3) -> TestResult {
     k.launch(&s, LaunchConfig::new(grid, block), &mut out).ctx("launch")?;
     let got = out.to_vec().ctx("read back")?;
     let mut want = vec![[0u64; 16]; total];
-    for bz in 0..grid.z {
-        for by in 0..grid.y {
-            for bx in 0..grid.x {
-                for tz in 0..block.z {
-                    for ty in 0..block.y {
-                        for tx in 0..block.x {
-                            let b = Dim3::new(bx, by, bz);
-                            let t = Dim3::new(tx, ty, tz);
-                            let in_block = t.linear_in(block);
-                            let rank = b.linear_in(grid) * block.volume() + in_block;
-                            want[rank as usize] = [
-                                tx as u64,
-                                ty as u64,
-                                tz as u64,
-                                bx as u64,
-                                by as u64,
-                                bz as u64,
-                                block.x as u64,
-                                block.y as u64,
-                                block.z as u64,
-                                grid.x as u64,
-                                grid.y as u64,
-                                grid.z as u64,
-                                in_block % 32,
-                                in_block / 32,
-                                in_block,
-                                rank,
-                            ];
-                        }
-                    }
-                }
-            }
-        }
+    for (b, t) in each_thread(grid, block) {
+        let in_block = t.linear_in(block);
+        let rank = b.linear_in(grid) * block.volume() + in_block;
+        want[rank as usize] = [
+            t.x as u64,
+            t.y as u64,
+            t.z as u64,
+            b.x as u64,
+            b.y as u64,
+            b.z as u64,
+            block.x as u64,
+            block.y as u64,
+            block.z as u64,
+            grid.x as u64,
+            grid.y as u64,
+            grid.z as u64,
+            in_block % 32,
+            in_block / 32,
+            in_block,
+            rank,
+        ];
     }
     check_all("per-thread indices", &got, &want)
 }
