@@ -45,6 +45,8 @@ pub fn bench_scan_u32(data: &[u32], mut out: DisjointSlice<u32>) {
     // `if` rather than `data.get(..)`: the `Option` of a reference makes LLVM also test the
     // (global-space) pointer for null, three instructions before the load.
     let v = if *i < data.len() { data[*i] } else { 0 };
+    // Partition after the load, as the C++ twin does: the block-size check then runs while the
+    // load is in flight (measured: 0.976 of C++ this way, 0.954 with the partition first).
     let warp = cg::tiled_partition::<32, _>(&cg::this_thread_block());
     let s = cg::inclusive_sum(&warp, v);
     out.set(&i, s);

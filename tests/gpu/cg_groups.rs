@@ -2,7 +2,7 @@
 //! groups of divergent branches, large tiles, tiles of large tiles, shuffles of many types,
 //! grid-wide reduction and the grid/block members.
 
-use cohort_runtime::LaunchConfig;
+use cohort_runtime::{Dim3, LaunchConfig};
 use cohort_test_kernels::cg_collectives::S24;
 use cohort_test_kernels::cg_groups::{self as k, LARGE_SLOTS, MEMBER_SLOTS, MemberArgs};
 use cohort_tests::{Context, Ctx, TestResult, check_all, each_thread, ensure, gpu_trial, rng};
@@ -89,41 +89,50 @@ fn expect(
 }
 
 fn tile(c: &Ctx, size: u32) -> TestResult {
-    let name = format!("cg_tile_members_{size}");
-    let (blocks, block) = (3u32, 256u32);
-    let n = (blocks * block) as usize;
-    let inp = inputs(&name, n, 3);
-    let mut r = rng(&format!("{name}-args"));
-    let a = MemberArgs { delta: r.random_range(0..size.max(2)), xor_mask: r.random_range(0..size) };
-    let s = c.gpu.new_stream().ctx("stream")?;
-    let up = |v: &Vec<u32>| c.gpu.upload(v).ctx("upload");
-    let (dv, ds, dp, dk) = (up(&inp.vals)?, up(&inp.srcs)?, up(&inp.preds)?, up(&inp.keys)?);
-    let mut out = c.gpu.upload(&vec![[u32::MAX; MEMBER_SLOTS]; n]).ctx("alloc")?;
-    let cfg = LaunchConfig::new(blocks, block);
-    match size {
-        1 => k::tile_members::<1>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
-        2 => k::tile_members::<2>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
-        4 => k::tile_members::<4>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
-        8 => k::tile_members::<8>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
-        16 => k::tile_members::<16>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
-        _ => k::tile_members::<32>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
+    // A 1-D launch, and a 3-D one (ranks, lanes and warps follow the linear thread rank).
+    let shapes = [(Dim3::new(3, 1, 1), Dim3::new(256, 1, 1)), (Dim3::new(2, 1, 2), Dim3::new(8, 4, 3))];
+    for (grid, blk) in shapes {
+        let name = format!("cg_tile_members_{size}");
+        let block = blk.volume() as u32;
+        let n = (grid.volume() * blk.volume()) as usize;
+        let inp = inputs(&name, n, 3);
+        let mut r = rng(&format!("{name}-args"));
+        let a = MemberArgs { delta: r.random_range(0..size.max(2)), xor_mask: r.random_range(0..size) };
+        let s = c.gpu.new_stream().ctx("stream")?;
+        let up = |v: &Vec<u32>| c.gpu.upload(v).ctx("upload");
+        let (dv, ds, dp, dk) = (up(&inp.vals)?, up(&inp.srcs)?, up(&inp.preds)?, up(&inp.keys)?);
+        let mut out = c.gpu.upload(&vec![[u32::MAX; MEMBER_SLOTS]; n]).ctx("alloc")?;
+        let cfg = LaunchConfig::new(grid, blk);
+        match size {
+            1 => k::tile_members::<1>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
+            2 => k::tile_members::<2>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
+            4 => k::tile_members::<4>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
+            8 => k::tile_members::<8>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
+            16 => k::tile_members::<16>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
+            _ => k::tile_members::<32>::load(&c.tests).ctx("load")?.launch(&s, cfg, &dv, &ds, &dp, &dk, a, &mut out),
+        }
+        .ctx("launch")?;
+        // `i` is the thread's linear rank in the grid (what `index_1d` gives), `rb` in its block.
+        let want: Vec<[u32; MEMBER_SLOTS]> = (0..n)
+            .map(|i| {
+                let rb = i % block as usize;
+                let start = i - rb % size as usize;
+                let m: Vec<usize> = (start..start + size as usize).collect();
+                let lane_mask = if size == 32 {
+                    u32::MAX
+                } else {
+                    ((1u32 << size) - 1) << (rb % 32 / size as usize * size as usize)
+                };
+                expect(&inp, &m, i, a, ((rb / size as usize) as u32, block / size), lane_mask, Some(a.xor_mask))
+            })
+            .collect();
+        check_all(
+            &format!("tile of {size}, grid {grid:?} x block {blk:?}: members (delta {}, xor {})", a.delta, a.xor_mask),
+            &out.to_vec().ctx("read")?,
+            &want,
+        )?;
     }
-    .ctx("launch")?;
-    let want: Vec<[u32; MEMBER_SLOTS]> = (0..n)
-        .map(|i| {
-            let rb = i % block as usize;
-            let start = i - rb % size as usize;
-            let m: Vec<usize> = (start..start + size as usize).collect();
-            let lane_mask =
-                if size == 32 { u32::MAX } else { ((1u32 << size) - 1) << (i % 32 / size as usize * size as usize) };
-            expect(&inp, &m, i, a, ((rb / size as usize) as u32, block / size), lane_mask, Some(a.xor_mask))
-        })
-        .collect();
-    check_all(
-        &format!("tile of {size}: members (delta {}, xor {})", a.delta, a.xor_mask),
-        &out.to_vec().ctx("read")?,
-        &want,
-    )
+    Ok(())
 }
 
 fn dyn_tile(c: &Ctx) -> TestResult {
@@ -322,7 +331,7 @@ fn grid_reduce(c: &Ctx) -> TestResult {
 fn grid_members(c: &Ctx) -> TestResult {
     let kern = k::grid_members::load(&c.tests).ctx("load")?;
     let s = c.gpu.new_stream().ctx("stream")?;
-    let (grid, block) = (cohort_runtime::Dim3::new(3, 2, 1), cohort_runtime::Dim3::new(8, 4, 2));
+    let (grid, block) = (Dim3::new(3, 2, 1), Dim3::new(8, 4, 2));
     let n = (grid.volume() * block.volume()) as usize;
     let mut out = c.gpu.upload(&vec![[u64::MAX; 17]; n]).ctx("alloc")?;
     kern.launch_cooperative(&s, LaunchConfig::new(grid, block), &mut out).ctx("launch")?;

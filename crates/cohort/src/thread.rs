@@ -198,15 +198,21 @@ pub fn grid_size() -> u64 {
 #[inline(always)]
 #[must_use]
 pub fn global_id() -> u64 {
-    // All four are >= 1, and their 64-bit product cannot wrap (at most 65535^2 * 1024 * 64), so
-    // it is 1 exactly when each is: one test instead of four.
-    let rest = raw::nctaid_y() as u64 * raw::nctaid_z() as u64 * (raw::ntid_y() * raw::ntid_z()) as u64;
-    if rest == 1 {
+    // All four are >= 1, so their bitwise OR is 1 exactly when each is: one test instead of
+    // four, on values the SASS reads from the constant bank (uniform registers, no multiply).
+    if raw::nctaid_y() | raw::nctaid_z() | raw::ntid_y() | raw::ntid_z() == 1 {
         // The common 1-D case: one wide multiply-add, as CUDA C++ compiles it.
         raw::ctaid_x() as u64 * raw::ntid_x() as u64 + raw::tid_x() as u64
     } else {
-        block_rank() * block_size() as u64 + thread_rank_in_block() as u64
+        global_id_nd()
     }
+}
+
+/// [`global_id`] of a 2-D or 3-D launch, out of line so the 1-D path stays short.
+#[cold]
+#[inline(never)]
+fn global_id_nd() -> u64 {
+    block_rank() * block_size() as u64 + thread_rank_in_block() as u64
 }
 
 /// This thread's lane in its warp, 0..32.
