@@ -169,7 +169,10 @@ fn trap_in_child(_: &Ctx) -> TestResult {
     })?;
     println!(
         "{}",
-        text.lines().filter(|l| l.contains("RECOVER") || l.contains("context after")).collect::<Vec<_>>().join("\n")
+        text.lines()
+            .filter(|l| l.contains("RECOVER") || l.contains("context after") || l.contains("ERROR AS RETURNED"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     Ok(())
 }

@@ -14,7 +14,7 @@
 //! fallback barrier's words, a 32-byte broadcast slot per tile, and a 32-byte partial per
 //! warp — 1.6 KiB per block.
 
-use super::reduce::{ReduceOp, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce};
+use super::reduce::{ReduceOp, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce, warp_slot};
 use super::{ThreadBlock, ThreadGroup};
 use crate::atomic::Ordering;
 use crate::shared::{load_words, store_words};
@@ -59,9 +59,11 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         tile
     }
 
+    /// This tile's index in the block: below 16 (1024 threads at most, N ≥ 64). The modulo
+    /// says so to LLVM, so indexing the per-tile scratch needs no bounds check.
     #[inline(always)]
     fn index(&self) -> u32 {
-        thread::thread_rank_in_block() / N
+        thread::thread_rank_in_block() / N % 16
     }
 
     #[inline(always)]
@@ -121,14 +123,14 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         let warps = LT_WARP.get().as_slice();
         if raw::laneid() == 0 {
             // SAFETY: this warp's own slot.
-            unsafe { store_words(warps.sub(thread::warp_id() as usize, 1).shared_addr(), w as u32) };
+            unsafe { store_words(warp_slot(warps, thread::warp_id()), w as u32) };
         }
         self.sync();
         let mut r = all;
         let mut k = 0;
         while k < N / 32 {
             // SAFETY: slots of this tile's warps, written before the barrier.
-            let f: u32 = unsafe { load_words(warps.sub((self.first_warp() + k) as usize, 1).shared_addr(), 0u32) };
+            let f: u32 = unsafe { load_words(warp_slot(warps, self.first_warp() + k), 0u32) };
             r = if all { r && f != 0 } else { r || f != 0 };
             k += 1;
         }
@@ -143,18 +145,12 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         let warps = LT_WARP.get().as_slice();
         if raw::laneid() == 0 {
             // SAFETY: this warp's own slot.
-            unsafe { store_words(warps.sub(thread::warp_id() as usize, 1).shared_addr(), part) };
+            unsafe { store_words(warp_slot(warps, thread::warp_id()), part) };
         }
         self.sync();
-        // SAFETY: slots of this tile's warps, written before the barrier.
-        let mut acc = unsafe { load_words(warps.sub(self.first_warp() as usize, 1).shared_addr(), v) };
-        let mut k = 1;
-        while k < N / 32 {
-            // SAFETY: as above.
-            let p = unsafe { load_words(warps.sub((self.first_warp() + k) as usize, 1).shared_addr(), v) };
-            acc = op.combine(acc, p);
-            k += 1;
-        }
+        // SAFETY: slots of this tile's warps (≤ 32 warps in a block, 32 slots), written before
+        // the barrier.
+        let acc = unsafe { fold_warp_slots(warps, self.first_warp(), N / 32, v, op) };
         self.sync();
         acc
     }
@@ -167,11 +163,12 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         let warps = LT_WARP.get().as_slice();
         if lane == 31 {
             // SAFETY: this warp's own slot.
-            unsafe { store_words(warps.sub(thread::warp_id() as usize, 1).shared_addr(), incl) };
+            unsafe { store_words(warp_slot(warps, thread::warp_id()), incl) };
         }
         self.sync();
         let mine = thread::warp_id() - self.first_warp();
-        // SAFETY: totals of this tile's warps before this one, written before the barrier.
+        // SAFETY: totals of this tile's warps before this one (in range: ≤ 32 warps in a
+        // block), written before the barrier.
         let prefix = unsafe { fold_warp_slots(warps, self.first_warp(), mine, v, op) };
         self.sync();
         // SAFETY: the full warp executes this shuffle.
@@ -207,6 +204,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> ThreadGroup for LargeTile<
 /// The warp-leader barrier of large tile `tile` made of `warps` warps.
 #[inline(always)]
 fn barrier(tile: u32, warps: u32) {
+    let tile = tile % 16; // tile indices are below 16 (see `LargeTile::index`)
     // SAFETY: a large tile is made of whole warps, all present.
     unsafe { raw::bar_warp_sync(u32::MAX) };
     if raw::laneid() == 0 {

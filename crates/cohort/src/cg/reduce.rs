@@ -304,10 +304,11 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N
 
 /// Combines, in order, the partials that warps `first..first + count` stored in `slots` with
 /// `store_words`; `init` when `count` is 0 (`init` also fixes `T`). The second level of the
-/// block and large-tile scans.
+/// block and large-tile reductions and scans.
 ///
 /// # Safety
-/// Those slots hold `T`s written before a barrier that every caller has passed since.
+/// Those slots (of the 32 in `slots`) hold `T`s written before a barrier that every caller has
+/// passed since.
 #[inline(always)]
 pub(crate) unsafe fn fold_warp_slots<T: Copy, Op: ReduceOp<T>>(
     slots: SharedSlice<[u32; 8]>,
@@ -320,7 +321,7 @@ pub(crate) unsafe fn fold_warp_slots<T: Copy, Op: ReduceOp<T>>(
     let mut k = 0;
     while k < count {
         // SAFETY: written before the barrier (the caller's contract).
-        let p = unsafe { load_words(slots.sub((first + k) as usize, 1).shared_addr(), init) };
+        let p = unsafe { load_words(warp_slot(slots, first + k), init) };
         acc = if k == 0 { p } else { op.combine(acc, p) };
         k += 1;
     }
@@ -362,6 +363,14 @@ crate::shared! {
     static BLOCK_WARP: [[u32; 8]; 32];
 }
 
+/// Shared address of warp `w`'s slot in a per-warp scratch array of 32 slots (one per warp a
+/// block can have). `w` is below 32 for every warp of a block (1024 threads at most); taking it
+/// modulo 32 tells LLVM so, which removes the bounds check and its panic path.
+#[inline(always)]
+pub(crate) fn warp_slot(slots: SharedSlice<[u32; 8]>, w: u32) -> u32 {
+    slots.sub((w % 32) as usize, 1).shared_addr()
+}
+
 /// This warp's lanes that exist in the block (all 32, except in a last partial warp).
 #[inline(always)]
 fn warp_in_block(active: u32) -> CoalescedGroup {
@@ -383,19 +392,13 @@ fn block_reduce<T: Copy + 'static, Op: ReduceOp<T>>(v: T, op: Op, active: u32) -
         let part = warp_in_block(active).reduce_with(v, op);
         if raw::laneid() == 0 {
             // SAFETY: this warp's own slot.
-            unsafe { store_words(slots.sub(thread::warp_id() as usize, 1).shared_addr(), part) };
+            unsafe { store_words(warp_slot(slots, thread::warp_id()), part) };
         }
     }
     crate::sync::sync_threads();
-    let warps = active.div_ceil(32);
-    // SAFETY: slot 0 exists (active > 0) and was written before the barrier.
-    let mut acc = unsafe { load_words(slots.sub(0, 1).shared_addr(), v) };
-    let mut w = 1;
-    while w < warps {
-        // SAFETY: slots of the active warps, written before the barrier.
-        acc = op.combine(acc, unsafe { load_words(slots.sub(w as usize, 1).shared_addr(), v) });
-        w += 1;
-    }
+    // SAFETY: the slots of the active warps (at least one: active > 0; at most 32, one per warp
+    // of the block), written before the barrier.
+    let acc = unsafe { fold_warp_slots(slots, 0, active.div_ceil(32), v, op) };
     crate::sync::sync_threads();
     acc
 }
@@ -409,11 +412,11 @@ fn block_scan<T: Copy + 'static, Op: ReduceOp<T>>(v: T, op: Op, exclusive: Optio
     let slots = BLOCK_WARP.get().as_slice();
     if warp.thread_rank() + 1 == warp.num_threads() {
         // SAFETY: this warp's own slot.
-        unsafe { store_words(slots.sub(thread::warp_id() as usize, 1).shared_addr(), incl) };
+        unsafe { store_words(warp_slot(slots, thread::warp_id()), incl) };
     }
     crate::sync::sync_threads();
     let mine = thread::warp_id();
-    // SAFETY: totals of the warps before this one, written before the barrier.
+    // SAFETY: totals of the warps before this one (fewer than 32), written before the barrier.
     let prefix = unsafe { fold_warp_slots(slots, 0, mine, v, op) };
     crate::sync::sync_threads();
     let exclusive = exclusive.map(|zero| (zero, warp.shfl_up(incl, 1)));
