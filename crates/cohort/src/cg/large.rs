@@ -126,16 +126,18 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
             unsafe { store_words(warp_slot(warps, thread::warp_id()), w as u32) };
         }
         self.sync();
-        let mut r = all;
-        let mut k = 0;
-        while k < N / 32 {
-            // SAFETY: slots of this tile's warps, written before the barrier.
-            let f: u32 = unsafe { load_words(warp_slot(warps, self.first_warp() + k), 0u32) };
-            r = if all { r && f != 0 } else { r || f != 0 };
-            k += 1;
-        }
+        let (first, count) = (self.first_warp(), N / 32);
+        // SAFETY: slots of this tile's warps (≤ 32 warps in a block, 32 slots), written before
+        // the barrier.
+        let r = unsafe {
+            if all {
+                fold_warp_slots(warps, first, count, 0u32, super::bit_and)
+            } else {
+                fold_warp_slots(warps, first, count, 0u32, super::bit_or)
+            }
+        };
         self.sync();
-        r
+        r != 0
     }
 
     /// Combines every member's `v` with `op`; every member gets the result.

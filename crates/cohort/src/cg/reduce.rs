@@ -492,6 +492,20 @@ macro_rules! atomic_add {
 }
 atomic_add!(u32 i32 u64 i64 f32 f64);
 
+/// The shared part of the `*_scan_update` collectives: this member's inclusive sum, and the
+/// atomic's value before the group's total was added to it (one atomic per group, by the last
+/// member, broadcast to all).
+#[inline(always)]
+fn scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(group: &G, dst: &Atomic<T, S>, value: T) -> (T, T) {
+    let incl = group.inclusive_scan_with(value, plus);
+    let last = group.num_threads() - 1;
+    let mut old = T::default();
+    if group.thread_rank() == last {
+        old = T::fetch_add_on(dst, incl);
+    }
+    (incl, group.shfl(old, last))
+}
+
 /// `cg::exclusive_scan_update(group, atomic, value)`: an exclusive sum over the group, offset
 /// by the atomic's value, which grows by the group's total (one atomic per group). The classic
 /// use is carving a shared buffer: each member gets where its part starts.
@@ -501,13 +515,7 @@ pub fn exclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
     dst: &Atomic<T, S>,
     value: T,
 ) -> T {
-    let incl = group.inclusive_scan_with(value, plus);
-    let last = group.num_threads() - 1;
-    let mut old = T::default();
-    if group.thread_rank() == last {
-        old = T::fetch_add_on(dst, incl);
-    }
-    let old = group.shfl(old, last);
+    let (incl, old) = scan_update(group, dst, value);
     let ex = group.shfl_up(incl, 1);
     if group.thread_rank() == 0 { old } else { old + ex }
 }
@@ -519,13 +527,8 @@ pub fn inclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
     dst: &Atomic<T, S>,
     value: T,
 ) -> T {
-    let incl = group.inclusive_scan_with(value, plus);
-    let last = group.num_threads() - 1;
-    let mut old = T::default();
-    if group.thread_rank() == last {
-        old = T::fetch_add_on(dst, incl);
-    }
-    group.shfl(old, last) + incl
+    let (incl, old) = scan_update(group, dst, value);
+    old + incl
 }
 
 /// Grid-wide reduction in a cooperative kernel: every thread of the grid gets the
