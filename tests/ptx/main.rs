@@ -157,43 +157,37 @@ fn selection() -> TestResult {
     ensure(pick(75).is_none(), || format!("cc 7.5 -> {:?}", pick(75)))
 }
 
-fn golden_grid_sync() -> TestResult {
-    for m in PTX.modules {
-        let body = entry_body(m, "neighbour_sums")?;
-        for needle in ["%envreg1", "%envreg2", "atom.add.release.gpu.u32", "ld.acquire.gpu.u32", "barrier.sync 	0"] {
-            ensure(body.contains(needle), || format!("sm_{}: grid sync lacks `{needle}`", m.arch))?;
+/// Every module of `set` has entry `kernel`, and its body contains each of `needles`.
+fn entry_contains(set: &PtxSet, kernel: &str, needles: &[&str]) -> TestResult {
+    for m in set.modules {
+        let body = entry_body(m, kernel)?;
+        for needle in needles {
+            ensure(body.contains(needle), || format!("sm_{}: {kernel} lacks `{needle}`", m.arch))?;
         }
     }
     Ok(())
+}
+
+fn golden_grid_sync() -> TestResult {
+    entry_contains(
+        &PTX,
+        "neighbour_sums",
+        &["%envreg1", "%envreg2", "atom.add.release.gpu.u32", "ld.acquire.gpu.u32", "barrier.sync 	0"],
+    )
 }
 
 fn golden_atomic() -> TestResult {
-    for m in PTX.modules {
-        let body = entry_body(m, "sum_u32")?;
-        ensure(body.contains("red.relaxed.gpu.global.add.u64"), || {
-            format!("sm_{}: sum_u32 lacks red.relaxed.gpu.global.add.u64", m.arch)
-        })?;
-    }
-    Ok(())
+    entry_contains(&PTX, "sum_u32", &["red.relaxed.gpu.global.add.u64"])
 }
 
 fn golden_printf() -> TestResult {
-    for m in PTX.modules {
-        let body = entry_body(m, "hello")?;
-        ensure(body.contains("vprintf"), || format!("sm_{}: hello does not call vprintf", m.arch))?;
-    }
-    Ok(())
+    entry_contains(&PTX, "hello", &["vprintf"])
 }
 
 fn golden_redux() -> TestResult {
-    for m in PTX.modules {
-        for k in ["bench_reduce_u32", "bench_reduce_u32_vec4", "sum_u32"] {
-            let body = entry_body(m, k)?;
-            let want = if k == "sum_u32" { "shfl.sync.bfly.b32" } else { "redux.sync.add" };
-            ensure(body.contains(want), || format!("sm_{}: {k} lacks {want}", m.arch))?;
-        }
-    }
-    Ok(())
+    entry_contains(&PTX, "bench_reduce_u32", &["redux.sync.add"])?;
+    entry_contains(&PTX, "bench_reduce_u32_vec4", &["redux.sync.add"])?;
+    entry_contains(&PTX, "sum_u32", &["shfl.sync.bfly.b32"])
 }
 
 fn golden_scan() -> TestResult {
@@ -207,19 +201,15 @@ fn golden_scan() -> TestResult {
 }
 
 fn golden_vector_loads() -> TestResult {
-    for m in PTX.modules {
-        let body = entry_body(m, "bench_reduce_u32_vec4")?;
-        ensure(body.contains("ld.global.v4"), || {
-            format!("sm_{}: 16-byte elements are not loaded with ld.global.v4", m.arch)
-        })?;
-    }
-    Ok(())
+    // 16-byte elements load with one ld.global.v4.
+    entry_contains(&PTX, "bench_reduce_u32_vec4", &["ld.global.v4"])
 }
 
 fn golden_atomic_forms() -> TestResult {
-    for m in cohort_test_kernels::PTX.modules {
-        let body = entry_body(m, "atomic_forms")?;
-        for needle in [
+    entry_contains(
+        &cohort_test_kernels::PTX,
+        "atomic_forms",
+        &[
             "atom.relaxed.gpu.global.add.u32",
             "atom.acquire.gpu.global.add.u32",
             "atom.release.gpu.global.add.u32",
@@ -236,36 +226,34 @@ fn golden_atomic_forms() -> TestResult {
             "fence.acq_rel.gpu;",
             "fence.sc.sys;",
             "ld.relaxed.gpu.b32",
-        ] {
-            ensure(body.contains(needle), || format!("sm_{}: atomic_forms lacks `{needle}`", m.arch))?;
-        }
+        ],
+    )?;
+    // Shared-memory atomics carry .shared and block scope.
+    entry_contains(&cohort_test_kernels::PTX, "int_ops_shared_u32", &[".cta.shared.add.u32"])?;
+    for m in cohort_test_kernels::PTX.modules {
+        let body = entry_body(m, "atomic_forms")?;
         // SeqCst is a fence.sc then the acq_rel form, in that order.
         let f = body.find("fence.sc.gpu;").unwrap_or(usize::MAX);
         let after = &body[f.min(body.len())..];
         ensure(after.contains("atom.acq_rel.gpu.global.add.u32"), || {
             format!("sm_{}: SeqCst is not fence.sc + acq_rel", m.arch)
         })?;
-        // Shared-memory atomics carry .shared and block scope.
-        let shared = entry_body(m, "int_ops_shared_u32")?;
-        ensure(shared.contains(".cta.shared.add.u32"), || format!("sm_{}: shared atomics lack .cta.shared", m.arch))?;
     }
     Ok(())
 }
 
 fn golden_mutex() -> TestResult {
-    for m in PTX.modules {
-        let body = entry_body(m, "mutex_add_one")?;
-        for needle in ["atom.acquire.gpu.global.cas.b32", "st.release.gpu.global.b32", "nanosleep.u32"] {
-            ensure(body.contains(needle), || format!("sm_{}: mutex_add_one lacks `{needle}`", m.arch))?;
-        }
-    }
-    for m in cohort_test_kernels::PTX.modules {
-        let body = entry_body(m, "mutex_counters")?;
-        for needle in ["atom.acquire.cta.shared.cas.b32", "st.release.cta.shared.b32"] {
-            ensure(body.contains(needle), || format!("sm_{}: the shared mutex lacks `{needle}`", m.arch))?;
-        }
-    }
-    Ok(())
+    entry_contains(
+        &PTX,
+        "mutex_add_one",
+        &["atom.acquire.gpu.global.cas.b32", "st.release.gpu.global.b32", "nanosleep.u32"],
+    )?;
+    // The mutex in shared memory.
+    entry_contains(
+        &cohort_test_kernels::PTX,
+        "mutex_counters",
+        &["atom.acquire.cta.shared.cas.b32", "st.release.cta.shared.b32"],
+    )
 }
 
 /// Warp-synchronous operations come from LLVM's convergent NVVM intrinsics, never inline

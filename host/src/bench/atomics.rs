@@ -6,7 +6,7 @@ use cohort_kernels::PTX;
 use cohort_kernels::atomics::{self as k, BINS};
 use cohort_runtime::LaunchConfig;
 
-use super::{Phase, cuda_twins, median_ms};
+use super::{Phase, cuda_twins, launch_twin, median_ms};
 use crate::atomics::launch_histogram_on;
 use crate::util::{self, CliError, CliResult, Table};
 use cohort_host::corpus;
@@ -60,17 +60,9 @@ pub fn run(args: &[String]) -> CliResult {
             let f = twins.function(cname, false)?;
             let cpp = median_ms(&gpu, 1, r, |p| match p {
                 Phase::Prep => bins.fill_zero(),
-                Phase::Run => {
-                    let one = 128u64;
-                    let mut prm: [*mut std::ffi::c_void; 4] = [
-                        (&raw const d_ptr).cast_mut().cast(),
-                        (&raw const d_len).cast_mut().cast(),
-                        (&raw const b_ptr).cast_mut().cast(),
-                        (&raw const one).cast_mut().cast(),
-                    ];
-                    // SAFETY: (const unsigned char*, size, unsigned*, size) as the twin declares.
-                    unsafe { f.launch_raw(s, cfg, &mut prm) }
-                }
+                // SAFETY: (const unsigned char*, size, unsigned*, size) as the twin declares;
+                // the buffers outlive the launch.
+                Phase::Run => unsafe { launch_twin(&f, s, cfg, [d_ptr, d_len, b_ptr, 128]) },
             })?;
             check(bins.to_vec()?, cname)?;
             let (gr, gc) = (size as f64 / rust / 1e6, size as f64 / cpp / 1e6);
@@ -140,22 +132,11 @@ pub fn run(args: &[String]) -> CliResult {
     let (p_ptr, l_ptr, c_ptr) = (partial.as_device_ptr().addr(), lock.as_device_ptr().addr(), c.as_device_ptr().addr());
     let fp = twins.function("cpp_dot_partial", false)?;
     let fm = twins.function("cpp_dot_mutex", false)?;
-    let one = 1u64;
-    let cpp_p = median_ms(&gpu, 3, reps, |p| {
-        if p == Phase::Prep {
-            return Ok(());
-        }
-        let np = 640u64;
-        let mut prm: [*mut std::ffi::c_void; 6] = [
-            (&raw const a_ptr).cast_mut().cast(),
-            (&raw const nn).cast_mut().cast(),
-            (&raw const b_ptr).cast_mut().cast(),
-            (&raw const nn).cast_mut().cast(),
-            (&raw const p_ptr).cast_mut().cast(),
-            (&raw const np).cast_mut().cast(),
-        ];
-        // SAFETY: (const float*, size, const float*, size, float*, size) as the twin declares.
-        unsafe { fp.launch_raw(s, cfg, &mut prm) }
+    let cpp_p = median_ms(&gpu, 3, reps, |p| match p {
+        Phase::Prep => Ok(()),
+        // SAFETY: (const float*, size, const float*, size, float*, size) as the twin declares;
+        // the buffers outlive the launch.
+        Phase::Run => unsafe { launch_twin(&fp, s, cfg, [a_ptr, nn, b_ptr, nn, p_ptr, 640]) },
     })?;
     let sum: f64 = partial.to_vec()?.iter().map(|&v| v as f64).sum();
     if !dot_close(sum, &d, 640 * 256, 640).0 {
@@ -163,20 +144,9 @@ pub fn run(args: &[String]) -> CliResult {
     }
     let cpp_m = median_ms(&gpu, 3, reps, |p| match p {
         Phase::Prep => c.fill_zero(),
-        Phase::Run => {
-            let mut prm: [*mut std::ffi::c_void; 8] = [
-                (&raw const l_ptr).cast_mut().cast(),
-                (&raw const one).cast_mut().cast(),
-                (&raw const a_ptr).cast_mut().cast(),
-                (&raw const nn).cast_mut().cast(),
-                (&raw const b_ptr).cast_mut().cast(),
-                (&raw const nn).cast_mut().cast(),
-                (&raw const c_ptr).cast_mut().cast(),
-                (&raw const one).cast_mut().cast(),
-            ];
-            // SAFETY: the twin's (int*, size, const float*, size, const float*, size, float*, size).
-            unsafe { fm.launch_raw(s, cfg, &mut prm) }
-        }
+        // SAFETY: the twin's (int*, size, const float*, size, const float*, size, float*, size);
+        // the buffers outlive the launch.
+        Phase::Run => unsafe { launch_twin(&fm, s, cfg, [l_ptr, 1, a_ptr, nn, b_ptr, nn, c_ptr, 1]) },
     })?;
     let v = c.to_vec()?[0] as f64;
     if !dot_close(v, &d, 640 * 256, 640).0 {

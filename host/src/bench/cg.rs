@@ -6,7 +6,7 @@ use cohort_kernels::bench::{self as k, U32x4};
 use cohort_runtime::{DeviceBuffer, LaunchConfig};
 use rand::{Rng, SeedableRng};
 
-use super::{Phase, cuda_twins, median_ms};
+use super::{Phase, cuda_twins, launch_twin, median_ms};
 use crate::util::{self, CliError, CliResult, Table};
 
 struct Row {
@@ -68,16 +68,9 @@ pub fn run(args: &[String]) -> CliResult {
     };
     let t_ptr = total.as_device_ptr().addr();
     let cpp_launch = |f: &cohort_runtime::Function, data: u64, len: u64| -> cohort_runtime::Result<()> {
-        let one = 1u64;
-        let mut p: [*mut std::ffi::c_void; 4] = [
-            (&raw const data).cast_mut().cast(),
-            (&raw const len).cast_mut().cast(),
-            (&raw const t_ptr).cast_mut().cast(),
-            (&raw const one).cast_mut().cast(),
-        ];
-        // SAFETY: the twin's parameters are (const unsigned*, size, unsigned*, size), matching
-        // `p`; the buffers outlive the launch.
-        unsafe { f.launch_raw(s, cfg, &mut p) }
+        // SAFETY: the twin's parameters are (const unsigned*, size, unsigned*, size); the
+        // buffers outlive the launch.
+        unsafe { launch_twin(f, s, cfg, [data, len, t_ptr, 1]) }
     };
     let (d_ptr, d_len) = (d.as_device_ptr().addr(), d.len() as u64);
     let (q_ptr, q_len) = (d4.as_device_ptr().addr(), d4.len() as u64);
@@ -143,21 +136,11 @@ pub fn run(args: &[String]) -> CliResult {
     check_scan(&out, "Rust scan")?;
     out.fill_zero()?;
     let o_ptr = out.as_device_ptr().addr();
-    let cpp_ms = median_ms(&gpu, 3, reps, |phase| {
-        if phase == Phase::Prep {
-            return Ok(());
-        }
-        {
-            let one = 1u64;
-            let mut p: [*mut std::ffi::c_void; 4] = [
-                (&raw const d_ptr).cast_mut().cast(),
-                (&raw const d_len).cast_mut().cast(),
-                (&raw const o_ptr).cast_mut().cast(),
-                (&raw const one).cast_mut().cast(),
-            ];
-            // SAFETY: (const unsigned*, size, unsigned*, size) as the twin declares.
-            unsafe { cc.launch_raw(s, scfg, &mut p) }
-        }
+    let cpp_ms = median_ms(&gpu, 3, reps, |p| match p {
+        Phase::Prep => Ok(()),
+        // SAFETY: (const unsigned*, size, unsigned*, size) as the twin declares; the buffers
+        // outlive the launch.
+        Phase::Run => unsafe { launch_twin(&cc, s, scfg, [d_ptr, d_len, o_ptr, 1]) },
     })?;
     check_scan(&out, "C++ scan")?;
     rows.push(Row {

@@ -6,7 +6,7 @@ mod atomics;
 mod cg;
 mod launch;
 
-use cohort_runtime::{Event, Gpu, Module};
+use cohort_runtime::{Event, Function, Gpu, LaunchConfig, Module, Stream};
 
 use crate::util::{CliError, CliResult};
 
@@ -52,6 +52,23 @@ pub fn median_ms(
         t.push(b.elapsed_ms_since(&a)? as f64);
     }
     Ok(crate::util::median(&mut t))
+}
+
+/// Launches a CUDA C++ twin whose parameters are all 8 bytes wide (device addresses and
+/// sizes), given in order.
+///
+/// # Safety
+/// The twin must declare exactly these parameters (pointer or 64-bit integer each), and every
+/// buffer whose address is among `args` must outlive the kernel.
+pub unsafe fn launch_twin<const N: usize>(
+    f: &Function,
+    s: &Stream,
+    cfg: LaunchConfig,
+    args: [u64; N],
+) -> cohort_runtime::Result<()> {
+    let mut params = args.each_ref().map(|a| std::ptr::from_ref(a).cast_mut().cast::<std::ffi::c_void>());
+    // SAFETY: the caller's contract; `args` lives until the launch has copied the parameters.
+    unsafe { f.launch_raw(s, cfg, &mut params) }
 }
 
 /// The CUDA C++ twins: from `--twins-ptx FILE` (nvcc output), else compiled here with NVRTC.
