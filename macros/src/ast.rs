@@ -82,7 +82,7 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
             match last.ident.to_string().as_str() {
                 "DisjointSlice" => {
                     let elem = match &last.arguments {
-                        syn::PathArguments::AngleBracketed(ab) => ab.args.iter().rev().find_map(|a| match a {
+                        syn::PathArguments::AngleBracketed(ab) => ab.args.iter().find_map(|a| match a {
                             syn::GenericArgument::Type(t) => Some(t.clone()),
                             _ => None,
                         }),

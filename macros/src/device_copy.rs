@@ -1,7 +1,7 @@
 //! `#[derive(DeviceCopy)]`.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
 use syn::{Data, DeriveInput};
 
 pub fn derive(item: TokenStream) -> syn::Result<TokenStream> {
@@ -43,13 +43,38 @@ pub fn derive(item: TokenStream) -> syn::Result<TokenStream> {
     let (impl_g, ty_g, where_g) = input.generics.split_for_impl();
     let mut preds: Vec<TokenStream> =
         where_g.map(|w| w.predicates.iter().map(|p| quote!(#p)).collect()).unwrap_or_default();
+    let mut sizes = Vec::new();
     for f in fields {
         let ty = &f.ty;
         preds.push(quote!(#ty: ::cohort::DeviceCopy));
+        sizes.push(quote!(::core::mem::size_of::<#ty>()));
     }
+    // No padding: every byte of the struct is a byte of a field. Shuffles, shared-memory stores
+    // and copies move values as whole words, and reading a padding byte is reading
+    // uninitialized memory.
+    let msg = format!(
+        "`{name}` has padding bytes (its size is larger than the sum of its fields' sizes): `DeviceCopy` values \
+         are moved as whole words, so every byte must belong to a field; add explicit padding fields \
+         (e.g. `_pad: [u8; N]`) or reorder the fields"
+    );
+    let check = quote_spanned! {name.span()=>
+        ::core::assert!(::core::mem::size_of::<Self>() == 0 #(+ #sizes)*, #msg)
+    };
+    let eager = if input.generics.params.is_empty() {
+        // Non-generic: refuse the definition itself.
+        quote!(const _: () = <#name as ::cohort::DeviceCopy>::__NO_PADDING;)
+    } else {
+        quote!()
+    };
     Ok(quote! {
-        // SAFETY: `#[repr(C)]`/`#[repr(transparent)]` was checked above and every field is
-        // required to be `DeviceCopy`, so the layout is the same on host and device.
-        unsafe impl #impl_g ::cohort::DeviceCopy for #name #ty_g where #(#preds),* {}
+        // SAFETY: `#[repr(C)]`/`#[repr(transparent)]` was checked above, every field is
+        // required to be `DeviceCopy`, and `__NO_PADDING` (evaluated wherever values are moved
+        // as words) proves there is no padding, so the layout is the same on host and device
+        // and every byte is initialized.
+        unsafe impl #impl_g ::cohort::DeviceCopy for #name #ty_g where #(#preds),* {
+            #[doc(hidden)]
+            const __NO_PADDING: () = #check;
+        }
+        #eager
     })
 }

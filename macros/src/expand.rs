@@ -72,8 +72,11 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         let subst = |t: &dyn ToTokens| substitute(t.to_token_stream(), &map);
         let call_generics = if turbofish.is_empty() { quote!() } else { quote!(::<#(#turbofish),*>) };
 
+        let abi = abi_record(&params, cooperative, &subst);
         device.extend(device_entry(&item, &params, &entry, &body_ident, &call_generics, &cfgs, &subst));
-        host_impls.extend(host_impl(&item, &params, &entry_str, cooperative, &impl_args, &cfgs, &subst));
+        device.extend(device_abi(&entry, &abi, &cfgs));
+        host_impls.extend(zero_sized_checks(&params, &cfgs, &subst));
+        host_impls.extend(host_impl(&item, &params, &entry_str, cooperative, &impl_args, &cfgs, &subst, &abi));
     }
 
     // The host struct: `name` or `name<T, const N: usize>` (bounds dropped; instances pick).
@@ -142,6 +145,77 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     })
 }
 
+/// The expression of a kernel instance's ABI record (`cohort::abi`): one entry per PTX
+/// parameter, in order, with the size and alignment of its type as the compiling target sees it.
+fn abi_record(params: &[Param], cooperative: bool, subst: &dyn Fn(&dyn ToTokens) -> TokenStream) -> TokenStream {
+    let mut entries = Vec::new();
+    let one = |ty: TokenStream, kind: &str| {
+        let kind = format_ident!("{}", kind);
+        quote!(::cohort::abi::abi_param::<#ty>(::cohort::abi::AbiKind::#kind))
+    };
+    for p in params {
+        match &p.kind {
+            ParamKind::Scalar => entries.push(one(subst(&p.ty), "Value")),
+            ParamKind::Slice(elem) => {
+                entries.push(one(subst(elem), "SlicePtr"));
+                entries.push(one(quote!(usize), "Len"));
+            }
+            ParamKind::Disjoint(elem) => {
+                entries.push(one(subst(elem), "DisjointPtr"));
+                entries.push(one(quote!(usize), "Len"));
+            }
+            ParamKind::ConstPtr(_) => entries.push(one(quote!(u64), "ConstPtr")),
+            ParamKind::MutPtr(_) => entries.push(one(quote!(u64), "MutPtr")),
+            ParamKind::Grid => {}
+        }
+    }
+    let n = entries.len();
+    quote! {
+        ::cohort::abi::abi_record::<{ ::cohort::abi::abi_len(#n) }>(#cooperative, &[#(#entries),*])
+    }
+}
+
+/// The device half of the ABI record: a global `__cohort_abi_<entry>` in the PTX module, which
+/// the host runtime compares with the launcher's own record at `load()`.
+fn device_abi(entry: &syn::Ident, abi: &TokenStream, cfgs: &[&syn::Attribute]) -> TokenStream {
+    let sym = format_ident!("__cohort_abi_{}", entry);
+    quote! {
+        #(#cfgs)*
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        #[used]
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        pub static #sym: [u8; #abi.len()] = #abi;
+    }
+}
+
+/// Zero-sized by-value parameters have no PTX parameter at all (rustc drops them from the
+/// entry), so every argument after one would land in the wrong slot: refuse them, on the
+/// parameter's type.
+fn zero_sized_checks(
+    params: &[Param],
+    cfgs: &[&syn::Attribute],
+    subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
+) -> TokenStream {
+    let mut out = TokenStream::new();
+    for p in params {
+        if let ParamKind::Scalar = p.kind {
+            let ty = subst(&p.ty);
+            let id = &p.ident;
+            let msg = format!(
+                "kernel parameter `{id}` is zero-sized: the PTX entry would have no parameter for it and every \
+                 argument after it would shift; remove it (a kernel needs no marker values)"
+            );
+            out.extend(quote_spanned! {p.ty.span()=>
+                #(#cfgs)*
+                const _: () = ::core::assert!(::core::mem::size_of::<#ty>() != 0, #msg);
+            });
+        }
+    }
+    out
+}
+
 fn device_entry(
     item: &ItemFn,
     params: &[Param],
@@ -176,12 +250,13 @@ fn device_entry(
             }
             ParamKind::Disjoint(elem) => {
                 let elem_s = subst(elem);
+                let ty_s = subst(&p.ty);
                 lowered.push(quote!(#ptr: *mut #elem_s, #len: usize));
                 rebuild.push(quote! {
                     // SAFETY: the host launcher passed an exclusively borrowed device allocation
                     // of `len` elements; every thread receives the same one, so `ThreadIndex`
                     // keeps their writes disjoint.
-                    let #id = unsafe { ::cohort::abi::disjoint::<#elem_s>(#ptr, #len) };
+                    let #id: #ty_s = unsafe { ::cohort::abi::disjoint(#ptr, #len) };
                 });
             }
             ParamKind::ConstPtr(elem) => {
@@ -224,6 +299,7 @@ fn device_entry(
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one per piece of the instance the launcher is made from
 fn host_impl(
     item: &ItemFn,
     params: &[Param],
@@ -232,6 +308,7 @@ fn host_impl(
     impl_args: &[TokenStream],
     cfgs: &[&syn::Attribute],
     subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
+    abi: &TokenStream,
 ) -> TokenStream {
     let name = &item.sig.ident;
     let mut host_params = Vec::new();
@@ -254,6 +331,7 @@ fn host_impl(
             ParamKind::Slice(elem) => {
                 let elem_s = subst(elem);
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::SliceArg<#elem_s>));
+                prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_slice_element::<#elem_s>();));
                 prep.push(quote!(let (#ptr, #len): (u64, usize) = ::cohort_runtime::SliceArg::raw_parts(&#id);));
                 ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
                 ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
@@ -314,14 +392,21 @@ fn host_impl(
             pub const NAME: &'static str = #entry_str;
             /// Whether the kernel must be launched cooperatively.
             pub const COOPERATIVE: bool = #cooperative;
+            /// The kernel's ABI as this launcher was compiled: checked at `load` against the
+            /// record the device side wrote into the module and against the entry's parameters.
+            pub const ABI: &'static [u8] = &#abi;
 
-            /// Looks the kernel up in `module` and reads its attributes.
+            /// Looks the kernel up in `module`, checks that its entry was built from the same
+            /// declaration as this launcher (parameter count, each parameter's kind, size and
+            /// alignment, cooperative or not), and reads its attributes.
             ///
             /// # Errors
-            /// If the module has no entry point of this name (built from other sources).
+            /// If the module has no entry point of this name, or its entry disagrees with this
+            /// launcher ([`Error::AbiMismatch`](::cohort_runtime::Error::AbiMismatch), naming the
+            /// first difference).
             pub fn load(module: &::cohort_runtime::Module) -> ::core::result::Result<Self, ::cohort_runtime::Error> {
                 ::core::result::Result::Ok(Self {
-                    function: module.function(Self::NAME, Self::COOPERATIVE)?,
+                    function: module.kernel(Self::NAME, Self::COOPERATIVE, Self::ABI)?,
                     _marker: ::core::marker::PhantomData,
                 })
             }

@@ -76,7 +76,8 @@ fn expect(
         v(inp.srcs[i] % n),
         if rank >= a.delta { v(rank - a.delta) } else { v(rank) },
         if rank + a.delta < n { v(rank + a.delta) } else { v(rank) },
-        xor.map_or(0, |x| if (rank ^ x) < n { v(rank ^ x) } else { v(rank) }),
+        // Tiles: `shfl_xor`; other groups: `shfl` from a rank past the group (own value).
+        xor.map_or(v(rank), |x| if (rank ^ x) < n { v(rank ^ x) } else { v(rank) }),
         (ballot != 0) as u32,
         (ballot == all_mask) as u32,
         ballot,
@@ -315,12 +316,17 @@ fn grid_reduce(c: &Ctx) -> TestResult {
         let n = (blocks * 256) as usize - 17;
         let data: Vec<u64> = (0..n).map(|_| r.random_range(0..1 << 40)).collect();
         let dd = c.gpu.upload(&data).ctx("upload")?;
-        let mut scratch = c.gpu.zeroed::<u64>(blocks as usize).ctx("alloc")?;
-        let mut out = c.gpu.upload(&vec![[0u64; 2]; (blocks * 256) as usize]).ctx("alloc")?;
+        let mut scratch = c.gpu.zeroed::<u64>(2 * blocks as usize).ctx("alloc")?;
+        let mut out = c.gpu.upload(&vec![[0u64; 4]; (blocks * 256) as usize]).ctx("alloc")?;
         kern.launch_cooperative(&s, LaunchConfig::new(blocks, 256), &dd, &mut scratch, &mut out).ctx("launch")?;
-        let want = [data.iter().sum::<u64>(), *data.iter().max().unwrap()];
+        let threads = (blocks * 256) as u64;
+        // Threads past `n` contribute 0 (and 1 to the `^ 1` sum, and `k` to the `+ k` sums).
+        let sum = data.iter().sum::<u64>();
+        let sum_xor = data.iter().map(|v| v ^ 1).sum::<u64>() + (threads - n as u64);
+        let more = (0..8u64).map(|k| sum + k * threads).fold(0u64, u64::wrapping_add);
+        let want = [sum, *data.iter().max().unwrap(), sum_xor, more];
         check_all(
-            &format!("{blocks} blocks: grid sum and max in every thread"),
+            &format!("{blocks} blocks: 11 grid reductions in a row, in every thread"),
             &out.to_vec().ctx("read")?,
             &vec![want; (blocks * 256) as usize],
         )?;

@@ -21,7 +21,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("launch_unknown_kernel_is_an_error", unknown_kernel),
         gpu_trial("launch_config_helpers", config_helpers),
         gpu_trial("launch_many_streams", many_streams),
-        gpu_trial("launch_device_trap_is_an_error_and_process_recovers", trap_in_child),
+        gpu_trial("launch_device_trap_is_an_error_naming_where", trap_in_child),
     ]
 }
 

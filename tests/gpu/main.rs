@@ -8,6 +8,8 @@ mod cg_examples;
 mod cg_groups;
 mod launch;
 mod print;
+mod runtime_checks;
+mod safety;
 mod shared;
 mod thread;
 mod tour;
@@ -30,6 +32,8 @@ fn main() {
     trials.extend(shared::trials());
     trials.extend(launch::trials());
     trials.extend(print::trials());
+    trials.extend(runtime_checks::trials());
+    trials.extend(safety::trials());
     trials.extend(thread::trials());
     trials.extend(tour::trials());
     trials.extend(atomic::trials());

@@ -98,6 +98,7 @@ fn static_types(c: &Ctx) -> TestResult {
             e: e[m(i)],
             pad: 0,
             f: f[m(i)],
+            pad2: [0; 2],
             g: g[m(i)],
         })
         .collect();

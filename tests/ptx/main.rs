@@ -36,6 +36,9 @@ fn main() {
         cpu_trial("ptx_golden_mutex_acquire_release", golden_mutex),
         cpu_trial("ptx_golden_warp_ops_are_convergent_intrinsics", golden_convergent),
         cpu_trial("ptx_kernels_have_no_local_arrays", no_local_arrays),
+        cpu_trial("ptx_abi_every_entry_has_a_record", abi_every_entry_has_a_record),
+        cpu_trial("ptx_abi_records_match_their_launchers", abi_records_match),
+        cpu_trial("ptx_abi_host_device_skew_is_refused", abi_skew_refused),
     ];
     for set in SETS {
         for m in set.modules {
@@ -143,7 +146,7 @@ fn every_arch_embedded() -> TestResult {
         ensure(m.text().contains(&format!(".target sm_{}", m.arch)), || {
             format!("module for sm_{} targets something else", m.arch)
         })?;
-        ensure(m.ptx.ends_with('\0'), || "PTX is not NUL-terminated".into())?;
+        ensure(m.text_with_nul().ends_with('\0'), || "PTX is not NUL-terminated".into())?;
         ensure(m.kernels().contains(&"vector_add"), || format!("sm_{}: no vector_add", m.arch))?;
     }
     Ok(())
@@ -305,6 +308,73 @@ fn no_local_arrays() -> TestResult {
             }
         }
         ensure(bad.is_empty(), || format!("sm_{}: kernels with local-memory arrays: {bad:?}", m.arch))?;
+    }
+    Ok(())
+}
+
+/// Every entry of every module carries the ABI record `#[kernel]` writes (so a typed `load`
+/// can check it).
+fn abi_every_entry_has_a_record() -> TestResult {
+    for set in SETS {
+        for m in set.modules {
+            for k in m.kernels() {
+                ensure(m.text().contains(&format!("{}{k}[", cohort::abi::ABI_SYMBOL_PREFIX)), || {
+                    format!("{} sm_{}: entry `{k}` has no ABI record", set.crate_name, m.arch)
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Launchers and entries built from one declaration agree, on every architecture (values,
+/// slices, atomics, disjoint outputs, arrays, generics, cooperative kernels, zero-sized elements).
+fn abi_records_match() -> TestResult {
+    use cohort_kernels::{atomics, bench, checks, tour};
+    use cohort_test_kernels::safety;
+    let launchers: &[(&PtxSet, &str, &[u8])] = &[
+        (&PTX, tour::vector_add::NAME, tour::vector_add::ABI),
+        (&PTX, tour::saxpy::<f32>::NAME, tour::saxpy::<f32>::ABI),
+        (&PTX, tour::saxpy::<f64>::NAME, tour::saxpy::<f64>::ABI),
+        (&PTX, atomics::mutex_add_one::NAME, atomics::mutex_add_one::ABI),
+        (&PTX, atomics::histogram_lib::NAME, atomics::histogram_lib::ABI),
+        (&PTX, bench::bench_grid_sync::NAME, bench::bench_grid_sync::ABI),
+        (&PTX, bench::bench_reduce_u32_vec4::NAME, bench::bench_reduce_u32_vec4::ABI),
+        (&PTX, checks::empty::NAME, checks::empty::ABI),
+        (&PTX, checks::thread_indices::NAME, checks::thread_indices::ABI),
+        (&cohort_test_kernels::PTX, safety::zero_sized_elements::NAME, safety::zero_sized_elements::ABI),
+    ];
+    for (set, name, abi) in launchers {
+        for m in set.modules {
+            cohort_runtime::check_kernel_abi(set, m, name, abi).map_err(|e| format!("sm_{}: {e}", m.arch))?;
+        }
+    }
+    Ok(())
+}
+
+/// Declarations split by `#[cfg]` so that host and device disagree: each is refused with the
+/// first difference named (the `(ptr, len)`-as-integers case, a grid-sync entry launched
+/// non-cooperatively, elements narrower on the host than on the device).
+fn abi_skew_refused() -> TestResult {
+    use cohort_test_kernels::safety;
+    let set = &cohort_test_kernels::PTX;
+    let cases: [(&str, &[u8], &str); 3] = [
+        (safety::abi_skew::NAME, safety::abi_skew::ABI, "PTX parameter 0: the device entry expects a value of 8 bytes"),
+        (safety::abi_skew_coop::NAME, safety::abi_skew_coop::ABI, "uses grid sync"),
+        (safety::abi_skew_elem::NAME, safety::abi_skew_elem::ABI, "4-byte elements"),
+    ];
+    for (name, abi, want) in cases {
+        for m in set.modules {
+            match cohort_runtime::check_kernel_abi(set, m, name, abi) {
+                Ok(()) => return Err(format!("sm_{}: `{name}` was accepted", m.arch)),
+                Err(e) => {
+                    let text = e.to_string();
+                    ensure(text.contains(want) && text.contains(name), || {
+                        format!("sm_{}: `{name}`: expected an error containing {want:?}, got: {text}", m.arch)
+                    })?;
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -558,14 +558,15 @@ fn generate_rust(built: &Built) -> String {
     s.push_str("pub static PTX: ::cohort_runtime::PtxSet = ::cohort_runtime::PtxSet {\n");
     s.push_str(&format!("    crate_name: {:?},\n    modules: &[\n", built.lib_name));
     for m in &built.modules {
-        s.push_str("        ::cohort_runtime::PtxModule {\n");
-        s.push_str(&format!("            arch: {},\n", m.arch));
-        s.push_str(&format!("            ptx: concat!(include_str!({:?}), \"\\0\"),\n", m.path.display().to_string()));
-        match &m.ptxas {
-            Some(v) => s.push_str(&format!("            ptxas: Some({v:?}),\n")),
-            None => s.push_str("            ptxas: None,\n"),
+        s.push_str(&format!(
+            "        ::cohort_runtime::PtxModule::new({}, concat!(include_str!({:?}), \"\\0\"))\n",
+            m.arch,
+            m.path.display().to_string()
+        ));
+        if let Some(v) = &m.ptxas {
+            s.push_str(&format!("            .with_ptxas({v:?})\n"));
         }
-        s.push_str("            resources: &[\n");
+        s.push_str("            .with_resources(&[\n");
         for r in &m.resources {
             s.push_str(&format!(
                 "                ::cohort_runtime::KernelResources {{ name: {:?}, registers: {}, barriers: {}, shared_bytes: {}, \
@@ -580,7 +581,7 @@ fn generate_rust(built: &Built) -> String {
                 r.spill_load_bytes
             ));
         }
-        s.push_str("            ],\n        },\n");
+        s.push_str("            ]),\n");
     }
     s.push_str("    ],\n};\n");
     s

@@ -16,12 +16,17 @@ use crate::slice::DisjointSlice;
 ///
 /// # Safety
 /// `ptr` must point at `len` initialized `T` in device memory that nobody writes for `'a`
-/// (any pointer, even null, when `len == 0`).
+/// (any pointer, even null, when `len == 0` or `T` is zero-sized).
 #[inline(always)]
 #[must_use]
 pub unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
     if len == 0 {
         &[]
+    } else if size_of::<T>() == 0 {
+        // Zero-sized elements occupy no memory, and the host may pass any address for them
+        // (0 included): a dangling, aligned pointer is what `[T]` needs.
+        // SAFETY: a non-null, aligned pointer is valid for any number of zero-sized reads.
+        unsafe { core::slice::from_raw_parts(core::ptr::NonNull::<T>::dangling().as_ptr(), len) }
     } else {
         // SAFETY: guaranteed by the caller; a device allocation is never at address 0, and
         // telling LLVM so removes a null check from every `slice.get(i)`.
@@ -38,14 +43,19 @@ pub unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
 /// As [`DisjointSlice::from_raw_parts`].
 #[inline(always)]
 #[must_use]
-pub unsafe fn disjoint<'a, T>(ptr: *mut T, len: usize) -> DisjointSlice<'a, T> {
-    // SAFETY: guaranteed by the caller.
-    unsafe { DisjointSlice::from_raw_parts(if len == 0 { core::ptr::NonNull::dangling().as_ptr() } else { ptr }, len) }
+pub unsafe fn disjoint<'a, T, K: crate::slice::IndexKind>(ptr: *mut T, len: usize) -> DisjointSlice<'a, T, K> {
+    // Zero-sized elements (and empty slices) get a dangling, aligned pointer: the host may pass
+    // any address for them, 0 included.
+    let ptr = if len == 0 || size_of::<T>() == 0 { core::ptr::NonNull::dangling().as_ptr() } else { ptr };
+    // SAFETY: guaranteed by the caller; `ptr` is non-null (dangling only where no byte is read).
+    unsafe { DisjointSlice::from_raw_parts(ptr, len) }
 }
 
 /// Compile-time check that a by-value kernel parameter is `DeviceCopy`.
 #[inline(always)]
-pub const fn assert_device_copy<T: DeviceCopy>() {}
+pub const fn assert_device_copy<T: DeviceCopy>() {
+    T::__NO_PADDING
+}
 
 /// Compile-time check that a slice parameter's element is a valid kernel element.
 #[inline(always)]
@@ -54,7 +64,146 @@ pub const fn assert_slice_element<T: SliceElement>() {}
 /// Element types a `&[T]` kernel parameter may have: `DeviceCopy` values and the atomics.
 #[diagnostic::on_unimplemented(
     message = "`&[{Self}]` cannot be a kernel parameter",
-    note = "slice parameters hold `DeviceCopy` values (read-only) or atomics (`AtomicU32`, …)"
+    note = "slice parameters hold `DeviceCopy` values (read-only) or atomics and mutexes of global memory \
+            (`AtomicU32`, `Atomic<T, Generic>`, `Mutex`): a kernel parameter is device (global) memory, which \
+            `Atomic<T, Shared>` and `Mutex<Shared>` cannot view"
 )]
 pub trait SliceElement {}
 impl<T: DeviceCopy> SliceElement for T {}
+
+// --- The ABI record -------------------------------------------------------------------------
+//
+// `#[kernel]` writes, for every entry `E`, a global `__cohort_abi_E` into the PTX module: what the
+// device side of the declaration expects, parameter by parameter. The host side of the same
+// declaration holds the record *it* was compiled from (`E::ABI`); `load()` compares the two and
+// the entry's `.param` list, so that a launcher built from another declaration (a `#[cfg]`
+// split, a module that holds a different kernel of the same name) is an `Err`, never a launch.
+
+/// The symbol prefix of ABI records: the record of entry `E` is `__cohort_abi_E`.
+pub const ABI_SYMBOL_PREFIX: &str = "__cohort_abi_";
+
+/// First bytes of every record.
+pub const ABI_MAGIC: [u8; 4] = *b"CABI";
+
+/// Layout version of the record.
+pub const ABI_VERSION: u32 = 1;
+
+/// Bytes of the record's header (magic, version, flags, parameter count).
+pub const ABI_HEADER_BYTES: usize = 16;
+
+/// Bytes per PTX parameter (kind, size, alignment, each a little-endian `u32`).
+pub const ABI_PARAM_BYTES: usize = 12;
+
+/// Flag bit: the kernel uses grid sync and must be launched cooperatively.
+pub const ABI_FLAG_COOPERATIVE: u32 = 1;
+
+/// What one PTX parameter is, in an ABI record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum AbiKind {
+    /// A value of the recorded size and alignment.
+    Value = 0,
+    /// The pointer of a `&[T]` (size and alignment are `T`'s).
+    SlicePtr = 1,
+    /// The length of the slice before it.
+    Len = 2,
+    /// The pointer of a `DisjointSlice<T>` (size and alignment are `T`'s).
+    DisjointPtr = 3,
+    /// A `*const T` (size and alignment are `T`'s).
+    ConstPtr = 4,
+    /// A `*mut T` (size and alignment are `T`'s).
+    MutPtr = 5,
+}
+
+impl AbiKind {
+    /// The kind of a record's `u32`, if it is one.
+    #[must_use]
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        Some(match v {
+            0 => Self::Value,
+            1 => Self::SlicePtr,
+            2 => Self::Len,
+            3 => Self::DisjointPtr,
+            4 => Self::ConstPtr,
+            5 => Self::MutPtr,
+            _ => return None,
+        })
+    }
+
+    /// Bytes this parameter takes in the PTX entry's parameter list (`size` for values, 8 for
+    /// pointers and lengths).
+    #[must_use]
+    pub const fn ptx_bytes(self, size: u32) -> u32 {
+        match self {
+            Self::Value => size,
+            _ => 8,
+        }
+    }
+
+    /// How the kind reads in an error message.
+    #[must_use]
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::Value => "a value",
+            Self::SlicePtr => "the pointer of a `&[T]`",
+            Self::Len => "a slice length",
+            Self::DisjointPtr => "the pointer of a `DisjointSlice<T>`",
+            Self::ConstPtr => "a `*const T`",
+            Self::MutPtr => "a `*mut T`",
+        }
+    }
+}
+
+/// One PTX parameter of a record: its kind and the size and alignment of its type (of the
+/// element, for slices and pointers).
+#[must_use]
+pub const fn abi_param<T>(kind: AbiKind) -> [u32; 3] {
+    [kind as u32, size_of::<T>() as u32, align_of::<T>() as u32]
+}
+
+/// Bytes of the record of a kernel with `params` PTX parameters.
+#[must_use]
+pub const fn abi_len(params: usize) -> usize {
+    ABI_HEADER_BYTES + ABI_PARAM_BYTES * params
+}
+
+/// The ABI record of a kernel: `B` must be `abi_len(params.len())`.
+#[must_use]
+pub const fn abi_record<const B: usize>(cooperative: bool, params: &[[u32; 3]]) -> [u8; B] {
+    assert!(B == abi_len(params.len()), "ABI record size");
+    let mut out = [0u8; B];
+    let mut words = [0u32; 4];
+    words[1] = ABI_VERSION;
+    words[2] = if cooperative { ABI_FLAG_COOPERATIVE } else { 0 };
+    words[3] = params.len() as u32;
+    let mut i = 0;
+    while i < 4 {
+        out[i] = ABI_MAGIC[i];
+        i += 1;
+    }
+    let mut w = 1;
+    while w < 4 {
+        let b = words[w].to_le_bytes();
+        let mut k = 0;
+        while k < 4 {
+            out[4 * w + k] = b[k];
+            k += 1;
+        }
+        w += 1;
+    }
+    let mut p = 0;
+    while p < params.len() {
+        let mut f = 0;
+        while f < 3 {
+            let b = params[p][f].to_le_bytes();
+            let mut k = 0;
+            while k < 4 {
+                out[ABI_HEADER_BYTES + ABI_PARAM_BYTES * p + 4 * f + k] = b[k];
+                k += 1;
+            }
+            f += 1;
+        }
+        p += 1;
+    }
+    out
+}

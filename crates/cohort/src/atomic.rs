@@ -124,9 +124,22 @@ pub type AtomicF32 = Atomic<f32, Global>;
 pub type AtomicF64 = Atomic<f64, Global>;
 
 impl<T, S: Space> Atomic<T, S> {
-    /// A new atomic holding `v` (for statics and shared-memory initial values).
+    /// A new atomic holding `v`.
+    ///
+    /// Atomic instructions work only on global and shared memory (PTX ISA, `atom`: "with
+    /// generic addressing, where the address points to .global or .shared space"), and an
+    /// `Atomic<T, S>` emits instructions for space `S`. A value made here lives wherever it is
+    /// put: a local variable is in *local* memory, where every operation would be undefined;
+    /// a device `static` is in global memory. So safe code gets atomics only from memory that
+    /// really is in their space: kernel parameters (`&[AtomicU32]`, global), shared memory
+    /// ([`SharedSlice::atomic`](crate::shared::SharedSlice::atomic), shared).
+    ///
+    /// # Safety
+    /// The value must be used atomically only where it lives in memory of space `S`: as a
+    /// `static` for [`Global`] or [`Generic`] (device statics are `.global`), never as a local
+    /// variable, and never for [`Shared`] (a `static` is not in shared memory).
     #[must_use]
-    pub const fn new(v: T) -> Self {
+    pub const unsafe fn new(v: T) -> Self {
         Self { v: UnsafeCell::new(v), _space: PhantomData }
     }
 
@@ -685,4 +698,7 @@ atomic_float!(f64, u64, "b64", "f64", reg64);
 
 // SAFETY: an atomic is `repr(transparent)` over a number; as a shared-memory cell or buffer
 // element it is only ever touched through atomic instructions.
-impl<T: crate::DeviceCopy, S: Space> crate::abi::SliceElement for Atomic<T, S> where Atomic<T, S>: Sync {}
+// Kernel parameters point at device memory (`cuMemAlloc`): global, so only global and generic
+// atomics may view it. `&[Atomic<T, Shared>]` would emit `atom.shared` on a global address.
+impl<T: crate::DeviceCopy> crate::abi::SliceElement for Atomic<T, Global> where Atomic<T, Global>: Sync {}
+impl<T: crate::DeviceCopy> crate::abi::SliceElement for Atomic<T, Generic> where Atomic<T, Generic>: Sync {}

@@ -11,17 +11,27 @@
 /// anything (uninitialized shared memory, a buffer another kernel wrote): that is why `bool`
 /// and `char` are not `DeviceCopy` (pass `u32` flags instead).
 ///
+/// Every byte of a `DeviceCopy` value belongs to a field (no padding): shuffles, shared-memory
+/// stores and copies move values as whole 32-bit words, and a padding byte would be
+/// uninitialized memory. `#[derive(DeviceCopy)]` refuses structs with padding at compile time.
+///
 /// # Safety
 /// The type must be `Copy`, valid for every bit pattern, have the same size, alignment and
 /// field offsets on the host and on nvptx64 (`#[repr(C)]` or `#[repr(transparent)]` of
-/// `DeviceCopy` fields), and hold no references or pointers to host memory.
+/// `DeviceCopy` fields), have no padding bytes, and hold no references or pointers (to host
+/// memory or to another thread's local memory).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot cross between host and device",
     label = "not `DeviceCopy`",
     note = "kernel parameters passed by value, device buffer elements and shared-memory cells must be `DeviceCopy`: \
             primitive numbers, arrays of them, and `#[repr(C)]` structs with `#[derive(DeviceCopy)]`"
 )]
-pub unsafe trait DeviceCopy: Copy + 'static {}
+pub unsafe trait DeviceCopy: Copy + 'static {
+    /// Evaluates to `()` when the type has no padding; `#[derive(DeviceCopy)]` makes it a
+    /// compile-time assertion. (Not for hand-written impls, which promise it in their `SAFETY`.)
+    #[doc(hidden)]
+    const __NO_PADDING: () = ();
+}
 
 macro_rules! device_copy {
     ($($t:ty),*) => {$(
@@ -33,10 +43,14 @@ macro_rules! device_copy {
 device_copy!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, ());
 
 // SAFETY: an array of `DeviceCopy` elements has the elements' layout repeated, on every target.
-unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {
+    const __NO_PADDING: () = T::__NO_PADDING;
+}
 // SAFETY: `PhantomData` is zero-sized everywhere.
 unsafe impl<T: ?Sized + 'static> DeviceCopy for core::marker::PhantomData<T> {}
 // SAFETY: `Dim3` is `#[repr(C)]` of three `u32`.
 unsafe impl DeviceCopy for crate::thread::Dim3 {}
 // SAFETY: `Wrapping<T>` is `#[repr(transparent)]`.
-unsafe impl<T: DeviceCopy> DeviceCopy for core::num::Wrapping<T> {}
+unsafe impl<T: DeviceCopy> DeviceCopy for core::num::Wrapping<T> {
+    const __NO_PADDING: () = T::__NO_PADDING;
+}

@@ -29,6 +29,7 @@
 //! | a spin lock on `atomicCAS` / `atomicExch` | [`mutex::Mutex`] | [`mutex`] |
 //! | `printf` | [`printf!`] | [`print`] |
 //! | `T* out` written at `out[i]` | [`DisjointSlice<T>`](slice::DisjointSlice) | [`slice`](mod@slice) |
+//! | `uint4`, `float4`, … | [`vec::u32x4`], [`vec::f32x4`], … | [`vec`] |
 //! | `cooperative_groups::*` | [`cg`] | [`cg`] |
 //! | `__shared__`, `extern __shared__` | [`shared!`], [`shared::dynamic`] | [`shared`](mod@shared) |
 //! | inline PTX | [`raw`] | [`raw`] |
@@ -69,6 +70,7 @@ pub mod shared;
 pub mod slice;
 pub mod sync;
 pub mod thread;
+pub mod vec;
 
 pub use cohort_macros::{DeviceCopy, kernel};
 pub use copy::DeviceCopy;
@@ -79,7 +81,7 @@ pub mod prelude {
     pub use crate::cg::{self, Collective, GridGroup, ThreadGroup, WarpGroup};
     pub use crate::mutex::Mutex;
     pub use crate::shared::{SharedArray, SharedSlice};
-    pub use crate::slice::{DisjointSlice, ThreadIndex};
+    pub use crate::slice::{DisjointSlice, PerBlock, PerThread, PerTile, Published, ThreadIndex};
     pub use crate::sync::{Scope, sync_threads};
     pub use crate::thread::{self, Dim3};
     pub use crate::{DeviceCopy, kernel, printf, shared};

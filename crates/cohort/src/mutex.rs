@@ -45,9 +45,16 @@ pub struct MutexGuard<'a, S: Space = Global> {
 
 impl<S: Space> Mutex<S> {
     /// An unlocked mutex.
+    ///
+    /// # Safety
+    /// As [`Atomic::new`]: the mutex must live in memory of space `S` (a device `static` for
+    /// `Global`; never a local variable). Kernels get mutexes safely as a `&[Mutex]` parameter
+    /// (global memory) or from shared memory ([`Mutex::from_atomic`] of a
+    /// [`SharedSlice::atomic`](crate::shared::SharedSlice::atomic)).
     #[must_use]
-    pub const fn new() -> Self {
-        Self { state: Atomic::new(0) }
+    pub const unsafe fn new() -> Self {
+        // SAFETY: forwarded to the caller.
+        Self { state: unsafe { Atomic::new(0) } }
     }
 
     /// Views a `u32` atomic (0 = free) as a mutex.
@@ -115,12 +122,6 @@ impl<S: Space> Mutex<S> {
     }
 }
 
-impl<S: Space> Default for Mutex<S> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl<S: Space> Drop for MutexGuard<'_, S> {
     #[inline(always)]
     fn drop(&mut self) {
@@ -129,4 +130,6 @@ impl<S: Space> Drop for MutexGuard<'_, S> {
     }
 }
 
-impl<S: Space> crate::abi::SliceElement for Mutex<S> {}
+// As for atomics: a kernel parameter is global memory.
+impl crate::abi::SliceElement for Mutex<Global> {}
+impl crate::abi::SliceElement for Mutex<crate::atomic::Generic> {}

@@ -19,7 +19,7 @@
 //! | `%tid`, `%ntid`, `%ctaid`, `%nctaid` | [`tid_x`] … [`nctaid_z`] | `threadIdx`, `blockDim`, `blockIdx`, `gridDim` |
 //! | `%laneid`, `%warpid`, `%lanemask_*` | [`laneid`], [`warpid`], [`lanemask_lt`] … | `__lane_id()` (CCCL) |
 //! | `barrier.sync 0` | [`barrier_sync`] | `__syncthreads()` |
-//! | `bar.red.popc` / `.and` / `.or` | [`barrier_sync_count`], [`barrier_sync_and`], [`barrier_sync_or`] | `__syncthreads_count/and/or` |
+//! | `barrier.red.popc` / `.and` / `.or` (non-aligned) | [`barrier_sync_count`], [`barrier_sync_and`], [`barrier_sync_or`] | `__syncthreads_count/and/or` |
 //! | `bar.warp.sync` | [`bar_warp_sync`] | `__syncwarp(mask)` |
 //! | `shfl.sync.{idx,up,down,bfly}.b32` | [`shfl_sync_idx_b32`] … | `__shfl_sync` … |
 //! | `vote.sync.{all,any,uni,ballot}` | [`vote_sync_all`] … | `__all_sync`, `__any_sync`, `__ballot_sync` |
@@ -46,12 +46,15 @@ use crate::host::on_device;
 unsafe extern "C" {
     #[link_name = "llvm.nvvm.barrier.sync"]
     fn nvvm_barrier_sync(id: u32);
-    #[link_name = "llvm.nvvm.barrier0.popc"]
-    fn nvvm_barrier0_popc(p: i32) -> i32;
-    #[link_name = "llvm.nvvm.barrier0.and"]
-    fn nvvm_barrier0_and(p: i32) -> i32;
-    #[link_name = "llvm.nvvm.barrier0.or"]
-    fn nvvm_barrier0_or(p: i32) -> i32;
+    // The non-aligned `barrier.red` forms (LLVM's `.all` variants: every thread of the CTA
+    // takes part, reaching it from any instruction): `bar.red` (`.aligned`) is undefined when
+    // the warps of the block reach the barrier at different sites.
+    #[link_name = "llvm.nvvm.barrier.cta.red.popc.all"]
+    fn nvvm_barrier_red_popc(id: u32, p: bool) -> u32;
+    #[link_name = "llvm.nvvm.barrier.cta.red.and.all"]
+    fn nvvm_barrier_red_and(id: u32, p: bool) -> bool;
+    #[link_name = "llvm.nvvm.barrier.cta.red.or.all"]
+    fn nvvm_barrier_red_or(id: u32, p: bool) -> bool;
     #[link_name = "llvm.nvvm.barrier.sync.cnt"]
     fn nvvm_barrier_sync_cnt(id: u32, count: u32);
     #[link_name = "llvm.nvvm.bar.warp.sync"]
@@ -251,7 +254,7 @@ pub unsafe fn barrier_sync_named(id: u32, count: u32) {
     })
 }
 
-/// `bar.red.popc.u32`: block barrier that returns how many threads passed `pred`
+/// `barrier.red.popc.u32` (non-aligned): block barrier that returns how many threads passed `pred`
 /// (`__syncthreads_count`).
 ///
 /// # Safety
@@ -261,11 +264,11 @@ pub unsafe fn barrier_sync_named(id: u32, count: u32) {
 pub unsafe fn barrier_sync_count(pred: bool) -> u32 {
     on_device!("barrier_sync_count" => {
         // SAFETY: the caller upholds the barrier contract.
-        unsafe { nvvm_barrier0_popc(pred as i32) as u32 }
+        unsafe { nvvm_barrier_red_popc(0, pred) }
     })
 }
 
-/// `bar.red.and.pred`: block barrier returning whether `pred` held in every thread
+/// `barrier.red.and.pred` (non-aligned): block barrier returning whether `pred` held in every thread
 /// (`__syncthreads_and`).
 ///
 /// # Safety
@@ -275,11 +278,11 @@ pub unsafe fn barrier_sync_count(pred: bool) -> u32 {
 pub unsafe fn barrier_sync_and(pred: bool) -> bool {
     on_device!("barrier_sync_and" => {
         // SAFETY: the caller upholds the barrier contract.
-        unsafe { nvvm_barrier0_and(pred as i32) != 0 }
+        unsafe { nvvm_barrier_red_and(0, pred) }
     })
 }
 
-/// `bar.red.or.pred`: block barrier returning whether `pred` held in any thread
+/// `barrier.red.or.pred` (non-aligned): block barrier returning whether `pred` held in any thread
 /// (`__syncthreads_or`).
 ///
 /// # Safety
@@ -289,7 +292,7 @@ pub unsafe fn barrier_sync_and(pred: bool) -> bool {
 pub unsafe fn barrier_sync_or(pred: bool) -> bool {
     on_device!("barrier_sync_or" => {
         // SAFETY: the caller upholds the barrier contract.
-        unsafe { nvvm_barrier0_or(pred as i32) != 0 }
+        unsafe { nvvm_barrier_red_or(0, pred) }
     })
 }
 

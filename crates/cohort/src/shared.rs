@@ -396,12 +396,12 @@ unsafe fn st_b8(addr: u32, v: u8) {
     unsafe { core::arch::asm!("st.shared.u8 [{0}], {1};", in(reg32) addr, in(reg16) v as u16, options(nostack)) };
 }
 
-/// Stores any `T: Copy` of at most 32 bytes as 32-bit words (library scratch).
+/// Stores any `T: DeviceCopy` of at most 32 bytes as 32-bit words (library scratch).
 ///
 /// # Safety
 /// `addr` is a valid, 4-byte aligned shared-memory address with room for the words.
 #[inline(always)]
-pub(crate) unsafe fn store_words<T: Copy>(addr: u32, v: T) {
+pub(crate) unsafe fn store_words<T: DeviceCopy>(addr: u32, v: T) {
     crate::host::on_device!("shared store" => {
         let mut i = 0u32;
         crate::cg::shfl::map_words(v, |w| {
@@ -413,12 +413,12 @@ pub(crate) unsafe fn store_words<T: Copy>(addr: u32, v: T) {
     })
 }
 
-/// Loads a `T: Copy` stored by [`store_words`].
+/// Loads a `T: DeviceCopy` stored by [`store_words`].
 ///
 /// # Safety
 /// `addr` holds the words of a `T` written by `store_words`.
 #[inline(always)]
-pub(crate) unsafe fn load_words<T: Copy>(addr: u32, like: T) -> T {
+pub(crate) unsafe fn load_words<T: DeviceCopy>(addr: u32, like: T) -> T {
     crate::host::on_device!("shared load" => {
         let mut i = 0u32;
         crate::cg::shfl::map_words(like, |_| {
@@ -440,7 +440,7 @@ pub(crate) unsafe fn ld_shared<T: DeviceCopy>(addr: u32) -> T {
         let mut out = core::mem::MaybeUninit::<T>::uninit();
         let p = out.as_mut_ptr() as *mut u8;
         let (size, align) = (size_of::<T>(), align_of::<T>());
-        // SAFETY (all arms): `addr` is valid and aligned (caller); the local writes stay
+        // SAFETY: in every arm, `addr` is valid and aligned (caller); the local writes stay
         // inside `out`, which is then fully initialized (every `T` bit pattern is valid).
         unsafe {
             if size == 4 && align >= 4 {
@@ -474,11 +474,13 @@ pub(crate) unsafe fn ld_shared<T: DeviceCopy>(addr: u32) -> T {
 #[inline(always)]
 pub(crate) unsafe fn st_shared<T: DeviceCopy>(addr: u32, v: T) {
     crate::host::on_device!("shared store" => {
+        #[allow(clippy::let_unit_value)]
+        let () = const { T::__NO_PADDING };
         let p = &v as *const T as *const u8;
         let (size, align) = (size_of::<T>(), align_of::<T>());
-        // SAFETY (all arms): `addr` is valid and aligned (caller); reads stay inside `v`,
-        // whose bytes are all initialized (`DeviceCopy`: no padding assumptions are made
-        // beyond what `T`'s own bytes hold).
+        // SAFETY: in every arm, `addr` is valid and aligned (caller); reads stay inside `v`,
+        // whose bytes are all initialized (`DeviceCopy` types have no padding: derived ones
+        // are checked by `__NO_PADDING` above, hand-written impls promise it).
         unsafe {
             if size == 4 && align >= 4 {
                 st_b32(addr, (p as *const u32).read());

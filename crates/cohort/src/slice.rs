@@ -10,23 +10,66 @@
 //! A `ThreadIndex` is neither `Copy` nor `Clone`, nor [`DeviceCopy`](crate::DeviceCopy), so it
 //! cannot be shuffled to another lane or stored in shared memory for another thread to use.
 //! (The idea is NVIDIA cuda-oxide's `DisjointSlice`.)
+//!
+//! The safe patterns CUDA kernels use for outputs, and their Cohort form:
+//!
+//! | CUDA C++ | Cohort |
+//! |---|---|
+//! | `out[blockIdx.x * blockDim.x + threadIdx.x] = v` | `out.set(thread::index_1d(), v)` |
+//! | grid-stride loop writing `out[i]` | `for i in thread::grid_stride(n) { out.set(&i, v) }` |
+//! | `if (threadIdx.x == 0) out[blockIdx.x] = v` | `if let Some(b) = block.leader_index() { out.set(b, v) }` (`DisjointSlice<T, PerBlock>`) |
+//! | `if (tile.thread_rank() == 0) out[global_tile] = v` | `tile.leader_index()` (`DisjointSlice<T, PerTile<N>>`) |
+//! | write own, `grid.sync()`, read any | `let all = unsafe { grid.publish(out) };` … `grid.reclaim(all)` (one `unsafe`: every thread must publish the same slice) |
+//! | 16-byte vector loads/stores, `reinterpret_cast` | [`vec`](crate::vec) types, [`cast_aligned`], [`cast`] |
 
 use core::marker::PhantomData;
 use core::ops::{Deref, Index, IndexMut};
 use core::ptr::NonNull;
 
-/// An index into a [`DisjointSlice`] that belongs to the calling thread alone.
+/// Which partition of the launch an index counts in: the kind of a [`ThreadIndex`] and of the
+/// [`DisjointSlice`] it indexes. Indices of one kind are unique across the launch; indices of
+/// different kinds are not (thread 5's own index and block 5's leader index are both 5), so a
+/// slice accepts the indices of its own kind only.
+pub trait IndexKind: sealed::Sealed + 'static {}
+
+/// One element per thread: [`thread::index_1d`](crate::thread::index_1d),
+/// [`thread::grid_stride`](crate::thread::grid_stride). The default kind.
+#[derive(Debug)]
+pub enum PerThread {}
+/// One element per block, written by its leader (thread 0):
+/// [`ThreadBlock::leader_index`](crate::cg::ThreadBlock::leader_index).
+#[derive(Debug)]
+pub enum PerBlock {}
+/// One element per tile of `N` threads, written by its leader (rank 0):
+/// `tile.leader_index()` (tiles of 1–512 threads).
+#[derive(Debug)]
+pub enum PerTile<const N: u32> {}
+
+impl IndexKind for PerThread {}
+impl IndexKind for PerBlock {}
+impl<const N: u32> IndexKind for PerTile<N> {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::PerThread {}
+    impl Sealed for super::PerBlock {}
+    impl<const N: u32> Sealed for super::PerTile<N> {}
+}
+
+/// An index into a [`DisjointSlice`] that belongs to the calling thread alone, among the
+/// indices of kind `K`.
 ///
 /// It dereferences to `usize`, so it also indexes ordinary slices: `a[*i]`.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ThreadIndex {
+pub struct ThreadIndex<K: IndexKind = PerThread> {
     rank: usize,
     // Not Send/Sync, not Copy: it must not reach another thread.
-    _not_send: PhantomData<*const ()>,
+    _not_send: PhantomData<(*const (), K)>,
 }
 
-impl ThreadIndex {
-    /// Only the thread-position functions of [`crate::thread`] may call this.
+impl<K: IndexKind> ThreadIndex<K> {
+    /// Only the functions that hand out indices of kind `K` (thread positions, block and tile
+    /// leaders) may call this.
     #[inline(always)]
     pub(crate) const fn from_rank(rank: usize) -> Self {
         Self { rank, _not_send: PhantomData }
@@ -51,7 +94,7 @@ impl ThreadIndex {
     }
 }
 
-impl Deref for ThreadIndex {
+impl<K: IndexKind> Deref for ThreadIndex<K> {
     type Target = usize;
     #[inline(always)]
     fn deref(&self) -> &usize {
@@ -59,19 +102,49 @@ impl Deref for ThreadIndex {
     }
 }
 
+/// What indexes a [`DisjointSlice`]: a [`ThreadIndex`] of the slice's kind (by value or by
+/// reference). Plain integers do not: two threads could pick the same one.
+#[diagnostic::on_unimplemented(
+    message = "a `DisjointSlice` is indexed by a `ThreadIndex` of its kind, not by `{Self}`",
+    label = "not a `ThreadIndex` owned by this thread",
+    note = "a plain number could be computed by two threads alike, and both would write one element",
+    note = "use `thread::index_1d()` (or `thread::grid_stride(n)`) for the thread's own element, `block.leader_index()` \
+            / `tile.leader_index()` for one element per block / tile (a `DisjointSlice<T, PerBlock>` / `PerTile<N>`), \
+            or `grid.publish(slice)` to read every element after a grid barrier"
+)]
+pub trait DisjointIndex<K: IndexKind> {
+    #[doc(hidden)]
+    fn rank(&self) -> usize;
+}
+
+impl<K: IndexKind> DisjointIndex<K> for ThreadIndex<K> {
+    #[inline(always)]
+    fn rank(&self) -> usize {
+        self.rank
+    }
+}
+
+impl<K: IndexKind> DisjointIndex<K> for &ThreadIndex<K> {
+    #[inline(always)]
+    fn rank(&self) -> usize {
+        self.rank
+    }
+}
+
 /// A kernel output in device memory where each thread writes only the elements its
-/// [`ThreadIndex`]es own.
+/// [`ThreadIndex`]es of kind `K` own ([`PerThread`] by default; [`PerBlock`] and
+/// [`PerTile<N>`] for one writer per block or per tile).
 ///
 /// As a `#[kernel]` parameter it is passed from the host as `&mut DeviceBuffer<T>` (or a
 /// mutable view); the kernel ABI is a pointer and a length.
 #[derive(Debug)]
-pub struct DisjointSlice<'a, T> {
+pub struct DisjointSlice<'a, T, K: IndexKind = PerThread> {
     ptr: NonNull<T>,
     len: usize,
-    _life: PhantomData<&'a mut [T]>,
+    _life: PhantomData<(&'a mut [T], K)>,
 }
 
-impl<'a, T> DisjointSlice<'a, T> {
+impl<'a, T, K: IndexKind> DisjointSlice<'a, T, K> {
     /// Wraps device memory.
     ///
     /// # Safety
@@ -103,11 +176,13 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// The element `index` owns, or `None` past the end.
     #[inline(always)]
     #[must_use]
-    pub fn get_mut(&mut self, index: &ThreadIndex) -> Option<&mut T> {
-        if index.rank < self.len {
-            // SAFETY: in bounds, and `index` is owned by this thread alone, so no other thread
-            // holds a reference to this element.
-            Some(unsafe { &mut *self.ptr.as_ptr().add(index.rank) })
+    pub fn get_mut(&mut self, index: impl DisjointIndex<K>) -> Option<&mut T> {
+        let rank = index.rank();
+        if rank < self.len {
+            // SAFETY: in bounds, and `index` is owned by this thread alone among the indices
+            // of kind `K` (the only ones this slice accepts), so no other thread holds a
+            // reference to this element.
+            Some(unsafe { &mut *self.ptr.as_ptr().add(rank) })
         } else {
             None
         }
@@ -116,7 +191,7 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// Writes `value` to the element `index` owns; returns `false` (and writes nothing) past
     /// the end.
     #[inline(always)]
-    pub fn set(&mut self, index: &ThreadIndex, value: T) -> bool {
+    pub fn set(&mut self, index: impl DisjointIndex<K>, value: T) -> bool {
         match self.get_mut(index) {
             Some(slot) => {
                 *slot = value;
@@ -143,47 +218,77 @@ impl<'a, T> DisjointSlice<'a, T> {
     pub const fn as_mut_ptr(&mut self) -> *mut T {
         self.ptr.as_ptr()
     }
+
+    /// The same memory viewed as a slice of another index kind.
+    ///
+    /// # Safety
+    /// Every thread of the launch must make the same change (so that all writers use indices
+    /// of one kind), and no write made through the old kind may still be racing.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn rekind<L: IndexKind>(self) -> DisjointSlice<'a, T, L> {
+        DisjointSlice { ptr: self.ptr, len: self.len, _life: PhantomData }
+    }
 }
 
-impl<T> Index<ThreadIndex> for DisjointSlice<'_, T> {
+impl<T, K: IndexKind, I: DisjointIndex<K>> Index<I> for DisjointSlice<'_, T, K> {
     type Output = T;
     #[inline(always)]
     #[track_caller]
-    fn index(&self, index: ThreadIndex) -> &T {
-        assert!(index.rank < self.len, "DisjointSlice index out of bounds");
+    fn index(&self, index: I) -> &T {
+        let rank = index.rank();
+        assert!(rank < self.len, "DisjointSlice index out of bounds");
         // SAFETY: in bounds, and the element belongs to this thread.
-        unsafe { &*self.ptr.as_ptr().add(index.rank) }
+        unsafe { &*self.ptr.as_ptr().add(rank) }
     }
 }
 
-impl<T> IndexMut<ThreadIndex> for DisjointSlice<'_, T> {
+impl<T, K: IndexKind, I: DisjointIndex<K>> IndexMut<I> for DisjointSlice<'_, T, K> {
     #[inline(always)]
     #[track_caller]
-    fn index_mut(&mut self, index: ThreadIndex) -> &mut T {
-        assert!(index.rank < self.len, "DisjointSlice index out of bounds");
+    fn index_mut(&mut self, index: I) -> &mut T {
+        let rank = index.rank();
+        assert!(rank < self.len, "DisjointSlice index out of bounds");
         // SAFETY: in bounds, and the element belongs to this thread.
-        unsafe { &mut *self.ptr.as_ptr().add(index.rank) }
+        unsafe { &mut *self.ptr.as_ptr().add(rank) }
     }
 }
 
-impl<T> Index<&ThreadIndex> for DisjointSlice<'_, T> {
-    type Output = T;
+/// A [`DisjointSlice`] after a grid barrier: every thread may read every element, none may
+/// write (made by [`GridGroup::publish`](crate::cg::GridGroup::publish); turned back into a
+/// `DisjointSlice` by [`GridGroup::reclaim`](crate::cg::GridGroup::reclaim), another grid
+/// barrier). It dereferences to `&[T]`; those borrows end before `reclaim` can take it back,
+/// so no thread still reads when the next phase writes.
+#[derive(Debug)]
+pub struct Published<'a, T, K: IndexKind = PerThread> {
+    slice: DisjointSlice<'a, T, K>,
+}
+
+impl<'a, T, K: IndexKind> Published<'a, T, K> {
+    /// # Safety
+    /// Every thread of the launch that wrote through `slice` has passed a grid barrier after
+    /// its writes, and every thread makes the same call.
     #[inline(always)]
-    #[track_caller]
-    fn index(&self, index: &ThreadIndex) -> &T {
-        assert!(index.rank < self.len, "DisjointSlice index out of bounds");
-        // SAFETY: in bounds, and the element belongs to this thread.
-        unsafe { &*self.ptr.as_ptr().add(index.rank) }
+    pub(crate) unsafe fn new(slice: DisjointSlice<'a, T, K>) -> Self {
+        Self { slice }
+    }
+
+    /// # Safety
+    /// Every thread of the launch has passed a grid barrier after its last read.
+    #[inline(always)]
+    pub(crate) unsafe fn into_slice(self) -> DisjointSlice<'a, T, K> {
+        self.slice
     }
 }
 
-impl<T> IndexMut<&ThreadIndex> for DisjointSlice<'_, T> {
+impl<T, K: IndexKind> Deref for Published<'_, T, K> {
+    type Target = [T];
     #[inline(always)]
-    #[track_caller]
-    fn index_mut(&mut self, index: &ThreadIndex) -> &mut T {
-        assert!(index.rank < self.len, "DisjointSlice index out of bounds");
-        // SAFETY: in bounds, and the element belongs to this thread.
-        unsafe { &mut *self.ptr.as_ptr().add(index.rank) }
+    fn deref(&self) -> &[T] {
+        // SAFETY: the memory is valid for `len` elements (the slice's contract), no thread
+        // writes it while any `Published` lives (writes needed a `DisjointSlice`, which every
+        // thread gave up to a grid barrier), and the borrow ends before `reclaim`.
+        unsafe { core::slice::from_raw_parts(self.slice.ptr.as_ptr(), self.slice.len) }
     }
 }
 
@@ -195,4 +300,22 @@ impl<T> IndexMut<&ThreadIndex> for DisjointSlice<'_, T> {
 pub fn cast_aligned<T: crate::DeviceCopy, U: crate::DeviceCopy>(s: &[T]) -> (&[T], &[U], &[T]) {
     // SAFETY: `T` and `U` are `DeviceCopy`: plain bytes, valid for every bit pattern.
     unsafe { s.align_to::<U>() }
+}
+
+/// `s` viewed as `U`s when its bytes are exactly a whole number of `U`, aligned for `U`
+/// (`reinterpret_cast` of a whole array); `None` otherwise. Every bit pattern is a valid `U`
+/// (both are `DeviceCopy`), so the view is safe.
+#[inline(always)]
+#[must_use]
+pub fn cast<T: crate::DeviceCopy, U: crate::DeviceCopy>(s: &[T]) -> Option<&[U]> {
+    let bytes = core::mem::size_of_val(s);
+    if size_of::<U>() == 0
+        || !bytes.is_multiple_of(size_of::<U>())
+        || !(s.as_ptr() as usize).is_multiple_of(align_of::<U>())
+    {
+        return None;
+    }
+    // SAFETY: in bounds (the same bytes), aligned for `U` (checked), every bit pattern is a
+    // valid `U`, and the shared borrow of `s` covers the result's lifetime.
+    Some(unsafe { core::slice::from_raw_parts(s.as_ptr().cast::<U>(), bytes / size_of::<U>()) })
 }

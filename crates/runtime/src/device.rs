@@ -1,12 +1,14 @@
 //! Devices and contexts.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{self, CUdevice_attribute as A};
 use cudarc::driver::{CudaContext, DriverError};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, is_sticky};
+use crate::launch::LaunchConfig;
 use crate::module::{LoadOptions, Module};
 use crate::ptx::PtxSet;
 use crate::stream::Stream;
@@ -84,24 +86,194 @@ impl fmt::Display for DeviceInfo {
     }
 }
 
-/// Shared state of one context: the device, and the panic records of loaded modules.
+/// Shared state of one context: the device, the panic records of loaded modules, and the
+/// launches not yet known to have finished.
 pub(crate) struct GpuInner {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) info: DeviceInfo,
     pub(crate) panic_records: Mutex<Vec<crate::module::PanicSlot>>,
+    pub(crate) launches: Mutex<Unfinished>,
 }
 
 impl GpuInner {
     /// Makes the context current on this thread.
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(|code| Error::Driver { what: "making the CUDA context current".into(), code })
+        self.ctx
+            .bind_to_thread()
+            .map_err(|code| self.error(code, Doing::Call("making the CUDA context current".into())))
     }
 
     /// The first panic recorded by any module of this context, as text.
     pub(crate) fn take_panic(&self) -> Option<String> {
         let slots = self.panic_records.lock().unwrap_or_else(|p| p.into_inner());
         slots.iter().find_map(|s| s.read())
+    }
+
+    /// Notes a successful launch on stream `stream` (a [`Stream`] id).
+    #[inline]
+    pub(crate) fn note_launch(&self, stream: u64, kernel: &Arc<str>, config: LaunchConfig) {
+        self.launches.lock().unwrap_or_else(|p| p.into_inner()).note(stream, kernel, config);
+    }
+
+    /// Notes that everything launched on `stream` (`None`: on every stream) has finished.
+    pub(crate) fn note_finished(&self, stream: Option<u64>) {
+        self.launches.lock().unwrap_or_else(|p| p.into_inner()).finished(stream);
+    }
+
+    /// The error for a failed driver call on this context: [`Error::Driver`], or
+    /// [`Error::KernelFailed`] when a kernel has killed the context (see [`GpuInner::lost`]).
+    pub(crate) fn error(&self, code: DriverError, doing: Doing) -> Error {
+        self.lost(code, doing).unwrap_or_else(|doing| Error::Driver { what: doing.into_description(), code })
+    }
+
+    /// `Ok(Error::KernelFailed)` when `code` is a sticky failure (the first one of this device
+    /// is recorded now: the suspected kernel, its configuration, where it panicked), or when
+    /// such a failure was recorded before on this device: every later error names it.
+    /// Otherwise `Err(doing)`, for the caller's own error.
+    pub(crate) fn lost(&self, code: DriverError, doing: Doing) -> Result<Error, Doing> {
+        let (lost, first) = match lost_on(self.info.ordinal) {
+            Some(lost) => (lost, false),
+            None if is_sticky(&code) => {
+                let suspect = self.launches.lock().unwrap_or_else(|p| p.into_inner()).suspect();
+                record_lost(Lost {
+                    ordinal: self.info.ordinal,
+                    kernel: suspect.as_ref().map(|s| s.0.clone()),
+                    config: suspect.as_ref().map(|s| s.1),
+                    unfinished: suspect.map_or(0, |s| s.2),
+                    panic: self.take_panic(),
+                })
+            }
+            None => return Err(doing),
+        };
+        let during = match doing {
+            Doing::Wait(_) if first => None,
+            doing => Some(doing.into_description()),
+        };
+        Ok(lost.error(code, during))
+    }
+}
+
+/// What a failed driver call was doing, for its error.
+pub(crate) enum Doing {
+    /// Waiting for launched work ("synchronizing a stream"): a sticky failure first seen here
+    /// is reported as the kernel's own.
+    Wait(&'static str),
+    /// Any other call, described ("copying device memory to the host").
+    Call(String),
+}
+
+impl Doing {
+    fn into_description(self) -> String {
+        match self {
+            Doing::Wait(what) => what.to_string(),
+            Doing::Call(what) => what,
+        }
+    }
+}
+
+/// The launches of a context not yet known to have finished, per stream: the first one (with
+/// its launch order) and how many followed it there.
+///
+/// The driver does not say which kernel failed. A failed kernel stops all work after it, and
+/// launches that were waited for successfully (a stream's `synchronize`, the device's, a copy
+/// to the host) finished, so the kernel that failed is among the unfinished ones: the
+/// suspect is the earliest, the first that may not have finished.
+#[derive(Default)]
+pub(crate) struct Unfinished {
+    seq: u64,
+    /// (stream, launch order of its first unfinished launch, that kernel, its configuration,
+    /// unfinished launches on the stream), at most one entry per stream.
+    streams: Vec<(u64, u64, Arc<str>, LaunchConfig, usize)>,
+}
+
+impl Unfinished {
+    /// Streams remembered at most (the oldest entry is forgotten: streams dropped unwaited).
+    const MAX: usize = 64;
+
+    fn note(&mut self, stream: u64, kernel: &Arc<str>, config: LaunchConfig) {
+        self.seq += 1;
+        if let Some(s) = self.streams.iter_mut().find(|s| s.0 == stream) {
+            s.4 += 1;
+            return;
+        }
+        if self.streams.len() >= Self::MAX
+            && let Some(oldest) = self.streams.iter().enumerate().min_by_key(|(_, s)| s.1).map(|(i, _)| i)
+        {
+            self.streams.swap_remove(oldest);
+        }
+        self.streams.push((stream, self.seq, kernel.clone(), config, 1));
+    }
+
+    fn finished(&mut self, stream: Option<u64>) {
+        match stream {
+            Some(id) => self.streams.retain(|s| s.0 != id),
+            None => self.streams.clear(),
+        }
+    }
+
+    /// The earliest unfinished launch, and how many launches are unfinished in all.
+    fn suspect(&self) -> Option<(Arc<str>, LaunchConfig, usize)> {
+        let first = self.streams.iter().min_by_key(|s| s.1)?;
+        Some((first.2.clone(), first.3, self.streams.iter().map(|s| s.4).sum()))
+    }
+}
+
+/// The first sticky failure seen on a device. CUDA accepts no more work in the process after
+/// one (see [`Error::KernelFailed`]), so it is kept for the rest of the process, for every
+/// later error to name.
+pub(crate) struct Lost {
+    ordinal: usize,
+    kernel: Option<Arc<str>>,
+    config: Option<LaunchConfig>,
+    unfinished: usize,
+    panic: Option<String>,
+}
+
+impl Lost {
+    fn error(&self, code: DriverError, during: Option<String>) -> Error {
+        Error::KernelFailed {
+            kernel: self.kernel.clone(),
+            config: self.config,
+            unfinished: self.unfinished,
+            code,
+            panic: self.panic.clone(),
+            during,
+        }
+    }
+}
+
+/// Whether any device has lost its context (so that the usual path takes no lock).
+static ANY_LOST: AtomicBool = AtomicBool::new(false);
+/// The first sticky failure of each device that had one.
+static LOST: Mutex<Vec<Arc<Lost>>> = Mutex::new(Vec::new());
+
+fn lost_on(ordinal: usize) -> Option<Arc<Lost>> {
+    if !ANY_LOST.load(Ordering::Acquire) {
+        return None;
+    }
+    LOST.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|l| l.ordinal == ordinal).cloned()
+}
+
+/// Records `lost` unless its device already has a record; returns the record kept and whether
+/// it is `lost`.
+fn record_lost(lost: Lost) -> (Arc<Lost>, bool) {
+    let mut all = LOST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(l) = all.iter().find(|l| l.ordinal == lost.ordinal) {
+        return (l.clone(), false);
+    }
+    let lost = Arc::new(lost);
+    all.push(lost.clone());
+    ANY_LOST.store(true, Ordering::Release);
+    (lost, true)
+}
+
+/// The error for a failed driver call on device `ordinal` outside any [`GpuInner`] (making a
+/// context): [`Error::KernelFailed`] naming the earlier failure if the device had one.
+fn device_error(ordinal: usize, code: DriverError, what: String) -> Error {
+    match lost_on(ordinal) {
+        Some(lost) => lost.error(code, Some(what)),
+        None => Error::Driver { what, code },
     }
 }
 
@@ -171,14 +343,15 @@ impl Gpu {
     /// process, as the CUDA runtime API does).
     ///
     /// # Errors
-    /// No driver, no such device, or a driver failure.
+    /// No driver, no such device, or a driver failure; [`Error::KernelFailed`] naming the
+    /// kernel if one failed earlier in this process (which must then be restarted).
     pub fn new(ordinal: usize) -> Result<Self> {
         let count = Self::count()?;
         if ordinal >= count {
             return Err(Error::NoDevice { requested: ordinal, count, detail: None });
         }
         let ctx = CudaContext::new(ordinal)
-            .map_err(|code| Error::Driver { what: format!("creating a context on device {ordinal}"), code })?;
+            .map_err(|code| device_error(ordinal, code, format!("creating a context on device {ordinal}")))?;
         Self::from_context(ctx, ordinal)
     }
 
@@ -196,9 +369,13 @@ impl Gpu {
         Self::new(ordinal)
     }
 
-    /// The device `ordinal` with a context of its own (not the primary one). A kernel that
-    /// traps poisons only its context: dropping this `Gpu` and everything made from it frees
-    /// it, and other contexts of the process stay usable.
+    /// The device `ordinal` with a context of its own (not the primary one), for work kept
+    /// apart from other users of the device in this process: its modules, memory and streams
+    /// are freed with the context when this `Gpu` and everything made from it are dropped.
+    ///
+    /// It does not contain a kernel failure: after a kernel fails, CUDA refuses all further
+    /// work in the process, in every context, and creating a new one fails too; restart the
+    /// process (see [`Error::KernelFailed`]).
     ///
     /// # Errors
     /// As [`Gpu::new`].
@@ -208,13 +385,18 @@ impl Gpu {
             return Err(Error::NoDevice { requested: ordinal, count, detail: None });
         }
         let ctx = CudaContext::new_non_primary(ordinal, 0)
-            .map_err(|code| Error::Driver { what: format!("creating a context on device {ordinal}"), code })?;
+            .map_err(|code| device_error(ordinal, code, format!("creating a context on device {ordinal}")))?;
         Self::from_context(ctx, ordinal)
     }
 
     fn from_context(ctx: Arc<CudaContext>, ordinal: usize) -> Result<Self> {
         let info = read_info(&ctx, ordinal)?;
-        let inner = Arc::new(GpuInner { ctx, info, panic_records: Mutex::new(Vec::new()) });
+        let inner = Arc::new(GpuInner {
+            ctx,
+            info,
+            panic_records: Mutex::new(Vec::new()),
+            launches: Mutex::new(Unfinished::default()),
+        });
         let stream = Arc::new(Stream::create(&inner)?);
         Ok(Self { inner, stream })
     }
@@ -260,17 +442,22 @@ impl Gpu {
 
     /// Loads PTX text made at run time (NVRTC output, a `.ptx` file), as one module named
     /// `name` for this device's architecture. The text is kept for the life of the process.
+    /// NULs at its end are optional (one is added).
     ///
     /// # Errors
-    /// As [`Gpu::load`].
+    /// [`Error::Argument`] if the text contains a NUL before its end (the driver would stop
+    /// reading there); otherwise as [`Gpu::load`].
     pub fn load_ptx_text(&self, name: &'static str, ptx: &str) -> Result<Module> {
-        let text: &'static str = Box::leak(format!("{}\0", ptx.trim_end_matches('\0')).into_boxed_str());
-        let modules: &'static [crate::ptx::PtxModule] = Box::leak(Box::new([crate::ptx::PtxModule {
-            arch: self.inner.info.cc(),
-            ptx: text,
-            ptxas: None,
-            resources: &[],
-        }]));
+        let ptx = ptx.trim_end_matches('\0');
+        if let Some(at) = crate::ptx::interior_nul(ptx) {
+            return Err(Error::Argument(format!(
+                "PTX text `{name}` contains a NUL at byte {at} of {}: the driver would stop reading there",
+                ptx.len()
+            )));
+        }
+        let text: &'static str = Box::leak(format!("{ptx}\0").into_boxed_str());
+        let module = crate::ptx::PtxModule::new(self.inner.info.cc(), text);
+        let modules: &'static [crate::ptx::PtxModule] = Box::leak(Box::new([module]));
         let set: &'static PtxSet = Box::leak(Box::new(PtxSet { crate_name: name, modules }));
         self.load(set)
     }
@@ -278,12 +465,16 @@ impl Gpu {
     /// Waits for all work on the device.
     ///
     /// # Errors
-    /// [`Error::KernelFailed`] if a kernel failed.
+    /// [`Error::KernelFailed`] if a kernel failed, naming it (as far as the driver lets Cohort
+    /// know: see [`Error::KernelFailed`]'s `kernel`) and where it panicked.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.bind()?;
         // SAFETY: the context is current on this thread.
-        let r = unsafe { sys::cuCtxSynchronize() }.result();
-        r.map_err(|code| crate::stream::kernel_error(&self.inner, code, None))
+        unsafe { sys::cuCtxSynchronize() }
+            .result()
+            .map_err(|code| self.inner.error(code, Doing::Wait("synchronizing the device")))?;
+        self.inner.note_finished(None);
+        Ok(())
     }
 
     /// The underlying cudarc context, for interop.
@@ -297,16 +488,15 @@ fn read_info(ctx: &CudaContext, ordinal: usize) -> Result<DeviceInfo> {
     let attr = |a: A| -> Result<u32> {
         ctx.attribute(a)
             .map(|v| v.max(0) as u32)
-            .map_err(|code| Error::Driver { what: format!("reading device attribute {a:?}"), code })
+            .map_err(|code| device_error(ordinal, code, format!("reading device attribute {a:?}")))
     };
-    let name = ctx.name().map_err(|code| Error::Driver { what: "reading the device name".into(), code })?;
-    let total_memory =
-        ctx.total_mem().map_err(|code| Error::Driver { what: "reading the memory size".into(), code })?;
+    let name = ctx.name().map_err(|code| device_error(ordinal, code, "reading the device name".into()))?;
+    let total_memory = ctx.total_mem().map_err(|code| device_error(ordinal, code, "reading the memory size".into()))?;
     let mut driver_version = 0;
     // SAFETY: writes one int.
     unsafe { sys::cuDriverGetVersion(&mut driver_version) }
         .result()
-        .map_err(|code| Error::Driver { what: "reading the driver version".into(), code })?;
+        .map_err(|code| device_error(ordinal, code, "reading the driver version".into()))?;
     Ok(DeviceInfo {
         ordinal,
         name,
@@ -339,4 +529,89 @@ fn read_info(ctx: &CudaContext, ordinal: usize) -> Result<DeviceInfo> {
         memory_bus_bits: attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?,
         driver_version,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudarc::driver::sys::CUresult;
+
+    fn suspect(u: &Unfinished) -> Option<(String, usize)> {
+        u.suspect().map(|(k, _, n)| (k.to_string(), n))
+    }
+
+    #[test]
+    fn the_suspect_is_the_earliest_unfinished_launch() {
+        let (a, t, k): (Arc<str>, Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("t"), Arc::from("k"));
+        let cfg = LaunchConfig::new(1, 32);
+        let mut u = Unfinished::default();
+        assert!(u.suspect().is_none());
+        // `a` on stream 2 finishes (its stream was waited for).
+        u.note(2, &a, cfg);
+        u.finished(Some(2));
+        // `t` traps on stream 1; `k` is launched after it on stream 2, and `t` again on 1.
+        u.note(1, &t, LaunchConfig::new(1, 64));
+        u.note(2, &k, cfg);
+        u.note(1, &t, cfg);
+        // `t` is the first that may not have finished; 3 launches are candidates.
+        assert_eq!(u.suspect(), Some((t.clone(), LaunchConfig::new(1, 64), 3)));
+        // Stream 1 was waited for successfully: the failure is `k`'s, for certain.
+        u.finished(Some(1));
+        assert_eq!(suspect(&u), Some(("k".into(), 1)));
+        u.finished(None);
+        assert!(u.suspect().is_none());
+    }
+
+    #[test]
+    fn unfinished_launches_are_bounded() {
+        let k: Arc<str> = Arc::from("k");
+        let mut u = Unfinished::default();
+        for stream in 0..(Unfinished::MAX as u64 + 10) {
+            u.note(stream, &k, LaunchConfig::new(1, 1));
+            u.note(stream, &k, LaunchConfig::new(1, 1));
+        }
+        assert_eq!(u.streams.len(), Unfinished::MAX);
+        // The oldest streams were forgotten, the newest kept.
+        assert!(u.streams.iter().all(|s| s.0 >= 10));
+        assert_eq!(suspect(&u), Some(("k".into(), 2 * Unfinished::MAX)));
+    }
+
+    #[test]
+    fn a_lost_device_names_its_first_failure_in_later_errors() {
+        // An ordinal no real device has, so that the process-wide record touches nothing else.
+        let ordinal = 1_000_001;
+        let code = DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED);
+        match device_error(ordinal, DriverError(CUresult::CUDA_ERROR_INVALID_VALUE), "creating a context".into()) {
+            Error::Driver { what, .. } => assert_eq!(what, "creating a context"),
+            e => panic!("before any failure: {e:?}"),
+        }
+        let first = Lost {
+            ordinal,
+            kernel: Some(Arc::from("checked_read")),
+            config: Some(LaunchConfig::new(1, 64)),
+            unfinished: 1,
+            panic: Some("panicked at src/checks.rs:10:5 in block (0,0,0) thread (9,0,0)".into()),
+        };
+        let (kept, is_first) = record_lost(first);
+        assert!(is_first);
+        let other = Lost { ordinal, kernel: Some(Arc::from("other")), config: None, unfinished: 1, panic: None };
+        let (again, is_first) = record_lost(other);
+        assert!(!is_first && Arc::ptr_eq(&kept, &again), "the first failure of a device is kept");
+        assert!(lost_on(ordinal + 1).is_none());
+        let e = device_error(ordinal, code, format!("creating a context on device {ordinal}"));
+        let Error::KernelFailed { kernel, config, panic, during, .. } = &e else { panic!("{e:?}") };
+        assert_eq!(kernel.as_deref(), Some("checked_read"));
+        assert_eq!(*config, Some(LaunchConfig::new(1, 64)));
+        assert!(panic.as_deref().unwrap().contains("checks.rs:10:5"));
+        assert_eq!(during.as_deref(), Some("creating a context on device 1000001"));
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(
+                "creating a context on device 1000001 failed: the CUDA context was lost when kernel `checked_read` \
+                 (grid 1 x block 64) failed; panicked at src/checks.rs:10:5 in block (0,0,0) thread (9,0,0)"
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("restart the process"), "{msg}");
+    }
 }

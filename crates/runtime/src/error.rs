@@ -58,6 +58,17 @@ pub enum Error {
         /// The kernels crate.
         crate_name: &'static str,
     },
+    /// The module's entry was not built from the same `#[kernel]` declaration as the launcher
+    /// (see `cohort_runtime`'s ABI check): launching it would pass arguments the entry does not
+    /// expect, so `load` refuses it.
+    AbiMismatch {
+        /// The kernel.
+        kernel: String,
+        /// The kernels crate.
+        crate_name: &'static str,
+        /// The first difference, in words.
+        detail: String,
+    },
     /// The launch configuration is impossible for this kernel on this device.
     InvalidLaunch {
         /// The kernel.
@@ -95,17 +106,43 @@ pub enum Error {
         /// The driver's error.
         code: DriverError,
     },
-    /// A kernel failed while running (trap, panic, illegal address). The CUDA context is
-    /// unusable afterwards; make a new [`Gpu`](crate::Gpu).
+    /// A kernel failed while running (a panic, a trap, an illegal address), or a later call
+    /// was refused because one had.
+    ///
+    /// # After a kernel fails, restart the process
+    ///
+    /// Such a failure is *sticky*: CUDA refuses every further call in the whole process, not
+    /// only in the context where the kernel ran. Measured with driver 580 on an H200: after a
+    /// kernel traps, launches, copies and synchronizations on every existing context fail, and
+    /// even creating a new context fails, a primary one ([`Gpu::new`](crate::Gpu::new)) or a
+    /// context of its own ([`Gpu::isolated`](crate::Gpu::isolated)). There is no recovery in
+    /// the process: report the error and restart it (tests run such scenarios in a child
+    /// process).
+    ///
+    /// Cohort keeps the first such failure of each device for the rest of the process, and
+    /// every later error it causes is this variant again, naming the kernel that failed, how
+    /// it was launched and where it panicked, with `during` saying which call was refused.
     KernelFailed {
-        /// The last kernel launched on the stream, if known.
+        /// The kernel that failed, if known. The driver does not say which kernel failed:
+        /// this is the earliest launch not yet known to have finished when the failure was
+        /// seen (launches that a successful `synchronize` or copy to the host waited for had
+        /// finished). Exact when `unfinished` is 1.
         kernel: Option<Arc<str>>,
         /// Its configuration.
         config: Option<LaunchConfig>,
-        /// The driver's error.
+        /// Launches not yet known to have finished when the failure was seen, `kernel`'s
+        /// included (0 when none was known). Above 1, the kernel that failed may be one
+        /// launched after `kernel` instead.
+        unfinished: usize,
+        /// The driver's error for the call that returned this one.
         code: DriverError,
         /// Where a panicking thread stopped, if a kernel panicked.
         panic: Option<String>,
+        /// `None` when this error is the failure's own report, returned by a wait for the
+        /// kernel (a `synchronize`, an event); otherwise the call that was refused because of
+        /// the failure ("launching kernel `b` with grid 4 x block 256", "copying device
+        /// memory to the host").
+        during: Option<String>,
     },
     /// A host-side argument error (lengths that do not match, …).
     Argument(String),
@@ -114,17 +151,25 @@ pub enum Error {
 /// `Result<T, cohort_runtime::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// `CUDA_ERROR_…`: the enum's name, as `cuGetErrorName` gives it (without asking the driver).
 fn code_name(code: &DriverError) -> String {
-    match code.error_name() {
-        Ok(n) => n.to_string_lossy().into_owned(),
-        Err(_) => format!("{:?}", code.0),
+    format!("{:?}", code.0)
+}
+
+/// `CUDA_ERROR_… (the driver's description)`; just the name when the driver library is absent
+/// (errors can be printed on any machine).
+fn code_text(code: &DriverError) -> String {
+    static DRIVER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // SAFETY: only tries to open the driver library.
+    let driver = *DRIVER.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() });
+    match driver.then(|| code.error_string().ok()).flatten() {
+        Some(s) => format!("{} ({})", code_name(code), s.to_string_lossy()),
+        None => code_name(code),
     }
 }
 
-fn code_text(code: &DriverError) -> String {
-    let s = code.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    format!("{} ({s})", code_name(code))
-}
+/// What every report of a sticky failure ends with (see [`Error::KernelFailed`]).
+const RESTART: &str = "CUDA accepts no more work in this process after a kernel fails: restart the process";
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -155,6 +200,11 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Error::AbiMismatch { kernel, crate_name, detail } => write!(
+                f,
+                "kernel `{kernel}` of `{crate_name}` does not match its launcher: {detail}; rebuild the kernels crate and \
+                 the host from one declaration of the kernel"
+            ),
             Error::KernelNotFound { name, crate_name } => {
                 write!(f, "kernel `{name}` is not in the PTX of `{crate_name}` (stale build?)")
             }
@@ -175,22 +225,49 @@ impl fmt::Display for Error {
             Error::Launch { kernel, config, code } => {
                 write!(f, "launching kernel `{kernel}` with {config} failed: {}", code_text(code))
             }
-            Error::KernelFailed { kernel, config, code, panic } => {
-                match (kernel, config) {
-                    (Some(k), Some(c)) => write!(f, "kernel `{k}` ({c}) failed: {}", code_text(code))?,
-                    _ => write!(f, "a kernel failed: {}", code_text(code))?,
+            Error::KernelFailed { kernel, config, unfinished, code, panic, during } => {
+                let failed = match (kernel, config) {
+                    (Some(k), Some(c)) => format!("kernel `{k}` ({c}) failed"),
+                    (Some(k), None) => format!("kernel `{k}` failed"),
+                    _ => "a kernel failed".to_string(),
+                };
+                match during {
+                    None => write!(f, "{failed}: {}", code_text(code))?,
+                    Some(d) => write!(f, "{d} failed: the CUDA context was lost when {failed}")?,
                 }
                 if let Some(p) = panic {
                     write!(f, "; {p}")?;
                 }
-                f.write_str("; the CUDA context is unusable now: create a new Gpu")
+                if *unfinished > 1 {
+                    write!(
+                        f,
+                        " (the driver does not say which kernel failed: `{}` is the first of {unfinished} launches \
+                         not yet waited for)",
+                        kernel.as_deref().unwrap_or("?")
+                    )?;
+                }
+                if during.is_some() {
+                    write!(f, "; the driver now returns {}", code_text(code))?;
+                }
+                write!(f, "; {RESTART}")
             }
             Error::Argument(m) => f.write_str(m),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    /// The driver's error, where the driver reported one.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Driver { code, .. }
+            | Error::ModuleLoad { code, .. }
+            | Error::Launch { code, .. }
+            | Error::KernelFailed { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+}
 
 /// Errors the driver keeps for the rest of the context's life: the kernel itself failed.
 pub(crate) fn is_sticky(code: &DriverError) -> bool {
@@ -208,4 +285,102 @@ pub(crate) fn is_sticky(code: &DriverError) -> bool {
             | CUDA_ERROR_LAUNCH_TIMEOUT
             | CUDA_ERROR_ECC_UNCORRECTABLE
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use cudarc::driver::sys::CUresult;
+
+    use super::*;
+
+    fn failed(during: Option<&str>) -> Error {
+        Error::KernelFailed {
+            kernel: Some(Arc::from("checked_read")),
+            config: Some(LaunchConfig::new(1, 64)),
+            unfinished: 1,
+            code: DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED),
+            panic: Some("panicked at src/checks.rs:10:5 in block (0,0,0) thread (9,0,0)".into()),
+            during: during.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_kernel_failure_names_the_kernel_where_it_panicked_and_the_way_out() {
+        let msg = failed(None).to_string();
+        assert!(msg.starts_with("kernel `checked_read` (grid 1 x block 64) failed: CUDA_ERROR_LAUNCH_FAILED"), "{msg}");
+        assert!(msg.contains("; panicked at src/checks.rs:10:5 in block (0,0,0) thread (9,0,0); "), "{msg}");
+        assert!(msg.ends_with(RESTART), "{msg}");
+    }
+
+    #[test]
+    fn a_later_refusal_names_the_call_and_the_kernel_that_failed_before() {
+        let msg = failed(Some("launching kernel `vector_add` with grid 4 x block 256")).to_string();
+        assert!(
+            msg.starts_with(
+                "launching kernel `vector_add` with grid 4 x block 256 failed: the CUDA context was lost when \
+                 kernel `checked_read` (grid 1 x block 64) failed; panicked at src/checks.rs:10:5"
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("the driver now returns CUDA_ERROR_LAUNCH_FAILED"), "{msg}");
+        assert!(msg.ends_with(RESTART), "{msg}");
+        let unknown = Error::KernelFailed {
+            kernel: None,
+            config: None,
+            unfinished: 0,
+            code: DriverError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS),
+            panic: None,
+            during: Some("copying device memory to the host".into()),
+        };
+        let msg = unknown.to_string();
+        assert!(
+            msg.starts_with(
+                "copying device memory to the host failed: the CUDA context was lost when a kernel failed;"
+            ),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn an_uncertain_suspect_is_said_so() {
+        let Error::KernelFailed { kernel, config, code, panic, during, .. } = failed(None) else { unreachable!() };
+        let e = Error::KernelFailed { kernel, config, unfinished: 3, code, panic, during };
+        let msg = e.to_string();
+        assert!(
+            msg.contains(
+                "thread (9,0,0) (the driver does not say which kernel failed: `checked_read` is the first of 3 \
+                 launches not yet waited for); CUDA accepts"
+            ),
+            "{msg}"
+        );
+        assert!(!failed(None).to_string().contains("does not say"));
+    }
+
+    #[test]
+    fn source_is_the_driver_error() {
+        let code = DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+        let e = Error::Driver { what: "allocating".into(), code };
+        let source = e.source().expect("a source");
+        assert_eq!(source.downcast_ref::<DriverError>(), Some(&code));
+        assert_eq!(
+            failed(None).source().and_then(|s| s.downcast_ref::<DriverError>()),
+            Some(&DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED))
+        );
+        let launch = Error::Launch { kernel: Arc::from("k"), config: LaunchConfig::new(1, 1), code };
+        assert!(launch.source().is_some());
+        let load = Error::ModuleLoad { crate_name: "k", arch: 80, code, log: String::new() };
+        assert!(load.source().is_some());
+        assert!(Error::Argument("x".into()).source().is_none());
+        assert!(Error::NoDriver.source().is_none());
+    }
+
+    #[test]
+    fn sticky_codes() {
+        assert!(is_sticky(&DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED)));
+        assert!(is_sticky(&DriverError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)));
+        assert!(!is_sticky(&DriverError(CUresult::CUDA_ERROR_INVALID_VALUE)));
+        assert!(!is_sticky(&DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY)));
+    }
 }

@@ -34,13 +34,14 @@
 //! | `cudaOccupancy*` | [`Function::max_active_blocks_per_sm`], [`Function::suggested_block_size`] |
 //! | `cudaMalloc` + `cudaMemcpy` | [`DeviceBuffer`], [`Gpu::upload`], [`DeviceBuffer::to_vec`] |
 //! | `cudaStream_t`, `cudaEvent_t` | [`Stream`], [`Event`] |
-//! | `cudaGetLastError` after a trap | [`Error::KernelFailed`] from `synchronize`/copies |
+//! | `cudaGetLastError` after a trap | [`Error::KernelFailed`] from `synchronize`, copies and every later call (restart the process) |
 //!
 //! Launch checks happen once, here: block size against the kernel's limit, grid and block
 //! extents, shared memory against the device (raising the kernel's opt-in limit past 48 KiB
 //! when needed), and for cooperative launches that the whole grid fits on the GPU at once.
 //! Each failure is an [`Error`] naming the kernel, the configuration and the limit.
 
+mod abi;
 mod capture;
 mod device;
 mod error;
@@ -56,7 +57,7 @@ pub use device::{DeviceInfo, Gpu};
 pub use error::{Error, Result};
 pub use launch::{Dim3, LaunchConfig};
 pub use memory::{DeviceBuffer, DevicePtr, DevicePtrMut, DeviceView, DeviceViewMut, DisjointArg, SliceArg};
-pub use module::{Function, FunctionAttributes, LoadOptions, Module};
+pub use module::{Function, FunctionAttributes, LoadOptions, Module, check_kernel_abi};
 pub use ptx::{KernelResources, PtxModule, PtxSet};
 pub use stream::{Event, Stream};
 

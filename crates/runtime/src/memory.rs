@@ -15,7 +15,7 @@ use cohort::atomic::{Atomic, Space};
 use cohort::mutex::Mutex;
 use cudarc::driver::sys;
 
-use crate::device::{Gpu, GpuInner};
+use crate::device::{Doing, Gpu, GpuInner};
 use crate::error::{Error, Result};
 
 /// An array of `T` in device memory, owned.
@@ -33,11 +33,7 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
 }
 
 fn copy_error(gpu: &GpuInner, what: &str, code: cudarc::driver::DriverError) -> Error {
-    if crate::error::is_sticky(&code) {
-        crate::stream::kernel_error(gpu, code, None)
-    } else {
-        Error::Driver { what: what.to_string(), code }
-    }
+    gpu.error(code, Doing::Call(what.to_string()))
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {
@@ -58,7 +54,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             // SAFETY: the context is current; `ptr` receives the allocation.
             unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }
                 .result()
-                .map_err(|code| Error::Driver { what: format!("allocating {bytes} B of device memory"), code })?;
+                .map_err(|code| gpu.inner.error(code, Doing::Call(format!("allocating {bytes} B of device memory"))))?;
         }
         Ok(Self { ptr, len, gpu: gpu.inner.clone(), _t: PhantomData })
     }
@@ -147,21 +143,29 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// A read-only view of `range`.
     ///
     /// # Panics
-    /// If `range` is out of bounds.
+    /// If `range` is out of bounds or decreasing, as slicing a `[T]` does (and with the same
+    /// messages: `range end index 11 out of range for device buffer of length 10`).
     #[must_use]
+    #[track_caller]
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
-        let (s, e) = bounds(range, self.len);
-        DeviceView { ptr: self.ptr + (s * size_of::<T>()) as u64, len: e - s, gpu: &self.gpu, _t: PhantomData }
+        let r = bounds(range, self.len);
+        DeviceView { ptr: self.ptr + (r.start * size_of::<T>()) as u64, len: r.len(), gpu: &self.gpu, _t: PhantomData }
     }
 
     /// A mutable view of `range`.
     ///
     /// # Panics
-    /// If `range` is out of bounds.
+    /// As [`DeviceBuffer::slice`].
     #[must_use]
+    #[track_caller]
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
-        let (s, e) = bounds(range, self.len);
-        DeviceViewMut { ptr: self.ptr + (s * size_of::<T>()) as u64, len: e - s, gpu: &self.gpu, _t: PhantomData }
+        let r = bounds(range, self.len);
+        DeviceViewMut {
+            ptr: self.ptr + (r.start * size_of::<T>()) as u64,
+            len: r.len(),
+            gpu: &self.gpu,
+            _t: PhantomData,
+        }
     }
 
     /// The whole buffer as a view.
@@ -200,19 +204,34 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
     }
 }
 
-fn bounds(range: impl RangeBounds<usize>, len: usize) -> (usize, usize) {
-    let s = match range.start_bound() {
+/// `range` resolved against a buffer of `len` elements, as `[T]` indexing does it: checked
+/// arithmetic (no wrapping at `usize::MAX`) and the same panic messages.
+#[track_caller]
+fn bounds(range: impl RangeBounds<usize>, len: usize) -> std::ops::Range<usize> {
+    let start = match range.start_bound() {
         Bound::Included(&s) => s,
-        Bound::Excluded(&s) => s + 1,
+        Bound::Excluded(&s) => {
+            s.checked_add(1).unwrap_or_else(|| panic!("attempted to index device buffer from after maximum usize"))
+        }
         Bound::Unbounded => 0,
     };
-    let e = match range.end_bound() {
-        Bound::Included(&e) => e + 1,
+    let end = match range.end_bound() {
+        Bound::Included(&e) => {
+            e.checked_add(1).unwrap_or_else(|| panic!("attempted to index device buffer up to maximum usize"))
+        }
         Bound::Excluded(&e) => e,
         Bound::Unbounded => len,
     };
-    assert!(s <= e && e <= len, "device slice range {s}..{e} out of bounds for length {len}");
-    (s, e)
+    if start > end {
+        if matches!(range.end_bound(), Bound::Unbounded) {
+            panic!("range start index {start} out of range for device buffer of length {len}");
+        }
+        panic!("slice index starts at {start} but ends at {end} (device buffer of length {len})");
+    }
+    if end > len {
+        panic!("range end index {end} out of range for device buffer of length {len}");
+    }
+    start..end
 }
 
 /// A read-only view of part of a [`DeviceBuffer`].
@@ -267,7 +286,11 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
         // allocation.
         unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr, std::mem::size_of_val(out)) }
             .result()
-            .map_err(|code| copy_error(self.gpu, "copying device memory to the host", code))
+            .map_err(|code| copy_error(self.gpu, "copying device memory to the host", code))?;
+        // The copy waited for every kernel launched before (on the legacy default stream,
+        // which orders itself after Cohort's blocking streams), and none failed.
+        self.gpu.note_finished(None);
+        Ok(())
     }
     /// The view's contents.
     ///
@@ -285,6 +308,8 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
                     .map_err(|code| copy_error(self.gpu, "copying device memory to the host", code))?;
                 v.set_len(self.len);
             }
+            // As in `copy_to`: every kernel launched before has finished.
+            self.gpu.note_finished(None);
         }
         Ok(v)
     }
@@ -488,5 +513,57 @@ impl Gpu {
     /// Out of device memory, or a driver failure.
     pub fn zeroed<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         DeviceBuffer::zeroed(self, len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bounds;
+    use std::ops::Bound;
+
+    fn panic_message<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> String {
+        let e = std::panic::catch_unwind(f).err().expect("expected a panic");
+        e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap()
+    }
+
+    #[test]
+    fn bounds_in_range() {
+        assert_eq!(bounds(.., 10), 0..10);
+        assert_eq!(bounds(2..5, 10), 2..5);
+        assert_eq!(bounds(2..=5, 10), 2..6);
+        assert_eq!(bounds(..=9, 10), 0..10);
+        assert_eq!(bounds(10.., 10), 10..10);
+        assert_eq!(bounds(3..3, 10), 3..3);
+        assert_eq!(bounds((Bound::Excluded(2), Bound::Included(4)), 10), 3..5);
+        assert_eq!(bounds(.., 0), 0..0);
+    }
+
+    #[test]
+    fn bounds_at_usize_max_panic_instead_of_wrapping() {
+        // `..=usize::MAX` used to wrap to the empty `0..0`.
+        let m = panic_message(|| bounds(..=usize::MAX, 10));
+        assert_eq!(m, "attempted to index device buffer up to maximum usize");
+        // `(Excluded(usize::MAX), Unbounded)` used to wrap to the whole buffer.
+        let m = panic_message(|| bounds((Bound::Excluded(usize::MAX), Bound::Unbounded), 10));
+        assert_eq!(m, "attempted to index device buffer from after maximum usize");
+        let m = panic_message(|| bounds(usize::MAX.., 10));
+        assert_eq!(m, format!("range start index {} out of range for device buffer of length 10", usize::MAX));
+        let m = panic_message(|| bounds(0..usize::MAX, 10));
+        assert_eq!(m, format!("range end index {} out of range for device buffer of length 10", usize::MAX));
+    }
+
+    #[test]
+    fn bounds_out_of_range_panic_like_slices() {
+        let m = panic_message(|| bounds(..11, 10));
+        assert_eq!(m, "range end index 11 out of range for device buffer of length 10");
+        let m = panic_message(|| bounds(..=10, 10));
+        assert_eq!(m, "range end index 11 out of range for device buffer of length 10");
+        let m = panic_message(|| bounds(11.., 10));
+        assert_eq!(m, "range start index 11 out of range for device buffer of length 10");
+        #[allow(clippy::reversed_empty_ranges)]
+        let m = panic_message(|| bounds(5..3, 10));
+        assert_eq!(m, "slice index starts at 5 but ends at 3 (device buffer of length 10)");
+        let m = panic_message(|| bounds((Bound::Excluded(3), Bound::Excluded(3)), 10));
+        assert_eq!(m, "slice index starts at 4 but ends at 3 (device buffer of length 10)");
     }
 }

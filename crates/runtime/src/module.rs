@@ -51,6 +51,8 @@ pub(crate) struct ModuleInner {
     pub(crate) set: &'static PtxSet,
     pub(crate) ptx: &'static PtxModule,
     panic_host: *mut PanicRecord,
+    /// Entries and ABI records of the PTX, read on the first typed `load`.
+    abi_index: std::sync::OnceLock<crate::abi::Index>,
 }
 
 // SAFETY: module handles are usable from any thread; `panic_host` is only freed on drop.
@@ -142,12 +144,12 @@ impl Module {
             opts.push(sys::CUjit_option::CU_JIT_MAX_REGISTERS);
             vals.push(n as usize as *mut std::ffi::c_void);
         }
-        // SAFETY: `ptx.ptx` is NUL-terminated PTX text; the options are values or point at a
-        // live buffer, as each option requires.
+        // SAFETY: `as_c_str` is NUL-terminated PTX text (`PtxModule::new` checked the final
+        // NUL); the options are values or point at a live buffer, as each option requires.
         let r = unsafe {
             sys::cuModuleLoadDataEx(
                 &mut raw,
-                ptx.ptx.as_ptr().cast(),
+                ptx.as_c_str().as_ptr().cast(),
                 opts.len() as u32,
                 opts.as_mut_ptr(),
                 vals.as_mut_ptr(),
@@ -164,7 +166,16 @@ impl Module {
             });
         }
         let panic_host = register_panic_record(gpu, raw)?;
-        Ok(Self { inner: Arc::new(ModuleInner { raw, gpu: gpu.clone(), set, ptx, panic_host }) })
+        Ok(Self {
+            inner: Arc::new(ModuleInner {
+                raw,
+                gpu: gpu.clone(),
+                set,
+                ptx,
+                panic_host,
+                abi_index: std::sync::OnceLock::new(),
+            }),
+        })
     }
 
     /// The architecture of the PTX that was loaded.
@@ -186,6 +197,44 @@ impl Module {
     /// [`Error::KernelNotFound`].
     pub fn function(&self, name: &str, cooperative: bool) -> Result<Function> {
         Function::new(self, name, cooperative)
+    }
+
+    /// Looks up kernel `name` for a typed launcher: first checks that the entry was built from
+    /// the same `#[kernel]` declaration as the launcher, whose ABI record is `abi` (generated
+    /// `load` functions call this with `kernel::ABI`).
+    ///
+    /// # Errors
+    /// [`Error::AbiMismatch`] naming the first difference (parameter count, a parameter's
+    /// kind, size or alignment, cooperative or not, the entry's `.param` list), or
+    /// [`Error::KernelNotFound`].
+    pub fn kernel(&self, name: &str, cooperative: bool, abi: &[u8]) -> Result<Function> {
+        let index = self.inner.abi_index.get_or_init(|| crate::abi::index(self.inner.ptx.ptx));
+        match index.get(name) {
+            None => Err(Error::KernelNotFound { name: name.to_string(), crate_name: self.inner.set.crate_name }),
+            Some(info) => crate::abi::check(Some(info), abi).map_err(|detail| Error::AbiMismatch {
+                kernel: name.to_string(),
+                crate_name: self.inner.set.crate_name,
+                detail,
+            }),
+        }?;
+        Function::new(self, name, cooperative)
+    }
+}
+
+/// The check [`Module::kernel`] makes, on PTX text alone (no GPU needed): whether entry `name`
+/// of `ptx` was built from the declaration whose ABI record is `abi`.
+///
+/// # Errors
+/// [`Error::KernelNotFound`] or [`Error::AbiMismatch`], as [`Module::kernel`].
+pub fn check_kernel_abi(set: &PtxSet, ptx: &PtxModule, name: &str, abi: &[u8]) -> Result<()> {
+    let index = crate::abi::index(ptx.ptx);
+    match index.get(name) {
+        None => Err(Error::KernelNotFound { name: name.to_string(), crate_name: set.crate_name }),
+        Some(info) => crate::abi::check(Some(info), abi).map_err(|detail| Error::AbiMismatch {
+            kernel: name.to_string(),
+            crate_name: set.crate_name,
+            detail,
+        }),
     }
 }
 
@@ -421,6 +470,9 @@ impl Function {
         if g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0 {
             return Err(self.invalid(config, "a grid or block dimension is 0".into()));
         }
+        // Before any `volume()`: a grid whose threads `thread::global_id` cannot number (and
+        // whose volume would overflow) is refused here.
+        config.check_index_space().map_err(|reason| self.invalid(config, reason))?;
         let threads = config.block.volume();
         if threads > self.attrs.max_threads_per_block as u64 {
             let why = if self.attrs.max_threads_per_block < info.max_threads_per_block {
@@ -530,7 +582,7 @@ impl Function {
             )
         }
         .result();
-        r.map_err(|code| Error::Launch { kernel: self.name.clone(), config, code })?;
+        r.map_err(|code| stream.launch_error(&self.name, config, code))?;
         stream.note_launch(&self.name, config);
         Ok(())
     }
@@ -586,7 +638,7 @@ impl Function {
             )
         }
         .result();
-        r.map_err(|code| Error::Launch { kernel: self.name.clone(), config, code })?;
+        r.map_err(|code| stream.launch_error(&self.name, config, code))?;
         stream.note_launch(&self.name, config);
         Ok(())
     }

@@ -1,5 +1,7 @@
 //! Embedded PTX: what `cohort_build` produced for a kernels crate.
 
+use std::ffi::CStr;
+
 /// Every PTX module of one kernels crate (one per architecture), embedded in the binary.
 /// Made by `cohort_runtime::include_ptx!()` from the crate's build output.
 #[derive(Debug)]
@@ -10,13 +12,32 @@ pub struct PtxSet {
     pub modules: &'static [PtxModule],
 }
 
-/// One PTX module.
+/// One PTX module: its text, which the driver reads as a C string, is checked to end with a
+/// NUL when the module is made ([`PtxModule::new`]), at compile time in a `static`.
+///
+/// ```
+/// use cohort_runtime::PtxModule;
+/// static M: PtxModule = PtxModule::new(80, ".version 8.0\n.target sm_80\n\0").with_ptxas("ptxas 13.0");
+/// assert_eq!(M.text(), ".version 8.0\n.target sm_80\n");
+/// ```
+///
+/// Text without its final NUL is refused (at compile time here), and there is no other way to
+/// make a module:
+///
+/// ```compile_fail
+/// static M: cohort_runtime::PtxModule = cohort_runtime::PtxModule::new(80, ".version 8.0");
+/// ```
+/// ```compile_fail
+/// static M: cohort_runtime::PtxModule =
+///     cohort_runtime::PtxModule { arch: 80, ptx: ".version 8.0", ptxas: None, resources: &[] };
+/// ```
 #[derive(Debug)]
 pub struct PtxModule {
     /// Compute capability × 10 it was built for (`-Ctarget-cpu=sm_XX`).
     pub arch: u32,
-    /// The PTX text, NUL-terminated (for `cuModuleLoadData`).
-    pub ptx: &'static str,
+    /// The PTX text, ending with a NUL (for `cuModuleLoadData`). Not public, so that safe code
+    /// cannot hand the driver a string without one: see [`PtxModule::new`].
+    pub(crate) ptx: &'static str,
     /// `ptxas --version` of the ptxas that checked it at build time, if one did.
     pub ptxas: Option<&'static str>,
     /// Per-kernel resource use reported by that ptxas (empty if none ran).
@@ -59,11 +80,83 @@ impl PtxSet {
     }
 }
 
+/// Why `text` cannot be handed to the driver as a C string, if it cannot. Constant time: the
+/// embedded modules are megabytes, and a `static` initializer is evaluated by the compiler.
+/// (A NUL *before* the end only makes the driver stop reading early, inside the text: a load
+/// error, not a read past the end.)
+const fn nul_problem(text: &str) -> Option<&'static str> {
+    let b = text.as_bytes();
+    if b.is_empty() || b[b.len() - 1] != 0 {
+        return Some("PTX text must end with a NUL (\\0): the driver reads it as a C string");
+    }
+    None
+}
+
+/// The offset of the first NUL in `text`, if any (PTX text to which a final NUL is still to be
+/// appended must have none).
+pub(crate) fn interior_nul(text: &str) -> Option<usize> {
+    text.bytes().position(|b| b == 0)
+}
+
 impl PtxModule {
+    /// A module of `ptx` text for compute capability `arch` (× 10), with no ptxas report.
+    /// `ptx` must end with a NUL, and should contain no other (the driver stops reading at the
+    /// first): write `concat!(include_str!("k.sm_80.ptx"), "\0")`.
+    ///
+    /// Only the final NUL is checked here, in constant time: the embedded modules are
+    /// megabytes, and scanning them in a `static` initializer takes the compiler's constant
+    /// evaluator tens of seconds per module. A NUL inside makes the driver read less text
+    /// (a load error), never past the end; [`Gpu::load_ptx_text`](crate::Gpu::load_ptx_text)
+    /// refuses such text.
+    ///
+    /// # Panics
+    /// If `ptx` does not end with `\0`. In a `const` or `static` initializer (as
+    /// `cohort_runtime::include_ptx!()` generates) that is a compile error.
+    #[must_use]
+    #[track_caller]
+    pub const fn new(arch: u32, ptx: &'static str) -> Self {
+        if let Some(why) = nul_problem(ptx) {
+            panic!("{}", why);
+        }
+        Self { arch, ptx, ptxas: None, resources: &[] }
+    }
+
+    /// The same, checked by `ptxas` of this `--version` at build time.
+    #[must_use]
+    pub const fn with_ptxas(mut self, version: &'static str) -> Self {
+        self.ptxas = Some(version);
+        self
+    }
+
+    /// The same, with ptxas' per-kernel resource report.
+    #[must_use]
+    pub const fn with_resources(mut self, resources: &'static [KernelResources]) -> Self {
+        self.resources = resources;
+        self
+    }
+
     /// The PTX text without its terminating NUL.
     #[must_use]
-    pub fn text(&self) -> &'static str {
-        self.ptx.strip_suffix('\0').unwrap_or(self.ptx)
+    pub const fn text(&self) -> &'static str {
+        // `new` checked that the text ends with a NUL: one byte, a character of its own.
+        self.ptx.split_at(self.ptx.len() - 1).0
+    }
+
+    /// The PTX text with its terminating NUL, as the driver reads it.
+    #[must_use]
+    pub const fn text_with_nul(&self) -> &'static str {
+        self.ptx
+    }
+
+    /// The PTX text as a C string (what `cuModuleLoadData` takes): up to its first NUL,
+    /// which `new` guarantees exists (at the end at the latest).
+    #[must_use]
+    pub fn as_c_str(&self) -> &'static CStr {
+        match CStr::from_bytes_until_nul(self.ptx.as_bytes()) {
+            Ok(c) => c,
+            // `new` checked that the text ends with a NUL.
+            Err(_) => unreachable!("PtxModule text without a NUL"),
+        }
     }
 
     /// The names of the module's kernels (`.entry` directives), in file order.
@@ -83,5 +176,80 @@ impl PtxModule {
     #[must_use]
     pub fn resources_of(&self, name: &str) -> Option<&'static KernelResources> {
         self.resources.iter().find(|r| r.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn panic_message<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> String {
+        let e = std::panic::catch_unwind(f).err().expect("expected a panic");
+        e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap()
+    }
+
+    /// Exactly what `cohort_build` is to generate for `cohort_runtime::include_ptx!()`.
+    static GENERATED: PtxSet = PtxSet {
+        crate_name: "k",
+        modules: &[
+            PtxModule::new(80, concat!(".version 8.0\n.target sm_80\n.visible .entry add(\n)\n{\n}\n", "\0"))
+                .with_ptxas("Cuda compilation tools, release 13.0, V13.0.48")
+                .with_resources(&[KernelResources {
+                    name: "add",
+                    registers: 8,
+                    barriers: 0,
+                    shared_bytes: 0,
+                    stack_frame_bytes: 0,
+                    cumulative_stack_bytes: 0,
+                    spill_store_bytes: 0,
+                    spill_load_bytes: 0,
+                }]),
+            PtxModule::new(90, concat!(".version 8.0\n.target sm_90\n", "\0")).with_resources(&[]),
+        ],
+    };
+
+    #[test]
+    fn generated_statics_keep_their_fields() {
+        assert_eq!(GENERATED.archs(), vec![80, 90]);
+        let m = GENERATED.select(89).unwrap();
+        assert_eq!((m.arch, m.ptxas.is_some(), m.kernels()), (80, true, vec!["add"]));
+        assert_eq!(m.resources_of("add").map(|r| r.registers), Some(8));
+        let m = GENERATED.select(120).unwrap();
+        assert_eq!((m.arch, m.ptxas, m.resources.len()), (90, None, 0));
+    }
+
+    #[test]
+    fn text_and_c_string() {
+        static M: PtxModule =
+            PtxModule::new(80, concat!(".visible .entry add(\n)\n{\n}\n.entry scale (\n)\n{\n}\n", "\0"));
+        assert_eq!(M.text(), ".visible .entry add(\n)\n{\n}\n.entry scale (\n)\n{\n}\n");
+        assert_eq!(M.text_with_nul(), format!("{}\0", M.text()));
+        assert_eq!(M.as_c_str().to_bytes(), M.text().as_bytes());
+        assert_eq!(M.kernels(), vec!["add", "scale"]);
+        // Only the NUL: empty text.
+        assert_eq!(PtxModule::new(80, "\0").text(), "");
+    }
+
+    #[test]
+    fn nul_problems_are_found() {
+        assert_eq!(nul_problem("x\0"), None);
+        assert_eq!(nul_problem("\0"), None);
+        assert!(nul_problem("").unwrap().contains("end with a NUL"));
+        assert!(nul_problem("x").unwrap().contains("end with a NUL"));
+        assert!(nul_problem("x\0y").unwrap().contains("end with a NUL"));
+        assert_eq!(interior_nul("abc"), None);
+        assert_eq!(interior_nul("ab\0c"), Some(2));
+    }
+
+    #[test]
+    fn new_at_run_time_panics_without_the_final_nul() {
+        // Leaked so that the text is `'static` but not a literal the compiler sees.
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+        let (no_nul, empty) = (leak(".version 8.0"), leak(""));
+        assert!(panic_message(move || PtxModule::new(80, no_nul)).contains("must end with a NUL"));
+        assert!(panic_message(move || PtxModule::new(80, empty)).contains("must end with a NUL"));
+        // A NUL inside: the driver reads up to it, never past the end.
+        let m = PtxModule::new(80, leak(".version\08.0\0"));
+        assert_eq!(m.as_c_str().to_bytes(), b".version");
     }
 }

@@ -1,13 +1,14 @@
 //! Streams and events.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cudarc::driver::DriverError;
 use cudarc::driver::sys;
 
-use crate::device::{Gpu, GpuInner};
-use crate::error::{Error, Result, is_sticky};
+use crate::device::{Doing, Gpu, GpuInner};
+use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 
 /// A CUDA stream: launches on one stream run in order.
@@ -18,11 +19,12 @@ use crate::launch::LaunchConfig;
 pub struct Stream {
     pub(crate) raw: sys::CUstream,
     pub(crate) gpu: Arc<GpuInner>,
-    last: Mutex<Option<(Arc<str>, LaunchConfig)>>,
+    /// Names the stream in its context's record of unfinished launches.
+    id: u64,
 }
 
 // SAFETY: a CUstream handle may be used from any thread (the driver synchronizes internally);
-// the only interior state is behind a Mutex.
+// the stream has no interior state of its own.
 unsafe impl Send for Stream {}
 // SAFETY: as above.
 unsafe impl Sync for Stream {}
@@ -40,20 +42,25 @@ impl Stream {
         // SAFETY: the context is current; `raw` receives the handle.
         unsafe { sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_DEFAULT as u32) }
             .result()
-            .map_err(|code| Error::Driver { what: "creating a stream".into(), code })?;
-        Ok(Self { raw, gpu: gpu.clone(), last: Mutex::new(None) })
+            .map_err(|code| gpu.error(code, Doing::Call("creating a stream".into())))?;
+        static IDS: AtomicU64 = AtomicU64::new(0);
+        Ok(Self { raw, gpu: gpu.clone(), id: IDS.fetch_add(1, Ordering::Relaxed) })
     }
 
     /// Waits until everything launched on this stream has finished.
     ///
     /// # Errors
-    /// [`Error::KernelFailed`], naming the last kernel launched here and, if it panicked,
-    /// where.
+    /// [`Error::KernelFailed`] if a kernel failed (here or on another stream), naming it (as far
+    /// as the driver lets Cohort know: see [`Error::KernelFailed`]'s `kernel`) and where it
+    /// panicked.
     pub fn synchronize(&self) -> Result<()> {
         self.gpu.bind()?;
         // SAFETY: `raw` is a live stream of the current context.
-        let r = unsafe { sys::cuStreamSynchronize(self.raw) }.result();
-        r.map_err(|code| kernel_error(&self.gpu, code, Some(self)))
+        unsafe { sys::cuStreamSynchronize(self.raw) }
+            .result()
+            .map_err(|code| self.gpu.error(code, Doing::Wait("synchronizing a stream")))?;
+        self.gpu.note_finished(Some(self.id));
+        Ok(())
     }
 
     /// The raw handle, for interop.
@@ -62,17 +69,19 @@ impl Stream {
         self.raw
     }
 
+    /// Notes a successful launch (generated launchers call it through `Function`), for the
+    /// error that names the kernel if it fails.
     #[inline]
     pub(crate) fn note_launch(&self, kernel: &Arc<str>, config: LaunchConfig) {
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        match &mut *last {
-            Some((k, c)) if Arc::ptr_eq(k, kernel) => *c = config,
-            slot => *slot = Some((kernel.clone(), config)),
-        }
+        self.gpu.note_launch(self.id, kernel, config);
     }
 
-    pub(crate) fn last_launch(&self) -> Option<(Arc<str>, LaunchConfig)> {
-        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// The error for a launch of `kernel` on this stream that the driver refused with `code`:
+    /// [`Error::Launch`], or [`Error::KernelFailed`] naming the kernel that failed before
+    /// when the refusal is a sticky failure of an earlier kernel.
+    pub(crate) fn launch_error(&self, kernel: &Arc<str>, config: LaunchConfig, code: DriverError) -> Error {
+        let doing = Doing::Call(format!("launching kernel `{kernel}` with {config}"));
+        self.gpu.lost(code, doing).unwrap_or_else(|_| Error::Launch { kernel: kernel.clone(), config, code })
     }
 }
 
@@ -84,21 +93,6 @@ impl Drop for Stream {
                 let _ = sys::cuStreamDestroy_v2(self.raw);
             }
         }
-    }
-}
-
-/// Turns a failed synchronization into an error that names the kernel and, if it panicked,
-/// where.
-pub(crate) fn kernel_error(gpu: &GpuInner, code: DriverError, stream: Option<&Stream>) -> Error {
-    if !is_sticky(&code) {
-        return Error::Driver { what: "synchronizing".into(), code };
-    }
-    let last = stream.and_then(Stream::last_launch);
-    Error::KernelFailed {
-        kernel: last.as_ref().map(|(k, _)| k.clone()),
-        config: last.map(|(_, c)| c),
-        code,
-        panic: gpu.take_panic(),
     }
 }
 
@@ -124,7 +118,7 @@ impl Event {
         // SAFETY: the context is current.
         unsafe { sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32) }
             .result()
-            .map_err(|code| Error::Driver { what: "creating an event".into(), code })?;
+            .map_err(|code| gpu.inner.error(code, Doing::Call("creating an event".into())))?;
         Ok(Self { raw, gpu: gpu.inner.clone() })
     }
 
@@ -136,7 +130,7 @@ impl Event {
         // SAFETY: both handles are live and belong to the same context.
         unsafe { sys::cuEventRecord(self.raw, stream.raw) }
             .result()
-            .map_err(|code| Error::Driver { what: "recording an event".into(), code })
+            .map_err(|code| self.gpu.error(code, Doing::Call("recording an event".into())))
     }
 
     /// Waits for the event.
@@ -145,7 +139,9 @@ impl Event {
     /// [`Error::KernelFailed`] if work before it failed.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: live handle.
-        unsafe { sys::cuEventSynchronize(self.raw) }.result().map_err(|code| kernel_error(&self.gpu, code, None))
+        unsafe { sys::cuEventSynchronize(self.raw) }
+            .result()
+            .map_err(|code| self.gpu.error(code, Doing::Wait("waiting for an event")))
     }
 
     /// Whether the work before the event has finished (`cuEventQuery`), without waiting.
@@ -157,7 +153,7 @@ impl Event {
         match unsafe { sys::cuEventQuery(self.raw) } {
             sys::CUresult::CUDA_SUCCESS => Ok(true),
             sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-            code => Err(kernel_error(&self.gpu, DriverError(code), None)),
+            code => Err(self.gpu.error(DriverError(code), Doing::Wait("querying an event"))),
         }
     }
 
@@ -170,7 +166,7 @@ impl Event {
         // SAFETY: both events are live.
         unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.raw, self.raw) }
             .result()
-            .map_err(|code| Error::Driver { what: "reading event time".into(), code })?;
+            .map_err(|code| self.gpu.error(code, Doing::Call("reading event time".into())))?;
         Ok(ms)
     }
 }

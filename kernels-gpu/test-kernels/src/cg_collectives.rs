@@ -56,7 +56,7 @@ impl core::ops::BitXor for S24 {
 }
 
 #[inline(always)]
-fn put3<G: Collective, T: Copy + Default + 'static, O: ReduceOp<T>>(
+fn put3<G: Collective, T: DeviceCopy + Default, O: ReduceOp<T>>(
     g: &G,
     v: T,
     op: O,

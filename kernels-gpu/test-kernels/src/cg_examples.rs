@@ -55,7 +55,7 @@ pub fn example_leader_load(input: &[u32], mut out: DisjointSlice<u32>) {
         x.store(0, input[thread::block_idx_x() as usize]);
     }
     block.sync();
-    out.set(&thread::index_1d(), x.load(0) + block.thread_rank());
+    out.set(thread::index_1d(), x.load(0) + block.thread_rank());
 }
 
 /// `tiled_partition(block, 4)`; rank 0 of every tile prints its block rank.
@@ -79,7 +79,7 @@ pub fn example_first_warp(data: &[u32], mut out: DisjointSlice<u32>) {
         let v = data[tile.thread_rank() as usize];
         let s = cg::inclusive_sum(&tile, v);
         tile.sync();
-        out.set(&thread::index_1d(), s);
+        out.set(thread::index_1d(), s);
     }
 }
 
@@ -150,8 +150,7 @@ pub fn example_memcpy_one_stage(data: &[i32], mut out: DisjointSlice<i32>) {
     let mut index = 0;
     while index < PER_BLOCK {
         let count = IN_SHARED.min(PER_BLOCK - index);
-        cg::memcpy_async(&tb, smem, &data[base + index..base + index + count]);
-        cg::wait(&tb);
+        let smem = cg::memcpy_async(&tb, smem, &data[base + index..base + index + count]).wait(&tb);
         let mut j = tb.thread_rank() as usize;
         while j < count {
             // SAFETY: element base + index + j is written by exactly one thread (j is this
@@ -183,24 +182,26 @@ pub fn example_memcpy_two_stage(data: &[i32], mut out: DisjointSlice<i32>) {
             j += tb.num_threads() as usize;
         }
     };
+    let mut q = cg::AsyncCopies::new();
     let mut stage = 0;
     let mut count = IN_SHARED.min(PER_BLOCK);
-    cg::memcpy_async(&tb, stages(stage), &data[base..base + count]);
+    let mut in_flight = q.memcpy_async(&tb, stages(stage), &data[base..base + count]);
     let mut index = count;
     let mut consumed_at = 0;
     while index < PER_BLOCK {
         let next = IN_SHARED.min(PER_BLOCK - index);
-        cg::memcpy_async(&tb, stages(stage ^ 1), &data[base + index..base + index + next]);
-        cg::wait_prior::<1, _>(&tb);
-        consume(&mut out, stages(stage), base + consumed_at, count);
+        let newer = q.memcpy_async(&tb, stages(stage ^ 1), &data[base + index..base + index + next]);
+        // `wait_prior<1>`: this stage's copy is done, the next one stays in flight.
+        let smem = q.wait(&tb, core::mem::replace(&mut in_flight, newer));
+        consume(&mut out, smem, base + consumed_at, count);
         tb.sync(); // this stage is refilled two rounds later
         consumed_at = index;
         count = next;
         index += next;
         stage ^= 1;
     }
-    cg::wait(&tb);
-    consume(&mut out, stages(stage), base + consumed_at, count);
+    let smem = q.wait(&tb, in_flight);
+    consume(&mut out, smem, base + consumed_at, count);
 }
 
 /// The `cg::reduce` block_reduce example: a stride loop, `reduce` over tiles of 32, one
@@ -242,7 +243,7 @@ pub fn example_tile8_scan(mut out: DisjointSlice<u32>) {
     if thread::block_idx_x() == 0 && tile.meta_group_rank() == 0 {
         printf!("%u: %u\n", tile.thread_rank(), val);
     }
-    out.set(&thread::index_1d(), val);
+    out.set(thread::index_1d(), val);
 }
 
 /// Buffer allocation with `exclusive_scan_update`: each thread needs `rank % 2 + 1` slots of a

@@ -53,7 +53,8 @@ fn members<G: WarpGroup>(
         g.shfl(v, srcs[i] % n),
         g.shfl_up(v, a.delta),
         g.shfl_down(v, a.delta),
-        0,
+        // A rank the group does not have: the caller's own value (tiles put `shfl_xor` here).
+        g.shfl(v, n + srcs[i] % 32),
         g.any(p) as u32,
         g.all(p) as u32,
         g.ballot(p),
@@ -190,14 +191,23 @@ pub fn shfl_types<T: DeviceCopy>(vals: &[T], mut out: DisjointSlice<[T; 4]>) {
     out.set(&i, [w.shfl(v, (5 * r + 3) % 32), w.shfl_up(v, 3), w.shfl_down(v, 5), w.shfl_xor(v, 9)]);
 }
 
-/// Grid-wide sum and maximum (`cg::reduce_grid`): every thread writes both.
+/// Grid-wide reductions in a row (`cg::reduce_grid` on one `GridScratch`), every thread writes
+/// all: the sum, the maximum, the sum of `v ^ 1`, and the total of 8 more sums of `v + k`
+/// (11 reductions back to back, so each half of the scratch is reused while slow blocks may
+/// still be finishing the reduction before).
 #[kernel(cooperative)]
-pub fn grid_reduce(grid: GridGroup, data: &[u64], mut scratch: DisjointSlice<u64>, mut out: DisjointSlice<[u64; 2]>) {
+pub fn grid_reduce(grid: GridGroup, data: &[u64], scratch: DisjointSlice<u64>, mut out: DisjointSlice<[u64; 4]>) {
     let i = thread::index_1d();
     let v = data.get(*i).copied().unwrap_or(0);
+    let mut scratch = cg::GridScratch::new(&grid, scratch);
     let sum = cg::reduce_grid(&grid, v, cg::plus, &mut scratch);
     let max = cg::reduce_grid(&grid, v, cg::greater, &mut scratch);
-    out.set(&i, [sum, max]);
+    let sum_xor = cg::reduce_grid(&grid, v ^ 1, cg::plus, &mut scratch);
+    let mut more = 0u64;
+    for k in 0..8 {
+        more = more.wrapping_add(cg::reduce_grid(&grid, v + k, cg::plus, &mut scratch));
+    }
+    out.set(&i, [sum, max, sum_xor, more]);
 }
 
 /// `this_grid()` and `this_thread_block()` members, per thread: grid thread rank (free

@@ -13,4 +13,5 @@ pub mod atomic_ops;
 pub mod cg_collectives;
 pub mod cg_examples;
 pub mod cg_groups;
+pub mod safety;
 pub mod shared_mem;

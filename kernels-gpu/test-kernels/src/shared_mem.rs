@@ -82,6 +82,7 @@ pub fn static_reverse(
             d: sd.load(m),
             e: se.load(m),
             pad: 0,
+            pad2: [0; 2],
             f: sf.load(m),
             g: sg.load(m),
         },
@@ -106,6 +107,8 @@ pub struct Pack {
     pub pad: u32,
     /// From the `S24` array.
     pub f: S24,
+    /// Padding before the 16-byte aligned `g`, made explicit.
+    pub pad2: [u32; 2],
     /// From the `V4` array.
     pub g: V4,
 }
@@ -152,10 +155,8 @@ pub fn shared_histogram(vals: &[u32], counts: &[AtomicU32]) {
 #[kernel]
 pub fn memcpy_offsets(bytes: &[u8], offset: u32, len: u32, mut out: DisjointSlice<u8>) {
     let block = cg::this_thread_block();
-    let buf = COPY.get().as_slice();
     let src = &bytes[offset as usize..(offset + len) as usize];
-    cg::memcpy_async(&block, buf, src);
-    cg::wait(&block);
+    let buf = cg::memcpy_async(&block, COPY.get().as_slice(), src).wait(&block);
     let b = thread::block_idx_x() as usize;
     let mut k = block.thread_rank() as usize;
     while k < len as usize {
@@ -170,9 +171,8 @@ pub fn memcpy_offsets(bytes: &[u8], offset: u32, len: u32, mut out: DisjointSlic
 #[kernel]
 pub fn memcpy_words(words: &[u32], offset: u32, len: u32, mut out: DisjointSlice<u32>) {
     let block = cg::this_thread_block();
-    let buf = shared::dynamic::<u32>();
-    cg::memcpy_async(&block, buf, &words[offset as usize..(offset + len) as usize]);
-    cg::wait(&block);
+    let buf = cg::memcpy_async(&block, shared::dynamic::<u32>(), &words[offset as usize..(offset + len) as usize])
+        .wait(&block);
     let mut k = block.thread_rank() as usize;
     while k < len as usize {
         // SAFETY: element k is written by one thread (single block).

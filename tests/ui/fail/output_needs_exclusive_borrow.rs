@@ -3,7 +3,7 @@ use cohort_runtime::{DeviceBuffer, Module, Stream};
 
 #[kernel]
 pub fn fill(mut out: DisjointSlice<f32>) {
-    out.set(&thread::index_1d(), 1.0);
+    out.set(thread::index_1d(), 1.0);
 }
 
 fn launch(m: &Module, s: &Stream, out: &DeviceBuffer<f32>) -> cohort_runtime::Result<()> {

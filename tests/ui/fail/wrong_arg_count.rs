@@ -3,7 +3,7 @@ use cohort_runtime::{DeviceBuffer, Module, Stream};
 
 #[kernel]
 pub fn add(a: &[f32], mut out: DisjointSlice<f32>) {
-    out.set(&thread::index_1d(), a[0]);
+    out.set(thread::index_1d(), a[0]);
 }
 
 fn launch(m: &Module, s: &Stream, a: &DeviceBuffer<f32>) -> cohort_runtime::Result<()> {

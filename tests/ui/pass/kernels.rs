@@ -36,12 +36,25 @@ pub fn coop(grid: GridGroup, x: &[u32]) {
 
 #[kernel(instances(f32, (f64)))]
 pub fn generic<T: Copy + DeviceCopy>(v: T, mut out: DisjointSlice<T>) {
-    out.set(&thread::index_1d(), v);
+    out.set(thread::index_1d(), v);
 }
 
 #[kernel(instances((u32, 4), (u64, 8)))]
 pub fn two_params<T: DeviceCopy, const N: usize>(v: [T; N], mut out: DisjointSlice<[T; N]>) {
-    out.set(&thread::index_1d(), v);
+    out.set(thread::index_1d(), v);
+}
+
+/// One writer per block and per tile, 16-byte vectors.
+#[kernel]
+pub fn leaders(x: &[cohort::vec::f32x4], mut per_block: DisjointSlice<f32, PerBlock>, mut per_tile: DisjointSlice<f32, PerTile<32>>) {
+    let block = cg::this_thread_block();
+    let v = x.first().map_or(0.0, |q| q.x);
+    if let Some(b) = block.leader_index() {
+        per_block.set(b, v);
+    }
+    if let Some(t) = cg::tiled_partition::<32, _>(&block).leader_index() {
+        per_tile[t] = v;
+    }
 }
 
 #[allow(dead_code)]

@@ -4,12 +4,14 @@
 //! A coalesced group is a set of lanes of one warp, usually the ones that took a branch
 //! together. Ranks count the group's lanes from the lowest: `thread_rank() = popc(mask &
 //! lanemask_lt)`. Every member that takes a rank is **relative to the group**, as in CUDA:
-//! `shfl(v, r)` reads the member of rank `r`, `shfl_down(v, d)` the member `d` ranks higher
+//! `shfl(v, r)` reads the member of rank `r` (the caller's own value when the group has no
+//! rank `r`; CUDA leaves that undefined), `shfl_down(v, d)` the member `d` ranks higher
 //! (its own value when there is none), and `ballot`/`match_*` results have bit `r` for rank
 //! `r` (packed, not lane bits).
 
 use super::shfl::{self, MatchValue};
 use super::{ThreadGroup, WarpGroup};
+use crate::DeviceCopy;
 use crate::raw;
 
 /// A set of lanes of one warp.
@@ -50,7 +52,7 @@ impl CoalescedGroup {
     #[inline(always)]
     fn lane_of(&self, rank: u32) -> u32 {
         if self.mask == u32::MAX {
-            rank
+            if rank < 32 { rank } else { 32 }
         } else {
             let l = raw::fns(self.mask, 0, rank as i32 + 1);
             if l == u32::MAX { 32 } else { l }
@@ -105,13 +107,16 @@ impl WarpGroup for CoalescedGroup {
         self.meta_size
     }
     #[inline(always)]
-    fn shfl<T: Copy>(&self, v: T, src_rank: u32) -> T {
-        let lane = self.lane_of(src_rank) & 31;
+    fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
+        // A rank the group does not have reads the caller's own value (a lane outside the
+        // group is not a member, and its value is not defined for the group).
+        let lane = self.lane_of(src_rank);
+        let lane = if lane >= 32 { raw::laneid() } else { lane };
         // SAFETY: every member executes the group's collective with the group's mask.
         unsafe { shfl::idx(self.mask, v, lane, raw::shfl_c(32, false)) }
     }
     #[inline(always)]
-    fn shfl_up<T: Copy>(&self, v: T, delta: u32) -> T {
+    fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         if self.mask == u32::MAX {
             // SAFETY: the whole warp is the group.
             return unsafe { shfl::up(u32::MAX, v, delta, raw::shfl_c(32, true)) };
@@ -123,7 +128,7 @@ impl WarpGroup for CoalescedGroup {
         unsafe { shfl::idx(self.mask, v, lane, raw::shfl_c(32, false)) }
     }
     #[inline(always)]
-    fn shfl_down<T: Copy>(&self, v: T, delta: u32) -> T {
+    fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         if self.mask == u32::MAX {
             // SAFETY: the whole warp is the group.
             return unsafe { shfl::down(u32::MAX, v, delta, raw::shfl_c(32, false)) };

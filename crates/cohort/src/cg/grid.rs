@@ -15,6 +15,7 @@
 
 use super::ThreadGroup;
 use crate::raw;
+use crate::slice::{DisjointSlice, IndexKind, Published};
 use crate::thread::{self, Dim3};
 
 /// The grid of a launch, without `sync` (`cg::grid_group` in a normal launch).
@@ -131,6 +132,38 @@ impl GridGroup {
     #[must_use]
     pub fn as_grid(&self) -> Grid {
         self.grid
+    }
+
+    /// Ends a write phase: a grid sync, after which every thread may read every element of
+    /// `slice` (each thread wrote its own before). CUDA's "write your part, `grid.sync()`, read
+    /// anyone's" — the step of iterative solvers — with one `unsafe` line instead of raw
+    /// pointers: the returned [`Published`] dereferences to `&[T]`, and the slice can be
+    /// written again only through [`reclaim`](Self::reclaim), another grid sync.
+    ///
+    /// # Safety
+    /// Every thread of the grid makes this call with the same slice. (Why this is not checked
+    /// yet: a grid barrier cannot tell call sites apart, so threads that diverge — some
+    /// publishing `a`, others `b` — would all pass it, and those still holding `a` could write
+    /// it while the others read. A safe form needs the divergence check of the checked mode.)
+    #[inline(always)]
+    pub unsafe fn publish<'a, T, K: IndexKind>(&self, slice: DisjointSlice<'a, T, K>) -> Published<'a, T, K> {
+        self.sync();
+        // SAFETY: every thread gives up its `DisjointSlice` of this memory (the caller's
+        // contract; it is the only way to write it) and passes this grid barrier after its writes.
+        unsafe { Published::new(slice) }
+    }
+
+    /// Ends a read phase: a grid sync, after which threads may write their own elements again.
+    /// No thread still reads: each gave up its `Published` (and every borrow of it) to come here.
+    ///
+    /// # Safety
+    /// As [`publish`](Self::publish): every thread makes this call with the same `Published`.
+    #[inline(always)]
+    pub unsafe fn reclaim<'a, T, K: IndexKind>(&self, published: Published<'a, T, K>) -> DisjointSlice<'a, T, K> {
+        self.sync();
+        // SAFETY: every thread passed this grid barrier after its last read (the caller's
+        // contract that all threads reclaim the same memory).
+        unsafe { published.into_slice() }
     }
 }
 

@@ -16,6 +16,7 @@
 
 use super::reduce::{ReduceOp, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce, warp_slot};
 use super::{ThreadBlock, ThreadGroup};
+use crate::DeviceCopy;
 use crate::atomic::Ordering;
 use crate::shared::{load_words, store_words};
 use crate::sync::Scope;
@@ -85,11 +86,20 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         self.parent.thread_rank() / N
     }
 
+    /// The tile's own element of a [`DisjointSlice<T, PerTile<N>>`](crate::slice::DisjointSlice)
+    /// (its rank among all tiles of `N` in the grid), held by the tile's leader (rank 0) alone;
+    /// `None` in the other members.
+    #[inline(always)]
+    #[must_use]
+    pub fn leader_index(&self) -> Option<crate::slice::ThreadIndex<crate::slice::PerTile<N>>> {
+        (self.thread_rank() == 0).then(|| crate::slice::ThreadIndex::from_rank(super::tile::global_tile_rank(N)))
+    }
+
     /// The value of `v` held by the member of rank `src_rank` (every member passes the same
     /// `src_rank`).
     #[inline(always)]
     #[must_use]
-    pub fn shfl<T: Copy>(&self, v: T, src_rank: u32) -> T {
+    pub fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
         let slot = LT_BROADCAST.get().as_slice().sub(self.index() as usize, 1).shared_addr();
         if self.thread_rank() == src_rank {
             // SAFETY: this tile's broadcast slot; one writer between two tile barriers.
@@ -142,7 +152,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
 
     /// Combines every member's `v` with `op`; every member gets the result.
     #[inline(always)]
-    pub(crate) fn reduce_impl<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    pub(crate) fn reduce_impl<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         let part = tile_reduce(u32::MAX, 32, v, op);
         let warps = LT_WARP.get().as_slice();
         if raw::laneid() == 0 {
@@ -159,7 +169,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
 
     /// Inclusive (or, with `exclusive`, exclusive) scan over the tile's ranks.
     #[inline(always)]
-    pub(crate) fn scan_impl<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op, exclusive: Option<T>) -> T {
+    pub(crate) fn scan_impl<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op, exclusive: Option<T>) -> T {
         let lane = raw::laneid();
         let incl = scan_incl_warp(u32::MAX, 32, lane, v, op);
         let warps = LT_WARP.get().as_slice();

@@ -1,26 +1,124 @@
-//! `cg::memcpy_async`, `cg::wait`, `cg::wait_prior`: a group copies global memory into shared
-//! memory in the background with `cp.async` (sm_80+), using the widest form (16, 8 or 4
-//! bytes per instruction) the addresses and the length allow; below sm_80 the copy is done
-//! synchronously and `wait` only synchronizes the group.
+//! `cg::memcpy_async` with `cg::wait` / `cg::wait_prior`: a group copies global memory into
+//! shared memory in the background with `cp.async` (sm_80+), using the widest form (16, 8 or
+//! 4 bytes per instruction) the addresses and the length allow; below sm_80 the copy is done
+//! synchronously and waiting only synchronizes the group.
+//!
+//! | CUDA C++ | Cohort |
+//! |---|---|
+//! | `cg::memcpy_async(g, dst, src, bytes); cg::wait(g);` | `let c = cg::memcpy_async(&g, dst, src); let dst = c.wait(&g);` |
+//! | several batches, `cg::wait_prior<N>(g)` | [`AsyncCopies`]: `q.memcpy_async(..)` per batch, `q.wait(&g, copy)` |
+//!
+//! The destination is moved into the [`AsyncCopy`] and handed back by the wait, so the data
+//! cannot be read through it while the copy engine still writes it.
 
 use super::ThreadGroup;
 use crate::DeviceCopy;
 use crate::shared::SharedSlice;
 
+/// A copy in flight into shared memory, made by [`memcpy_async`] or
+/// [`AsyncCopies::memcpy_async`]: it holds the destination until the copy is waited for, so
+/// the handle to read the data comes back only from [`wait`](AsyncCopy::wait) (or
+/// [`AsyncCopies::wait`]) — reading it before would race with the copy engine.
+///
+/// Handles to the same shared memory made elsewhere (another `STATIC.get()`, a copy of a
+/// `SharedSlice` taken before the copy) are not tracked: shared-memory handles are `Copy`, and
+/// reading through one of them before the wait is a race like any other unsynchronized
+/// shared-memory access (see [`crate::shared`]).
+#[derive(Debug)]
+#[must_use = "the copy is in flight until it is waited for; its destination comes back from `wait`"]
+pub struct AsyncCopy<T> {
+    dst: SharedSlice<T>,
+    seq: u32,
+}
+
+impl<T: DeviceCopy> AsyncCopy<T> {
+    /// Waits for every outstanding copy of this thread, synchronizes `group` (so each member
+    /// sees every member's part), and gives the destination back (`cg::wait(group)`).
+    #[inline(always)]
+    pub fn wait<G: ThreadGroup>(self, group: &G) -> SharedSlice<T> {
+        wait_all_and_sync(group);
+        self.dst
+    }
+}
+
 /// `cg::memcpy_async(group, dst, src, bytes)`: the members of `group` copy `src` into the first
-/// `src.len()` elements of `dst`, splitting the work among themselves. The copy is in flight
-/// until [`wait`] (or [`wait_prior`]); every member must call this with the same arguments.
+/// `src.len()` elements of `dst`, splitting the work among themselves, in the background
+/// (`cp.async`); the destination is reachable again through [`AsyncCopy::wait`]. Every member
+/// must call this with the same arguments. For several copies in flight at once (pipelines,
+/// CUDA's `wait_prior`), use [`AsyncCopies`].
 ///
 /// # Panics
 /// If `dst` is shorter than `src`.
 #[inline(always)]
 #[track_caller]
-pub fn memcpy_async<G: ThreadGroup, T: DeviceCopy>(group: &G, dst: SharedSlice<T>, src: &[T]) {
+pub fn memcpy_async<G: ThreadGroup, T: DeviceCopy>(group: &G, dst: SharedSlice<T>, src: &[T]) -> AsyncCopy<T> {
+    start(group, dst, src, 0)
+}
+
+/// Several copies in flight, in order: CUDA's `memcpy_async` batches with `wait_prior<N>`. Each
+/// copy is waited for by handing its [`AsyncCopy`] back; the queue knows how many copies were
+/// started after it, so it waits for exactly this one (`cp.async.wait_group N`) and the newer
+/// ones stay in flight.
+///
+/// ```
+/// # use cohort::prelude::*;
+/// # use cohort::shared::SharedSlice;
+/// # fn f(tb: cg::ThreadBlock, a: SharedSlice<u32>, b: SharedSlice<u32>, src: &[u32]) {
+/// let mut q = cg::AsyncCopies::new();
+/// let first = q.memcpy_async(&tb, a, &src[..128]);
+/// let second = q.memcpy_async(&tb, b, &src[128..256]); // in flight while `first` is consumed
+/// let a = q.wait(&tb, first); // `cp.async.wait_group 1`, then a block barrier
+/// # let _ = (a, second);
+/// # }
+/// ```
+#[derive(Debug, Default)]
+pub struct AsyncCopies {
+    started: u32,
+}
+
+impl AsyncCopies {
+    /// A queue with no copies.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { started: 0 }
+    }
+
+    /// As [`memcpy_async`], counted in this queue.
+    ///
+    /// # Panics
+    /// If `dst` is shorter than `src`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn memcpy_async<G: ThreadGroup, T: DeviceCopy>(
+        &mut self,
+        group: &G,
+        dst: SharedSlice<T>,
+        src: &[T],
+    ) -> AsyncCopy<T> {
+        let seq = self.started;
+        self.started = self.started.wrapping_add(1);
+        start(group, dst, src, seq)
+    }
+
+    /// Waits for `copy` (and every copy of this thread started before it), leaving the copies
+    /// started after it in flight; synchronizes `group`; gives the destination back.
+    #[inline(always)]
+    pub fn wait<G: ThreadGroup, T: DeviceCopy>(&mut self, group: &G, copy: AsyncCopy<T>) -> SharedSlice<T> {
+        let newer = self.started.wrapping_sub(copy.seq).wrapping_sub(1);
+        wait_newer_and_sync(group, newer);
+        copy.dst
+    }
+}
+
+#[inline(always)]
+#[track_caller]
+fn start<G: ThreadGroup, T: DeviceCopy>(group: &G, dst: SharedSlice<T>, src: &[T], seq: u32) -> AsyncCopy<T> {
     assert!(dst.len() >= src.len(), "memcpy_async: destination shorter than source");
     let bytes = core::mem::size_of_val(src) as u64;
     let rank: u64 = group.thread_rank().into();
     let n: u64 = group.num_threads().into();
     copy(dst.shared_addr(), src.as_ptr() as u64, bytes, rank, n);
+    AsyncCopy { dst, seq }
 }
 
 #[inline(always)]
@@ -89,10 +187,9 @@ unsafe fn copy_chunk(d: u32, s: u64, chunk: u64) {
     }
 }
 
-/// `cg::wait(group)`: waits for all of this thread's outstanding `memcpy_async` copies, then
-/// synchronizes `group` so every member sees every member's copies.
+/// `cp.async.wait_all`, then `group.sync()`.
 #[inline(always)]
-pub fn wait<G: ThreadGroup>(group: &G) {
+fn wait_all_and_sync<G: ThreadGroup>(group: &G) {
     crate::host::on_device!("wait" => {
         #[cfg(target_feature = "sm_80")]
         // SAFETY: waiting has no preconditions.
@@ -103,16 +200,28 @@ pub fn wait<G: ThreadGroup>(group: &G) {
     })
 }
 
-/// `cg::wait_prior<N>(group)`: waits until at most the `N` most recent `memcpy_async` batches
-/// of this thread are still in flight, then synchronizes `group`.
+/// `cp.async.wait_group newer` (the immediate must be a constant: one arm per depth; deeper
+/// than 7 waits for all), then `group.sync()`.
 #[inline(always)]
-pub fn wait_prior<const N: u32, G: ThreadGroup>(group: &G) {
-    crate::host::on_device!("wait_prior" => {
+fn wait_newer_and_sync<G: ThreadGroup>(group: &G, newer: u32) {
+    crate::host::on_device!("wait" => {
         #[cfg(target_feature = "sm_80")]
         // SAFETY: waiting has no preconditions.
         unsafe {
-            core::arch::asm!("cp.async.wait_group {n};", n = const N, options(nostack))
+            use core::arch::asm;
+            match newer {
+                0 => asm!("cp.async.wait_group 0;", options(nostack)),
+                1 => asm!("cp.async.wait_group 1;", options(nostack)),
+                2 => asm!("cp.async.wait_group 2;", options(nostack)),
+                3 => asm!("cp.async.wait_group 3;", options(nostack)),
+                4 => asm!("cp.async.wait_group 4;", options(nostack)),
+                5 => asm!("cp.async.wait_group 5;", options(nostack)),
+                6 => asm!("cp.async.wait_group 6;", options(nostack)),
+                7 => asm!("cp.async.wait_group 7;", options(nostack)),
+                _ => asm!("cp.async.wait_all;", options(nostack)),
+            }
         };
+        let _ = newer;
         group.sync()
     })
 }

@@ -26,12 +26,23 @@
 //! | `cg::inclusive_scan(g, v[, op])`, `cg::exclusive_scan(g, v[, op])` | [`inclusive_scan`], [`exclusive_scan`] (with op); [`inclusive_sum`], [`exclusive_sum`] (default plus) |
 //! | `cg::exclusive_scan_update(g, atomic, v)`, `inclusive_scan_update` | [`exclusive_scan_update`], [`inclusive_scan_update`] |
 //! | `cg::plus<T>`, `less`, `greater`, `bit_and`, `bit_or`, `bit_xor` | [`plus`], [`less`], [`greater`], [`bit_and`], [`bit_or`], [`bit_xor`] (or any closure) |
-//! | `cg::memcpy_async(g, dst, src, bytes)`, `cg::wait(g)`, `cg::wait_prior<N>(g)` | [`memcpy_async`], [`wait`], [`wait_prior::<N>`](wait_prior) |
+//! | `cg::memcpy_async(g, dst, src, bytes)`, `cg::wait(g)`, `cg::wait_prior<N>(g)` | [`memcpy_async`] → [`AsyncCopy::wait`] (the destination comes back from the wait); [`AsyncCopies`] for several copies in flight |
 //! | `cg::sync(g)`, `cg::thread_rank(g)`, `cg::num_threads(g)` | [`sync`], [`thread_rank`], [`num_threads`] |
-//! | (grid-wide reduction by hand) | [`reduce_grid`] |
+//! | (grid-wide reduction by hand) | [`reduce_grid`] with a [`GridScratch`] |
 //!
 //! Block-level reduce and scan (not in CUDA's `cg`, which reduces tiles only): `reduce(&block,
 //! v, op)` and the scans also accept the [`ThreadBlock`]; every thread gets the result.
+//!
+//! ## Convergence
+//!
+//! Every collective — `sync`, shuffles, votes, matches, `reduce` and the scans, partitions,
+//! `memcpy_async`'s wait, grid sync, `reduce_grid` — must be called by **every member of its
+//! group, at the same call site**. As in CUDA, a collective reached by only part of its group
+//! (lanes 0–15 at one `shfl`, 16–31 at another; one block skipping `grid.sync()`) is undefined: it
+//! can return wrong values or hang. Cohort emits the *non-aligned* block barriers
+//! (`barrier.sync`, `barrier.red`), so warps that reach one `sync_threads*` from different
+//! instructions are defined; a checked mode that reports partial participation as an `Err`
+//! naming the call site is not implemented yet. The collectives' docs refer to this section.
 //!
 //! Not yet supported: `this_multi_grid()` (multi-device launches are a later issue) and the
 //! Hopper `thread_block_cluster` group.
@@ -47,9 +58,9 @@ mod tile;
 pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled_partition};
 pub use grid::{Grid, GridGroup, this_grid};
 pub use large::LargeTile;
-pub use memcpy::{memcpy_async, wait, wait_prior};
+pub use memcpy::{AsyncCopies, AsyncCopy, memcpy_async};
 pub use reduce::{
-    AddSelf, AtomicAdd, BitAndSelf, BitOrSelf, BitXorSelf, Collective, ReduceOp, bit_and, bit_or, bit_xor,
+    AddSelf, AtomicAdd, BitAndSelf, BitOrSelf, BitXorSelf, Collective, GridScratch, ReduceOp, bit_and, bit_or, bit_xor,
     exclusive_scan, exclusive_scan_update, exclusive_sum, greater, inclusive_scan, inclusive_scan_update,
     inclusive_sum, less, plus, reduce, reduce_grid,
 };
@@ -58,6 +69,7 @@ pub use tile::{
     DynTile, Size, ThreadBlockTile, TileParent, TileSize, this_thread, tiled_partition, tiled_partition_dyn,
 };
 
+use crate::DeviceCopy;
 use crate::thread::{self, Dim3};
 
 /// What every group offers (CUDA's `thread_group` interface).
@@ -91,15 +103,15 @@ pub trait WarpGroup: ThreadGroup<Size = u32> + Copy {
     fn meta_group_size(&self) -> u32;
     /// The value `v` of the member of rank `src_rank` (`shfl`).
     #[doc(alias = "__shfl_sync")]
-    fn shfl<T: Copy>(&self, v: T, src_rank: u32) -> T;
+    fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T;
     /// The value of the member `delta` ranks lower; members with no such member keep their
     /// own (`shfl_up`).
     #[doc(alias = "__shfl_up_sync")]
-    fn shfl_up<T: Copy>(&self, v: T, delta: u32) -> T;
+    fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T;
     /// The value of the member `delta` ranks higher; members with no such member keep their
     /// own (`shfl_down`).
     #[doc(alias = "__shfl_down_sync")]
-    fn shfl_down<T: Copy>(&self, v: T, delta: u32) -> T;
+    fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T;
     /// Whether `pred` holds for any member.
     #[doc(alias = "__any_sync")]
     fn any(&self, pred: bool) -> bool;
@@ -179,6 +191,16 @@ impl ThreadBlock {
     #[must_use]
     pub fn group_dim(&self) -> Dim3 {
         self.dim_threads()
+    }
+
+    /// The block's own element of a [`DisjointSlice<T, PerBlock>`](crate::slice::DisjointSlice)
+    /// (its rank in the grid), held by the block's leader (thread rank 0) alone; `None` in
+    /// every other thread. CUDA's `if (threadIdx.x == 0) out[blockIdx.x] = v;`, safely.
+    #[inline(always)]
+    #[must_use]
+    pub fn leader_index(&self) -> Option<crate::slice::ThreadIndex<crate::slice::PerBlock>> {
+        (thread::thread_rank_in_block() == 0)
+            .then(|| crate::slice::ThreadIndex::from_rank(thread::block_rank() as usize))
     }
 }
 

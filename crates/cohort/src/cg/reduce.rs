@@ -22,6 +22,7 @@ use super::coalesced::CoalescedGroup;
 use super::large::LargeTile;
 use super::tile::{DynTile, ThreadBlockTile, TileParent};
 use super::{GridGroup, ThreadBlock, ThreadGroup, WarpGroup};
+use crate::DeviceCopy;
 use crate::atomic::{Atomic, Ordering, Space};
 use crate::raw;
 use crate::shared::{SharedSlice, load_words, store_words};
@@ -50,6 +51,7 @@ impl<T, F: Fn(T, T) -> T + Copy> ReduceOp<T> for F {
 
 /// Reinterprets `v` as `U` when `T` is `U`.
 #[inline(always)]
+#[cfg_attr(not(all(target_arch = "nvptx64", target_feature = "sm_80")), allow(dead_code))]
 fn cast<T: 'static + Copy, U: 'static + Copy>(v: T) -> Option<U> {
     if TypeId::of::<T>() == TypeId::of::<U>() {
         // SAFETY: `T` and `U` are the same type.
@@ -89,7 +91,7 @@ macro_rules! ops {
         #[derive(Clone, Copy, Debug, Default)]
         pub struct $name;
 
-        impl<T: Copy + 'static + $bound> ReduceOp<T> for $name {
+        impl<T: DeviceCopy + $bound> ReduceOp<T> for $name {
             #[inline(always)]
             fn combine(self, $a: T, $b: T) -> T {
                 $e
@@ -151,7 +153,7 @@ ops! {
 
 /// Butterfly reduction over a tile of `n` lanes (power of two ≤ 32) with lane mask `mask`.
 #[inline(always)]
-pub(crate) fn tile_reduce<T: Copy + 'static, Op: ReduceOp<T>>(mask: u32, n: u32, v: T, op: Op) -> T {
+pub(crate) fn tile_reduce<T: DeviceCopy, Op: ReduceOp<T>>(mask: u32, n: u32, v: T, op: Op) -> T {
     if (n == 16 || n == 32)
         && let Some(r) = op.redux(mask, v)
     {
@@ -172,7 +174,7 @@ pub(crate) fn tile_reduce<T: Copy + 'static, Op: ReduceOp<T>>(mask: u32, n: u32,
 /// Inclusive scan over a tile of `n` lanes (power of two ≤ 32); `rank` is the lane's rank in
 /// the tile.
 #[inline(always)]
-pub(crate) fn scan_incl_warp<T: Copy + 'static, Op: ReduceOp<T>>(mask: u32, n: u32, rank: u32, v: T, op: Op) -> T {
+pub(crate) fn scan_incl_warp<T: DeviceCopy, Op: ReduceOp<T>>(mask: u32, n: u32, rank: u32, v: T, op: Op) -> T {
     let c = raw::shfl_c(n, true);
     let mut x = v;
     let mut d = 1;
@@ -189,7 +191,7 @@ pub(crate) fn scan_incl_warp<T: Copy + 'static, Op: ReduceOp<T>>(mask: u32, n: u
 
 /// Reduction over any warp-level group through its rank-relative shuffles.
 #[inline(always)]
-fn group_reduce<G: WarpGroup, T: Copy + 'static, Op: ReduceOp<T>>(g: &G, v: T, op: Op) -> T {
+fn group_reduce<G: WarpGroup, T: DeviceCopy, Op: ReduceOp<T>>(g: &G, v: T, op: Op) -> T {
     if let Some(mask) = g.redux_mask()
         && let Some(r) = op.redux(mask, v)
     {
@@ -210,7 +212,7 @@ fn group_reduce<G: WarpGroup, T: Copy + 'static, Op: ReduceOp<T>>(g: &G, v: T, o
 
 /// Inclusive scan over any warp-level group through its rank-relative shuffles.
 #[inline(always)]
-fn group_scan<G: WarpGroup, T: Copy + 'static, Op: ReduceOp<T>>(g: &G, v: T, op: Op) -> T {
+fn group_scan<G: WarpGroup, T: DeviceCopy, Op: ReduceOp<T>>(g: &G, v: T, op: Op) -> T {
     let (rank, n) = (g.thread_rank(), g.num_threads());
     let mut x = v;
     let mut d = 1;
@@ -227,77 +229,77 @@ fn group_scan<G: WarpGroup, T: Copy + 'static, Op: ReduceOp<T>>(g: &G, v: T, op:
 /// Groups that support `reduce` and the scans.
 pub trait Collective: ThreadGroup {
     /// See [`reduce`].
-    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
+    fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
     /// See [`inclusive_scan`].
-    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
+    fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
     /// See [`exclusive_scan`].
-    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
+    fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
 }
 
 /// A warp-level group's exclusive scan from its inclusive one: the previous rank's value,
 /// `T::default()` at rank 0.
 #[inline(always)]
-fn exclusive_from_inclusive<G: WarpGroup, T: Copy + Default>(group: &G, incl: T) -> T {
+fn exclusive_from_inclusive<G: WarpGroup, T: DeviceCopy + Default>(group: &G, incl: T) -> T {
     let ex = group.shfl_up(incl, 1);
     if group.thread_rank() == 0 { T::default() } else { ex }
 }
 
 impl<const N: u32, P: TileParent> Collective for ThreadBlockTile<N, P> {
     #[inline(always)]
-    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         tile_reduce(self.lane_mask(), N, v, op)
     }
     #[inline(always)]
-    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         scan_incl_warp(self.lane_mask(), N, self.thread_rank(), v, op)
     }
     #[inline(always)]
-    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         exclusive_from_inclusive(self, self.inclusive_scan_with(v, op))
     }
 }
 
 impl Collective for DynTile {
     #[inline(always)]
-    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         tile_reduce(self.lane_mask(), self.num_threads(), v, op)
     }
     #[inline(always)]
-    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         scan_incl_warp(self.lane_mask(), self.num_threads(), self.thread_rank(), v, op)
     }
     #[inline(always)]
-    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         exclusive_from_inclusive(self, self.inclusive_scan_with(v, op))
     }
 }
 
 impl Collective for CoalescedGroup {
     #[inline(always)]
-    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         if self.mask() == u32::MAX { tile_reduce(u32::MAX, 32, v, op) } else { group_reduce(self, v, op) }
     }
     #[inline(always)]
-    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         group_scan(self, v, op)
     }
     #[inline(always)]
-    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         exclusive_from_inclusive(self, group_scan(self, v, op))
     }
 }
 
 impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N, P> {
     #[inline(always)]
-    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         self.reduce_impl(v, op)
     }
     #[inline(always)]
-    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         self.scan_impl(v, op, None)
     }
     #[inline(always)]
-    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         self.scan_impl(v, op, Some(T::default()))
     }
 }
@@ -310,7 +312,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N
 /// Those slots (of the 32 in `slots`) hold `T`s written before a barrier that every caller has
 /// passed since.
 #[inline(always)]
-pub(crate) unsafe fn fold_warp_slots<T: Copy, Op: ReduceOp<T>>(
+pub(crate) unsafe fn fold_warp_slots<T: DeviceCopy, Op: ReduceOp<T>>(
     slots: SharedSlice<[u32; 8]>,
     first: u32,
     count: u32,
@@ -333,7 +335,7 @@ pub(crate) unsafe fn fold_warp_slots<T: Copy, Op: ReduceOp<T>>(
 /// warp), and for an exclusive scan `exclusive` is `Some((zero, ex))`, `ex` being the previous
 /// lane's `incl` and `zero` rank 0's value.
 #[inline(always)]
-pub(crate) fn finish_two_level_scan<T: Copy, Op: ReduceOp<T>>(
+pub(crate) fn finish_two_level_scan<T: DeviceCopy, Op: ReduceOp<T>>(
     op: Op,
     first_warp: bool,
     first_lane: bool,
@@ -385,7 +387,7 @@ fn warp_in_block(active: u32) -> CoalescedGroup {
 /// Block-level reduction over the threads of rank `< active` (the others pass through and
 /// receive the result too). Every thread of the block must call it.
 #[inline(always)]
-fn block_reduce<T: Copy + 'static, Op: ReduceOp<T>>(v: T, op: Op, active: u32) -> T {
+fn block_reduce<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, active: u32) -> T {
     let rank = thread::thread_rank_in_block();
     let slots = BLOCK_WARP.get().as_slice();
     if rank < active {
@@ -405,7 +407,7 @@ fn block_reduce<T: Copy + 'static, Op: ReduceOp<T>>(v: T, op: Op, active: u32) -
 
 /// Block-level scan; `exclusive` holds rank 0's value for an exclusive scan.
 #[inline(always)]
-fn block_scan<T: Copy + 'static, Op: ReduceOp<T>>(v: T, op: Op, exclusive: Option<T>) -> T {
+fn block_scan<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, exclusive: Option<T>) -> T {
     let size = thread::block_size();
     let warp = warp_in_block(size);
     let incl = warp.inclusive_scan_with(v, op);
@@ -427,15 +429,15 @@ impl Collective for ThreadBlock {
     /// Block-wide reduction; every thread gets the result. Uses 1 KiB of library-allocated
     /// shared memory and two block barriers.
     #[inline(always)]
-    fn reduce_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         block_reduce(v, op, thread::block_size())
     }
     #[inline(always)]
-    fn inclusive_scan_with<T: Copy + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         block_scan(v, op, None)
     }
     #[inline(always)]
-    fn exclusive_scan_with<T: Copy + Default + 'static, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+    fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         block_scan(v, op, Some(T::default()))
     }
 }
@@ -443,39 +445,39 @@ impl Collective for ThreadBlock {
 /// `cg::reduce(group, value, op)`: combines every member's `value` with `op`; every member
 /// gets the result. See the module table for how each group does it.
 #[inline(always)]
-pub fn reduce<G: Collective, T: Copy + 'static, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
+pub fn reduce<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
     group.reduce_with(value, op)
 }
 
 /// `cg::inclusive_scan(group, value, op)`: member *r* gets `v0 op v1 op … op vr`.
 #[inline(always)]
-pub fn inclusive_scan<G: Collective, T: Copy + 'static, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
+pub fn inclusive_scan<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
     group.inclusive_scan_with(value, op)
 }
 
 /// `cg::exclusive_scan(group, value, op)`: member *r* gets `v0 op … op v(r-1)`; rank 0 gets
 /// `T::default()`.
 #[inline(always)]
-pub fn exclusive_scan<G: Collective, T: Copy + Default + 'static, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
+pub fn exclusive_scan<G: Collective, T: DeviceCopy + Default, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
     group.exclusive_scan_with(value, op)
 }
 
 /// `cg::inclusive_scan(group, value)` with the default `plus`.
 #[doc(alias = "inclusive_scan")]
 #[inline(always)]
-pub fn inclusive_sum<G: Collective, T: Copy + 'static + Add<Output = T>>(group: &G, value: T) -> T {
+pub fn inclusive_sum<G: Collective, T: DeviceCopy + Add<Output = T>>(group: &G, value: T) -> T {
     group.inclusive_scan_with(value, plus)
 }
 
 /// `cg::exclusive_scan(group, value)` with the default `plus`.
 #[doc(alias = "exclusive_scan")]
 #[inline(always)]
-pub fn exclusive_sum<G: Collective, T: Copy + Default + 'static + Add<Output = T>>(group: &G, value: T) -> T {
+pub fn exclusive_sum<G: Collective, T: DeviceCopy + Default + Add<Output = T>>(group: &G, value: T) -> T {
     group.exclusive_scan_with(value, plus)
 }
 
 /// Values whose atomics can add (for the `*_scan_update` collectives).
-pub trait AtomicAdd: Copy + Default + 'static + Add<Output = Self> {
+pub trait AtomicAdd: DeviceCopy + Default + Add<Output = Self> {
     /// `a.fetch_add(v)` at device scope, relaxed.
     fn fetch_add_on<S: Space>(a: &Atomic<Self, S>, v: Self) -> Self;
 }
@@ -531,41 +533,77 @@ pub fn inclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
     old + incl
 }
 
+/// Scratch memory of [`reduce_grid`]: one partial per block, twice (two halves used in turn),
+/// owned by the reductions so that no other code can write it while a slower block still reads
+/// the partials.
+///
+/// Why two halves make one grid sync per reduction enough: reduction *k* writes and then reads
+/// half *k mod 2*, with a grid sync between. Reduction *k + 2* writes the same half again, but
+/// every thread reaches it only after passing the grid sync of reduction *k + 1*, which no
+/// thread passes before every thread has finished reduction *k* (its reads included).
+#[derive(Debug)]
+pub struct GridScratch<'a, T> {
+    slice: DisjointSlice<'a, T>,
+    half: usize,
+    phase: bool,
+}
+
+impl<'a, T: DeviceCopy> GridScratch<'a, T> {
+    /// Takes `slice` (at least `2 * grid.num_blocks()` elements) for grid reductions. Starts with
+    /// a grid sync, so that the kernel's earlier accesses to `slice` have finished.
+    ///
+    /// # Panics
+    /// If `slice` is shorter than two elements per block.
+    #[inline(always)]
+    #[track_caller]
+    pub fn new(grid: &GridGroup, slice: DisjointSlice<'a, T>) -> Self {
+        let nblocks = grid.num_blocks();
+        assert!(slice.len() as u64 >= 2 * nblocks, "GridScratch: needs two elements per block of the grid");
+        grid.sync();
+        Self { slice, half: nblocks as usize, phase: false }
+    }
+
+    /// Gives the slice back, after a grid sync (so that every reduction's reads have finished).
+    #[inline(always)]
+    #[must_use]
+    pub fn into_inner(self, grid: &GridGroup) -> DisjointSlice<'a, T> {
+        grid.sync();
+        self.slice
+    }
+}
+
 /// Grid-wide reduction in a cooperative kernel: every thread of the grid gets the
-/// combination of every thread's `value`.
+/// combination of every thread's `value`. Every thread of the grid must call it.
 ///
-/// `scratch` holds one partial per block (at least `grid.num_blocks()` elements; its contents
-/// are overwritten). The call starts with a grid sync, so earlier uses of `scratch` have
-/// finished, and ends with the result in every thread; it costs two grid syncs and two block
-/// reductions.
-///
-/// # Panics
-/// If `scratch` has fewer elements than the grid has blocks.
+/// Cost: one grid sync and two block reductions ([`GridScratch`] says why one sync is enough).
 #[inline(always)]
 #[track_caller]
-pub fn reduce_grid<T: Copy + 'static, Op: ReduceOp<T>>(
+pub fn reduce_grid<T: DeviceCopy, Op: ReduceOp<T>>(
     grid: &GridGroup,
     value: T,
     op: Op,
-    scratch: &mut DisjointSlice<'_, T>,
+    scratch: &mut GridScratch<'_, T>,
 ) -> T {
     let nblocks = grid.num_blocks();
-    assert!(scratch.len() as u64 >= nblocks, "reduce_grid: scratch needs one element per block");
-    grid.sync();
+    let base_index = if scratch.phase { scratch.half } else { 0 };
+    scratch.phase = !scratch.phase;
     let part = block_reduce(value, op, thread::block_size());
     let block = grid.block_rank() as usize;
     if thread::thread_rank_in_block() == 0 {
-        // SAFETY: in bounds (checked above); only thread 0 of block `b` writes element `b`,
-        // and the grid sync before ordered every earlier access to the scratch.
-        unsafe { *scratch.get_unchecked_mut(block) = part };
+        // SAFETY: in bounds (`GridScratch::new` checked 2 * nblocks); only thread 0 of block
+        // `b` writes element `base + b` in this reduction, and no thread reads this half
+        // until the grid sync below, nor still reads it from two reductions ago (see
+        // `GridScratch`).
+        unsafe { *scratch.slice.get_unchecked_mut(base_index + block) = part };
     }
     grid.sync();
-    let base = scratch.as_mut_ptr() as *const T;
+    // SAFETY: `base_index .. base_index + nblocks` is in bounds (checked at `new`).
+    let base = unsafe { (scratch.slice.as_mut_ptr() as *const T).add(base_index) };
     let (tid, bdim) = (thread::thread_rank_in_block(), thread::block_size());
     let active = (nblocks.min(bdim as u64)) as u32;
     let mut acc = value;
     if tid < active {
-        // SAFETY: element `tid` < `nblocks` was written before the grid sync.
+        // SAFETY: element `tid` < `nblocks` of this half was written before the grid sync.
         acc = unsafe { base.add(tid as usize).read() };
         let mut i = (tid + bdim) as u64;
         while i < nblocks {

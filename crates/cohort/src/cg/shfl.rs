@@ -1,15 +1,20 @@
-//! Shuffles of any `T: Copy` up to 32 bytes: split into 32-bit words, one `shfl.sync` per word
+//! Shuffles of any `T: DeviceCopy` up to 32 bytes: split into 32-bit words, one `shfl.sync` per word
 //! (the rule CUDA's `cooperative_groups` applies to its `shfl` templates).
 //!
-//! Padding bytes inside `T`, if any, travel as whatever bits they hold; use types without
-//! padding (every `DeviceCopy` struct derived here has none) to keep every bit meaningful.
+//! Only `DeviceCopy` values cross lanes: they hold no references or pointers (a pointer to one
+//! lane's local memory means nothing in another lane) and no padding (every byte moved is an
+//! initialized byte of a field; `#[derive(DeviceCopy)]` checks it).
 
 use core::mem::MaybeUninit;
 
+use crate::DeviceCopy;
+
 /// Applies `f` to each 32-bit word of `v` and reassembles a `T`.
 #[inline(always)]
-pub(crate) fn map_words<T: Copy>(v: T, mut f: impl FnMut(u32) -> u32) -> T {
+pub(crate) fn map_words<T: DeviceCopy>(v: T, mut f: impl FnMut(u32) -> u32) -> T {
     const { assert!(size_of::<T>() <= 32, "cooperative-groups shuffles move at most 32 bytes") };
+    #[allow(clippy::let_unit_value)]
+    let () = const { T::__NO_PADDING };
     let size = size_of::<T>();
     let n = size.div_ceil(4);
     let mut words = [0u32; 8];
@@ -34,7 +39,7 @@ pub(crate) fn map_words<T: Copy>(v: T, mut f: impl FnMut(u32) -> u32) -> T {
 /// # Safety
 /// As `raw::shfl_sync_idx_b32`: every lane of `mask` executes this with the same `mask`.
 #[inline(always)]
-pub(crate) unsafe fn idx<T: Copy>(mask: u32, v: T, src: u32, c: u32) -> T {
+pub(crate) unsafe fn idx<T: DeviceCopy>(mask: u32, v: T, src: u32, c: u32) -> T {
     // SAFETY: forwarded to the caller.
     map_words(v, |w| unsafe { crate::raw::shfl_sync_idx_b32(mask, w, src, c) })
 }
@@ -44,7 +49,7 @@ pub(crate) unsafe fn idx<T: Copy>(mask: u32, v: T, src: u32, c: u32) -> T {
 /// # Safety
 /// As `raw::shfl_sync_up_b32`.
 #[inline(always)]
-pub(crate) unsafe fn up<T: Copy>(mask: u32, v: T, delta: u32, c: u32) -> T {
+pub(crate) unsafe fn up<T: DeviceCopy>(mask: u32, v: T, delta: u32, c: u32) -> T {
     // SAFETY: forwarded to the caller.
     map_words(v, |w| unsafe { crate::raw::shfl_sync_up_b32(mask, w, delta, c) })
 }
@@ -54,7 +59,7 @@ pub(crate) unsafe fn up<T: Copy>(mask: u32, v: T, delta: u32, c: u32) -> T {
 /// # Safety
 /// As `raw::shfl_sync_down_b32`.
 #[inline(always)]
-pub(crate) unsafe fn down<T: Copy>(mask: u32, v: T, delta: u32, c: u32) -> T {
+pub(crate) unsafe fn down<T: DeviceCopy>(mask: u32, v: T, delta: u32, c: u32) -> T {
     // SAFETY: forwarded to the caller.
     map_words(v, |w| unsafe { crate::raw::shfl_sync_down_b32(mask, w, delta, c) })
 }
@@ -64,7 +69,7 @@ pub(crate) unsafe fn down<T: Copy>(mask: u32, v: T, delta: u32, c: u32) -> T {
 /// # Safety
 /// As `raw::shfl_sync_bfly_b32`.
 #[inline(always)]
-pub(crate) unsafe fn bfly<T: Copy>(mask: u32, v: T, lane_mask: u32, c: u32) -> T {
+pub(crate) unsafe fn bfly<T: DeviceCopy>(mask: u32, v: T, lane_mask: u32, c: u32) -> T {
     // SAFETY: forwarded to the caller.
     map_words(v, |w| unsafe { crate::raw::shfl_sync_bfly_b32(mask, w, lane_mask, c) })
 }

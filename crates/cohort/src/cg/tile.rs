@@ -5,6 +5,7 @@
 use super::large::LargeTile;
 use super::shfl::{self, MatchValue};
 use super::{ThreadBlock, ThreadGroup, WarpGroup};
+use crate::DeviceCopy;
 use crate::raw;
 
 /// A tile of `N` consecutive threads (`N` ≤ 32: within one warp) of its parent `P` (a block
@@ -137,12 +138,21 @@ impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
         &self.parent
     }
 
+    /// The tile's own element of a [`DisjointSlice<T, PerTile<N>>`](crate::slice::DisjointSlice)
+    /// (its rank among all tiles of `N` in the grid), held by the tile's leader (rank 0) alone;
+    /// `None` in the other members.
+    #[inline(always)]
+    #[must_use]
+    pub fn leader_index(&self) -> Option<crate::slice::ThreadIndex<crate::slice::PerTile<N>>> {
+        (self.thread_rank() == 0).then(|| crate::slice::ThreadIndex::from_rank(global_tile_rank(N)))
+    }
+
     /// `shfl_xor(v, mask)`: the value of the member whose rank is `thread_rank() ^ mask`
     /// (tiles of at most 32).
     #[doc(alias = "__shfl_xor_sync")]
     #[inline(always)]
     #[must_use]
-    pub fn shfl_xor<T: Copy>(&self, v: T, mask: u32) -> T {
+    pub fn shfl_xor<T: DeviceCopy>(&self, v: T, mask: u32) -> T {
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
         unsafe { shfl::bfly(self.lane_mask(), v, mask, raw::shfl_c(N, false)) }
     }
@@ -188,17 +198,17 @@ impl<const N: u32, P: TileParent> WarpGroup for ThreadBlockTile<N, P> {
         ThreadBlockTile::meta_group_size(self)
     }
     #[inline(always)]
-    fn shfl<T: Copy>(&self, v: T, src_rank: u32) -> T {
+    fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
         unsafe { shfl::idx(tile_lane_mask(N), v, src_rank, raw::shfl_c(N, false)) }
     }
     #[inline(always)]
-    fn shfl_up<T: Copy>(&self, v: T, delta: u32) -> T {
+    fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         // SAFETY: as for `shfl`.
         unsafe { shfl::up(self.lane_mask(), v, delta, raw::shfl_c(N, true)) }
     }
     #[inline(always)]
-    fn shfl_down<T: Copy>(&self, v: T, delta: u32) -> T {
+    fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         // SAFETY: as for `shfl`.
         unsafe { shfl::down(self.lane_mask(), v, delta, raw::shfl_c(N, false)) }
     }
@@ -296,17 +306,17 @@ impl WarpGroup for DynTile {
         self.parent_size.div_ceil(self.n)
     }
     #[inline(always)]
-    fn shfl<T: Copy>(&self, v: T, src_rank: u32) -> T {
+    fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
         unsafe { shfl::idx(self.lane_mask(), v, src_rank, raw::shfl_c(self.n, false)) }
     }
     #[inline(always)]
-    fn shfl_up<T: Copy>(&self, v: T, delta: u32) -> T {
+    fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         // SAFETY: as for `shfl`.
         unsafe { shfl::up(self.lane_mask(), v, delta, raw::shfl_c(self.n, true)) }
     }
     #[inline(always)]
-    fn shfl_down<T: Copy>(&self, v: T, delta: u32) -> T {
+    fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         // SAFETY: as for `shfl`.
         unsafe { shfl::down(self.lane_mask(), v, delta, raw::shfl_c(self.n, false)) }
     }
@@ -350,8 +360,16 @@ impl DynTile {
     /// `shfl_xor` within the tile.
     #[inline(always)]
     #[must_use]
-    pub fn shfl_xor<T: Copy>(&self, v: T, mask: u32) -> T {
+    pub fn shfl_xor<T: DeviceCopy>(&self, v: T, mask: u32) -> T {
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
         unsafe { shfl::bfly(self.lane_mask(), v, mask, raw::shfl_c(self.n, false)) }
     }
+}
+
+/// The rank, among all tiles of `n` threads in the grid, of the tile holding this thread. Tiles
+/// are cut from the block's linear thread ranks and the block's size is a multiple of `n`
+/// (checked by `tiled_partition`), so this is the thread's grid rank divided by `n`.
+#[inline(always)]
+pub(crate) fn global_tile_rank(n: u32) -> usize {
+    (crate::thread::global_id() / u64::from(n)) as usize
 }

@@ -1,0 +1,173 @@
+//! The runtime's own checks on a GPU: after a kernel fails, every later error names it (in a
+//! child process: CUDA accepts no more work in a process after a kernel fails); errors keep
+//! their driver cause; device views; run-time PTX text.
+
+use std::process::Command;
+use std::time::Duration;
+
+use cohort_kernels::{checks, tour};
+use cohort_runtime::{DeviceBuffer, Error, Gpu, LaunchConfig};
+use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_trial};
+use libtest_mimic::Trial;
+
+/// Set in the child process that runs [`CHILD_TRIAL`] (and only it).
+const CHILD_VAR: &str = "COHORT_RUNTIME_CHECKS_CHILD";
+/// The trial the child runs: it kills the process's CUDA, so it is listed only in the child.
+const CHILD_TRIAL: &str = "runtime_checks_child_after_a_trap";
+
+pub fn trials() -> Vec<Trial> {
+    let mut trials = vec![
+        gpu_trial("runtime_checks_errors_after_a_trap_name_the_trapped_kernel", after_a_trap_in_child),
+        gpu_trial("runtime_checks_out_of_memory_is_a_driver_error_with_its_source", out_of_memory),
+        gpu_trial("runtime_checks_views_copy_their_range", views_copy_their_range),
+        gpu_trial("runtime_checks_ptx_text_is_loaded_and_a_nul_inside_refused", ptx_text),
+    ];
+    if std::env::var_os(CHILD_VAR).is_some() {
+        trials.push(gpu_trial(CHILD_TRIAL, after_a_trap));
+    }
+    trials
+}
+
+fn after_a_trap_in_child(_: &Ctx) -> TestResult {
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let out = Command::new(exe)
+        .args(["--exact", CHILD_TRIAL, "--test-threads=1"])
+        .env(CHILD_VAR, "1")
+        .output()
+        .ctx("spawn child")?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    ensure(out.status.success() && text.contains("1 passed"), || format!("child failed ({}):\n{text}", out.status))?;
+    // The child's messages stay in its captured output: they quote launch configurations
+    // ("block 128 failed: …"), which a summary that counts "N failed" would misread.
+    Ok(())
+}
+
+/// `e` is [`Error::KernelFailed`] naming `checked_read` (the kernel that trapped), how it was
+/// launched, where it panicked, and `during` (the call refused now).
+fn names_the_trap(what: &str, e: &Error, during: Option<&str>) -> TestResult {
+    let msg = e.to_string();
+    println!("AFTER THE TRAP, {what}: {msg}");
+    let Error::KernelFailed { kernel, config, panic, during: got, .. } = e else {
+        return Err(format!("{what}: expected KernelFailed, got {e:?}"));
+    };
+    ensure(kernel.as_deref() == Some("checked_read"), || format!("{what}: names kernel {kernel:?}: {msg}"))?;
+    ensure(*config == Some(LaunchConfig::new(1, 64)), || format!("{what}: configuration {config:?}: {msg}"))?;
+    let panic = panic.as_deref().unwrap_or_default();
+    ensure(panic.contains("checks.rs") && panic.contains("block (0,0,0)"), || format!("{what}: panic {panic:?}"))?;
+    let as_expected = match (got.as_deref(), during) {
+        (None, None) => true,
+        (Some(got), Some(want)) => got.contains(want),
+        _ => false,
+    };
+    ensure(as_expected, || format!("{what}: during {got:?}, expected {during:?}"))?;
+    for needle in ["checked_read", "grid 1 x block 64", "panicked at", "restart the process"] {
+        ensure(msg.contains(needle), || format!("{what}: the message does not mention `{needle}`: {msg}"))?;
+    }
+    Ok(())
+}
+
+fn expect_err<T>(what: &str, r: cohort_runtime::Result<T>) -> Result<Error, String> {
+    r.err().ok_or_else(|| format!("{what}: succeeded after the trap"))
+}
+
+/// In the child: a kernel traps on one stream while another kernel is launched on a second
+/// stream (whose earlier work had finished). The wait that sees the failure names the kernel
+/// that trapped (not the last one launched); every later call is refused naming it too: the
+/// next launch, synchronizations, copies, allocations, new streams and new contexts.
+fn after_a_trap(c: &Ctx) -> TestResult {
+    let trap = checks::checked_read::load(&c.module).ctx("load checked_read")?;
+    let add = tour::vector_add::load(&c.module).ctx("load vector_add")?;
+    let (s1, s2) = (c.gpu.new_stream().ctx("stream")?, c.gpu.new_stream().ctx("stream")?);
+    let a = c.gpu.upload(&[1.0f32; 256]).ctx("upload")?;
+    let mut sum = c.gpu.zeroed::<f32>(256).ctx("alloc")?;
+    // Work on s2 that finishes: not a suspect afterwards.
+    add.launch(&s2, LaunchConfig::for_elements(256, 128), &a, &a, &mut sum).ctx("launch before the trap")?;
+    s2.synchronize().ctx("sync before the trap")?;
+    let data = c.gpu.upload(&[7u32; 10]).ctx("upload")?;
+    let mut out = c.gpu.zeroed::<u32>(64).ctx("alloc")?;
+    trap.launch(&s1, (1u32, 64u32), &data, 1000, &mut out).ctx("launch the trapping kernel")?;
+    std::thread::sleep(Duration::from_millis(200));
+    // The driver still accepts this launch (measured: driver 580); it never runs.
+    let late = add.launch(&s2, (2u32, 128u32), &a, &a, &mut sum);
+    println!("AFTER THE TRAP, a launch before any wait: {late:?}");
+    match late {
+        // The first wait reports the failure, naming the kernel that trapped, not the last one
+        // launched (on the stream waited for, at that).
+        Ok(()) => {
+            let e = expect_err("the first wait", s2.synchronize())?;
+            names_the_trap("the first wait", &e, None)?;
+            let Error::KernelFailed { unfinished, .. } = e else { unreachable!() };
+            ensure(unfinished == 2, || format!("the first wait: {unfinished} unfinished launches, expected 2"))?;
+            ensure(e.to_string().contains("first of 2 launches not yet waited for"), || {
+                format!("the first wait: {e}")
+            })?;
+        }
+        Err(e) => names_the_trap("a launch before any wait", &e, Some("launching kernel `vector_add`"))?,
+    }
+    // Now the failure is known: the next launch is refused naming the kernel that trapped.
+    let e = expect_err("the next launch", add.launch(&s2, (3u32, 128u32), &a, &a, &mut sum))?;
+    names_the_trap("the next launch", &e, Some("launching kernel `vector_add` with grid 3 x block 128"))?;
+    let e = expect_err("synchronizing the other stream", s2.synchronize())?;
+    names_the_trap("synchronizing the other stream", &e, Some("synchronizing a stream"))?;
+    let e = expect_err("synchronizing the stream", s1.synchronize())?;
+    names_the_trap("synchronizing the stream", &e, Some("synchronizing a stream"))?;
+    let e = expect_err("synchronizing the device", c.gpu.synchronize())?;
+    names_the_trap("synchronizing the device", &e, Some("synchronizing the device"))?;
+    let e = expect_err("reading back", out.to_vec())?;
+    names_the_trap("reading back", &e, Some("copying device memory to the host"))?;
+    let e = expect_err("writing", out.copy_from(&[0; 64]))?;
+    names_the_trap("writing", &e, Some("copying host memory to the device"))?;
+    let e = expect_err("allocating", DeviceBuffer::<u32>::zeroed(&c.gpu, 1024))?;
+    names_the_trap("allocating", &e, Some("allocating 4096 B of device memory"))?;
+    let e = expect_err("a new stream", c.gpu.new_stream())?;
+    names_the_trap("a new stream", &e, Some("creating a stream"))?;
+    let e = expect_err("a new isolated context", Gpu::isolated(0))?;
+    names_the_trap("a new isolated context", &e, Some("creating a context on device 0"))?;
+    // The primary context still exists (the shared `Ctx` holds it): retaining it may succeed,
+    // using it does not.
+    let e = expect_err("the primary context again", Gpu::new(0).and_then(|g| g.zeroed::<u32>(4)))?;
+    names_the_trap("the primary context again", &e, Some(""))?;
+    Ok(())
+}
+
+fn out_of_memory(c: &Ctx) -> TestResult {
+    let too_much = c.gpu.info().total_memory * 2;
+    let e = expect_err("allocating twice the device's memory", c.gpu.zeroed::<u8>(too_much))?;
+    ensure(matches!(e, Error::Driver { .. }), || format!("expected a driver error, got {e:?}"))?;
+    let source =
+        std::error::Error::source(&e).and_then(|s| s.downcast_ref::<cohort_runtime::cudarc::driver::DriverError>());
+    ensure(source.is_some_and(|s| format!("{s:?}").contains("OUT_OF_MEMORY")), || format!("source {source:?} of {e}"))?;
+    // Not a sticky failure: the device still works.
+    let a = c.gpu.upload(&[2.0f32; 100]).ctx("upload after the refusal")?;
+    check_all("after an out-of-memory error", &a.to_vec().ctx("read")?, &[2.0f32; 100])
+}
+
+fn views_copy_their_range(c: &Ctx) -> TestResult {
+    let data: Vec<u32> = (0..100).collect();
+    let mut buf = c.gpu.upload(&data).ctx("upload")?;
+    check_all("slice(10..20)", &buf.slice(10..20).to_vec().ctx("read")?, &data[10..20])?;
+    check_all("slice(..=4)", &buf.slice(..=4).to_vec().ctx("read")?, &data[..=4])?;
+    check_all("slice(95..)", &buf.slice(95..).to_vec().ctx("read")?, &data[95..])?;
+    ensure(buf.slice(100..).is_empty(), || "slice(100..) is not empty".into())?;
+    buf.slice_mut(50..=51).copy_from(&[7, 7]).ctx("write a view")?;
+    let mut want = data.clone();
+    want[50..=51].copy_from_slice(&[7, 7]);
+    check_all("after writing a view", &buf.to_vec().ctx("read")?, &want)
+}
+
+fn ptx_text(c: &Ctx) -> TestResult {
+    let cc = c.gpu.info().cc();
+    let m = cohort_kernels::PTX.select(cc).ok_or("no module for this device")?;
+    ensure(m.as_c_str().to_bytes().len() == m.text().len(), || "the C string is not the text".into())?;
+    let module = c.gpu.load_ptx_text("runtime_checks", m.text()).ctx("load the text")?;
+    let add = tour::vector_add::load(&module).ctx("load vector_add from the text")?;
+    let a = c.gpu.upload(&[1.5f32; 300]).ctx("upload")?;
+    let mut out = c.gpu.zeroed::<f32>(300).ctx("alloc")?;
+    add.launch(c.gpu.stream(), LaunchConfig::for_elements(300, 128), &a, &a, &mut out).ctx("launch")?;
+    check_all("vector_add from run-time text", &out.to_vec().ctx("read")?, &[3.0f32; 300])?;
+    let cut = format!("{}\0{}", &m.text()[..100], &m.text()[100..]);
+    match c.gpu.load_ptx_text("runtime_checks_nul", &cut) {
+        Err(Error::Argument(msg)) if msg.contains("NUL at byte 100") => Ok(()),
+        other => Err(format!("PTX text with a NUL inside: {other:?}")),
+    }
+}
