@@ -6,6 +6,7 @@ mod atomic;
 mod cg_collectives;
 mod cg_examples;
 mod cg_groups;
+mod check;
 mod launch;
 mod print;
 mod runtime_checks;
@@ -29,6 +30,7 @@ fn main() {
     trials.extend(cg_collectives::trials());
     trials.extend(cg_examples::trials());
     trials.extend(cg_groups::trials());
+    trials.extend(check::trials());
     trials.extend(shared::trials());
     trials.extend(launch::trials());
     trials.extend(print::trials());

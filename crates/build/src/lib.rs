@@ -63,6 +63,7 @@ pub struct Builder {
     target_dir: Option<PathBuf>,
     rustflags: Vec<String>,
     ptxas: PtxasMode,
+    checked: Option<bool>,
 }
 
 /// Whether to run `ptxas` on the output.
@@ -147,6 +148,7 @@ impl Builder {
             target_dir: None,
             rustflags: Vec::new(),
             ptxas: PtxasMode::IfFound,
+            checked: None,
         }
     }
 
@@ -188,6 +190,29 @@ impl Builder {
         self
     }
 
+    /// Whether the kernels are built in **checked mode** (`--cfg cohort_checked`): every
+    /// collective checks that exactly its group reached it, at one call site, and panics with
+    /// the group, the site and the threads present otherwise (the host receives an `Err`).
+    ///
+    /// Default: on when the crate is built in a debug profile (`PROFILE=debug`, e.g. `cargo
+    /// test`), off in release. `COHORT_CHECKED=1` / `COHORT_CHECKED=0` overrides both this and
+    /// the default.
+    #[must_use]
+    pub fn checked(mut self, on: bool) -> Self {
+        self.checked = Some(on);
+        self
+    }
+
+    /// Whether this build is checked (see [`Builder::checked`]).
+    #[must_use]
+    pub fn is_checked(&self) -> bool {
+        match env::var("COHORT_CHECKED").as_deref() {
+            Ok("1") => true,
+            Ok("0") => false,
+            _ => self.checked.unwrap_or_else(|| env::var("PROFILE").is_ok_and(|p| p == "debug")),
+        }
+    }
+
     /// Whether to run ptxas (default [`PtxasMode::IfFound`]; `COHORT_REQUIRE_PTXAS=1` makes it
     /// [`PtxasMode::Required`]).
     #[must_use]
@@ -210,7 +235,8 @@ impl Builder {
         if Self::is_nested() {
             return;
         }
-        for var in ["COHORT_ARCHS", "COHORT_PTXAS", "COHORT_REQUIRE_PTXAS", "CUDA_PATH", "CUDA_HOME"] {
+        for var in ["COHORT_ARCHS", "COHORT_CHECKED", "COHORT_PTXAS", "COHORT_REQUIRE_PTXAS", "CUDA_PATH", "CUDA_HOME"]
+        {
             println!("cargo::rerun-if-env-changed={var}");
         }
         let manifest = self.crate_dir.join("Cargo.toml");
@@ -261,6 +287,9 @@ impl Builder {
         let pkg = package_name(&crate_dir)?;
         let lib_name = pkg.replace('-', "_");
         let target_root = self.target_dir.clone().unwrap_or_else(|| default_target_root(&out_dir).join(&pkg));
+        // Checked and unchecked builds keep their own device target directories, so that a
+        // debug and a release build of the host do not rebuild each other's PTX.
+        let target_root = if self.is_checked() { target_root.join("checked") } else { target_root };
         let ptxas = match (&self.ptxas, env::var("COHORT_REQUIRE_PTXAS").as_deref()) {
             (PtxasMode::Off, _) => None,
             (_, Ok("1")) | (PtxasMode::Required, _) => Some(ptxas::find().ok_or_else(|| {
@@ -310,6 +339,9 @@ impl Builder {
         dir: &Path,
     ) -> Result<PathBuf, BuildError> {
         let mut flags = vec![format!("-Ctarget-cpu=sm_{arch}")];
+        if self.is_checked() {
+            flags.extend(["--cfg".to_string(), "cohort_checked".to_string()]);
+        }
         flags.extend(self.rustflags.iter().cloned());
         let mut cmd = Command::new(&tc.cargo);
         cmd.arg("rustc")

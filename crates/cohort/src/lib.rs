@@ -59,6 +59,7 @@
 pub mod abi;
 pub mod atomic;
 pub mod cg;
+pub mod check;
 mod copy;
 #[doc(hidden)]
 pub mod host;

@@ -40,6 +40,44 @@ pub struct PanicRecord {
     pub thread: [u32; 3],
     /// The source file, UTF-8, not NUL-terminated.
     pub file: [u8; PANIC_FILE_BYTES],
+    /// What a failed check of checked mode found ([`CheckKind`] as `u32`; 0 for an ordinary
+    /// panic), and its two numbers.
+    pub check: [u32; 3],
+    /// Bytes used in `op`.
+    pub op_len: u32,
+    /// The collective a failed check was about (`shfl`, `sync_threads_count`, …), UTF-8.
+    pub op: [u8; PANIC_OP_BYTES],
+}
+
+/// Longest collective name a [`PanicRecord`] keeps.
+pub const PANIC_OP_BYTES: usize = 28;
+
+/// What a failed check of checked mode was about (the first word of [`PanicRecord::check`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum CheckKind {
+    /// A warp-level collective (tile of ≤ 32, coalesced group): numbers are the group's lane
+    /// mask and the lanes that reached this call site.
+    Warp = 1,
+    /// A block-level collective: numbers are this thread's rank in the block and the rank of the
+    /// thread it disagrees with (at another barrier).
+    Block = 2,
+    /// A grid sync that not every block reached in time: numbers are the milliseconds waited
+    /// and the blocks of the grid.
+    Grid = 3,
+}
+
+impl CheckKind {
+    /// The kind of a record's first check word.
+    #[must_use]
+    pub const fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            1 => Some(Self::Warp),
+            2 => Some(Self::Block),
+            3 => Some(Self::Grid),
+            _ => None,
+        }
+    }
 }
 
 impl PanicRecord {
@@ -52,7 +90,28 @@ impl PanicRecord {
         block: [0; 3],
         thread: [0; 3],
         file: [0; PANIC_FILE_BYTES],
+        check: [0; 3],
+        op_len: 0,
+        op: [0; PANIC_OP_BYTES],
     };
+
+    /// The collective a failed check was about (empty for an ordinary panic).
+    #[must_use]
+    pub fn op(&self) -> &str {
+        let n = (self.op_len as usize).min(PANIC_OP_BYTES);
+        core::str::from_utf8(&self.op[..n]).unwrap_or("")
+    }
+
+    /// How a failed check of checked mode reads (`None` for an ordinary panic).
+    #[must_use]
+    pub fn check_text(&self) -> Option<CheckText<'_>> {
+        CheckKind::from_u32(self.check[0]).map(|kind| CheckText {
+            kind,
+            op: self.op(),
+            a: self.check[1],
+            b: self.check[2],
+        })
+    }
 
     /// The file path recorded (lossy if it was cut inside a character).
     #[must_use]
@@ -61,6 +120,42 @@ impl PanicRecord {
         match core::str::from_utf8(&self.file[..n]) {
             Ok(s) => s,
             Err(e) => core::str::from_utf8(&self.file[..e.valid_up_to()]).unwrap_or(""),
+        }
+    }
+}
+
+/// A failed check, ready to print (see [`PanicRecord::check_text`]).
+#[derive(Clone, Copy, Debug)]
+pub struct CheckText<'a> {
+    kind: CheckKind,
+    op: &'a str,
+    a: u32,
+    b: u32,
+}
+
+impl core::fmt::Display for CheckText<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let op = self.op;
+        match self.kind {
+            CheckKind::Warp => write!(
+                f,
+                "divergence: `{op}` of the group of lanes {:#010x} was reached here by lanes {:#010x} only; the other \
+                 members called another collective site (every member must make the same call, see `cohort::cg`'s \
+                 convergence rule)",
+                self.a, self.b
+            ),
+            CheckKind::Block => write!(
+                f,
+                "divergence: thread rank {} of its block reached `{op}` here while thread rank {} is at another \
+                 barrier of the block (every thread of the block must reach the same barrier)",
+                self.a, self.b
+            ),
+            CheckKind::Grid => write!(
+                f,
+                "divergence: `{op}` waited {} ms and not every one of the {} blocks arrived (a block skipped the grid \
+                 sync or exited)",
+                self.a, self.b
+            ),
         }
     }
 }
@@ -94,13 +189,20 @@ mod handler {
     #[allow(unused_attributes)]
     #[inline(always)]
     fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+        record_and_trap(info.location(), None)
+    }
+
+    /// Writes the record (location, thread, and a failed check's detail) if this thread is the
+    /// first to panic, then traps.
+    #[inline(always)]
+    pub(crate) fn record_and_trap(loc: Option<&core::panic::Location<'_>>, check: Option<(u32, &str, u32, u32)>) -> ! {
         // SAFETY: the host writes this pointer once, before any launch of the module.
         let rec = unsafe { core::ptr::read_volatile(&raw const cohort_panic_record) };
         if !rec.is_null() {
             let claim = &COHORT_PANIC_CLAIM;
             if claim.compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
                 // SAFETY: this thread won the claim, so it alone writes the record.
-                unsafe { fill(&mut *rec, info.location()) };
+                unsafe { fill(&mut *rec, loc, check) };
                 claim.store(2, Ordering::Release);
             } else {
                 // A trap ends the whole launch at once: wait (boundedly, ~0.1 s) until the
@@ -116,10 +218,21 @@ mod handler {
     }
 
     #[inline(always)]
-    fn fill(rec: &mut PanicRecord, loc: Option<&core::panic::Location<'_>>) {
+    fn fill(rec: &mut PanicRecord, loc: Option<&core::panic::Location<'_>>, check: Option<(u32, &str, u32, u32)>) {
         use crate::raw;
         // SAFETY: `rec` is a valid, exclusively claimed record (for every volatile write below).
         unsafe {
+            if let Some((kind, op, a, b)) = check {
+                core::ptr::write_volatile(&mut rec.check, [kind, a, b]);
+                let op = op.as_bytes();
+                let n = op.len().min(super::PANIC_OP_BYTES);
+                let mut i = 0;
+                while i < n {
+                    core::ptr::write_volatile(rec.op.as_mut_ptr().add(i), *op.as_ptr().add(i));
+                    i += 1;
+                }
+                core::ptr::write_volatile(&mut rec.op_len, n as u32);
+            }
             core::ptr::write_volatile(&mut rec.block, [raw::ctaid_x(), raw::ctaid_y(), raw::ctaid_z()]);
             core::ptr::write_volatile(&mut rec.thread, [raw::tid_x(), raw::tid_y(), raw::tid_z()]);
             if let Some(loc) = loc {
@@ -139,5 +252,21 @@ mod handler {
             core::ptr::write_volatile(&mut rec.claimed, 1);
         }
         raw::fence_sc_sys();
+    }
+}
+
+/// Ends the kernel for a failed check of checked mode: records `loc`, the thread, `kind`, `op`
+/// and the two numbers (as a panic does), then traps; the host's `Err` carries them.
+#[cold]
+#[inline(never)]
+#[cfg_attr(not(cohort_checked), allow(dead_code))]
+pub(crate) fn fail_check(kind: CheckKind, op: &str, a: u32, b: u32, loc: &core::panic::Location<'_>) -> ! {
+    #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
+    {
+        handler::record_and_trap(Some(loc), Some((kind as u32, op, a, b)))
+    }
+    #[cfg(not(all(target_arch = "nvptx64", feature = "panic-handler")))]
+    {
+        panic!("{} at {loc}", CheckText { kind, op, a, b })
     }
 }

@@ -8,8 +8,19 @@
 //! | `__syncwarp(mask)` | [`sync_warp`] |
 //! | `__threadfence_block()` / `__threadfence()` / `__threadfence_system()` | [`fence_block`], [`fence_device`], [`fence_system`] (or [`fence`] with a [`Scope`]) |
 //!
-//! Barriers must be reached by every (non-exited) thread of the block or of the mask: a barrier
-//! in divergent code hangs or faults the kernel, as in CUDA.
+//! Barriers must be reached by every (non-exited) thread of the block or of the mask, at the same
+//! call (the convergence rule in [`crate::cg`]). The block barriers are the non-aligned PTX
+//! forms (`barrier.sync`, `barrier.red`), so warps may reach them from different instructions;
+//! in checked mode ([`crate::check`]) threads at *different* barriers are an error naming the
+//! call site.
+
+/// A block barrier without checked mode's check: for the library's own barriers, whose
+/// threads are all at one call by construction.
+#[inline(always)]
+pub(crate) fn barrier_unchecked() {
+    // SAFETY: used only where every thread of the block reaches the same call.
+    unsafe { raw::barrier_sync() }
+}
 
 use crate::raw;
 
@@ -28,7 +39,9 @@ pub enum Scope {
 /// global memory writes of each visible to all.
 #[doc(alias = "__syncthreads")]
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn sync_threads() {
+    crate::check::block("sync_threads");
     // SAFETY: a block barrier in divergent code is a liveness bug (hang or fault), not a memory
     // hazard of this call; documented above.
     unsafe { raw::barrier_sync() }
@@ -38,7 +51,9 @@ pub fn sync_threads() {
 #[doc(alias = "__syncthreads_count")]
 #[inline(always)]
 #[must_use]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn sync_threads_count(pred: bool) -> u32 {
+    crate::check::block("sync_threads_count");
     // SAFETY: as for `sync_threads`.
     unsafe { raw::barrier_sync_count(pred) }
 }
@@ -47,7 +62,9 @@ pub fn sync_threads_count(pred: bool) -> u32 {
 #[doc(alias = "__syncthreads_and")]
 #[inline(always)]
 #[must_use]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn sync_threads_and(pred: bool) -> bool {
+    crate::check::block("sync_threads_and");
     // SAFETY: as for `sync_threads`.
     unsafe { raw::barrier_sync_and(pred) }
 }
@@ -56,7 +73,9 @@ pub fn sync_threads_and(pred: bool) -> bool {
 #[doc(alias = "__syncthreads_or")]
 #[inline(always)]
 #[must_use]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn sync_threads_or(pred: bool) -> bool {
+    crate::check::block("sync_threads_or");
     // SAFETY: as for `sync_threads`.
     unsafe { raw::barrier_sync_or(pred) }
 }

@@ -29,8 +29,12 @@ impl PanicSlot {
         // removed from the registry).
         let rec = unsafe { std::ptr::read_volatile(self.host) };
         (rec.claimed != 0).then(|| {
+            let what = match rec.check_text() {
+                Some(check) => format!("{check}; "),
+                None => String::new(),
+            };
             format!(
-                "panicked at {}:{}:{} in block ({},{},{}) thread ({},{},{})",
+                "{what}panicked at {}:{}:{} in block ({},{},{}) thread ({},{},{})",
                 rec.file(),
                 rec.line,
                 rec.column,

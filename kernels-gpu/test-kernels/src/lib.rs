@@ -13,5 +13,6 @@ pub mod atomic_ops;
 pub mod cg_collectives;
 pub mod cg_examples;
 pub mod cg_groups;
+pub mod check;
 pub mod safety;
 pub mod shared_mem;

@@ -87,7 +87,9 @@ impl ThreadGroup for CoalescedGroup {
         self.mask.count_ones()
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn sync(&self) {
+        crate::check::warp("sync", self.lane_mask());
         // SAFETY: the group's lanes reach its sync together with its mask.
         unsafe { raw::bar_warp_sync(self.mask) }
     }
@@ -107,7 +109,9 @@ impl WarpGroup for CoalescedGroup {
         self.meta_size
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
+        crate::check::warp("shfl", self.lane_mask());
         // A rank the group does not have reads the caller's own value (a lane outside the
         // group is not a member, and its value is not defined for the group).
         let lane = self.lane_of(src_rank);
@@ -116,7 +120,9 @@ impl WarpGroup for CoalescedGroup {
         unsafe { shfl::idx(self.mask, v, lane, raw::shfl_c(32, false)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
+        crate::check::warp("shfl_up", self.lane_mask());
         if self.mask == u32::MAX {
             // SAFETY: the whole warp is the group.
             return unsafe { shfl::up(u32::MAX, v, delta, raw::shfl_c(32, true)) };
@@ -128,7 +134,9 @@ impl WarpGroup for CoalescedGroup {
         unsafe { shfl::idx(self.mask, v, lane, raw::shfl_c(32, false)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
+        crate::check::warp("shfl_down", self.lane_mask());
         if self.mask == u32::MAX {
             // SAFETY: the whole warp is the group.
             return unsafe { shfl::down(u32::MAX, v, delta, raw::shfl_c(32, false)) };
@@ -140,27 +148,37 @@ impl WarpGroup for CoalescedGroup {
         unsafe { shfl::idx(self.mask, v, lane, raw::shfl_c(32, false)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn any(&self, pred: bool) -> bool {
+        crate::check::warp("any", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_any(self.mask, pred) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn all(&self, pred: bool) -> bool {
+        crate::check::warp("all", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_all(self.mask, pred) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn ballot(&self, pred: bool) -> u32 {
+        crate::check::warp("ballot", self.lane_mask());
         // SAFETY: as for `shfl`.
         pack_lanes(self.mask, unsafe { raw::vote_sync_ballot(self.mask, pred) })
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn match_any<T: MatchValue>(&self, v: T) -> u32 {
+        crate::check::warp("match_any", self.lane_mask());
         // SAFETY: as for `shfl`.
         pack_lanes(self.mask, unsafe { shfl::match_any(self.mask, v) })
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool) {
+        crate::check::warp("match_all", self.lane_mask());
         // SAFETY: as for `shfl`.
         let (m, p) = unsafe { shfl::match_all(self.mask, v) };
         (pack_lanes(self.mask, m), p)
@@ -184,8 +202,10 @@ impl WarpGroup for CoalescedGroup {
 /// dense rank `0..meta_group_size`.)
 #[inline(always)]
 #[must_use]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn labeled_partition<G: WarpGroup, L: MatchValue>(group: &G, label: L) -> CoalescedGroup {
     let parent = group.lane_mask();
+    crate::check::warp("labeled_partition", parent);
     // SAFETY: every member of `group` calls the partition with the group's mask.
     let sub = unsafe { shfl::match_any(parent, label) };
     let leader = sub.trailing_zeros();
@@ -201,8 +221,10 @@ pub fn labeled_partition<G: WarpGroup, L: MatchValue>(group: &G, label: L) -> Co
 /// rank 0 of 1.
 #[inline(always)]
 #[must_use]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn binary_partition<G: WarpGroup>(group: &G, pred: bool) -> CoalescedGroup {
     let parent = group.lane_mask();
+    crate::check::warp("binary_partition", parent);
     // SAFETY: every member of `group` calls the partition with the group's mask.
     let set = unsafe { raw::vote_sync_ballot(parent, pred) };
     if set == parent || set == 0 {

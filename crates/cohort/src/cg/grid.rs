@@ -177,9 +177,14 @@ impl ThreadGroup for GridGroup {
     fn num_threads(&self) -> u64 {
         self.grid.num_threads()
     }
-    /// `grid.sync()`: every thread of the grid waits for all others.
+    /// `grid.sync()`: every thread of the grid waits for all others. In checked mode
+    /// ([`crate::check`]) the block's threads must be at this call, and a block that never
+    /// arrives (it skipped the sync or exited) ends the kernel with an `Err` after 5 s instead
+    /// of a hang.
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn sync(&self) {
+        crate::check::block("grid.sync");
         crate::host::on_device!("GridGroup::sync" => {
             grid_sync(workspace())
         })
@@ -196,10 +201,11 @@ fn workspace() -> u64 {
 /// CUDA's `sync_grids`, on the driver's barrier word at `workspace + 4`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 fn grid_sync(workspace: u64) {
     use core::arch::asm;
     let barrier = workspace + 4;
-    crate::sync::sync_threads();
+    crate::sync::barrier_unchecked();
     if raw::tid_x() + raw::tid_y() + raw::tid_z() == 0 {
         let expected = raw::nctaid_x() * raw::nctaid_y() * raw::nctaid_z();
         let gpu_master = raw::ctaid_x() + raw::ctaid_y() + raw::ctaid_z() == 0;
@@ -210,7 +216,11 @@ fn grid_sync(workspace: u64) {
         unsafe {
             asm!("atom.add.release.gpu.u32 {0}, [{1}], {2};", out(reg32) old, in(reg64) barrier, in(reg32) nb, options(nostack));
         }
+        #[cfg(cohort_checked)]
+        let (start, loc) = (raw::globaltimer(), core::panic::Location::caller());
         loop {
+            #[cfg(cohort_checked)]
+            crate::check::grid_waited(start, expected, loc);
             let current: u32;
             // SAFETY: as above.
             unsafe {
@@ -221,7 +231,7 @@ fn grid_sync(workspace: u64) {
             }
         }
     }
-    crate::sync::sync_threads();
+    crate::sync::barrier_unchecked();
 }
 
 #[cfg(not(target_arch = "nvptx64"))]

@@ -84,6 +84,7 @@ pub trait ThreadGroup {
     fn num_threads(&self) -> Self::Size;
 
     /// Waits until every thread of the group arrives (and orders their memory accesses).
+    #[cfg_attr(cohort_checked, track_caller)]
     fn sync(&self);
 
     /// Legacy name of [`num_threads`](Self::num_threads).
@@ -103,29 +104,37 @@ pub trait WarpGroup: ThreadGroup<Size = u32> + Copy {
     fn meta_group_size(&self) -> u32;
     /// The value `v` of the member of rank `src_rank` (`shfl`).
     #[doc(alias = "__shfl_sync")]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T;
     /// The value of the member `delta` ranks lower; members with no such member keep their
     /// own (`shfl_up`).
     #[doc(alias = "__shfl_up_sync")]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T;
     /// The value of the member `delta` ranks higher; members with no such member keep their
     /// own (`shfl_down`).
     #[doc(alias = "__shfl_down_sync")]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T;
     /// Whether `pred` holds for any member.
     #[doc(alias = "__any_sync")]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn any(&self, pred: bool) -> bool;
     /// Whether `pred` holds for every member.
     #[doc(alias = "__all_sync")]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn all(&self, pred: bool) -> bool;
     /// Bit *r* set when the member of rank *r* passed `true`.
     #[doc(alias = "__ballot_sync")]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn ballot(&self, pred: bool) -> u32;
     /// The members (bit per rank) whose `v` equals this member's.
     #[doc(alias = "__match_any_sync")]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn match_any<T: MatchValue>(&self, v: T) -> u32;
     /// `(all members, true)` when every member's `v` is equal, else `(0, false)`.
     #[doc(alias = "__match_all_sync")]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool);
     #[doc(hidden)]
     fn redux_mask(&self) -> Option<u32>;
@@ -135,6 +144,7 @@ pub trait WarpGroup: ThreadGroup<Size = u32> + Copy {
 
 /// `cg::sync(group)`.
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn sync<G: ThreadGroup>(group: &G) {
     group.sync()
 }
@@ -215,6 +225,7 @@ impl ThreadGroup for ThreadBlock {
         thread::block_size()
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn sync(&self) {
         crate::sync::sync_threads()
     }

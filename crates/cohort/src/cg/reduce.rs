@@ -191,6 +191,7 @@ pub(crate) fn scan_incl_warp<T: DeviceCopy, Op: ReduceOp<T>>(mask: u32, n: u32, 
 
 /// Reduction over any warp-level group through its rank-relative shuffles.
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 fn group_reduce<G: WarpGroup, T: DeviceCopy, Op: ReduceOp<T>>(g: &G, v: T, op: Op) -> T {
     if let Some(mask) = g.redux_mask()
         && let Some(r) = op.redux(mask, v)
@@ -212,6 +213,7 @@ fn group_reduce<G: WarpGroup, T: DeviceCopy, Op: ReduceOp<T>>(g: &G, v: T, op: O
 
 /// Inclusive scan over any warp-level group through its rank-relative shuffles.
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 fn group_scan<G: WarpGroup, T: DeviceCopy, Op: ReduceOp<T>>(g: &G, v: T, op: Op) -> T {
     let (rank, n) = (g.thread_rank(), g.num_threads());
     let mut x = v;
@@ -229,10 +231,13 @@ fn group_scan<G: WarpGroup, T: DeviceCopy, Op: ReduceOp<T>>(g: &G, v: T, op: Op)
 /// Groups that support `reduce` and the scans.
 pub trait Collective: ThreadGroup {
     /// See [`reduce`].
+    #[cfg_attr(cohort_checked, track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
     /// See [`inclusive_scan`].
+    #[cfg_attr(cohort_checked, track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
     /// See [`exclusive_scan`].
+    #[cfg_attr(cohort_checked, track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
 }
 
@@ -246,59 +251,80 @@ fn exclusive_from_inclusive<G: WarpGroup, T: DeviceCopy + Default>(group: &G, in
 
 impl<const N: u32, P: TileParent> Collective for ThreadBlockTile<N, P> {
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::warp("reduce", self.lane_mask());
         tile_reduce(self.lane_mask(), N, v, op)
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::warp("inclusive_scan", self.lane_mask());
         scan_incl_warp(self.lane_mask(), N, self.thread_rank(), v, op)
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::warp("exclusive_scan", self.lane_mask());
         exclusive_from_inclusive(self, self.inclusive_scan_with(v, op))
     }
 }
 
 impl Collective for DynTile {
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::warp("reduce", self.lane_mask());
         tile_reduce(self.lane_mask(), self.num_threads(), v, op)
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::warp("inclusive_scan", self.lane_mask());
         scan_incl_warp(self.lane_mask(), self.num_threads(), self.thread_rank(), v, op)
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::warp("exclusive_scan", self.lane_mask());
         exclusive_from_inclusive(self, self.inclusive_scan_with(v, op))
     }
 }
 
 impl Collective for CoalescedGroup {
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::warp("reduce", self.lane_mask());
         if self.mask() == u32::MAX { tile_reduce(u32::MAX, 32, v, op) } else { group_reduce(self, v, op) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::warp("inclusive_scan", self.lane_mask());
         group_scan(self, v, op)
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::warp("exclusive_scan", self.lane_mask());
         exclusive_from_inclusive(self, group_scan(self, v, op))
     }
 }
 
 impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N, P> {
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         self.reduce_impl(v, op)
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         self.scan_impl(v, op, None)
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         self.scan_impl(v, op, Some(T::default()))
     }
@@ -397,11 +423,11 @@ fn block_reduce<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, active: u32) -> T 
             unsafe { store_words(warp_slot(slots, thread::warp_id()), part) };
         }
     }
-    crate::sync::sync_threads();
+    crate::sync::barrier_unchecked();
     // SAFETY: the slots of the active warps (at least one: active > 0; at most 32, one per warp
     // of the block), written before the barrier.
     let acc = unsafe { fold_warp_slots(slots, 0, active.div_ceil(32), v, op) };
-    crate::sync::sync_threads();
+    crate::sync::barrier_unchecked();
     acc
 }
 
@@ -416,11 +442,11 @@ fn block_scan<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, exclusive: Option<T>
         // SAFETY: this warp's own slot.
         unsafe { store_words(warp_slot(slots, thread::warp_id()), incl) };
     }
-    crate::sync::sync_threads();
+    crate::sync::barrier_unchecked();
     let mine = thread::warp_id();
     // SAFETY: totals of the warps before this one (fewer than 32), written before the barrier.
     let prefix = unsafe { fold_warp_slots(slots, 0, mine, v, op) };
-    crate::sync::sync_threads();
+    crate::sync::barrier_unchecked();
     let exclusive = exclusive.map(|zero| (zero, warp.shfl_up(incl, 1)));
     finish_two_level_scan(op, mine == 0, warp.thread_rank() == 0, prefix, incl, exclusive)
 }
@@ -429,15 +455,21 @@ impl Collective for ThreadBlock {
     /// Block-wide reduction; every thread gets the result. Uses 1 KiB of library-allocated
     /// shared memory and two block barriers.
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::block("reduce");
         block_reduce(v, op, thread::block_size())
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::block("inclusive_scan");
         block_scan(v, op, None)
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        crate::check::block("exclusive_scan");
         block_scan(v, op, Some(T::default()))
     }
 }
@@ -445,12 +477,14 @@ impl Collective for ThreadBlock {
 /// `cg::reduce(group, value, op)`: combines every member's `value` with `op`; every member
 /// gets the result. See the module table for how each group does it.
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn reduce<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
     group.reduce_with(value, op)
 }
 
 /// `cg::inclusive_scan(group, value, op)`: member *r* gets `v0 op v1 op … op vr`.
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn inclusive_scan<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
     group.inclusive_scan_with(value, op)
 }
@@ -458,6 +492,7 @@ pub fn inclusive_scan<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, 
 /// `cg::exclusive_scan(group, value, op)`: member *r* gets `v0 op … op v(r-1)`; rank 0 gets
 /// `T::default()`.
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn exclusive_scan<G: Collective, T: DeviceCopy + Default, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
     group.exclusive_scan_with(value, op)
 }
@@ -465,6 +500,7 @@ pub fn exclusive_scan<G: Collective, T: DeviceCopy + Default, Op: ReduceOp<T>>(g
 /// `cg::inclusive_scan(group, value)` with the default `plus`.
 #[doc(alias = "inclusive_scan")]
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn inclusive_sum<G: Collective, T: DeviceCopy + Add<Output = T>>(group: &G, value: T) -> T {
     group.inclusive_scan_with(value, plus)
 }
@@ -472,6 +508,7 @@ pub fn inclusive_sum<G: Collective, T: DeviceCopy + Add<Output = T>>(group: &G, 
 /// `cg::exclusive_scan(group, value)` with the default `plus`.
 #[doc(alias = "exclusive_scan")]
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn exclusive_sum<G: Collective, T: DeviceCopy + Default + Add<Output = T>>(group: &G, value: T) -> T {
     group.exclusive_scan_with(value, plus)
 }
@@ -498,6 +535,7 @@ atomic_add!(u32 i32 u64 i64 f32 f64);
 /// atomic's value before the group's total was added to it (one atomic per group, by the last
 /// member, broadcast to all).
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 fn scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(group: &G, dst: &Atomic<T, S>, value: T) -> (T, T) {
     let incl = group.inclusive_scan_with(value, plus);
     let last = group.num_threads() - 1;
@@ -512,6 +550,7 @@ fn scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(group: &G, dst
 /// by the atomic's value, which grows by the group's total (one atomic per group). The classic
 /// use is carving a shared buffer: each member gets where its part starts.
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn exclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
     group: &G,
     dst: &Atomic<T, S>,
@@ -524,6 +563,7 @@ pub fn exclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
 
 /// `cg::inclusive_scan_update(group, atomic, value)`: as [`exclusive_scan_update`], inclusive.
 #[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
 pub fn inclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
     group: &G,
     dst: &Atomic<T, S>,

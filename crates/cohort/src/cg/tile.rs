@@ -152,7 +152,9 @@ impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
     #[doc(alias = "__shfl_xor_sync")]
     #[inline(always)]
     #[must_use]
+    #[cfg_attr(cohort_checked, track_caller)]
     pub fn shfl_xor<T: DeviceCopy>(&self, v: T, mask: u32) -> T {
+        crate::check::warp("shfl_xor", self.lane_mask());
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
         unsafe { shfl::bfly(self.lane_mask(), v, mask, raw::shfl_c(N, false)) }
     }
@@ -172,7 +174,9 @@ impl<const N: u32, P: TileParent> ThreadGroup for ThreadBlockTile<N, P> {
         N
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn sync(&self) {
+        crate::check::warp("sync", self.lane_mask());
         // SAFETY: the tile's lanes all reach their tile's sync with the tile's mask.
         unsafe { raw::bar_warp_sync(self.lane_mask()) }
     }
@@ -198,46 +202,62 @@ impl<const N: u32, P: TileParent> WarpGroup for ThreadBlockTile<N, P> {
         ThreadBlockTile::meta_group_size(self)
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
+        crate::check::warp("shfl", self.lane_mask());
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
         unsafe { shfl::idx(tile_lane_mask(N), v, src_rank, raw::shfl_c(N, false)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
+        crate::check::warp("shfl_up", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { shfl::up(self.lane_mask(), v, delta, raw::shfl_c(N, true)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
+        crate::check::warp("shfl_down", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { shfl::down(self.lane_mask(), v, delta, raw::shfl_c(N, false)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn any(&self, pred: bool) -> bool {
+        crate::check::warp("any", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_any(tile_lane_mask(N), pred) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn all(&self, pred: bool) -> bool {
+        crate::check::warp("all", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_all(tile_lane_mask(N), pred) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn ballot(&self, pred: bool) -> u32 {
+        crate::check::warp("ballot", self.lane_mask());
         let mask = self.lane_mask();
         // SAFETY: as for `shfl`.
         let b = unsafe { raw::vote_sync_ballot(mask, pred) };
         b >> (raw::laneid() & !(N - 1))
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn match_any<T: MatchValue>(&self, v: T) -> u32 {
+        crate::check::warp("match_any", self.lane_mask());
         let mask = self.lane_mask();
         // SAFETY: as for `shfl`.
         let m = unsafe { shfl::match_any(mask, v) };
         m >> (raw::laneid() & !(N - 1))
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool) {
+        crate::check::warp("match_all", self.lane_mask());
         let mask = self.lane_mask();
         // SAFETY: as for `shfl`.
         let (m, p) = unsafe { shfl::match_all(mask, v) };
@@ -286,7 +306,9 @@ impl ThreadGroup for DynTile {
         self.n
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn sync(&self) {
+        crate::check::warp("sync", self.lane_mask());
         // SAFETY: the tile's lanes all reach their tile's sync with the tile's mask.
         unsafe { raw::bar_warp_sync(self.lane_mask()) }
     }
@@ -306,42 +328,58 @@ impl WarpGroup for DynTile {
         self.parent_size.div_ceil(self.n)
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
+        crate::check::warp("shfl", self.lane_mask());
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
         unsafe { shfl::idx(self.lane_mask(), v, src_rank, raw::shfl_c(self.n, false)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
+        crate::check::warp("shfl_up", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { shfl::up(self.lane_mask(), v, delta, raw::shfl_c(self.n, true)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
+        crate::check::warp("shfl_down", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { shfl::down(self.lane_mask(), v, delta, raw::shfl_c(self.n, false)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn any(&self, pred: bool) -> bool {
+        crate::check::warp("any", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_any(self.lane_mask(), pred) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn all(&self, pred: bool) -> bool {
+        crate::check::warp("all", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_all(self.lane_mask(), pred) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn ballot(&self, pred: bool) -> u32 {
+        crate::check::warp("ballot", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_ballot(self.lane_mask(), pred) >> (raw::laneid() & !(self.n - 1)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn match_any<T: MatchValue>(&self, v: T) -> u32 {
+        crate::check::warp("match_any", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { shfl::match_any(self.lane_mask(), v) >> (raw::laneid() & !(self.n - 1)) }
     }
     #[inline(always)]
+    #[cfg_attr(cohort_checked, track_caller)]
     fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool) {
+        crate::check::warp("match_all", self.lane_mask());
         // SAFETY: as for `shfl`.
         let (m, p) = unsafe { shfl::match_all(self.lane_mask(), v) };
         (m >> (raw::laneid() & !(self.n - 1)), p)
@@ -360,7 +398,9 @@ impl DynTile {
     /// `shfl_xor` within the tile.
     #[inline(always)]
     #[must_use]
+    #[cfg_attr(cohort_checked, track_caller)]
     pub fn shfl_xor<T: DeviceCopy>(&self, v: T, mask: u32) -> T {
+        crate::check::warp("shfl_xor", self.lane_mask());
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
         unsafe { shfl::bfly(self.lane_mask(), v, mask, raw::shfl_c(self.n, false)) }
     }

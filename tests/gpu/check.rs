@@ -1,0 +1,104 @@
+//! Checked mode (`cohort::check`; the test kernels are built with it): each collective that only
+//! part of its group reaches ends the launch with an `Err` naming the collective and the call
+//! site, never wrong values or a hang. A failed check kills the process's CUDA context, so each
+//! case runs in a child process; converged controls run in the shared one.
+
+use std::process::Command;
+
+use cohort_runtime::LaunchConfig;
+use cohort_test_kernels::check as k;
+use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_trial};
+use libtest_mimic::Trial;
+
+/// Set in a child process to the case it runs.
+const CHILD_VAR: &str = "COHORT_CHECK_CHILD";
+
+/// (case, what the error must say: each inner list is alternatives, one of which must appear —
+/// the collective, and the kernel source line of a call site; which half of a split group
+/// reports first is up to the hardware).
+const CASES: [(&str, &[&[&str]]); 4] = [
+    ("shfl", &[&["`shfl`"], &["check.rs:14:", "check.rs:16:"], &["group of lanes 0xffffffff"]]),
+    ("reduce", &[&["`reduce`"], &["check.rs:27:"], &["lanes 0x55555555", "lanes 0xaaaaaaaa"]]),
+    ("sync_count", &[&["`sync_threads_count`"], &["check.rs:36:", "check.rs:38:"], &["another barrier"]]),
+    ("grid_skip", &[&["`grid.sync`"], &["check.rs:48:"], &["not every one of the 4 blocks"]]),
+];
+
+pub fn trials() -> Vec<Trial> {
+    let mut trials = vec![gpu_trial("check_converged_collectives_are_not_reported", controls)];
+    trials.push(gpu_trial("check_divergent_shfl_is_an_error", |c| in_child(c, 0)));
+    trials.push(gpu_trial("check_divergent_reduce_is_an_error", |c| in_child(c, 1)));
+    trials.push(gpu_trial("check_divergent_sync_threads_count_is_an_error", |c| in_child(c, 2)));
+    trials.push(gpu_trial("check_skipped_grid_sync_is_an_error_not_a_hang", |c| in_child(c, 3)));
+    if std::env::var_os(CHILD_VAR).is_some() {
+        trials.push(gpu_trial("check_child", |c| child(c, &std::env::var(CHILD_VAR).unwrap_or_default())));
+    }
+    trials
+}
+
+fn in_child(_: &Ctx, case: usize) -> TestResult {
+    let (name, needles) = CASES[case];
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let out = Command::new(exe)
+        .args(["--exact", "check_child", "--test-threads=1"])
+        .env(CHILD_VAR, name)
+        .output()
+        .ctx("spawn child")?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    // libtest may print the test's name on the same line before it.
+    let marker = "CHECKED MODE ERROR: ";
+    let line = text.lines().find_map(|l| l.find(marker).map(|at| &l[at + marker.len()..])).unwrap_or("");
+    ensure(out.status.success() && !line.is_empty(), || format!("child `{name}` ({}):\n{text}", out.status))?;
+    for any_of in needles {
+        ensure(any_of.iter().any(|n| line.contains(n)), || {
+            format!("`{name}`: the error says none of {any_of:?}: {line}")
+        })?;
+    }
+    ensure(line.contains("divergence: "), || format!("`{name}`: {line}"))?;
+    Ok(())
+}
+
+/// Runs one divergent kernel; passes when its launch ends in the `Err` that checked mode makes.
+fn child(c: &Ctx, case: &str) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut out = c.gpu.upload(&vec![0u32; 4 * 256]).ctx("alloc")?;
+    let cfg = LaunchConfig::new(4, 256);
+    let launched = match case {
+        "shfl" => k::diverge_shfl::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
+        "reduce" => k::diverge_reduce::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
+        "sync_count" => k::diverge_sync_count::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
+        "grid_skip" => k::diverge_grid_skip::load(&c.tests).ctx("load")?.launch_cooperative(&s, cfg, &mut out),
+        other => return Err(format!("no case `{other}`")),
+    };
+    let result = launched.and_then(|()| s.synchronize());
+    match result {
+        Ok(()) => Err(format!("`{case}`: the divergent kernel completed without an error")),
+        Err(e) => {
+            // One line, for the parent (which checks the words) and for the log.
+            println!("CHECKED MODE ERROR: {}", e.to_string().replace('\n', " "));
+            Ok(())
+        }
+    }
+}
+
+/// Converged uses of the same collectives (and divergent branches that each form their own
+/// coalesced group) pass the checks and compute the right values.
+fn controls(c: &Ctx) -> TestResult {
+    let kern = k::converged_controls::load(&c.tests).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let (blocks, block) = (6usize, 256usize);
+    let n = blocks * block;
+    let mut out = c.gpu.upload(&vec![u32::MAX; n]).ctx("alloc")?;
+    kern.launch(&s, LaunchConfig::new(blocks as u32, block as u32), &mut out).ctx("launch")?;
+    let want: Vec<u32> = (0..n)
+        .map(|i| {
+            let w = i / 32 * 32;
+            let a = w as u32;
+            let b = (w..w + 32).map(|j| j as u32).fold(0u32, u32::wrapping_add);
+            let blk = i / block * block;
+            let cnt = (blk..blk + block).filter(|j| j % 3 == 0).count() as u32;
+            let d = if i % 2 == 0 { 16 } else { 32 };
+            a.wrapping_add(b).wrapping_add(cnt).wrapping_add(d)
+        })
+        .collect();
+    check_all("converged collectives under checked mode", &out.to_vec().ctx("read")?, &want)
+}
