@@ -37,6 +37,7 @@ pub enum Scope {
 
 /// `__syncthreads()`: waits until every thread of the block arrives, and makes the shared and
 /// global memory writes of each visible to all.
+/// Every thread of the block must reach this call (the [convergence rule](crate::cg#convergence)).
 #[doc(alias = "__syncthreads")]
 #[inline(always)]
 #[cfg_attr(cohort_checked, track_caller)]

@@ -23,7 +23,7 @@ use crate::shared::SharedSlice;
 /// Handles to the same shared memory made elsewhere (another `STATIC.get()`, a copy of a
 /// `SharedSlice` taken before the copy) are not tracked: shared-memory handles are `Copy`, and
 /// reading through one of them before the wait is a race like any other unsynchronized
-/// shared-memory access (see [`crate::shared`]).
+/// shared-memory access (see [`crate::shared`](mod@crate::shared)).
 #[derive(Debug)]
 #[must_use = "the copy is in flight until it is waited for; its destination comes back from `wait`"]
 pub struct AsyncCopy<T> {

@@ -41,8 +41,10 @@
 //! (lanes 0–15 at one `shfl`, 16–31 at another; one block skipping `grid.sync()`) is undefined: it
 //! can return wrong values or hang. Cohort emits the *non-aligned* block barriers
 //! (`barrier.sync`, `barrier.red`), so warps that reach one `sync_threads*` from different
-//! instructions are defined; a checked mode that reports partial participation as an `Err`
-//! naming the call site is not implemented yet. The collectives' docs refer to this section.
+//! instructions are defined. In checked mode ([`crate::check`]; on by default in debug builds)
+//! partial participation in a tile, coalesced-group or block collective, and a grid sync that
+//! not every block reaches, end the launch with an `Err` naming the collective and the call
+//! site. The collectives' docs refer to this section.
 //!
 //! Not yet supported: `this_multi_grid()` (multi-device launches are a later issue) and the
 //! Hopper `thread_block_cluster` group.
@@ -84,6 +86,7 @@ pub trait ThreadGroup {
     fn num_threads(&self) -> Self::Size;
 
     /// Waits until every thread of the group arrives (and orders their memory accesses).
+    /// Every thread of the group must call it at the same site (the [convergence rule](crate::cg#convergence)).
     #[cfg_attr(cohort_checked, track_caller)]
     fn sync(&self);
 
@@ -95,6 +98,7 @@ pub trait ThreadGroup {
 
 /// Groups inside one warp: tiles of ≤ 32 threads and coalesced groups. Ranks in every member
 /// are ranks in the group.
+/// Every member must call each method at the same site: the [convergence rule](crate::cg#convergence).
 pub trait WarpGroup: ThreadGroup<Size = u32> + Copy {
     /// The group's lanes within the warp (bit *i* = lane *i*).
     fn lane_mask(&self) -> u32;

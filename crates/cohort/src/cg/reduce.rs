@@ -476,6 +476,7 @@ impl Collective for ThreadBlock {
 
 /// `cg::reduce(group, value, op)`: combines every member's `value` with `op`; every member
 /// gets the result. See the module table for how each group does it.
+/// Every member must call it at the same site (the [convergence rule](crate::cg#convergence)).
 #[inline(always)]
 #[cfg_attr(cohort_checked, track_caller)]
 pub fn reduce<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
@@ -483,6 +484,7 @@ pub fn reduce<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, value: T
 }
 
 /// `cg::inclusive_scan(group, value, op)`: member *r* gets `v0 op v1 op … op vr`.
+/// Every member must call it at the same site (the [convergence rule](crate::cg#convergence)).
 #[inline(always)]
 #[cfg_attr(cohort_checked, track_caller)]
 pub fn inclusive_scan<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
@@ -491,6 +493,7 @@ pub fn inclusive_scan<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, 
 
 /// `cg::exclusive_scan(group, value, op)`: member *r* gets `v0 op … op v(r-1)`; rank 0 gets
 /// `T::default()`.
+/// Every member must call it at the same site (the [convergence rule](crate::cg#convergence)).
 #[inline(always)]
 #[cfg_attr(cohort_checked, track_caller)]
 pub fn exclusive_scan<G: Collective, T: DeviceCopy + Default, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
