@@ -11,6 +11,10 @@ pub enum ParamKind {
     Slice(Type),
     /// `DisjointSlice<T>`: pointer and length.
     Disjoint(Type),
+    /// `AppendSlice<T>`: pointer, capacity and counter pointer.
+    Append(Type),
+    /// `GridVec<T>`: pointer, length and barrier-word pointer.
+    GridVec(Type),
     /// `*const T`.
     ConstPtr(Type),
     /// `*mut T`.
@@ -79,19 +83,23 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
         }),
         Type::Path(tp) if tp.qself.is_none() => {
             let last = tp.path.segments.last().expect("a path has a segment");
+            let first_type_arg = || match &last.arguments {
+                syn::PathArguments::AngleBracketed(ab) => ab.args.iter().find_map(|a| match a {
+                    syn::GenericArgument::Type(t) => Some(t.clone()),
+                    _ => None,
+                }),
+                _ => None,
+            };
             match last.ident.to_string().as_str() {
-                "DisjointSlice" => {
-                    let elem = match &last.arguments {
-                        syn::PathArguments::AngleBracketed(ab) => ab.args.iter().find_map(|a| match a {
-                            syn::GenericArgument::Type(t) => Some(t.clone()),
-                            _ => None,
-                        }),
-                        _ => None,
-                    };
-                    elem.map(ParamKind::Disjoint).ok_or_else(|| {
-                        syn::Error::new_spanned(ty, "`DisjointSlice` needs its element type: `DisjointSlice<T>`")
-                    })
-                }
+                "AppendSlice" => first_type_arg().map(ParamKind::Append).ok_or_else(|| {
+                    syn::Error::new_spanned(ty, "`AppendSlice` needs its element type: `AppendSlice<T>`")
+                }),
+                "GridVec" => first_type_arg()
+                    .map(ParamKind::GridVec)
+                    .ok_or_else(|| syn::Error::new_spanned(ty, "`GridVec` needs its element type: `GridVec<T>`")),
+                "DisjointSlice" => first_type_arg().map(ParamKind::Disjoint).ok_or_else(|| {
+                    syn::Error::new_spanned(ty, "`DisjointSlice` needs its element type: `DisjointSlice<T>`")
+                }),
                 "GridGroup" => Ok(ParamKind::Grid),
                 _ => Ok(ParamKind::Scalar),
             }

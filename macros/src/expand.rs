@@ -164,6 +164,16 @@ fn abi_record(params: &[Param], cooperative: bool, subst: &dyn Fn(&dyn ToTokens)
                 entries.push(one(subst(elem), "DisjointPtr"));
                 entries.push(one(quote!(usize), "Len"));
             }
+            ParamKind::Append(elem) => {
+                entries.push(one(subst(elem), "AppendPtr"));
+                entries.push(one(quote!(usize), "Len"));
+                entries.push(one(quote!(u64), "CounterPtr"));
+            }
+            ParamKind::GridVec(elem) => {
+                entries.push(one(subst(elem), "GridVecPtr"));
+                entries.push(one(quote!(usize), "Len"));
+                entries.push(one(quote!(u32), "BarrierPtr"));
+            }
             ParamKind::ConstPtr(_) => entries.push(one(quote!(u64), "ConstPtr")),
             ParamKind::MutPtr(_) => entries.push(one(quote!(u64), "MutPtr")),
             ParamKind::Grid => {}
@@ -259,6 +269,27 @@ fn device_entry(
                     let #id: #ty_s = unsafe { ::cohort::abi::disjoint(#ptr, #len) };
                 });
             }
+            ParamKind::Append(elem) => {
+                let elem_s = subst(elem);
+                let counter = format_ident!("__cohort_{}_counter", id);
+                lowered.push(quote!(#ptr: *mut #elem_s, #len: usize, #counter: *mut u64));
+                rebuild.push(quote! {
+                    // SAFETY: the host launcher passed an exclusively borrowed `AppendBuffer`:
+                    // `len` elements and their counter, in device memory, for this launch.
+                    let #id = unsafe { ::cohort::abi::append::<#elem_s>(#ptr, #len, #counter) };
+                });
+            }
+            ParamKind::GridVec(elem) => {
+                let elem_s = subst(elem);
+                let barrier = format_ident!("__cohort_{}_barrier", id);
+                lowered.push(quote!(#ptr: *mut #elem_s, #len: usize, #barrier: *mut u32));
+                rebuild.push(quote! {
+                    // SAFETY: the host launcher passed an exclusively borrowed `GridVecBuffer`:
+                    // `len` elements and their barrier word, in device memory, for this launch;
+                    // every thread receives the same one.
+                    let #id = unsafe { ::cohort::abi::grid_vec::<#elem_s>(#ptr, #len, #barrier) };
+                });
+            }
             ParamKind::ConstPtr(elem) => {
                 let elem_s = subst(elem);
                 lowered.push(quote!(#id: *const #elem_s));
@@ -342,6 +373,24 @@ fn host_impl(
                 prep.push(quote!(let (#ptr, #len): (u64, usize) = ::cohort_runtime::DisjointArg::raw_parts(&#id);));
                 ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
                 ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
+            }
+            ParamKind::Append(elem) => {
+                let elem_s = subst(elem);
+                let counter = format_ident!("__cohort_{}_counter", id);
+                host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::AppendArg<#elem_s>));
+                prep.push(quote!(let (#ptr, #len, #counter): (u64, usize, u64) = ::cohort_runtime::AppendArg::raw_parts(&#id);));
+                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
+                ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
+                ptrs.push(quote!((&raw const #counter).cast_mut().cast::<::core::ffi::c_void>()));
+            }
+            ParamKind::GridVec(elem) => {
+                let elem_s = subst(elem);
+                let barrier = format_ident!("__cohort_{}_barrier", id);
+                host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::GridVecArg<#elem_s>));
+                prep.push(quote!(let (#ptr, #len, #barrier): (u64, usize, u64) = ::cohort_runtime::GridVecArg::raw_parts(&#id);));
+                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
+                ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
+                ptrs.push(quote!((&raw const #barrier).cast_mut().cast::<::core::ffi::c_void>()));
             }
             ParamKind::ConstPtr(elem) => {
                 let elem_s = subst(elem);

@@ -16,11 +16,12 @@ const CHILD_VAR: &str = "COHORT_CHECK_CHILD";
 /// (case, what the error must say: each inner list is alternatives, one of which must appear —
 /// the collective, and the kernel source line of a call site; which half of a split group
 /// reports first is up to the hardware).
-const CASES: [(&str, &[&[&str]]); 4] = [
+const CASES: [(&str, &[&[&str]]); 5] = [
     ("shfl", &[&["`shfl`"], &["check.rs:14:", "check.rs:16:"], &["group of lanes 0xffffffff"]]),
     ("reduce", &[&["`reduce`"], &["check.rs:27:"], &["lanes 0x55555555", "lanes 0xaaaaaaaa"]]),
     ("sync_count", &[&["`sync_threads_count`"], &["check.rs:36:", "check.rs:38:"], &["another barrier"]]),
     ("grid_skip", &[&["`grid.sync`"], &["check.rs:48:"], &["not every one of the 4 blocks"]]),
+    ("publish", &[&["`GridVec::publish`"], &["check.rs:80:", "check.rs:82:"], &["another barrier"]]),
 ];
 
 pub fn trials() -> Vec<Trial> {
@@ -29,6 +30,7 @@ pub fn trials() -> Vec<Trial> {
     trials.push(gpu_trial("check_divergent_reduce_is_an_error", |c| in_child(c, 1)));
     trials.push(gpu_trial("check_divergent_sync_threads_count_is_an_error", |c| in_child(c, 2)));
     trials.push(gpu_trial("check_skipped_grid_sync_is_an_error_not_a_hang", |c| in_child(c, 3)));
+    trials.push(gpu_trial("check_grid_vec_published_divergently_is_an_error", |c| in_child(c, 4)));
     if std::env::var_os(CHILD_VAR).is_some() {
         trials.push(gpu_trial("check_child", |c| child(c, &std::env::var(CHILD_VAR).unwrap_or_default())));
     }
@@ -67,6 +69,11 @@ fn child(c: &Ctx, case: &str) -> TestResult {
         "reduce" => k::diverge_reduce::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
         "sync_count" => k::diverge_sync_count::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
         "grid_skip" => k::diverge_grid_skip::load(&c.tests).ctx("load")?.launch_cooperative(&s, cfg, &mut out),
+        "publish" => {
+            let mut a = cohort_runtime::GridVecBuffer::from_slice(&c.gpu, &[1u32; 64]).ctx("alloc")?;
+            let mut b = cohort_runtime::GridVecBuffer::from_slice(&c.gpu, &[2u32; 64]).ctx("alloc")?;
+            k::diverge_publish::load(&c.tests).ctx("load")?.launch_cooperative(&s, cfg, &mut a, &mut b, &mut out)
+        }
         other => return Err(format!("no case `{other}`")),
     };
     let result = launched.and_then(|()| s.synchronize());

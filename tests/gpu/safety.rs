@@ -1,6 +1,7 @@
 //! The safety rules: a launcher whose declaration differs from its entry is refused at `load`
 //! (never launched), zero-sized elements, and the safe output patterns (one writer per block or
-//! tile, vector types and casts, phases of a cooperative kernel), each checked against a CPU
+//! tile, slots claimed from an output's own counter, vector types and casts, phases of a
+//! cooperative kernel), each checked against a CPU
 //! reference.
 
 use cohort_runtime::{Error, LaunchConfig};
@@ -16,6 +17,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("safety_block_and_tile_leaders_write_once", leaders),
         gpu_trial("safety_vector_types_and_cast", vectors),
         gpu_trial("safety_grid_phases_publish_reclaim", phases),
+        gpu_trial("safety_append_slice_claims_distinct_slots", compact),
     ]
 }
 
@@ -103,10 +105,48 @@ fn phases(c: &Ctx) -> TestResult {
     let n = (full.grid.x * 256) as usize;
     let vals: Vec<u32> = (0..n).map(|_| r.random()).collect();
     let d = c.gpu.upload(&vals).ctx("upload")?;
-    let mut x = c.gpu.upload(&vec![0u32; n]).ctx("alloc")?;
+    let mut x = cohort_runtime::GridVecBuffer::<u32>::zeroed(&c.gpu, n).ctx("alloc")?;
     let mut seen = c.gpu.upload(&vec![[u32::MAX; 2]; n]).ctx("alloc")?;
     kern.launch_cooperative(&s, full, &d, &mut x, &mut seen).ctx("launch")?;
     let right = |i: usize| vals[(i + 1) % n];
     let want: Vec<[u32; 2]> = (0..n).map(|i| [right(i), right((i + n - 1) % n).wrapping_mul(2)]).collect();
     check_all(&format!("{} blocks: neighbours across two grid phases", full.grid.x), &seen.to_vec().ctx("read")?, &want)
+}
+
+fn compact(c: &Ctx) -> TestResult {
+    let mut r = rng("safety_compact");
+    let kern = k::compact::load(&c.tests).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let n = 1 << 20;
+    let vals: Vec<u32> = (0..n).map(|_| r.random()).collect();
+    let d = c.gpu.upload(&vals).ctx("upload")?;
+    let mut want: Vec<u32> = vals.iter().copied().filter(|v| v % 7 == 0).collect();
+    want.sort_unstable();
+    // Room for all: every multiple of 7 exactly once.
+    let mut hits = cohort_runtime::AppendBuffer::<u32>::new(&c.gpu, want.len() + 100).ctx("alloc")?;
+    kern.launch(&s, LaunchConfig::new(264, 256), &d, 7u32, &mut hits).ctx("launch")?;
+    let mut got = hits.to_vec().ctx("read")?;
+    got.sort_unstable();
+    check_all("compacted multiples of 7 (sorted)", &got, &want)?;
+    // A second launch appends after the first; `clear` starts over.
+    kern.launch(&s, LaunchConfig::new(264, 256), &d, 7u32, &mut hits).ctx("launch")?;
+    ensure(hits.pushed().ctx("count")? == 2 * want.len() as u64, || "a second launch did not append".into())?;
+    hits.clear().ctx("clear")?;
+    // Too little room: the counter says how many were pushed, the slots hold distinct values.
+    let mut small = cohort_runtime::AppendBuffer::<u32>::new(&c.gpu, 1000).ctx("alloc")?;
+    kern.launch(&s, LaunchConfig::new(264, 256), &d, 7u32, &mut small).ctx("launch")?;
+    ensure(small.pushed().ctx("count")? == want.len() as u64, || "the counter does not count every push".into())?;
+    let mut part = small.to_vec().ctx("read")?;
+    ensure(part.len() == 1000, || format!("{} elements kept, capacity 1000", part.len()))?;
+    part.sort_unstable();
+    let mut pool = want.clone();
+    for v in part {
+        match pool.binary_search(&v) {
+            Ok(at) => {
+                pool.remove(at);
+            }
+            Err(_) => return Err(format!("{v} was kept but not pushed (or kept twice)")),
+        }
+    }
+    Ok(())
 }

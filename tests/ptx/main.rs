@@ -343,6 +343,8 @@ fn abi_records_match() -> TestResult {
         (&PTX, checks::empty::NAME, checks::empty::ABI),
         (&PTX, checks::thread_indices::NAME, checks::thread_indices::ABI),
         (&cohort_test_kernels::PTX, safety::zero_sized_elements::NAME, safety::zero_sized_elements::ABI),
+        (&cohort_test_kernels::PTX, safety::compact::NAME, safety::compact::ABI),
+        (&cohort_test_kernels::PTX, safety::leaders::NAME, safety::leaders::ABI),
     ];
     for (set, name, abi) in launchers {
         for m in set.modules {

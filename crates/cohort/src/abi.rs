@@ -51,6 +51,35 @@ pub unsafe fn disjoint<'a, T, K: crate::slice::IndexKind>(ptr: *mut T, len: usiz
     unsafe { DisjointSlice::from_raw_parts(ptr, len) }
 }
 
+/// Rebuilds an `AppendSlice<T>` kernel parameter.
+///
+/// # Safety
+/// `ptr` must be valid for writes of `cap` elements of `T` and `counter` for atomic access to
+/// one `u64`, both device (global) memory, for `'a`; nothing else may access either during the
+/// launch except other threads through the same `AppendSlice`; the counter is only ever
+/// incremented (so each value it hands out is handed out once).
+#[inline(always)]
+#[must_use]
+pub unsafe fn append<'a, T>(ptr: *mut T, cap: usize, counter: *mut u64) -> crate::slice::AppendSlice<'a, T> {
+    let ptr = if cap == 0 || size_of::<T>() == 0 { core::ptr::NonNull::dangling().as_ptr() } else { ptr };
+    // SAFETY: forwarded to the caller; `ptr` is non-null (dangling only where no byte is written).
+    unsafe { crate::slice::AppendSlice::from_raw_parts(ptr, cap, counter) }
+}
+
+/// Rebuilds a `GridVec<T>` kernel parameter.
+///
+/// # Safety
+/// `ptr` must be valid for reads and writes of `len` elements of `T`, and `barrier` for atomic
+/// access to one `u32` that only `GridVec` barriers use (zero, or left by complete rounds), both
+/// device memory, for `'a`; nothing else may access them during the launch.
+#[inline(always)]
+#[must_use]
+pub unsafe fn grid_vec<'a, T>(ptr: *mut T, len: usize, barrier: *mut u32) -> crate::slice::GridVec<'a, T> {
+    let ptr = if len == 0 || size_of::<T>() == 0 { core::ptr::NonNull::dangling().as_ptr() } else { ptr };
+    // SAFETY: forwarded to the caller; `ptr` is non-null.
+    unsafe { crate::slice::GridVec::from_raw_parts(ptr, len, barrier) }
+}
+
 /// Compile-time check that a by-value kernel parameter is `DeviceCopy`.
 #[inline(always)]
 pub const fn assert_device_copy<T: DeviceCopy>() {
@@ -113,6 +142,14 @@ pub enum AbiKind {
     ConstPtr = 4,
     /// A `*mut T` (size and alignment are `T`'s).
     MutPtr = 5,
+    /// The pointer of an `AppendSlice<T>` (size and alignment are `T`'s).
+    AppendPtr = 6,
+    /// The pointer of the counter that belongs to the `AppendSlice` before it.
+    CounterPtr = 7,
+    /// The pointer of a `GridVec<T>` (size and alignment are `T`'s).
+    GridVecPtr = 8,
+    /// The pointer of the barrier word that belongs to the `GridVec` before it.
+    BarrierPtr = 9,
 }
 
 impl AbiKind {
@@ -126,6 +163,10 @@ impl AbiKind {
             3 => Self::DisjointPtr,
             4 => Self::ConstPtr,
             5 => Self::MutPtr,
+            6 => Self::AppendPtr,
+            7 => Self::CounterPtr,
+            8 => Self::GridVecPtr,
+            9 => Self::BarrierPtr,
             _ => return None,
         })
     }
@@ -150,6 +191,10 @@ impl AbiKind {
             Self::DisjointPtr => "the pointer of a `DisjointSlice<T>`",
             Self::ConstPtr => "a `*const T`",
             Self::MutPtr => "a `*mut T`",
+            Self::AppendPtr => "the pointer of an `AppendSlice<T>`",
+            Self::CounterPtr => "the counter of an `AppendSlice<T>`",
+            Self::GridVecPtr => "the pointer of a `GridVec<T>`",
+            Self::BarrierPtr => "the barrier word of a `GridVec<T>`",
         }
     }
 }

@@ -105,10 +105,10 @@ pub(crate) const GRID_SYNC_TIMEOUT_NS: u64 = 5_000_000_000;
 /// (a `%globaltimer` reading) is more than [`GRID_SYNC_TIMEOUT_NS`] ago.
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
 #[inline(always)]
-pub(crate) fn grid_waited(start_ns: u64, blocks: u32, loc: &'static Location<'static>) {
+pub(crate) fn grid_waited(start_ns: u64, blocks: u32, op: &'static str, loc: &'static Location<'static>) {
     let now = crate::raw::globaltimer();
     if now.wrapping_sub(start_ns) > GRID_SYNC_TIMEOUT_NS {
         let ms = (now.wrapping_sub(start_ns) / 1_000_000) as u32;
-        crate::panic::fail_check(crate::panic::CheckKind::Grid, "grid.sync", ms, blocks, loc);
+        crate::panic::fail_check(crate::panic::CheckKind::Grid, op, ms, blocks, loc);
     }
 }

@@ -82,7 +82,7 @@ pub mod prelude {
     pub use crate::cg::{self, Collective, GridGroup, ThreadGroup, WarpGroup};
     pub use crate::mutex::Mutex;
     pub use crate::shared::{SharedArray, SharedSlice};
-    pub use crate::slice::{DisjointSlice, PerBlock, PerThread, PerTile, Published, ThreadIndex};
+    pub use crate::slice::{AppendSlice, DisjointSlice, GridVec, PerBlock, PerThread, PerTile, ThreadIndex};
     pub use crate::sync::{Scope, sync_threads};
     pub use crate::thread::{self, Dim3};
     pub use crate::{DeviceCopy, kernel, printf, shared};

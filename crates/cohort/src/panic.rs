@@ -259,7 +259,6 @@ mod handler {
 /// and the two numbers (as a panic does), then traps; the host's `Err` carries them.
 #[cold]
 #[inline(never)]
-#[cfg_attr(not(cohort_checked), allow(dead_code))]
 pub(crate) fn fail_check(kind: CheckKind, op: &str, a: u32, b: u32, loc: &core::panic::Location<'_>) -> ! {
     #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
     {

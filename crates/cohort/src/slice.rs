@@ -19,7 +19,8 @@
 //! | grid-stride loop writing `out[i]` | `for i in thread::grid_stride(n) { out.set(&i, v) }` |
 //! | `if (threadIdx.x == 0) out[blockIdx.x] = v` | `if let Some(b) = block.leader_index() { out.set(b, v) }` (`DisjointSlice<T, PerBlock>`) |
 //! | `if (tile.thread_rank() == 0) out[global_tile] = v` | `tile.leader_index()` (`DisjointSlice<T, PerTile<N>>`) |
-//! | write own, `grid.sync()`, read any | `let all = unsafe { grid.publish(out) };` … `grid.reclaim(all)` (one `unsafe`: every thread must publish the same slice) |
+//! | write own, `grid.sync()`, read any | a [`GridVec`] parameter: `let all = x.publish(&grid);` … `let x = all.reclaim(&grid);` |
+//! | `i = atomicAdd(&count, 1); out[i] = v` | [`AppendSlice::push`] (the counter belongs to the output) |
 //! | 16-byte vector loads/stores, `reinterpret_cast` | [`vec`](crate::vec) types, [`cast_aligned`], [`cast`] |
 
 use core::marker::PhantomData;
@@ -110,7 +111,7 @@ impl<K: IndexKind> Deref for ThreadIndex<K> {
     note = "a plain number could be computed by two threads alike, and both would write one element",
     note = "use `thread::index_1d()` (or `thread::grid_stride(n)`) for the thread's own element, `block.leader_index()` \
             / `tile.leader_index()` for one element per block / tile (a `DisjointSlice<T, PerBlock>` / `PerTile<N>`), \
-            or `grid.publish(slice)` to read every element after a grid barrier"
+            or a `GridVec` parameter to read every element after a grid barrier"
 )]
 pub trait DisjointIndex<K: IndexKind> {
     #[doc(hidden)]
@@ -254,41 +255,171 @@ impl<T, K: IndexKind, I: DisjointIndex<K>> IndexMut<I> for DisjointSlice<'_, T, 
     }
 }
 
-/// A [`DisjointSlice`] after a grid barrier: every thread may read every element, none may
-/// write (made by [`GridGroup::publish`](crate::cg::GridGroup::publish); turned back into a
-/// `DisjointSlice` by [`GridGroup::reclaim`](crate::cg::GridGroup::reclaim), another grid
-/// barrier). It dereferences to `&[T]`; those borrows end before `reclaim` can take it back,
-/// so no thread still reads when the next phase writes.
+/// A kernel output whose slots are claimed with an atomic counter that belongs to it (CUDA's
+/// `i = atomicAdd(&count, 1); out[i] = v;`, stream compaction): [`push`](Self::push) takes the
+/// next slot and writes it. Each value the counter hands out is handed out once, and no other
+/// counter can hand out this slice's slots, so two threads never write one slot.
+///
+/// As a `#[kernel]` parameter it is passed from the host as `&mut AppendBuffer<T>`
+/// (`cohort_runtime`), which owns the elements and the counter; the host reads back the
+/// elements pushed (and whether more were pushed than fit). Pushes stay in the order the
+/// counter handed out slots, which is not deterministic across threads.
 #[derive(Debug)]
-pub struct Published<'a, T, K: IndexKind = PerThread> {
-    slice: DisjointSlice<'a, T, K>,
+pub struct AppendSlice<'a, T> {
+    ptr: NonNull<T>,
+    cap: usize,
+    counter: &'a crate::atomic::Atomic<u64, crate::atomic::Global>,
+    _life: PhantomData<&'a mut [T]>,
 }
 
-impl<'a, T, K: IndexKind> Published<'a, T, K> {
+impl<'a, T> AppendSlice<'a, T> {
+    /// Wraps device memory and its counter.
+    ///
     /// # Safety
-    /// Every thread of the launch that wrote through `slice` has passed a grid barrier after
-    /// its writes, and every thread makes the same call.
+    /// As [`abi::append`](crate::abi::append); `ptr` non-null.
     #[inline(always)]
-    pub(crate) unsafe fn new(slice: DisjointSlice<'a, T, K>) -> Self {
-        Self { slice }
+    #[must_use]
+    pub unsafe fn from_raw_parts(ptr: *mut T, cap: usize, counter: *mut u64) -> Self {
+        Self {
+            // SAFETY: non-null by the caller's contract.
+            ptr: unsafe { NonNull::new_unchecked(ptr) },
+            cap,
+            // SAFETY: a global-memory `u64` accessed only atomically (the caller's contract).
+            counter: unsafe { crate::atomic::Atomic::from_ptr(counter) },
+            _life: PhantomData,
+        }
     }
 
-    /// # Safety
-    /// Every thread of the launch has passed a grid barrier after its last read.
+    /// How many elements fit.
     #[inline(always)]
-    pub(crate) unsafe fn into_slice(self) -> DisjointSlice<'a, T, K> {
-        self.slice
+    #[must_use]
+    pub const fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// Claims the next slot and writes `value` there; returns the slot, or `None` (writing
+    /// nothing) when the slice is full. The counter counts every push, full or not, so the host
+    /// can tell how many did not fit.
+    #[inline(always)]
+    pub fn push(&self, value: T) -> Option<usize> {
+        let slot = self.counter.fetch_add(1, core::sync::atomic::Ordering::Relaxed) as usize;
+        if slot < self.cap {
+            // SAFETY: in bounds; the counter handed `slot` to this call alone (it only grows,
+            // it belongs to this slice, and nothing else writes the slice during the launch).
+            unsafe { self.ptr.as_ptr().add(slot).write(value) };
+            Some(slot)
+        } else {
+            None
+        }
     }
 }
 
-impl<T, K: IndexKind> Deref for Published<'_, T, K> {
+/// A vector of a cooperative kernel that alternates between **write phases** (each thread
+/// writes only its own elements, as through a [`DisjointSlice`]) and **read phases** (every
+/// thread reads every element), separated by grid barriers: the step of iterative solvers
+/// (Jacobi, conjugate gradient), safely.
+///
+/// `publish` and `reclaim` synchronize the grid on a barrier word that belongs to *this*
+/// vector (the host's `GridVecBuffer` holds it beside the elements), after checking that every
+/// thread of the block is at the same vector's barrier. So threads that diverge — some
+/// publishing this vector, others another — never pass a barrier together: they wait (and in
+/// checked mode end the launch with an `Err` after 5 s) instead of reading what others still
+/// write. Cost: one grid sync and two more block barriers per phase change.
+///
+/// As a `#[kernel]` parameter it is passed from the host as `&mut GridVecBuffer<T>`.
+#[derive(Debug)]
+pub struct GridVec<'a, T> {
+    ptr: NonNull<T>,
+    len: usize,
+    barrier: *mut u32,
+    _life: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T> GridVec<'a, T> {
+    /// Wraps device memory and its barrier word.
+    ///
+    /// # Safety
+    /// As [`abi::grid_vec`](crate::abi::grid_vec); `ptr` non-null; every thread of the launch
+    /// receives the same vector.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn from_raw_parts(ptr: *mut T, len: usize, barrier: *mut u32) -> Self {
+        // SAFETY: non-null by the caller's contract.
+        Self { ptr: unsafe { NonNull::new_unchecked(ptr) }, len, barrier, _life: PhantomData }
+    }
+
+    /// Number of elements.
+    #[inline(always)]
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no elements.
+    #[inline(always)]
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The element `index` owns (write phase), or `None` past the end.
+    #[inline(always)]
+    #[must_use]
+    pub fn get_mut(&mut self, index: impl DisjointIndex<PerThread>) -> Option<&mut T> {
+        let rank = index.rank();
+        // SAFETY: in bounds, and `index` is this thread's own (per-thread kind), so no other
+        // thread writes or reads this element during the write phase.
+        (rank < self.len).then(|| unsafe { &mut *self.ptr.as_ptr().add(rank) })
+    }
+
+    /// Writes `value` to the element `index` owns; `false` (nothing written) past the end.
+    #[inline(always)]
+    pub fn set(&mut self, index: impl DisjointIndex<PerThread>, value: T) -> bool {
+        match self.get_mut(index) {
+            Some(slot) => {
+                *slot = value;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends the write phase: a grid barrier on this vector, after which every thread may read
+    /// every element. Every thread of the grid must call it.
+    #[inline(always)]
+    #[track_caller]
+    pub fn publish(self, grid: &crate::cg::GridGroup) -> GridVecView<'a, T> {
+        grid.phase_barrier(self.barrier as u64, "GridVec::publish");
+        GridVecView { vec: self }
+    }
+}
+
+/// A [`GridVec`] in a read phase: dereferences to `&[T]`; [`reclaim`](Self::reclaim) ends the
+/// phase (the borrows of the slice end before it can be called).
+#[derive(Debug)]
+pub struct GridVecView<'a, T> {
+    vec: GridVec<'a, T>,
+}
+
+impl<'a, T> GridVecView<'a, T> {
+    /// Ends the read phase: a grid barrier on this vector, after which threads write their own
+    /// elements again. Every thread of the grid must call it.
+    #[inline(always)]
+    #[track_caller]
+    pub fn reclaim(self, grid: &crate::cg::GridGroup) -> GridVec<'a, T> {
+        grid.phase_barrier(self.vec.barrier as u64, "GridVec::reclaim");
+        self.vec
+    }
+}
+
+impl<T> Deref for GridVecView<'_, T> {
     type Target = [T];
     #[inline(always)]
     fn deref(&self) -> &[T] {
-        // SAFETY: the memory is valid for `len` elements (the slice's contract), no thread
-        // writes it while any `Published` lives (writes needed a `DisjointSlice`, which every
-        // thread gave up to a grid barrier), and the borrow ends before `reclaim`.
-        unsafe { core::slice::from_raw_parts(self.slice.ptr.as_ptr(), self.slice.len) }
+        // SAFETY: valid for `len` elements; in a read phase no thread writes (writing needs the
+        // `GridVec`, which every thread gave up to a barrier on this vector's own word, and a
+        // thread still holding it waits at no barrier of this vector with the others).
+        unsafe { core::slice::from_raw_parts(self.vec.ptr.as_ptr(), self.vec.len) }
     }
 }
 

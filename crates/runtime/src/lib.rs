@@ -33,6 +33,8 @@
 //! | `cudaLaunchCooperativeKernel` | generated `kernel.launch_cooperative(…)` |
 //! | `cudaOccupancy*` | [`Function::max_active_blocks_per_sm`], [`Function::suggested_block_size`] |
 //! | `cudaMalloc` + `cudaMemcpy` | [`DeviceBuffer`], [`Gpu::upload`], [`DeviceBuffer::to_vec`] |
+//! | an output plus an `atomicAdd` slot counter | [`AppendBuffer`] (a kernel's `AppendSlice<T>`) |
+//! | a vector written by its owners, `grid.sync()`, read by all | [`GridVecBuffer`] (a kernel's `GridVec<T>`) |
 //! | `cudaStream_t`, `cudaEvent_t` | [`Stream`], [`Event`] |
 //! | `cudaGetLastError` after a trap | [`Error::KernelFailed`] from `synchronize`, copies and every later call (restart the process) |
 //!
@@ -42,6 +44,7 @@
 //! Each failure is an [`Error`] naming the kernel, the configuration and the limit.
 
 mod abi;
+mod append;
 mod capture;
 mod device;
 mod error;
@@ -51,6 +54,7 @@ mod module;
 mod ptx;
 mod stream;
 
+pub use append::{AppendArg, AppendBuffer, GridVecArg, GridVecBuffer};
 #[cfg(unix)]
 pub use capture::capture_stdout;
 pub use device::{DeviceInfo, Gpu};

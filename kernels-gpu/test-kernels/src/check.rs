@@ -70,3 +70,16 @@ pub fn converged_controls(mut out: DisjointSlice<u32>) {
     };
     out.set(i, a.wrapping_add(b).wrapping_add(c).wrapping_add(d));
 }
+
+/// Threads of each block publish two different vectors: without the per-vector barrier and the
+/// block check, the threads at `b` would read `b` while others still hold it for writing.
+#[kernel(cooperative)]
+pub fn diverge_publish(grid: GridGroup, a: GridVec<u32>, b: GridVec<u32>, mut out: DisjointSlice<u32>) {
+    let i = thread::index_1d();
+    let v = if thread::thread_rank_in_block() < 128 {
+        a.publish(&grid)[0] // the first vector
+    } else {
+        b.publish(&grid)[0] // the second vector
+    };
+    out.set(i, v);
+}

@@ -112,23 +112,30 @@ pub fn vectors(
     }
 }
 
-/// Phases of an iterative kernel: each thread writes its own `x[i] = vals[i]`, publishes,
-/// reads its right neighbour into `seen[i]`, reclaims, writes `x[i] = 2 * neighbour`,
-/// publishes again and reads its left neighbour into `seen2[i]`.
+/// Phases of an iterative kernel, without `unsafe`: each thread writes its own
+/// `x[i] = vals[i]`, publishes, reads its right neighbour into `seen[i][0]`, reclaims, writes
+/// `x[i] = 2 * neighbour`, publishes again and reads its left neighbour into `seen[i][1]`.
 #[kernel(cooperative)]
-pub fn phases(grid: GridGroup, vals: &[u32], x: DisjointSlice<u32>, mut seen: DisjointSlice<[u32; 2]>) {
+pub fn phases(grid: GridGroup, vals: &[u32], mut x: GridVec<u32>, mut seen: DisjointSlice<[u32; 2]>) {
     let i = thread::index_1d();
     let n = x.len();
-    let mut x = x;
     x.set(&i, vals.get(*i).copied().unwrap_or(0));
-    // SAFETY: every thread of the grid publishes (and reclaims) the same parameter `x`.
-    let all = unsafe { grid.publish(x) };
+    let all = x.publish(&grid);
     let right = if n == 0 { 0 } else { all[(*i + 1) % n] };
-    // SAFETY: as above.
-    let mut x = unsafe { grid.reclaim(all) };
+    let mut x = all.reclaim(&grid);
     x.set(&i, right.wrapping_mul(2));
-    // SAFETY: as above.
-    let all = unsafe { grid.publish(x) };
+    let all = x.publish(&grid);
     let left = if n == 0 { 0 } else { all[(*i + n - 1) % n] };
-    seen.set(&i, [right, left]);
+    seen.set(i, [right, left]);
+}
+
+/// Stream compaction without `unsafe`: every thread whose value is divisible by `k` pushes it.
+#[kernel]
+pub fn compact(vals: &[u32], k: u32, hits: AppendSlice<u32>) {
+    for i in thread::grid_stride(vals.len()) {
+        let v = vals[*i];
+        if v % k == 0 {
+            let _ = hits.push(v);
+        }
+    }
 }

@@ -57,6 +57,21 @@ pub fn leaders(x: &[cohort::vec::f32x4], mut per_block: DisjointSlice<f32, PerBl
     }
 }
 
+/// Slots claimed from the output's own counter.
+#[kernel]
+pub fn compact(x: &[u32], hits: AppendSlice<u32>) {
+    for i in thread::grid_stride(x.len()) {
+        if x[*i] % 2 == 0 {
+            let _ = hits.push(x[*i]);
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn compact_launch(m: &Module, s: &Stream, x: &DeviceBuffer<u32>, hits: &mut cohort_runtime::AppendBuffer<u32>) -> cohort_runtime::Result<()> {
+    compact::load(m)?.launch(s, (1u32, 32u32), x, hits)
+}
+
 #[allow(dead_code)]
 fn launches(m: &Module, s: &Stream, x: &DeviceBuffer<f32>, c: &mut DeviceBuffer<u32>, o: &mut DeviceBuffer<f32>) -> cohort_runtime::Result<()> {
     all_kinds::load(m)?.launch(s, (1u32, 32u32), Params { a: 1.0, n: 3 }, x, &mut *c, &mut *o, 7)?;

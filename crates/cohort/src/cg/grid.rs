@@ -15,7 +15,6 @@
 
 use super::ThreadGroup;
 use crate::raw;
-use crate::slice::{DisjointSlice, IndexKind, Published};
 use crate::thread::{self, Dim3};
 
 /// The grid of a launch, without `sync` (`cg::grid_group` in a normal launch).
@@ -133,38 +132,6 @@ impl GridGroup {
     pub fn as_grid(&self) -> Grid {
         self.grid
     }
-
-    /// Ends a write phase: a grid sync, after which every thread may read every element of
-    /// `slice` (each thread wrote its own before). CUDA's "write your part, `grid.sync()`, read
-    /// anyone's" — the step of iterative solvers — with one `unsafe` line instead of raw
-    /// pointers: the returned [`Published`] dereferences to `&[T]`, and the slice can be
-    /// written again only through [`reclaim`](Self::reclaim), another grid sync.
-    ///
-    /// # Safety
-    /// Every thread of the grid makes this call with the same slice. (Why this is not checked
-    /// yet: a grid barrier cannot tell call sites apart, so threads that diverge — some
-    /// publishing `a`, others `b` — would all pass it, and those still holding `a` could write
-    /// it while the others read. A safe form needs the divergence check of the checked mode.)
-    #[inline(always)]
-    pub unsafe fn publish<'a, T, K: IndexKind>(&self, slice: DisjointSlice<'a, T, K>) -> Published<'a, T, K> {
-        self.sync();
-        // SAFETY: every thread gives up its `DisjointSlice` of this memory (the caller's
-        // contract; it is the only way to write it) and passes this grid barrier after its writes.
-        unsafe { Published::new(slice) }
-    }
-
-    /// Ends a read phase: a grid sync, after which threads may write their own elements again.
-    /// No thread still reads: each gave up its `Published` (and every borrow of it) to come here.
-    ///
-    /// # Safety
-    /// As [`publish`](Self::publish): every thread makes this call with the same `Published`.
-    #[inline(always)]
-    pub unsafe fn reclaim<'a, T, K: IndexKind>(&self, published: Published<'a, T, K>) -> DisjointSlice<'a, T, K> {
-        self.sync();
-        // SAFETY: every thread passed this grid barrier after its last read (the caller's
-        // contract that all threads reclaim the same memory).
-        unsafe { published.into_slice() }
-    }
 }
 
 impl ThreadGroup for GridGroup {
@@ -203,8 +170,20 @@ fn workspace() -> u64 {
 #[inline(always)]
 #[cfg_attr(cohort_checked, track_caller)]
 fn grid_sync(workspace: u64) {
+    grid_barrier(workspace + 4, "grid.sync")
+}
+
+/// CUDA's grid barrier on the `u32` at `barrier` (generic address of global memory): a block
+/// barrier; one thread per block adds 1 (block 0 adds `0x8000_0000 - (nblocks - 1)`, so the last
+/// arrival flips bit 31) with release at GPU scope, then spins with acquire loads until bit 31
+/// differs from what it saw; a block barrier. Complete rounds leave the low 31 bits as they
+/// found them (0), so a word can serve any number of rounds and launches.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
+fn grid_barrier(barrier: u64, op: &'static str) {
     use core::arch::asm;
-    let barrier = workspace + 4;
+    let _ = op;
     crate::sync::barrier_unchecked();
     if raw::tid_x() + raw::tid_y() + raw::tid_z() == 0 {
         let expected = raw::nctaid_x() * raw::nctaid_y() * raw::nctaid_z();
@@ -220,7 +199,7 @@ fn grid_sync(workspace: u64) {
         let (start, loc) = (raw::globaltimer(), core::panic::Location::caller());
         loop {
             #[cfg(cohort_checked)]
-            crate::check::grid_waited(start, expected, loc);
+            crate::check::grid_waited(start, expected, op, loc);
             let current: u32;
             // SAFETY: as above.
             unsafe {
@@ -236,3 +215,49 @@ fn grid_sync(workspace: u64) {
 
 #[cfg(not(target_arch = "nvptx64"))]
 fn grid_sync(_workspace: u64) {}
+
+#[cfg(not(target_arch = "nvptx64"))]
+fn grid_barrier(_barrier: u64, _op: &'static str) {}
+
+crate::shared! {
+    /// The barrier word a block's thread 0 is about to use, for the `GridVec` phase check.
+    static PHASE_WORD: [u64; 1];
+}
+
+impl GridGroup {
+    /// A grid barrier on the `u32` word at `barrier` (a `GridVec`'s own), after checking that
+    /// every thread of the block is at a barrier on the same word (always, not only in checked
+    /// mode: a thread past a barrier of another vector could write what this one publishes).
+    #[inline(always)]
+    #[track_caller]
+    pub(crate) fn phase_barrier(&self, barrier: u64, op: &'static str) {
+        crate::check::block(op);
+        crate::host::on_device!("GridVec phase" => {
+            let cell = PHASE_WORD.get();
+            crate::sync::barrier_unchecked();
+            let rank = crate::thread::thread_rank_in_block();
+            if rank == 0 {
+                cell.store(0, barrier);
+            }
+            crate::sync::barrier_unchecked();
+            let differs = cell.load(0) != barrier;
+            // SAFETY: every thread of the block reaches this barrier (the two above show it).
+            if unsafe { raw::barrier_sync_or(differs) } {
+                if differs {
+                    crate::panic::fail_check(
+                        crate::panic::CheckKind::Block,
+                        op,
+                        rank,
+                        0,
+                        core::panic::Location::caller(),
+                    );
+                }
+                // The thread that differs traps the launch; wait for it.
+                loop {
+                    raw::nanosleep(1000);
+                }
+            }
+            grid_barrier(barrier, op)
+        })
+    }
+}
