@@ -650,7 +650,6 @@ mod tests {
             sources: vec![],
         };
         let rs = generate_rust(&built);
-        assert!(rs.contains("arch: 80"), "{rs}");
-        assert!(rs.contains("include_str!(\"/o/k.sm_80.ptx\")"), "{rs}");
+        assert!(rs.contains("PtxModule::new(80, concat!(include_str!(\"/o/k.sm_80.ptx\"), \"\\0\"))"), "{rs}");
     }
 }
