@@ -87,7 +87,13 @@ fn vectors(c: &Ctx) -> TestResult {
     let quads = 4099usize;
     let src: Vec<f32> = (0..4 * quads).map(|_| r.random_range(-8.0f32..8.0)).collect();
     let words: Vec<u32x4> = (0..quads).map(|_| u32x4::new(r.random(), r.random(), r.random(), r.random())).collect();
-    let (ds, dw) = (c.gpu.upload(&src).ctx("upload")?, c.gpu.upload(&words).ctx("upload")?);
+    // The words go up as plain `u32`s and are viewed as `u32x4` on the host (`cast`).
+    let flat: Vec<u32> = words.iter().flat_map(|w| w.to_array()).collect();
+    let ds = c.gpu.upload(&src).ctx("upload")?;
+    let dw = c.gpu.upload(&flat).ctx("upload")?.cast::<u32x4>().map_err(|_| "cast to u32x4 refused")?;
+    let odd = c.gpu.upload(&flat[..7]).ctx("upload")?;
+    ensure(odd.cast::<u32x4>().is_err(), || "7 words were cast to u32x4".into())?;
+    ensure(dw.slice(1..).cast::<u64>().is_some() && dw.slice(..).cast::<[u8; 3]>().is_none(), || "view casts".into())?;
     let mut out = c.gpu.upload(&vec![f32x4::new(f32::NAN, 0.0, 0.0, 0.0); quads]).ctx("alloc")?;
     let mut sums = c.gpu.upload(&vec![u32::MAX; quads]).ctx("alloc")?;
     kern.launch(&s, LaunchConfig::for_elements(quads, 256), &ds, &dw, &mut out, &mut sums).ctx("launch")?;

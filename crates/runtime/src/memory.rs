@@ -193,6 +193,33 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     }
 }
 
+/// Whether `bytes` at `ptr` are a whole number of `U`, aligned for `U` (and `U` has a size).
+fn castable<U>(ptr: u64, bytes: usize) -> Option<usize> {
+    let size = size_of::<U>();
+    (size != 0 && bytes.is_multiple_of(size) && ptr.is_multiple_of(align_of::<U>() as u64)).then(|| bytes / size)
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// The same memory as `U`s (CUDA's `reinterpret_cast` of a whole allocation, e.g. `u32` →
+    /// `u32x4` for 16-byte loads): `Err(self)` unless its bytes are a whole number of `U`,
+    /// aligned for `U`. Safe because every bit pattern is a valid `U` (`DeviceCopy`).
+    ///
+    /// # Errors
+    /// The buffer itself, unchanged, when the sizes or the alignment do not fit.
+    pub fn cast<U: DeviceCopy>(self) -> std::result::Result<DeviceBuffer<U>, Self> {
+        match castable::<U>(self.ptr, self.num_bytes()) {
+            None => Err(self),
+            Some(len) => {
+                let this = std::mem::ManuallyDrop::new(self);
+                // SAFETY: `this` is never dropped; its `gpu` is moved out exactly once, and the
+                // allocation now belongs to the returned buffer (which frees it).
+                let gpu = unsafe { std::ptr::read(&this.gpu) };
+                Ok(DeviceBuffer { ptr: this.ptr, len, gpu, _t: PhantomData })
+            }
+        }
+    }
+}
+
 impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
         if self.ptr != 0 && self.gpu.bind().is_ok() {
@@ -252,6 +279,20 @@ impl<T: DeviceCopy> Copy for DeviceView<'_, T> {}
 impl<T: DeviceCopy> fmt::Debug for DeviceView<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "DeviceView<{}>[{}] at {:#x}", std::any::type_name::<T>(), self.len, self.ptr)
+    }
+}
+
+impl<'a, T: DeviceCopy> DeviceView<'a, T> {
+    /// The same elements as `U`s, if their bytes are a whole number of `U` aligned for `U`
+    /// (see [`DeviceBuffer::cast`]).
+    #[must_use]
+    pub fn cast<U: DeviceCopy>(self) -> Option<DeviceView<'a, U>> {
+        castable::<U>(self.ptr, self.len * size_of::<T>()).map(|len| DeviceView {
+            ptr: self.ptr,
+            len,
+            gpu: self.gpu,
+            _t: PhantomData,
+        })
     }
 }
 
@@ -330,6 +371,18 @@ impl<T: DeviceCopy> fmt::Debug for DeviceViewMut<'_, T> {
 }
 
 impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
+    /// The same elements as `U`s, if their bytes are a whole number of `U` aligned for `U`
+    /// (see [`DeviceBuffer::cast`]).
+    #[must_use]
+    pub fn cast<U: DeviceCopy>(self) -> Option<DeviceViewMut<'a, U>> {
+        castable::<U>(self.ptr, self.len * size_of::<T>()).map(|len| DeviceViewMut {
+            ptr: self.ptr,
+            len,
+            gpu: self.gpu,
+            _t: PhantomData,
+        })
+    }
+
     /// Number of elements.
     #[must_use]
     pub fn len(&self) -> usize {
@@ -518,7 +571,16 @@ impl Gpu {
 
 #[cfg(test)]
 mod tests {
-    use super::bounds;
+    use super::{bounds, castable};
+
+    #[test]
+    fn casts_need_whole_aligned_elements() {
+        assert_eq!(castable::<[u32; 4]>(256, 64), Some(4));
+        assert_eq!(castable::<u64>(256, 12), None);
+        assert_eq!(castable::<u64>(260, 16), None);
+        assert_eq!(castable::<()>(256, 16), None);
+        assert_eq!(castable::<u8>(1, 3), Some(3));
+    }
     use std::ops::Bound;
 
     fn panic_message<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> String {
