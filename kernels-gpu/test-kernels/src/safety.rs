@@ -134,7 +134,7 @@ pub fn phases(grid: GridGroup, vals: &[u32], mut x: GridVec<u32>, mut seen: Disj
 pub fn compact(vals: &[u32], k: u32, hits: AppendSlice<u32>) {
     for i in thread::grid_stride(vals.len()) {
         let v = vals[*i];
-        if v % k == 0 {
+        if v.is_multiple_of(k) {
             let _ = hits.push(v);
         }
     }
