@@ -11,6 +11,23 @@
 //! cannot be shuffled to another lane or stored in shared memory for another thread to use.
 //! (The idea is NVIDIA cuda-oxide's `DisjointSlice`.)
 //!
+//! One writer per block, without `unsafe`:
+//!
+//! ```
+//! use cohort::prelude::*;
+//!
+//! /// `sums[b]` = block `b`'s sum, written by its leader alone.
+//! #[kernel]
+//! pub fn block_sums(data: &[u32], mut sums: DisjointSlice<u32, PerBlock>) {
+//!     let block = cg::this_thread_block();
+//!     let v = data.get(*thread::index_1d()).copied().unwrap_or(0);
+//!     let total = cg::reduce(&block, v, cg::plus);
+//!     if let Some(b) = block.leader_index() {
+//!         sums.set(b, total);
+//!     }
+//! }
+//! ```
+//!
 //! The safe patterns CUDA kernels use for outputs, and their Cohort form:
 //!
 //! | CUDA C++ | Cohort |
@@ -264,6 +281,20 @@ impl<T, K: IndexKind, I: DisjointIndex<K>> IndexMut<I> for DisjointSlice<'_, T, 
 /// (`cohort_runtime`), which owns the elements and the counter; the host reads back the
 /// elements pushed (and whether more were pushed than fit). Pushes stay in the order the
 /// counter handed out slots, which is not deterministic across threads.
+///
+/// ```
+/// use cohort::prelude::*;
+///
+/// /// Stream compaction: every value divisible by `k`, in some order.
+/// #[kernel]
+/// pub fn compact(vals: &[u32], k: u32, hits: AppendSlice<u32>) {
+///     for i in thread::grid_stride(vals.len()) {
+///         if vals[*i].is_multiple_of(k) {
+///             let _ = hits.push(vals[*i]); // `None` when full; the host sees the count
+///         }
+///     }
+/// }
+/// ```
 #[derive(Debug)]
 pub struct AppendSlice<'a, T> {
     ptr: NonNull<T>,
@@ -327,6 +358,23 @@ impl<'a, T> AppendSlice<'a, T> {
 /// write. Cost: one grid sync and two more block barriers per phase change.
 ///
 /// As a `#[kernel]` parameter it is passed from the host as `&mut GridVecBuffer<T>`.
+///
+/// ```
+/// use cohort::prelude::*;
+///
+/// /// Jacobi sweeps of `x[i] = (b[i] + x[i-1] + x[i+1]) / 4` on a ring, `iters` times.
+/// #[kernel(cooperative)]
+/// pub fn jacobi(grid: GridGroup, b: &[f32], mut x: GridVec<f32>, iters: u32) {
+///     let i = thread::index_1d();
+///     let n = x.len();
+///     for _ in 0..iters {
+///         let all = x.publish(&grid); // every thread reads every element
+///         let next = if *i < n { (b[*i] + all[(*i + n - 1) % n] + all[(*i + 1) % n]) / 4.0 } else { 0.0 };
+///         x = all.reclaim(&grid); // back to writing its own
+///         x.set(&i, next);
+///     }
+/// }
+/// ```
 #[derive(Debug)]
 pub struct GridVec<'a, T> {
     ptr: NonNull<T>,

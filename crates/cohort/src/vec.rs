@@ -14,6 +14,22 @@
 //! | `ulonglong2`, `longlong2`, `double2` | [`u64x2`], [`i64x2`], [`f64x2`] |
 //! | `reinterpret_cast<const float4*>(p)` | [`slice::cast::<f32, f32x4>`](crate::slice::cast) |
 
+//!
+//! ```
+//! use cohort::prelude::*;
+//! use cohort::vec::f32x4;
+//!
+//! /// `out[i] = 2 * x[i]`, four floats per thread in one 16-byte load and store.
+//! #[kernel]
+//! pub fn scale4(x: &[f32], mut out: DisjointSlice<f32x4>) {
+//!     let quads: &[f32x4] = cohort::slice::cast(x).unwrap_or(&[]);
+//!     let i = thread::index_1d();
+//!     if let Some(q) = quads.get(*i) {
+//!         out.set(i, f32x4::new(2.0 * q.x, 2.0 * q.y, 2.0 * q.z, 2.0 * q.w));
+//!     }
+//! }
+//! ```
+
 #![allow(non_camel_case_types)]
 
 macro_rules! vector {
