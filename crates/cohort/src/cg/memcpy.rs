@@ -29,6 +29,8 @@ use crate::shared::SharedSlice;
 pub struct AsyncCopy<T> {
     dst: SharedSlice<T>,
     seq: u32,
+    /// The [`AsyncCopies`] that started it (0: none).
+    queue: u64,
 }
 
 impl<T: DeviceCopy> AsyncCopy<T> {
@@ -52,7 +54,7 @@ impl<T: DeviceCopy> AsyncCopy<T> {
 #[inline(always)]
 #[track_caller]
 pub fn memcpy_async<G: ThreadGroup, T: DeviceCopy>(group: &G, dst: SharedSlice<T>, src: &[T]) -> AsyncCopy<T> {
-    start(group, dst, src, 0)
+    start(group, dst, src, 0, 0)
 }
 
 /// Several copies in flight, in order: CUDA's `memcpy_async` batches with `wait_prior<N>`. Each
@@ -71,16 +73,19 @@ pub fn memcpy_async<G: ThreadGroup, T: DeviceCopy>(group: &G, dst: SharedSlice<T
 /// # let _ = (a, second);
 /// # }
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct AsyncCopies {
     started: u32,
+    /// Tells this queue's copies from other queues' (whose counts mean nothing here): the SM
+    /// clock when it was made, never 0, distinct for queues one thread makes one after another.
+    id: u64,
 }
 
 impl AsyncCopies {
     /// A queue with no copies.
     #[must_use]
-    pub const fn new() -> Self {
-        Self { started: 0 }
+    pub fn new() -> Self {
+        Self { started: 0, id: crate::raw::clock64() | 1 }
     }
 
     /// As [`memcpy_async`], counted in this queue.
@@ -97,28 +102,42 @@ impl AsyncCopies {
     ) -> AsyncCopy<T> {
         let seq = self.started;
         self.started = self.started.wrapping_add(1);
-        start(group, dst, src, seq)
+        start(group, dst, src, seq, self.id)
     }
 
     /// Waits for `copy` (and every copy of this thread started before it), leaving the copies
     /// started after it in flight; synchronizes `group`; gives the destination back.
     #[inline(always)]
     pub fn wait<G: ThreadGroup, T: DeviceCopy>(&mut self, group: &G, copy: AsyncCopy<T>) -> SharedSlice<T> {
-        let newer = self.started.wrapping_sub(copy.seq).wrapping_sub(1);
+        // Only this queue's own count says how many copies are newer; for a copy of another
+        // queue (or none) wait for all, which is always enough.
+        let newer = if copy.queue == self.id { self.started.wrapping_sub(copy.seq).wrapping_sub(1) } else { u32::MAX };
         wait_newer_and_sync(group, newer);
         copy.dst
     }
 }
 
+impl Default for AsyncCopies {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[inline(always)]
 #[track_caller]
-fn start<G: ThreadGroup, T: DeviceCopy>(group: &G, dst: SharedSlice<T>, src: &[T], seq: u32) -> AsyncCopy<T> {
+fn start<G: ThreadGroup, T: DeviceCopy>(
+    group: &G,
+    dst: SharedSlice<T>,
+    src: &[T],
+    seq: u32,
+    queue: u64,
+) -> AsyncCopy<T> {
     assert!(dst.len() >= src.len(), "memcpy_async: destination shorter than source");
     let bytes = core::mem::size_of_val(src) as u64;
     let rank: u64 = group.thread_rank().into();
     let n: u64 = group.num_threads().into();
     copy(dst.shared_addr(), src.as_ptr() as u64, bytes, rank, n);
-    AsyncCopy { dst, seq }
+    AsyncCopy { dst, seq, queue }
 }
 
 #[inline(always)]
