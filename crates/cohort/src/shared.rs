@@ -7,6 +7,10 @@
 //! | `buf[i]` read / write | [`load(i)`](SharedSlice::load) / [`store(i, v)`](SharedSlice::store) |
 //! | `atomicAdd(&buf[i], v)` | [`atomic(i)`](SharedSlice::atomic)`.fetch_add(v, …)` (PTX `atom.shared`) |
 //!
+//! Handles: a [`SharedArray`] is a `Copy` handle to a static array; a [`SharedSlice`] is not
+//! `Copy`, so an operation can borrow it exclusively ([`cg::memcpy_async`](crate::cg::memcpy_async)
+//! holds `&mut` of its destination until the copy is waited for).
+//!
 //! **Why values, not references.** Shared memory is written by many threads at once, so a
 //! Rust `&mut` into it would be unsound. Cohort never makes one: every access moves a value
 //! with an explicit `ld.shared`/`st.shared` instruction (which is also what makes the hardware
@@ -40,19 +44,18 @@ impl<T, const N: usize> Clone for SharedArray<T, N> {
 impl<T, const N: usize> Copy for SharedArray<T, N> {}
 
 /// A run of `len` values of `T` in shared memory: dynamic shared memory, or part of an array.
+///
+/// Not `Copy`: an operation that needs the run to itself borrows the handle mutably —
+/// [`cg::memcpy_async`](crate::cg::memcpy_async) holds it until the copy is waited for, so it
+/// cannot be read while the copy engine writes it. (Handles made again from the same memory —
+/// another `STATIC.get()`, [`sub`](Self::sub), [`dynamic`] — are aliases, as two threads'
+/// handles are: see the module docs on races.)
 #[derive(Debug)]
 pub struct SharedSlice<T> {
     addr: u32,
     len: u32,
     _t: PhantomData<T>,
 }
-
-impl<T> Clone for SharedSlice<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T> Copy for SharedSlice<T> {}
 
 /// A `shared!` static: the address of its `.shared` variable, resolved in the kernel.
 #[derive(Debug)]

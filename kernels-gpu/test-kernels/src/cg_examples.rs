@@ -145,12 +145,13 @@ pub fn example_memcpy_one_stage(data: &[i32], mut out: DisjointSlice<i32>) {
     const PER_BLOCK: usize = 16 * 1024;
     const IN_SHARED: usize = 128;
     let tb = cg::this_thread_block();
-    let smem = STAGE.get().as_slice().sub(0, IN_SHARED);
+    let mut stage = STAGE.get().as_slice().sub(0, IN_SHARED);
     let base = thread::block_idx_x() as usize * PER_BLOCK;
     let mut index = 0;
     while index < PER_BLOCK {
         let count = IN_SHARED.min(PER_BLOCK - index);
-        let smem = cg::memcpy_async(&tb, smem, &data[base + index..base + index + count]).wait(&tb);
+        // `stage` is borrowed by the copy until the wait hands it back.
+        let smem = cg::memcpy_async(&tb, &mut stage, &data[base + index..base + index + count]).wait(&tb);
         let mut j = tb.thread_rank() as usize;
         while j < count {
             // SAFETY: element base + index + j is written by exactly one thread (j is this
@@ -164,44 +165,41 @@ pub fn example_memcpy_one_stage(data: &[i32], mut out: DisjointSlice<i32>) {
 }
 
 /// The same in two stages: the next copy is in flight (`wait_prior::<1>`) while this one is
-/// consumed.
+/// consumed. Each stage's handle is borrowed by its copy until the queue's wait gives it back.
 #[kernel]
 pub fn example_memcpy_two_stage(data: &[i32], mut out: DisjointSlice<i32>) {
     const PER_BLOCK: usize = 16 * 1024;
     const IN_SHARED: usize = 128;
+    const CHUNKS: usize = PER_BLOCK / IN_SHARED; // even: the stages alternate a, b, a, b, …
     let tb = cg::this_thread_block();
-    // Picked with a branch, not an array index: a run-time index would put the pair in local
-    // memory.
-    let stages = |k: usize| STAGE.get().as_slice().sub(k * IN_SHARED, IN_SHARED);
     let base = thread::block_idx_x() as usize * PER_BLOCK;
-    let consume = |out: &mut DisjointSlice<i32>, smem: cohort::shared::SharedSlice<i32>, at: usize, count: usize| {
+    let chunk = |k: usize| &data[base + k * IN_SHARED..base + (k + 1) * IN_SHARED];
+    let consume = |out: &mut DisjointSlice<i32>, smem: &cohort::shared::SharedSlice<i32>, k: usize| {
         let mut j = tb.thread_rank() as usize;
-        while j < count {
-            // SAFETY: element `at + j` is written by exactly one thread.
-            unsafe { *out.get_unchecked_mut(at + j) = 2 * smem.load(j) + 1 };
+        while j < IN_SHARED {
+            // SAFETY: element `base + k * IN_SHARED + j` is written by exactly one thread.
+            unsafe { *out.get_unchecked_mut(base + k * IN_SHARED + j) = 2 * smem.load(j) + 1 };
             j += tb.num_threads() as usize;
         }
     };
+    let (mut a, mut b) = (STAGE.get().as_slice().sub(0, IN_SHARED), STAGE.get().as_slice().sub(IN_SHARED, IN_SHARED));
     let mut q = cg::AsyncCopies::new();
-    let mut stage = 0;
-    let mut count = IN_SHARED.min(PER_BLOCK);
-    let mut in_flight = q.memcpy_async(&tb, stages(stage), &data[base..base + count]);
-    let mut index = count;
-    let mut consumed_at = 0;
-    while index < PER_BLOCK {
-        let next = IN_SHARED.min(PER_BLOCK - index);
-        let newer = q.memcpy_async(&tb, stages(stage ^ 1), &data[base + index..base + index + next]);
-        // `wait_prior<1>`: this stage's copy is done, the next one stays in flight.
-        let smem = q.wait(&tb, core::mem::replace(&mut in_flight, newer));
-        consume(&mut out, smem, base + consumed_at, count);
-        tb.sync(); // this stage is refilled two rounds later
-        consumed_at = index;
-        count = next;
-        index += next;
-        stage ^= 1;
+    let mut in_a = Some(q.memcpy_async(&tb, &mut a, chunk(0)));
+    let mut k = 0;
+    while let Some(copy_a) = in_a.take() {
+        let copy_b = q.memcpy_async(&tb, &mut b, chunk(k + 1));
+        // `wait_prior<1>`: stage a is done, stage b stays in flight.
+        let smem = q.wait(&tb, copy_a);
+        consume(&mut out, smem, k);
+        tb.sync(); // stage a is refilled next
+        if k + 2 < CHUNKS {
+            in_a = Some(q.memcpy_async(&tb, &mut a, chunk(k + 2)));
+        }
+        let smem = q.wait(&tb, copy_b);
+        consume(&mut out, smem, k + 1);
+        tb.sync(); // stage b is refilled next
+        k += 2;
     }
-    let smem = q.wait(&tb, in_flight);
-    consume(&mut out, smem, base + consumed_at, count);
 }
 
 /// The `cg::reduce` block_reduce example: a stride loop, `reduce` over tiles of 32, one

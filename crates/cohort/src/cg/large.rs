@@ -133,7 +133,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         let warps = LT_WARP.get().as_slice();
         if raw::laneid() == 0 {
             // SAFETY: this warp's own slot.
-            unsafe { store_words(warp_slot(warps, thread::warp_id()), w as u32) };
+            unsafe { store_words(warp_slot(&warps, thread::warp_id()), w as u32) };
         }
         self.sync();
         let (first, count) = (self.first_warp(), N / 32);
@@ -141,9 +141,9 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         // the barrier.
         let r = unsafe {
             if all {
-                fold_warp_slots(warps, first, count, 0u32, super::bit_and)
+                fold_warp_slots(&warps, first, count, 0u32, super::bit_and)
             } else {
-                fold_warp_slots(warps, first, count, 0u32, super::bit_or)
+                fold_warp_slots(&warps, first, count, 0u32, super::bit_or)
             }
         };
         self.sync();
@@ -157,12 +157,12 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         let warps = LT_WARP.get().as_slice();
         if raw::laneid() == 0 {
             // SAFETY: this warp's own slot.
-            unsafe { store_words(warp_slot(warps, thread::warp_id()), part) };
+            unsafe { store_words(warp_slot(&warps, thread::warp_id()), part) };
         }
         self.sync();
         // SAFETY: slots of this tile's warps (≤ 32 warps in a block, 32 slots), written before
         // the barrier.
-        let acc = unsafe { fold_warp_slots(warps, self.first_warp(), N / 32, v, op) };
+        let acc = unsafe { fold_warp_slots(&warps, self.first_warp(), N / 32, v, op) };
         self.sync();
         acc
     }
@@ -175,13 +175,13 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         let warps = LT_WARP.get().as_slice();
         if lane == 31 {
             // SAFETY: this warp's own slot.
-            unsafe { store_words(warp_slot(warps, thread::warp_id()), incl) };
+            unsafe { store_words(warp_slot(&warps, thread::warp_id()), incl) };
         }
         self.sync();
         let mine = thread::warp_id() - self.first_warp();
         // SAFETY: totals of this tile's warps before this one (in range: ≤ 32 warps in a
         // block), written before the barrier.
-        let prefix = unsafe { fold_warp_slots(warps, self.first_warp(), mine, v, op) };
+        let prefix = unsafe { fold_warp_slots(&warps, self.first_warp(), mine, v, op) };
         self.sync();
         // SAFETY: the full warp executes this shuffle.
         let exclusive =

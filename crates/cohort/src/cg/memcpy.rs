@@ -5,39 +5,39 @@
 //!
 //! | CUDA C++ | Cohort |
 //! |---|---|
-//! | `cg::memcpy_async(g, dst, src, bytes); cg::wait(g);` | `let c = cg::memcpy_async(&g, dst, src); let dst = c.wait(&g);` |
+//! | `cg::memcpy_async(g, dst, src, bytes); cg::wait(g);` | `cg::memcpy_async(&g, &mut dst, src).wait(&g);` (`dst` is borrowed until the wait) |
 //! | several batches, `cg::wait_prior<N>(g)` | [`AsyncCopies`]: `q.memcpy_async(..)` per batch, `q.wait(&g, copy)` |
 //!
-//! The destination is moved into the [`AsyncCopy`] and handed back by the wait, so the data
-//! cannot be read through it while the copy engine still writes it.
+//! The destination handle is borrowed by the [`AsyncCopy`] and handed back by the wait, so the
+//! data cannot be read through it while the copy engine still writes it.
 
 use super::ThreadGroup;
 use crate::DeviceCopy;
 use crate::shared::SharedSlice;
 
 /// A copy in flight into shared memory, made by [`memcpy_async`] or
-/// [`AsyncCopies::memcpy_async`]: it holds the destination until the copy is waited for, so
-/// the handle to read the data comes back only from [`wait`](AsyncCopy::wait) (or
-/// [`AsyncCopies::wait`]) — reading it before would race with the copy engine.
+/// [`AsyncCopies::memcpy_async`]: it borrows the destination handle mutably until the copy is
+/// waited for ([`wait`](AsyncCopy::wait) or [`AsyncCopies::wait`], which give it back), so the
+/// data cannot be read through it while the copy engine still writes it.
 ///
-/// Handles to the same shared memory made elsewhere (another `STATIC.get()`, a copy of a
-/// `SharedSlice` taken before the copy) are not tracked: shared-memory handles are `Copy`, and
-/// reading through one of them before the wait is a race like any other unsynchronized
-/// shared-memory access (see [`crate::shared`](mod@crate::shared)).
+/// Handles made again from the same shared memory (another `STATIC.get()`, a `sub` taken
+/// before) are aliases that the borrow does not cover: reading through one before the wait is
+/// a race like any unsynchronized shared-memory access (see [`crate::shared`](mod@crate::shared)).
 #[derive(Debug)]
-#[must_use = "the copy is in flight until it is waited for; its destination comes back from `wait`"]
-pub struct AsyncCopy<T> {
-    dst: SharedSlice<T>,
+#[must_use = "the copy is in flight until it is waited for; its destination is borrowed until then"]
+pub struct AsyncCopy<'a, T> {
+    dst: &'a mut SharedSlice<T>,
     seq: u32,
     /// The [`AsyncCopies`] that started it (0: none).
     queue: u64,
 }
 
-impl<T: DeviceCopy> AsyncCopy<T> {
+impl<'a, T: DeviceCopy> AsyncCopy<'a, T> {
     /// Waits for every outstanding copy of this thread, synchronizes `group` (so each member
     /// sees every member's part), and gives the destination back (`cg::wait(group)`).
     #[inline(always)]
-    pub fn wait<G: ThreadGroup>(self, group: &G) -> SharedSlice<T> {
+    #[cfg_attr(cohort_checked, track_caller)]
+    pub fn wait<G: ThreadGroup>(self, group: &G) -> &'a mut SharedSlice<T> {
         wait_all_and_sync(group);
         self.dst
     }
@@ -53,7 +53,11 @@ impl<T: DeviceCopy> AsyncCopy<T> {
 /// If `dst` is shorter than `src`.
 #[inline(always)]
 #[track_caller]
-pub fn memcpy_async<G: ThreadGroup, T: DeviceCopy>(group: &G, dst: SharedSlice<T>, src: &[T]) -> AsyncCopy<T> {
+pub fn memcpy_async<'a, G: ThreadGroup, T: DeviceCopy>(
+    group: &G,
+    dst: &'a mut SharedSlice<T>,
+    src: &[T],
+) -> AsyncCopy<'a, T> {
     start(group, dst, src, 0, 0)
 }
 
@@ -65,10 +69,10 @@ pub fn memcpy_async<G: ThreadGroup, T: DeviceCopy>(group: &G, dst: SharedSlice<T
 /// ```
 /// # use cohort::prelude::*;
 /// # use cohort::shared::SharedSlice;
-/// # fn f(tb: cg::ThreadBlock, a: SharedSlice<u32>, b: SharedSlice<u32>, src: &[u32]) {
+/// # fn f(tb: cg::ThreadBlock, mut a: SharedSlice<u32>, mut b: SharedSlice<u32>, src: &[u32]) {
 /// let mut q = cg::AsyncCopies::new();
-/// let first = q.memcpy_async(&tb, a, &src[..128]);
-/// let second = q.memcpy_async(&tb, b, &src[128..256]); // in flight while `first` is consumed
+/// let first = q.memcpy_async(&tb, &mut a, &src[..128]);
+/// let second = q.memcpy_async(&tb, &mut b, &src[128..256]); // in flight while `first` is consumed
 /// let a = q.wait(&tb, first); // `cp.async.wait_group 1`, then a block barrier
 /// # let _ = (a, second);
 /// # }
@@ -94,12 +98,12 @@ impl AsyncCopies {
     /// If `dst` is shorter than `src`.
     #[inline(always)]
     #[track_caller]
-    pub fn memcpy_async<G: ThreadGroup, T: DeviceCopy>(
+    pub fn memcpy_async<'a, G: ThreadGroup, T: DeviceCopy>(
         &mut self,
         group: &G,
-        dst: SharedSlice<T>,
+        dst: &'a mut SharedSlice<T>,
         src: &[T],
-    ) -> AsyncCopy<T> {
+    ) -> AsyncCopy<'a, T> {
         let seq = self.started;
         self.started = self.started.wrapping_add(1);
         start(group, dst, src, seq, self.id)
@@ -108,7 +112,12 @@ impl AsyncCopies {
     /// Waits for `copy` (and every copy of this thread started before it), leaving the copies
     /// started after it in flight; synchronizes `group`; gives the destination back.
     #[inline(always)]
-    pub fn wait<G: ThreadGroup, T: DeviceCopy>(&mut self, group: &G, copy: AsyncCopy<T>) -> SharedSlice<T> {
+    #[cfg_attr(cohort_checked, track_caller)]
+    pub fn wait<'a, G: ThreadGroup, T: DeviceCopy>(
+        &mut self,
+        group: &G,
+        copy: AsyncCopy<'a, T>,
+    ) -> &'a mut SharedSlice<T> {
         // Only this queue's own count says how many copies are newer; for a copy of another
         // queue (or none) wait for all, which is always enough.
         let newer = if copy.queue == self.id { self.started.wrapping_sub(copy.seq).wrapping_sub(1) } else { u32::MAX };
@@ -125,13 +134,13 @@ impl Default for AsyncCopies {
 
 #[inline(always)]
 #[track_caller]
-fn start<G: ThreadGroup, T: DeviceCopy>(
+fn start<'a, G: ThreadGroup, T: DeviceCopy>(
     group: &G,
-    dst: SharedSlice<T>,
+    dst: &'a mut SharedSlice<T>,
     src: &[T],
     seq: u32,
     queue: u64,
-) -> AsyncCopy<T> {
+) -> AsyncCopy<'a, T> {
     assert!(dst.len() >= src.len(), "memcpy_async: destination shorter than source");
     let bytes = core::mem::size_of_val(src) as u64;
     let rank: u64 = group.thread_rank().into();

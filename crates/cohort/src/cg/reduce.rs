@@ -339,7 +339,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N
 /// passed since.
 #[inline(always)]
 pub(crate) unsafe fn fold_warp_slots<T: DeviceCopy, Op: ReduceOp<T>>(
-    slots: SharedSlice<[u32; 8]>,
+    slots: &SharedSlice<[u32; 8]>,
     first: u32,
     count: u32,
     init: T,
@@ -395,7 +395,7 @@ crate::shared! {
 /// block can have). `w` is below 32 for every warp of a block (1024 threads at most); taking it
 /// modulo 32 tells LLVM so, which removes the bounds check and its panic path.
 #[inline(always)]
-pub(crate) fn warp_slot(slots: SharedSlice<[u32; 8]>, w: u32) -> u32 {
+pub(crate) fn warp_slot(slots: &SharedSlice<[u32; 8]>, w: u32) -> u32 {
     slots.sub((w % 32) as usize, 1).shared_addr()
 }
 
@@ -420,13 +420,13 @@ fn block_reduce<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, active: u32) -> T 
         let part = warp_in_block(active).reduce_with(v, op);
         if raw::laneid() == 0 {
             // SAFETY: this warp's own slot.
-            unsafe { store_words(warp_slot(slots, thread::warp_id()), part) };
+            unsafe { store_words(warp_slot(&slots, thread::warp_id()), part) };
         }
     }
     crate::sync::barrier_unchecked();
     // SAFETY: the slots of the active warps (at least one: active > 0; at most 32, one per warp
     // of the block), written before the barrier.
-    let acc = unsafe { fold_warp_slots(slots, 0, active.div_ceil(32), v, op) };
+    let acc = unsafe { fold_warp_slots(&slots, 0, active.div_ceil(32), v, op) };
     crate::sync::barrier_unchecked();
     acc
 }
@@ -440,12 +440,12 @@ fn block_scan<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, exclusive: Option<T>
     let slots = BLOCK_WARP.get().as_slice();
     if warp.thread_rank() + 1 == warp.num_threads() {
         // SAFETY: this warp's own slot.
-        unsafe { store_words(warp_slot(slots, thread::warp_id()), incl) };
+        unsafe { store_words(warp_slot(&slots, thread::warp_id()), incl) };
     }
     crate::sync::barrier_unchecked();
     let mine = thread::warp_id();
     // SAFETY: totals of the warps before this one (fewer than 32), written before the barrier.
-    let prefix = unsafe { fold_warp_slots(slots, 0, mine, v, op) };
+    let prefix = unsafe { fold_warp_slots(&slots, 0, mine, v, op) };
     crate::sync::barrier_unchecked();
     let exclusive = exclusive.map(|zero| (zero, warp.shfl_up(incl, 1)));
     finish_two_level_scan(op, mine == 0, warp.thread_rank() == 0, prefix, incl, exclusive)
