@@ -151,7 +151,8 @@ pub fn example_memcpy_one_stage(data: &[i32], mut out: DisjointSlice<i32>) {
     while index < PER_BLOCK {
         let count = IN_SHARED.min(PER_BLOCK - index);
         // `stage` is borrowed by the copy until the wait hands it back.
-        let smem = cg::memcpy_async(&tb, &mut stage, &data[base + index..base + index + count]).wait(&tb);
+        cg::memcpy_async(&tb, &mut stage, &data[base + index..base + index + count]).wait(&tb);
+        let smem = &stage;
         let mut j = tb.thread_rank() as usize;
         while j < count {
             // SAFETY: element base + index + j is written by exactly one thread (j is this
@@ -184,19 +185,22 @@ pub fn example_memcpy_two_stage(data: &[i32], mut out: DisjointSlice<i32>) {
     };
     let (mut a, mut b) = (STAGE.get().as_slice().sub(0, IN_SHARED), STAGE.get().as_slice().sub(IN_SHARED, IN_SHARED));
     let mut q = cg::AsyncCopies::new();
-    let mut in_a = Some(q.memcpy_async(&tb, &mut a, chunk(0)));
+    let mut copy_a = q.memcpy_async(&tb, &mut a, chunk(0));
     let mut k = 0;
-    while let Some(copy_a) = in_a.take() {
+    loop {
         let copy_b = q.memcpy_async(&tb, &mut b, chunk(k + 1));
         // `wait_prior<1>`: stage a is done, stage b stays in flight.
-        let smem = q.wait(&tb, copy_a);
-        consume(&mut out, smem, k);
+        q.wait(&tb, copy_a);
+        consume(&mut out, &a, k);
         tb.sync(); // stage a is refilled next
-        if k + 2 < CHUNKS {
-            in_a = Some(q.memcpy_async(&tb, &mut a, chunk(k + 2)));
+        if k + 2 == CHUNKS {
+            q.wait(&tb, copy_b);
+            consume(&mut out, &b, k + 1);
+            break;
         }
-        let smem = q.wait(&tb, copy_b);
-        consume(&mut out, smem, k + 1);
+        copy_a = q.memcpy_async(&tb, &mut a, chunk(k + 2));
+        q.wait(&tb, copy_b);
+        consume(&mut out, &b, k + 1);
         tb.sync(); // stage b is refilled next
         k += 2;
     }

@@ -157,7 +157,7 @@ pub fn memcpy_offsets(bytes: &[u8], offset: u32, len: u32, mut out: DisjointSlic
     let block = cg::this_thread_block();
     let src = &bytes[offset as usize..(offset + len) as usize];
     let mut buf = COPY.get().as_slice();
-    let buf = cg::memcpy_async(&block, &mut buf, src).wait(&block);
+    cg::memcpy_async(&block, &mut buf, src).wait(&block);
     let b = thread::block_idx_x() as usize;
     let mut k = block.thread_rank() as usize;
     while k < len as usize {
@@ -173,7 +173,7 @@ pub fn memcpy_offsets(bytes: &[u8], offset: u32, len: u32, mut out: DisjointSlic
 pub fn memcpy_words(words: &[u32], offset: u32, len: u32, mut out: DisjointSlice<u32>) {
     let block = cg::this_thread_block();
     let mut buf = shared::dynamic::<u32>();
-    let buf = cg::memcpy_async(&block, &mut buf, &words[offset as usize..(offset + len) as usize]).wait(&block);
+    cg::memcpy_async(&block, &mut buf, &words[offset as usize..(offset + len) as usize]).wait(&block);
     let mut k = block.thread_rank() as usize;
     while k < len as usize {
         // SAFETY: element k is written by one thread (single block).

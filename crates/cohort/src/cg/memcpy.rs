@@ -5,7 +5,7 @@
 //!
 //! | CUDA C++ | Cohort |
 //! |---|---|
-//! | `cg::memcpy_async(g, dst, src, bytes); cg::wait(g);` | `cg::memcpy_async(&g, &mut dst, src).wait(&g);` (`dst` is borrowed until the wait) |
+//! | `cg::memcpy_async(g, dst, src, bytes); cg::wait(g);` | `cg::memcpy_async(&g, &mut dst, src).wait(&g);` (`dst` is borrowed until the wait, usable after) |
 //! | several batches, `cg::wait_prior<N>(g)` | [`AsyncCopies`]: `q.memcpy_async(..)` per batch, `q.wait(&g, copy)` |
 //!
 //! The destination handle is borrowed by the [`AsyncCopy`] and handed back by the wait, so the
@@ -17,7 +17,7 @@ use crate::shared::SharedSlice;
 
 /// A copy in flight into shared memory, made by [`memcpy_async`] or
 /// [`AsyncCopies::memcpy_async`]: it borrows the destination handle mutably until the copy is
-/// waited for ([`wait`](AsyncCopy::wait) or [`AsyncCopies::wait`], which give it back), so the
+/// waited for ([`wait`](AsyncCopy::wait) or [`AsyncCopies::wait`], which end the borrow), so the
 /// data cannot be read through it while the copy engine still writes it.
 ///
 /// Handles made again from the same shared memory (another `STATIC.get()`, a `sub` taken
@@ -26,7 +26,10 @@ use crate::shared::SharedSlice;
 #[derive(Debug)]
 #[must_use = "the copy is in flight until it is waited for; its destination is borrowed until then"]
 pub struct AsyncCopy<'a, T> {
-    dst: &'a mut SharedSlice<T>,
+    /// The exclusive borrow of the caller's handle, for as long as the copy is in flight. (Not
+    /// the `&mut` itself: holding it would make the handle addressable, i.e. put it in local
+    /// memory; the borrow alone is what keeps the handle unusable.)
+    _dst: core::marker::PhantomData<&'a mut SharedSlice<T>>,
     seq: u32,
     /// The [`AsyncCopies`] that started it (0: none).
     queue: u64,
@@ -34,12 +37,11 @@ pub struct AsyncCopy<'a, T> {
 
 impl<'a, T: DeviceCopy> AsyncCopy<'a, T> {
     /// Waits for every outstanding copy of this thread, synchronizes `group` (so each member
-    /// sees every member's part), and gives the destination back (`cg::wait(group)`).
+    /// sees every member's part), and ends the borrow of the destination (`cg::wait(group)`).
     #[inline(always)]
     #[cfg_attr(cohort_checked, track_caller)]
-    pub fn wait<G: ThreadGroup>(self, group: &G) -> &'a mut SharedSlice<T> {
+    pub fn wait<G: ThreadGroup>(self, group: &G) {
         wait_all_and_sync(group);
-        self.dst
     }
 }
 
@@ -73,8 +75,8 @@ pub fn memcpy_async<'a, G: ThreadGroup, T: DeviceCopy>(
 /// let mut q = cg::AsyncCopies::new();
 /// let first = q.memcpy_async(&tb, &mut a, &src[..128]);
 /// let second = q.memcpy_async(&tb, &mut b, &src[128..256]); // in flight while `first` is consumed
-/// let a = q.wait(&tb, first); // `cp.async.wait_group 1`, then a block barrier
-/// # let _ = (a, second);
+/// q.wait(&tb, first); // `cp.async.wait_group 1`, then a block barrier: `a` is usable again
+/// # let _ = (a.len(), second);
 /// # }
 /// ```
 #[derive(Debug)]
@@ -110,19 +112,14 @@ impl AsyncCopies {
     }
 
     /// Waits for `copy` (and every copy of this thread started before it), leaving the copies
-    /// started after it in flight; synchronizes `group`; gives the destination back.
+    /// started after it in flight; synchronizes `group`; ends the borrow of its destination.
     #[inline(always)]
     #[cfg_attr(cohort_checked, track_caller)]
-    pub fn wait<'a, G: ThreadGroup, T: DeviceCopy>(
-        &mut self,
-        group: &G,
-        copy: AsyncCopy<'a, T>,
-    ) -> &'a mut SharedSlice<T> {
+    pub fn wait<G: ThreadGroup, T: DeviceCopy>(&mut self, group: &G, copy: AsyncCopy<'_, T>) {
         // Only this queue's own count says how many copies are newer; for a copy of another
         // queue (or none) wait for all, which is always enough.
         let newer = if copy.queue == self.id { self.started.wrapping_sub(copy.seq).wrapping_sub(1) } else { u32::MAX };
         wait_newer_and_sync(group, newer);
-        copy.dst
     }
 }
 
@@ -146,7 +143,7 @@ fn start<'a, G: ThreadGroup, T: DeviceCopy>(
     let rank: u64 = group.thread_rank().into();
     let n: u64 = group.num_threads().into();
     copy(dst.shared_addr(), src.as_ptr() as u64, bytes, rank, n);
-    AsyncCopy { dst, seq, queue }
+    AsyncCopy { _dst: core::marker::PhantomData, seq, queue }
 }
 
 #[inline(always)]
