@@ -21,6 +21,10 @@ pub enum ParamKind {
     MutPtr(Type),
     /// `GridGroup`: made on the device, not passed.
     Grid,
+    /// `BlockShape<X, Y, Z>`: not passed; the launcher checks the block shape.
+    Shape,
+    /// `DisjointMatrix<T, L>`: pointer, rows and columns.
+    Matrix(Type),
 }
 
 pub struct Param {
@@ -101,6 +105,10 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
                     syn::Error::new_spanned(ty, "`DisjointSlice` needs its element type: `DisjointSlice<T>`")
                 }),
                 "GridGroup" => Ok(ParamKind::Grid),
+                "BlockShape" => Ok(ParamKind::Shape),
+                "DisjointMatrix" => first_type_arg().map(ParamKind::Matrix).ok_or_else(|| {
+                    syn::Error::new_spanned(ty, "`DisjointMatrix` needs its element type: `DisjointMatrix<T, Layout>`")
+                }),
                 _ => Ok(ParamKind::Scalar),
             }
         }

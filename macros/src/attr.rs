@@ -14,6 +14,7 @@ pub struct Instance {
 #[derive(Default)]
 pub struct KernelAttr {
     pub cooperative: Option<Ident>,
+    pub contract: Option<Ident>,
     pub instances: Option<(Ident, Vec<Instance>)>,
 }
 
@@ -28,6 +29,12 @@ impl Parse for KernelAttr {
                         return Err(syn::Error::new_spanned(&key, "`cooperative` given twice"));
                     }
                     attr.cooperative = Some(key);
+                }
+                "contract" => {
+                    if attr.contract.is_some() {
+                        return Err(syn::Error::new_spanned(&key, "`contract` given twice"));
+                    }
+                    attr.contract = Some(key);
                 }
                 "instances" => {
                     if attr.instances.is_some() {
@@ -45,7 +52,7 @@ impl Parse for KernelAttr {
                 other => {
                     return Err(syn::Error::new_spanned(
                         &key,
-                        format!("unknown `#[kernel]` option `{other}`; expected `cooperative` or `instances(...)`"),
+                        format!("unknown `#[kernel]` option `{other}`; expected `cooperative`, `contract` or `instances(...)`"),
                     ));
                 }
             }

@@ -13,7 +13,10 @@ use crate::valid;
 
 pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let attr: KernelAttr = syn::parse2(attr)?;
-    let item: ItemFn = syn::parse2(item)?;
+    let mut item: ItemFn = syn::parse2(item)?;
+    if attr.contract.is_some() {
+        crate::contract::rewrite_fn(&mut item);
+    }
     let params = ast::params(&item)?;
     valid::kernel(&item, &attr, &params)?;
 
@@ -149,6 +152,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 /// parameter, in order, with the size and alignment of its type as the compiling target sees it.
 fn abi_record(params: &[Param], cooperative: bool, subst: &dyn Fn(&dyn ToTokens) -> TokenStream) -> TokenStream {
     let mut entries = Vec::new();
+    let mut shape = quote!([0u32; 3]);
     let one = |ty: TokenStream, kind: &str| {
         let kind = format_ident!("{}", kind);
         quote!(::cohort::abi::abi_param::<#ty>(::cohort::abi::AbiKind::#kind))
@@ -176,12 +180,21 @@ fn abi_record(params: &[Param], cooperative: bool, subst: &dyn Fn(&dyn ToTokens)
             }
             ParamKind::ConstPtr(_) => entries.push(one(quote!(u64), "ConstPtr")),
             ParamKind::MutPtr(_) => entries.push(one(quote!(u64), "MutPtr")),
+            ParamKind::Matrix(elem) => {
+                entries.push(one(subst(elem), "MatrixPtr"));
+                entries.push(one(quote!(usize), "Len"));
+                entries.push(one(quote!(usize), "Len"));
+            }
             ParamKind::Grid => {}
+            ParamKind::Shape => {
+                let ty = subst(&p.ty);
+                shape = quote!(<#ty>::DIMS);
+            }
         }
     }
     let n = entries.len();
     quote! {
-        ::cohort::abi::abi_record::<{ ::cohort::abi::abi_len(#n) }>(#cooperative, &[#(#entries),*])
+        ::cohort::abi::abi_record::<{ ::cohort::abi::abi_len(#n) }>(#cooperative, #shape, &[#(#entries),*])
     }
 }
 
@@ -298,6 +311,26 @@ fn device_entry(
                 let elem_s = subst(elem);
                 lowered.push(quote!(#id: *mut #elem_s));
             }
+            ParamKind::Matrix(elem) => {
+                let elem_s = subst(elem);
+                let ty_s = subst(&p.ty);
+                let cols = format_ident!("__cohort_{}_cols", id);
+                lowered.push(quote!(#ptr: *mut #elem_s, #len: usize, #cols: usize));
+                rebuild.push(quote! {
+                    // SAFETY: the host launcher passed an exclusively borrowed `MatrixMut`: a
+                    // device allocation of at least `rows * cols` elements; every thread
+                    // receives the same one, and the layout is the parameter's type.
+                    let #id: #ty_s = unsafe { ::cohort::abi::disjoint_matrix(#ptr, #len, #cols) };
+                });
+            }
+            ParamKind::Shape => {
+                let ty_s = subst(&p.ty);
+                rebuild.push(quote! {
+                    // SAFETY: the launcher of this entry refuses every block shape but this one
+                    // (the shape is in the ABI record, which `load` compared with the module's).
+                    let #id: #ty_s = unsafe { <#ty_s>::new_unchecked() };
+                });
+            }
             ParamKind::Grid => {
                 rebuild.push(quote! {
                     // SAFETY: `#[kernel(cooperative)]` kernels are launched only through
@@ -404,7 +437,16 @@ fn host_impl(
                 prep.push(quote!(let #ptr: u64 = #id.addr();));
                 ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
             }
-            ParamKind::Grid => continue,
+            ParamKind::Matrix(elem) => {
+                let elem_s = subst(elem);
+                let cols = format_ident!("__cohort_{}_cols", id);
+                host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::MatrixArg<#elem_s>));
+                prep.push(quote!(let (#ptr, #len, #cols): (u64, usize, usize) = ::cohort_runtime::MatrixArg::raw_parts(&#id);));
+                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
+                ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
+                ptrs.push(quote!((&raw const #cols).cast_mut().cast::<::core::ffi::c_void>()));
+            }
+            ParamKind::Grid | ParamKind::Shape => continue,
         }
         arg_docs.push(format!("`{id}: {ty_str}`"));
     }

@@ -6,6 +6,7 @@
 
 mod ast;
 mod attr;
+mod contract;
 mod device_copy;
 mod expand;
 mod valid;
@@ -28,7 +29,11 @@ use proc_macro::TokenStream;
 /// | `p: *const T` / `*mut T` (in an `unsafe fn` kernel) | `DevicePtr<T>` / `DevicePtrMut<T>` |
 /// | `grid: GridGroup` (with `cooperative`) | nothing |
 ///
-/// Options: `#[kernel(cooperative)]` (may use grid sync; launched only cooperatively) and
+/// | `shape: BlockShape<X, Y, Z>` | nothing (the launch must use blocks of exactly `X × Y × Z`) |
+/// | `out: DisjointMatrix<T, L>` | `MatrixMut<T>` (`buffer.as_matrix_mut(rows, cols)?`) |
+///
+/// Options: `#[kernel(contract)]` (fused multiply-add as nvcc's default; see `cohort::fp`),
+/// `#[kernel(cooperative)]` (may use grid sync; launched only cooperatively) and
 /// `#[kernel(instances(f32, f64))]` for a generic kernel: one entry per instance, named
 /// `<name>_<instance>`, and a host struct `name<T>` with `load`/`launch` for each instance.
 /// Several generic parameters take tuples: `instances((f32, 4), (f64, 8))`.
@@ -36,6 +41,23 @@ use proc_macro::TokenStream;
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item2: proc_macro2::TokenStream = item.clone().into();
     match expand::kernel(attr.into(), item2.clone()) {
+        Ok(ts) => ts.into(),
+        Err(err) => {
+            let mut out = item2;
+            out.extend(err.to_compile_error());
+            out.into()
+        }
+    }
+}
+
+/// Contraction, as nvcc's default `-fmad=true`: in the function's body, `x * y + z`,
+/// `z + x * y`, `x * y - z`, `z - x * y`, `acc += x * y` and `acc -= x * y` on `f32` or `f64`
+/// become one fused multiply-add (one rounding); other types compute as written. Operands must
+/// be `Copy`. `#[kernel(contract)]` does the same for a kernel. See `cohort::fp`.
+#[proc_macro_attribute]
+pub fn contract(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item2: proc_macro2::TokenStream = item.clone().into();
+    match contract::attribute(attr.into(), item2.clone()) {
         Ok(ts) => ts.into(),
         Err(err) => {
             let mut out = item2;

@@ -66,6 +66,7 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr, params: &[Param]) -> syn::Result
     }
 
     let mut grid_params = 0;
+    let mut shape_params = 0;
     for p in params {
         match &p.kind {
             ParamKind::ConstPtr(_) | ParamKind::MutPtr(_) if sig.unsafety.is_none() => {
@@ -88,8 +89,23 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr, params: &[Param]) -> syn::Result
                     return Err(syn::Error::new_spanned(&p.ty, "one `GridGroup` parameter is enough"));
                 }
             }
+            ParamKind::Shape => {
+                shape_params += 1;
+                if shape_params > 1 {
+                    return Err(syn::Error::new_spanned(&p.ty, "one `BlockShape` parameter is enough"));
+                }
+            }
             _ => {}
         }
+    }
+    if shape_params == 0
+        && let Some(p) = params.iter().find(|p| matches!(p.kind, ParamKind::Matrix(_)))
+    {
+        return Err(syn::Error::new_spanned(
+            &p.ty,
+            "a `DisjointMatrix` is divided among threads by the block shape: the kernel also needs a \
+             `shape: BlockShape<X, Y>` parameter (its launcher then checks the block shape)",
+        ));
     }
     Ok(())
 }

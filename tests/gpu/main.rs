@@ -11,6 +11,7 @@ mod launch;
 mod print;
 mod runtime_checks;
 mod safety;
+mod shapes;
 mod shared;
 mod thread;
 mod tour;
@@ -31,6 +32,7 @@ fn main() {
     trials.extend(cg_examples::trials());
     trials.extend(cg_groups::trials());
     trials.extend(check::trials());
+    trials.extend(shapes::trials());
     trials.extend(shared::trials());
     trials.extend(launch::trials());
     trials.extend(print::trials());

@@ -8,6 +8,8 @@
 //! | `out: DisjointSlice<T>` | `.u64` pointer, `.u64` length | `&mut DeviceBuffer<T>`, … |
 //! | `p: *const T` / `*mut T` (`unsafe fn` only) | `.u64` pointer | `DevicePtr<T>` / `DevicePtrMut<T>` |
 //! | `grid: GridGroup` (`cooperative` only) | none | none |
+//! | `shape: BlockShape<X, Y, Z>` | none (in the record's header) | none |
+//! | `out: DisjointMatrix<T, L>` | `.u64` pointer, `.u64` rows, `.u64` cols | `MatrixMut<T>` |
 
 use crate::copy::DeviceCopy;
 use crate::slice::DisjointSlice;
@@ -80,6 +82,22 @@ pub unsafe fn grid_vec<'a, T>(ptr: *mut T, len: usize, barrier: *mut u32) -> cra
     unsafe { crate::slice::GridVec::from_raw_parts(ptr, len, barrier) }
 }
 
+/// Rebuilds a `DisjointMatrix<T, L>` kernel parameter.
+///
+/// # Safety
+/// As [`DisjointMatrix::from_raw_parts`](crate::matrix::DisjointMatrix::from_raw_parts).
+#[inline(always)]
+#[must_use]
+pub unsafe fn disjoint_matrix<'a, T, L: crate::matrix::Layout>(
+    ptr: *mut T,
+    rows: usize,
+    cols: usize,
+) -> crate::matrix::DisjointMatrix<'a, T, L> {
+    let ptr = if rows == 0 || cols == 0 || size_of::<T>() == 0 { core::ptr::NonNull::dangling().as_ptr() } else { ptr };
+    // SAFETY: forwarded to the caller; `ptr` is non-null (dangling only where no byte is written).
+    unsafe { crate::matrix::DisjointMatrix::from_raw_parts(ptr, rows, cols) }
+}
+
 /// Compile-time check that a by-value kernel parameter is `DeviceCopy`.
 #[inline(always)]
 pub const fn assert_device_copy<T: DeviceCopy>() {
@@ -115,10 +133,11 @@ pub const ABI_SYMBOL_PREFIX: &str = "__cohort_abi_";
 pub const ABI_MAGIC: [u8; 4] = *b"CABI";
 
 /// Layout version of the record.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
-/// Bytes of the record's header (magic, version, flags, parameter count).
-pub const ABI_HEADER_BYTES: usize = 16;
+/// Bytes of the record's header (magic, version, flags, parameter count, and the required block
+/// shape x, y, z — all 0 when the kernel takes any).
+pub const ABI_HEADER_BYTES: usize = 28;
 
 /// Bytes per PTX parameter (kind, size, alignment, each a little-endian `u32`).
 pub const ABI_PARAM_BYTES: usize = 12;
@@ -150,6 +169,9 @@ pub enum AbiKind {
     GridVecPtr = 8,
     /// The pointer of the barrier word that belongs to the `GridVec` before it.
     BarrierPtr = 9,
+    /// The pointer of a `DisjointMatrix<T, L>` (size and alignment are `T`'s), followed by two
+    /// `Len`s: rows and columns.
+    MatrixPtr = 10,
 }
 
 impl AbiKind {
@@ -167,6 +189,7 @@ impl AbiKind {
             7 => Self::CounterPtr,
             8 => Self::GridVecPtr,
             9 => Self::BarrierPtr,
+            10 => Self::MatrixPtr,
             _ => return None,
         })
     }
@@ -195,6 +218,7 @@ impl AbiKind {
             Self::CounterPtr => "the counter of an `AppendSlice<T>`",
             Self::GridVecPtr => "the pointer of a `GridVec<T>`",
             Self::BarrierPtr => "the barrier word of a `GridVec<T>`",
+            Self::MatrixPtr => "the pointer of a `DisjointMatrix<T, L>`",
         }
     }
 }
@@ -214,20 +238,23 @@ pub const fn abi_len(params: usize) -> usize {
 
 /// The ABI record of a kernel: `B` must be `abi_len(params.len())`.
 #[must_use]
-pub const fn abi_record<const B: usize>(cooperative: bool, params: &[[u32; 3]]) -> [u8; B] {
+pub const fn abi_record<const B: usize>(cooperative: bool, shape: [u32; 3], params: &[[u32; 3]]) -> [u8; B] {
     assert!(B == abi_len(params.len()), "ABI record size");
     let mut out = [0u8; B];
-    let mut words = [0u32; 4];
+    let mut words = [0u32; 7];
     words[1] = ABI_VERSION;
     words[2] = if cooperative { ABI_FLAG_COOPERATIVE } else { 0 };
     words[3] = params.len() as u32;
+    words[4] = shape[0];
+    words[5] = shape[1];
+    words[6] = shape[2];
     let mut i = 0;
     while i < 4 {
         out[i] = ABI_MAGIC[i];
         i += 1;
     }
     let mut w = 1;
-    while w < 4 {
+    while w < 7 {
         let b = words[w].to_le_bytes();
         let mut k = 0;
         while k < 4 {

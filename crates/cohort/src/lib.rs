@@ -32,6 +32,9 @@
 //! | `uint4`, `float4`, … | [`vec::u32x4`], [`vec::f32x4`], … | [`vec`] |
 //! | `cooperative_groups::*` | [`cg`] | [`cg`] |
 //! | `__shared__`, `extern __shared__` | [`shared!`], [`shared::dynamic`] | [`shared`](mod@shared) |
+//! | a block shape fixed at compile time (`__launch_bounds__`, `blockDim` constants) | [`shape::BlockShape`] (a parameter the launcher checks) | [`shape`] |
+//! | `out[row * cols + col]`, tiles of a matrix output | [`matrix::DisjointMatrix`], [`matrix::Matrix`] | [`matrix`] |
+//! | `fmaf`, nvcc's `-fmad=true`, `__sinf`, `__expf`, … | [`fp::fma`], `#[kernel(contract)]`, [`fp::fast`] | [`fp`] |
 //! | inline PTX | [`raw`] | [`raw`] |
 //!
 //! ## Tiers
@@ -61,26 +64,32 @@ pub mod atomic;
 pub mod cg;
 pub mod check;
 mod copy;
+pub mod fp;
 #[doc(hidden)]
 pub mod host;
+pub mod matrix;
 pub mod mutex;
 pub mod panic;
 pub mod print;
 pub mod raw;
+pub mod shape;
 pub mod shared;
 pub mod slice;
 pub mod sync;
 pub mod thread;
 pub mod vec;
 
-pub use cohort_macros::{DeviceCopy, kernel};
+pub use cohort_macros::{DeviceCopy, contract, kernel};
 pub use copy::DeviceCopy;
 
 /// What kernels usually need: `use cohort::prelude::*;`.
 pub mod prelude {
     pub use crate::atomic::{Atomic, AtomicF32, AtomicF64, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
     pub use crate::cg::{self, Collective, GridGroup, ThreadGroup, WarpGroup};
+    pub use crate::fp::fma;
+    pub use crate::matrix::{Blocked, Cyclic, DisjointMatrix, Matrix, Transposed, TransposedTiles};
     pub use crate::mutex::Mutex;
+    pub use crate::shape::BlockShape;
     pub use crate::shared::{SharedArray, SharedSlice};
     pub use crate::slice::{AppendSlice, DisjointSlice, GridVec, PerBlock, PerThread, PerTile, ThreadIndex};
     pub use crate::sync::{Scope, sync_threads};

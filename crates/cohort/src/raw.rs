@@ -569,3 +569,77 @@ pub unsafe fn exit() -> ! {
         unsafe { asm!("exit;", options(noreturn, nostack)) }
     })
 }
+
+// --- Floating point ----------------------------------------------------------------------
+
+#[cfg(target_arch = "nvptx64")]
+#[allow(improper_ctypes)]
+unsafe extern "C" {
+    #[link_name = "llvm.fma.f32"]
+    fn llvm_fma_f32(a: f32, b: f32, c: f32) -> f32;
+    #[link_name = "llvm.fma.f64"]
+    fn llvm_fma_f64(a: f64, b: f64, c: f64) -> f64;
+}
+
+/// `fma.rn.f32`: `a * b + c` rounded once (LLVM's `llvm.fma`, so it folds and schedules).
+#[inline(always)]
+#[must_use]
+pub fn fma_rn_f32(a: f32, b: f32, c: f32) -> f32 {
+    on_device!("raw::fma_rn_f32" => {
+        // SAFETY: arithmetic only.
+        unsafe { llvm_fma_f32(a, b, c) }
+    })
+}
+
+/// `fma.rn.f64`: `a * b + c` rounded once.
+#[inline(always)]
+#[must_use]
+pub fn fma_rn_f64(a: f64, b: f64, c: f64) -> f64 {
+    on_device!("raw::fma_rn_f64" => {
+        // SAFETY: arithmetic only.
+        unsafe { llvm_fma_f64(a, b, c) }
+    })
+}
+
+macro_rules! approx_unary {
+    ($($(#[$m:meta])* $name:ident => $ptx:literal;)*) => {$(
+        $(#[$m])*
+        #[inline(always)]
+        #[must_use]
+        pub fn $name(x: f32) -> f32 {
+            on_device!(stringify!($name) => {
+                let r: f32;
+                // SAFETY: arithmetic only.
+                unsafe { asm!(concat!($ptx, " {0}, {1};"), out(reg32) r, in(reg32) x, options(pure, nomem, nostack)) };
+                r
+            })
+        }
+    )*};
+}
+
+approx_unary! {
+    /// `sin.approx.f32` (what `__sinf` compiles to).
+    sin_approx_f32 => "sin.approx.f32";
+    /// `cos.approx.f32` (`__cosf`).
+    cos_approx_f32 => "cos.approx.f32";
+    /// `ex2.approx.f32`: 2^x.
+    ex2_approx_f32 => "ex2.approx.f32";
+    /// `lg2.approx.f32`: log2 x.
+    lg2_approx_f32 => "lg2.approx.f32";
+    /// `rsqrt.approx.f32`: 1/√x.
+    rsqrt_approx_f32 => "rsqrt.approx.f32";
+    /// `sqrt.approx.f32`.
+    sqrt_approx_f32 => "sqrt.approx.f32";
+}
+
+/// `div.approx.f32`: `a / b` (what `__fdividef` compiles to).
+#[inline(always)]
+#[must_use]
+pub fn div_approx_f32(a: f32, b: f32) -> f32 {
+    on_device!("raw::div_approx_f32" => {
+        let r: f32;
+        // SAFETY: arithmetic only.
+        unsafe { asm!("div.approx.f32 {0}, {1}, {2};", out(reg32) r, in(reg32) a, in(reg32) b, options(pure, nomem, nostack)) };
+        r
+    })
+}

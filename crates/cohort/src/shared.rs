@@ -218,6 +218,69 @@ impl<T: DeviceCopy, const N: usize> SharedArray<T, N> {
     }
 }
 
+/// Two-dimensional arrays (`shared! { static TILE: [[f32; 33]; 32]; }`, CUDA's
+/// `__shared__ float tile[32][33]`): element `(r, c)` of `R` rows of `C`.
+///
+/// The bounds are constants, so in a kernel whose indices LLVM can bound (from a
+/// [`BlockShape`](crate::shape::BlockShape), an unrolled loop counter) the check folds away.
+impl<T: DeviceCopy, const R: usize, const C: usize> SharedArray<[T; C], R> {
+    /// Element `(r, c)`.
+    ///
+    /// # Panics
+    /// If `r >= R` or `c >= C`.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn load_at(&self, r: usize, c: usize) -> T {
+        assert!(r < R && c < C, "shared memory index out of bounds");
+        // SAFETY: (r, c) is inside the `R × C` array.
+        unsafe { ld_shared(self.addr + ((r * C + c) * size_of::<T>()) as u32) }
+    }
+
+    /// Writes element `(r, c)`.
+    ///
+    /// # Panics
+    /// If `r >= R` or `c >= C`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn store_at(&self, r: usize, c: usize, v: T) {
+        assert!(r < R && c < C, "shared memory index out of bounds");
+        // SAFETY: (r, c) is inside the `R × C` array.
+        unsafe { st_shared(self.addr + ((r * C + c) * size_of::<T>()) as u32, v) }
+    }
+}
+
+impl<T: DeviceCopy, const R: usize, const C: usize> SharedArray<[T; C], R> {
+    /// Elements `(r, c) .. (r, c + W)` of one row, with the widest loads their alignment
+    /// allows: one `ld.shared.v4` for 16 bytes (four `f32`), as nvcc merges `tile[r][c + i]`.
+    ///
+    /// # Panics
+    /// If `r >= R`, `c + W > C` or `c` is not a multiple of `W` (each a comparison LLVM
+    /// removes for indices it can bound: `shape.y() * 8`, a loop counter).
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn load_row<const W: usize>(&self, r: usize, c: usize) -> [T; W] {
+        assert!(r < R && c <= C && W <= C - c && (W == 0 || c % W == 0), "shared memory row chunk out of bounds");
+        let addr = self.addr + ((r * C + c) * size_of::<T>()) as u32;
+        let bytes = W * size_of::<T>();
+        // The array starts 16-byte aligned (`shared!`); the chunk's offset is r·C·size + c·size,
+        // a multiple of `bytes` when both the row and `c·size` are (c is a multiple of W).
+        let aligned = |b: usize| bytes == b && (C * size_of::<T>()) % b == 0;
+        // SAFETY: the chunk lies inside the array (asserted); in the vector arms its address is
+        // a multiple of the access size (above), and every bit pattern is a valid `[T; W]`.
+        unsafe {
+            if aligned(16) {
+                core::mem::transmute_copy(&ld_shared::<crate::vec::u32x4>(addr))
+            } else if aligned(8) {
+                core::mem::transmute_copy(&ld_shared::<u64>(addr))
+            } else {
+                ld_shared::<[T; W]>(addr)
+            }
+        }
+    }
+}
+
 impl<T: DeviceCopy> SharedSlice<T> {
     /// Number of elements.
     #[inline(always)]
@@ -361,7 +424,7 @@ macro_rules! ld_st {
         unsafe fn $ld(addr: u32) -> $ty {
             let v: $ty;
             // SAFETY: guaranteed by the caller.
-            unsafe { core::arch::asm!(concat!("ld.shared.", $ptx, " {0}, [{1}];"), out($class) v, in(reg32) addr, options(readonly, nostack)) };
+            unsafe { core::arch::asm!(concat!("ld.shared.", $ptx, " {0}, [{1}];"), out($class) v, in(reg32) addr, options(pure, readonly, nostack)) };
             v
         }
         /// # Safety
@@ -380,13 +443,45 @@ ld_st!(ld_b32, st_b32, u32, "b32", reg32);
 ld_st!(ld_b64, st_b64, u64, "b64", reg64);
 
 /// # Safety
+/// `addr` is a valid, 16-byte aligned shared-memory address.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn ld_v4_b32(addr: u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        core::arch::asm!(
+            "ld.shared.v4.b32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+            out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg32) addr,
+            options(pure, readonly, nostack)
+        )
+    };
+    [a, b, c, d]
+}
+
+/// # Safety
+/// `addr` is a valid, 16-byte aligned shared-memory address.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn st_v4_b32(addr: u32, [a, b, c, d]: [u32; 4]) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        core::arch::asm!(
+            "st.shared.v4.b32 [{0}], {{{1}, {2}, {3}, {4}}};",
+            in(reg32) addr, in(reg32) a, in(reg32) b, in(reg32) c, in(reg32) d,
+            options(nostack)
+        )
+    };
+}
+
+/// # Safety
 /// `addr` is a valid, aligned shared-memory address.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn ld_b8(addr: u32) -> u8 {
     let v: u16;
     // SAFETY: guaranteed by the caller.
-    unsafe { core::arch::asm!("ld.shared.u8 {0}, [{1}];", out(reg16) v, in(reg32) addr, options(readonly, nostack)) };
+    unsafe { core::arch::asm!("ld.shared.u8 {0}, [{1}];", out(reg16) v, in(reg32) addr, options(pure, readonly, nostack)) };
     v as u8
 }
 
@@ -446,7 +541,9 @@ pub(crate) unsafe fn ld_shared<T: DeviceCopy>(addr: u32) -> T {
         // SAFETY: in every arm, `addr` is valid and aligned (caller); the local writes stay
         // inside `out`, which is then fully initialized (every `T` bit pattern is valid).
         unsafe {
-            if size == 4 && align >= 4 {
+            if size == 16 && align >= 16 {
+                (p as *mut [u32; 4]).write(ld_v4_b32(addr));
+            } else if size == 4 && align >= 4 {
                 (p as *mut u32).write(ld_b32(addr));
             } else if size == 8 && align >= 8 {
                 (p as *mut u64).write(ld_b64(addr));
@@ -485,7 +582,9 @@ pub(crate) unsafe fn st_shared<T: DeviceCopy>(addr: u32, v: T) {
         // whose bytes are all initialized (`DeviceCopy` types have no padding: derived ones
         // are checked by `__NO_PADDING` above, hand-written impls promise it).
         unsafe {
-            if size == 4 && align >= 4 {
+            if size == 16 && align >= 16 {
+                st_v4_b32(addr, (p as *const [u32; 4]).read());
+            } else if size == 4 && align >= 4 {
                 st_b32(addr, (p as *const u32).read());
             } else if size == 8 && align >= 8 {
                 st_b64(addr, (p as *const u64).read());

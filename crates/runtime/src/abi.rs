@@ -146,6 +146,7 @@ impl AbiParam {
 /// A decoded record: flags and parameters.
 struct Decoded {
     flags: u32,
+    shape: [u32; 3],
     params: Vec<AbiParam>,
 }
 
@@ -163,6 +164,7 @@ fn decode(b: &[u8]) -> Option<Decoded> {
     }
     let flags = word(b, 8)?;
     let n = word(b, 12)? as usize;
+    let shape = [word(b, 16)?, word(b, 20)?, word(b, 24)?];
     if b.len() != ABI_HEADER_BYTES + ABI_PARAM_BYTES * n {
         return None;
     }
@@ -178,7 +180,12 @@ fn decode(b: &[u8]) -> Option<Decoded> {
             })
         })
         .collect::<Option<Vec<_>>>()?;
-    Some(Decoded { flags, params })
+    Some(Decoded { flags, shape, params })
+}
+
+/// The block shape a launcher's record requires (`None`: any), if the record is well formed.
+pub(crate) fn required_block(host: &[u8]) -> Option<[u32; 3]> {
+    decode(host).and_then(|d| (d.shape != [0; 3]).then_some(d.shape))
 }
 
 /// Compares the launcher's record `host` with what the module says of entry `name`; `Err`
@@ -204,6 +211,16 @@ pub(crate) fn check(info: Option<&EntryInfo>, host: &[u8]) -> std::result::Resul
         } else {
             "this launcher was built from a `#[kernel(cooperative)]` declaration but the device entry was not".into()
         });
+    }
+    if host.shape != dev.shape {
+        let show = |s: [u32; 3]| {
+            if s == [0; 3] { "any block shape".to_string() } else { format!("blocks of {}×{}×{}", s[0], s[1], s[2]) }
+        };
+        return Err(format!(
+            "the device entry was built for {} (its `BlockShape` parameter), this launcher for {}",
+            show(dev.shape),
+            show(host.shape)
+        ));
     }
     if host.params.len() != dev.params.len() {
         return Err(format!(
@@ -243,7 +260,7 @@ mod tests {
     use cohort::abi::{abi_len, abi_param, abi_record};
 
     const PTX: &str = "
-.visible .global .align 1 .b8 __cohort_abi_k[52] = {67, 65, 66, 73, 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 2, 0, 0, 0, 8, 0, 0, 0, 8};
+.visible .global .align 1 .b8 __cohort_abi_k[64] = {67, 65, 66, 73, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 2, 0, 0, 0, 8, 0, 0, 0, 8};
 .visible .entry k(
 	.param .u32 k_param_0,
 	.param .u64 .ptr .align 1 k_param_1,
@@ -262,6 +279,7 @@ mod tests {
     fn host_k() -> [u8; abi_len(3)] {
         abi_record(
             false,
+            [0; 3],
             &[
                 abi_param::<u32>(AbiKind::Value),
                 abi_param::<u64>(AbiKind::DisjointPtr),
@@ -290,6 +308,7 @@ mod tests {
         // (ptr, len) where the device takes a value: the (ptr, len)-as-integers hole.
         let slice: [u8; abi_len(3)] = abi_record(
             false,
+            [0; 3],
             &[
                 abi_param::<u32>(AbiKind::SlicePtr),
                 abi_param::<u64>(AbiKind::DisjointPtr),
@@ -301,6 +320,7 @@ mod tests {
         // A wider element: the device would write past the end of the host's buffer.
         let wide: [u8; abi_len(3)] = abi_record(
             false,
+            [0; 3],
             &[
                 abi_param::<u32>(AbiKind::Value),
                 abi_param::<u32>(AbiKind::DisjointPtr),
@@ -311,6 +331,7 @@ mod tests {
         assert!(e.contains("PTX parameter 1") && e.contains("8-byte elements"), "{e}");
         let coop: [u8; abi_len(3)] = abi_record(
             true,
+            [0; 3],
             &[
                 abi_param::<u32>(AbiKind::Value),
                 abi_param::<u64>(AbiKind::DisjointPtr),
@@ -318,7 +339,22 @@ mod tests {
             ],
         );
         assert!(check(ix.get("k"), &coop).unwrap_err().contains("cooperative"));
-        let short: [u8; abi_len(1)] = abi_record(false, &[abi_param::<u32>(AbiKind::Value)]);
+        // Built for another block shape: the device side would assume bounds the launcher
+        // does not check.
+        let shaped: [u8; abi_len(3)] = abi_record(
+            false,
+            [32, 8, 1],
+            &[
+                abi_param::<u32>(AbiKind::Value),
+                abi_param::<u64>(AbiKind::DisjointPtr),
+                abi_param::<usize>(AbiKind::Len),
+            ],
+        );
+        let e = check(ix.get("k"), &shaped).unwrap_err();
+        assert!(e.contains("any block shape") && e.contains("blocks of 32×8×1"), "{e}");
+        assert_eq!(required_block(&shaped), Some([32, 8, 1]));
+        assert_eq!(required_block(&host_k()), None);
+        let short: [u8; abi_len(1)] = abi_record(false, [0; 3], &[abi_param::<u32>(AbiKind::Value)]);
         assert!(check(ix.get("k"), &short).unwrap_err().contains("takes 3 PTX parameters, this launcher passes 1"));
         assert!(check(ix.get("empty"), &short).unwrap_err().contains("no ABI record"));
         assert!(check(ix.get("nope"), &short).unwrap_err().contains("no entry point"));

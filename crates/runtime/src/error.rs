@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::DriverError;
 
-use crate::launch::LaunchConfig;
+use crate::launch::{Dim3, LaunchConfig};
 
 /// Everything that can go wrong on the host side of Cohort.
 #[derive(Debug, Clone)]
@@ -77,6 +77,16 @@ pub enum Error {
         config: LaunchConfig,
         /// Which limit it breaks, with the numbers.
         reason: String,
+    },
+    /// The kernel declares its block shape (a `BlockShape<X, Y, Z>` parameter) and the launch
+    /// asked for another: the kernel's code relies on the declared one.
+    BlockShape {
+        /// The kernel.
+        kernel: Arc<str>,
+        /// The shape its `BlockShape` parameter declares.
+        required: Dim3,
+        /// The configuration asked for.
+        config: LaunchConfig,
     },
     /// A cooperative grid larger than the GPU can hold at once (it would hang).
     CooperativeTooLarge {
@@ -211,6 +221,12 @@ impl fmt::Display for Error {
             Error::InvalidLaunch { kernel, config, reason } => {
                 write!(f, "cannot launch kernel `{kernel}` with {config}: {reason}")
             }
+            Error::BlockShape { kernel, required, config } => write!(
+                f,
+                "cannot launch kernel `{kernel}` with {config}: it is declared for blocks of {}×{}×{} threads (its \
+                 `BlockShape` parameter), the launch asks for {}×{}×{}",
+                required.x, required.y, required.z, config.block.x, config.block.y, config.block.z
+            ),
             Error::CooperativeTooLarge { kernel, config, blocks_per_sm, sms } => write!(
                 f,
                 "cannot launch kernel `{kernel}` cooperatively with {config}: {} blocks cannot be resident at once; \

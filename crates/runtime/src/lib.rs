@@ -60,7 +60,9 @@ pub use capture::capture_stdout;
 pub use device::{DeviceInfo, Gpu};
 pub use error::{Error, Result};
 pub use launch::{Dim3, LaunchConfig};
-pub use memory::{DeviceBuffer, DevicePtr, DevicePtrMut, DeviceView, DeviceViewMut, DisjointArg, SliceArg};
+pub use memory::{
+    DeviceBuffer, DevicePtr, DevicePtrMut, DeviceView, DeviceViewMut, DisjointArg, MatrixArg, MatrixMut, SliceArg,
+};
 pub use module::{Function, FunctionAttributes, LoadOptions, Module, check_kernel_abi};
 pub use ptx::{KernelResources, PtxModule, PtxSet};
 pub use stream::{Event, Stream};

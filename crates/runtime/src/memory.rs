@@ -629,3 +629,74 @@ mod tests {
         assert_eq!(m, "slice index starts at 4 but ends at 3 (device buffer of length 10)");
     }
 }
+
+/// A mutably borrowed device buffer (or part of one) viewed as a `rows × cols` row-major
+/// matrix: the host argument of a `DisjointMatrix<T, L>` kernel parameter. Made by
+/// [`DeviceBuffer::as_matrix_mut`] or [`DeviceViewMut::into_matrix`], which check that the
+/// buffer holds `rows * cols` elements.
+pub struct MatrixMut<'a, T: DeviceCopy> {
+    ptr: u64,
+    rows: usize,
+    cols: usize,
+    _t: PhantomData<&'a mut [T]>,
+}
+
+impl<T: DeviceCopy> fmt::Debug for MatrixMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MatrixMut<{}>({} × {} at {:#x})", std::any::type_name::<T>(), self.rows, self.cols, self.ptr)
+    }
+}
+
+fn matrix_fits(len: usize, rows: usize, cols: usize) -> Result<()> {
+    match rows.checked_mul(cols) {
+        Some(n) if n <= len => Ok(()),
+        _ => Err(Error::Argument(format!("a {rows} × {cols} matrix does not fit in {len} elements"))),
+    }
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// This buffer as a `rows × cols` row-major matrix, for a `DisjointMatrix` parameter.
+    ///
+    /// # Errors
+    /// [`Error::Argument`] if `rows * cols` exceeds the buffer's length.
+    pub fn as_matrix_mut(&mut self, rows: usize, cols: usize) -> Result<MatrixMut<'_, T>> {
+        matrix_fits(self.len, rows, cols)?;
+        Ok(MatrixMut { ptr: self.ptr, rows, cols, _t: PhantomData })
+    }
+}
+
+impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
+    /// This view as a `rows × cols` row-major matrix, for a `DisjointMatrix` parameter.
+    ///
+    /// # Errors
+    /// [`Error::Argument`] if `rows * cols` exceeds the view's length.
+    pub fn into_matrix(self, rows: usize, cols: usize) -> Result<MatrixMut<'a, T>> {
+        matrix_fits(self.len, rows, cols)?;
+        Ok(MatrixMut { ptr: self.ptr, rows, cols, _t: PhantomData })
+    }
+}
+
+impl<T: DeviceCopy> MatrixMut<'_, T> {
+    /// Rows.
+    #[must_use]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Columns.
+    #[must_use]
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+}
+
+/// What a `DisjointMatrix<T, L>` kernel parameter accepts: a [`MatrixMut`].
+pub trait MatrixArg<T> {
+    /// Device address, rows and columns (`rows * cols` elements fit at the address).
+    fn raw_parts(&self) -> (u64, usize, usize);
+}
+
+impl<T: DeviceCopy> MatrixArg<T> for MatrixMut<'_, T> {
+    fn raw_parts(&self) -> (u64, usize, usize) {
+        (self.ptr, self.rows, self.cols)
+    }
+}

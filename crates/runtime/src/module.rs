@@ -10,7 +10,7 @@ use cudarc::driver::sys::{self, CUfunction_attribute as FA};
 
 use crate::device::GpuInner;
 use crate::error::{Error, Result};
-use crate::launch::LaunchConfig;
+use crate::launch::{Dim3, LaunchConfig};
 use crate::ptx::{PtxModule, PtxSet};
 use crate::stream::Stream;
 
@@ -221,7 +221,9 @@ impl Module {
                 detail,
             }),
         }?;
-        Function::new(self, name, cooperative)
+        let mut f = Function::new(self, name, cooperative)?;
+        f.required_block = crate::abi::required_block(abi).map(|[x, y, z]| Dim3::new(x, y, z));
+        Ok(f)
     }
 }
 
@@ -304,6 +306,8 @@ pub struct Function {
     raw: sys::CUfunction,
     name: Arc<str>,
     cooperative: bool,
+    /// The block shape the kernel's `BlockShape` parameter requires, if it has one.
+    required_block: Option<Dim3>,
     attrs: FunctionAttributes,
     dyn_smem_limit: AtomicU32,
     occupancy: Mutex<Vec<(u32, u32, u32)>>,
@@ -353,6 +357,7 @@ impl Function {
             raw,
             name: Arc::from(name),
             cooperative,
+            required_block: None,
             attrs,
             dyn_smem_limit: AtomicU32::new(dyn_limit),
             occupancy: Mutex::new(Vec::new()),
@@ -471,6 +476,11 @@ impl Function {
     fn check(&self, config: &LaunchConfig) -> Result<()> {
         let info = &self.module.gpu.info;
         let (g, b) = (config.grid, config.block);
+        if let Some(required) = self.required_block
+            && b != required
+        {
+            return Err(Error::BlockShape { kernel: self.name.clone(), required, config: *config });
+        }
         if g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0 {
             return Err(self.invalid(config, "a grid or block dimension is 0".into()));
         }

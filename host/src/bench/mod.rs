@@ -4,6 +4,7 @@
 
 mod atomics;
 mod cg;
+mod kernels;
 mod launch;
 
 use cohort_runtime::{Event, Function, Gpu, LaunchConfig, Module, Stream};
@@ -15,8 +16,9 @@ pub fn run(args: &[String]) -> CliResult {
         Some("launch") => launch::run(&args[1..]),
         Some("cg") => cg::run(&args[1..]),
         Some("atomics") => atomics::run(&args[1..]),
-        Some(other) => Err(CliError::Usage(format!("unknown benchmark `{other}`; try launch, cg or atomics"))),
-        None => Err(CliError::Usage("bench needs a benchmark name: launch, cg, atomics".into())),
+        Some("kernels") => kernels::run(&args[1..]),
+        Some(other) => Err(CliError::Usage(format!("unknown benchmark `{other}`; try launch, cg, atomics or kernels"))),
+        None => Err(CliError::Usage("bench needs a benchmark name: launch, cg, atomics, kernels".into())),
     }
 }
 

@@ -15,4 +15,5 @@ pub mod cg_examples;
 pub mod cg_groups;
 pub mod check;
 pub mod safety;
+pub mod shapes;
 pub mod shared_mem;

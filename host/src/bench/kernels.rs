@@ -1,0 +1,338 @@
+//! `cohort bench kernels`: the classic CUDA kernels (transposes, SGEMMs, a Jacobi stencil),
+//! written with Cohort's safe API, against their CUDA C++ twins (same algorithm, tiles and launch
+//! shape) and cuBLAS for the SGEMMs; every result checked.
+
+use cohort_kernels::PTX;
+use cohort_kernels::classic as k;
+use cohort_runtime::{DeviceBuffer, LaunchConfig, Stream};
+use rand::{Rng, SeedableRng};
+
+use super::{Phase, cuda_twins, launch_twin, median_ms};
+use crate::util::{self, CliError, CliResult, Table};
+
+struct Row {
+    name: String,
+    rust: f64,
+    cpp: f64,
+    /// Bytes (transposes, stencil) or flops (SGEMM) per run.
+    work: f64,
+    unit: &'static str,
+    cublas: Option<f64>,
+}
+
+fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| r.random_range(-1.0f32..1.0)).collect()
+}
+
+fn fail(msg: String) -> CliError {
+    CliError::Failed(msg)
+}
+
+/// Both outputs equal the CPU's transpose of `input` (`rows × cols`), element for element.
+fn check_transpose(input: &[f32], rows: usize, cols: usize, got: &DeviceBuffer<f32>, who: &str) -> CliResult {
+    let got = got.to_vec()?;
+    for r in 0..rows {
+        for c in 0..cols {
+            let (w, g) = (input[r * cols + c], got[c * rows + r]);
+            if w.to_bits() != g.to_bits() {
+                return Err(fail(format!("{who}: out[{c}][{r}] = {g}, CPU says {w}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: &[String]) -> CliResult {
+    util::check_args(args, &["--n", "--gemm", "--steps", "--reps", "--twins-ptx"])?;
+    let n = util::opt_num(args, "--n", 8192)? as usize;
+    let g = util::opt_num(args, "--gemm", 4096)? as usize;
+    let steps = util::opt_num(args, "--steps", 100)? as usize;
+    let reps = util::opt_num(args, "--reps", 15)? as usize;
+    if n % 32 != 0 || g % 128 != 0 || n == 0 || g == 0 || steps == 0 {
+        return Err(CliError::Usage(
+            "--n must be a multiple of 32 and --gemm of 128 (the C++ twins assume whole tiles)".into(),
+        ));
+    }
+    let gpu = util::gpu()?;
+    println!("{}", gpu.info());
+    let module = gpu.load(&PTX)?;
+    let (twins, how) = cuda_twins(&gpu, args)?;
+    println!("CUDA C++ twins: {how}; transposes and stencil {n}²; SGEMM {g}³; median of {reps} runs\n");
+    let s = gpu.stream();
+    let mut rows = Vec::new();
+
+    // --- Transposes ---
+    let input = random(n * n, 1);
+    let d_in = gpu.upload(&input)?;
+    let mut out = gpu.zeroed::<f32>(n * n)?;
+    let tcfg = LaunchConfig::new((n as u32 / 32, n as u32 / 32), (32, 8));
+    let naive = k::transpose_naive::load(&module)?;
+    let tiled = k::transpose_tiled::load(&module)?;
+    let in_ptr = d_in.as_device_ptr().addr();
+    let bytes = 8.0 * (n * n) as f64;
+    for (name, rust, cpp) in [
+        ("transpose 32×8 naive", true, "cpp_transpose_naive"),
+        ("transpose 32×33 shared tile", false, "cpp_transpose_tiled"),
+    ] {
+        out.fill_zero()?;
+        let rust_ms = median_ms(&gpu, 3, reps, |p| match p {
+            Phase::Prep => Ok(()),
+            Phase::Run => {
+                let m = out.as_matrix_mut(n, n)?;
+                if rust { naive.launch(s, tcfg, &d_in, n, n, m) } else { tiled.launch(s, tcfg, &d_in, n, n, m) }
+            }
+        })?;
+        check_transpose(&input, n, n, &out, &format!("Rust {name}"))?;
+        out.fill_zero()?;
+        let f = twins.function(cpp, false)?;
+        let o = out.as_device_ptr().addr();
+        let cpp_ms = median_ms(&gpu, 3, reps, |p| match p {
+            Phase::Prep => Ok(()),
+            // SAFETY: (const float*, size, size, float*) as the twin declares; buffers live.
+            Phase::Run => unsafe { launch_twin(&f, s, tcfg, [in_ptr, n as u64, n as u64, o]) },
+        })?;
+        check_transpose(&input, n, n, &out, &format!("C++ {name}"))?;
+        rows.push(Row { name: format!("{name}, {n}²"), rust: rust_ms, cpp: cpp_ms, work: bytes, unit: "GB/s", cublas: None });
+    }
+    drop((d_in, out));
+
+    // --- SGEMM ---
+    let (a, b) = (random(g * g, 2), random(g * g, 3));
+    let (da, db) = (gpu.upload(&a)?, gpu.upload(&b)?);
+    let mut c_rust = gpu.zeroed::<f32>(g * g)?;
+    let mut c_cpp = gpu.zeroed::<f32>(g * g)?;
+    let mut c_blas = gpu.zeroed::<f32>(g * g)?;
+    let blas = Cublas::new(s)?;
+    let blas_ms = median_ms(&gpu, 3, reps, |p| match p {
+        Phase::Prep => Ok(()),
+        Phase::Run => blas.sgemm_row_major(g, &da, &db, &mut c_blas).map_err(|e| cohort_runtime::Error::Argument(e)),
+    })?;
+    let want = c_blas.to_vec()?;
+    check_gemm_cpu(&a, &b, g, &want, "cuBLAS")?;
+    let flops = 2.0 * (g as f64).powi(3);
+    let (a_ptr, b_ptr) = (da.as_device_ptr().addr(), db.as_device_ptr().addr());
+    let g32 = k::sgemm_tiled32::load(&module)?;
+    let g128 = k::sgemm_128x128::load(&module)?;
+    for (name, big, cpp) in [
+        ("SGEMM 32×32 shared tiles", false, "cpp_sgemm_tiled32"),
+        ("SGEMM 128×128 tile, BK 8, 8×8/thread", true, "cpp_sgemm_128x128"),
+    ] {
+        let cfg = if big {
+            LaunchConfig::new((g as u32 / 128, g as u32 / 128), (16, 16))
+        } else {
+            LaunchConfig::new((g as u32 / 32, g as u32 / 32), (32, 32))
+        };
+        c_rust.fill_zero()?;
+        let rust_ms = median_ms(&gpu, 2, reps, |p| match p {
+            Phase::Prep => Ok(()),
+            Phase::Run => {
+                let m = c_rust.as_matrix_mut(g, g)?;
+                if big { g128.launch(s, cfg, &da, &db, g, g, g, m) } else { g32.launch(s, cfg, &da, &db, g, g, g, m) }
+            }
+        })?;
+        c_cpp.fill_zero()?;
+        let f = twins.function(cpp, false)?;
+        let o = c_cpp.as_device_ptr().addr();
+        let cpp_ms = median_ms(&gpu, 2, reps, |p| match p {
+            Phase::Prep => Ok(()),
+            // SAFETY: (const float*, const float*, size, size, size, float*) as declared.
+            Phase::Run => unsafe { launch_twin(&f, s, cfg, [a_ptr, b_ptr, g as u64, g as u64, g as u64, o]) },
+        })?;
+        let (r, c) = (c_rust.to_vec()?, c_cpp.to_vec()?);
+        check_gemm_cpu(&a, &b, g, &r, &format!("Rust {name}"))?;
+        check_gemm_cpu(&a, &b, g, &c, &format!("C++ {name}"))?;
+        check_close(&r, &want, &format!("Rust {name} vs cuBLAS"))?;
+        let same = r.iter().zip(&c).filter(|(x, y)| x.to_bits() == y.to_bits()).count();
+        println!("{name}: Rust and C++ agree bit for bit on {same} of {} elements", r.len());
+        rows.push(Row {
+            name: format!("{name}, {g}³"),
+            rust: rust_ms,
+            cpp: cpp_ms,
+            work: flops,
+            unit: "GFLOP/s",
+            cublas: Some(blas_ms),
+        });
+    }
+    blas.destroy();
+    drop((da, db, c_rust, c_cpp, c_blas));
+
+    // --- Jacobi ---
+    let u0 = random(n * n, 4);
+    let jr = k::jacobi_step::load(&module)?;
+    let jc = twins.function("cpp_jacobi_step", false)?;
+    let jcfg = LaunchConfig::new((n as u32 / 32, n as u32 / 8), (32, 8));
+    // One step, checked against the CPU element for element.
+    let d0 = gpu.upload(&u0)?;
+    let mut d1 = gpu.zeroed::<f32>(n * n)?;
+    jr.launch(s, jcfg, &d0, n, d1.as_matrix_mut(n, n)?)?;
+    let one = jacobi_cpu(&u0, n);
+    let got = d1.to_vec()?;
+    if let Some(i) = (0..n * n).find(|&i| got[i].to_bits() != one[i].to_bits()) {
+        return Err(fail(format!("Rust Jacobi step: u[{i}] = {}, CPU says {}", got[i], one[i])));
+    }
+    let run_steps = |f: &dyn Fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>) -> cohort_runtime::Result<()>,
+                     x: &mut DeviceBuffer<f32>,
+                     y: &mut DeviceBuffer<f32>|
+     -> cohort_runtime::Result<()> {
+        for i in 0..steps {
+            if i % 2 == 0 { f(x, y)? } else { f(y, x)? }
+        }
+        Ok(())
+    };
+    let rust_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| jr.launch(s, jcfg, x, n, y.as_matrix_mut(n, n)?);
+    let cpp_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
+        let (xp, yp) = (x.as_device_ptr().addr(), y.as_device_ptr().addr());
+        // SAFETY: (const float*, size, float*) as the twin declares; both buffers live.
+        unsafe { launch_twin(&jc, s, jcfg, [xp, n as u64, yp]) }
+    };
+    let mut results = Vec::new();
+    let mut times = Vec::new();
+    for step in [&rust_step as &dyn Fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>) -> _, &cpp_step] {
+        let (mut x, mut y) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
+        let ms = median_ms(&gpu, 1, reps.min(10), |p| match p {
+            Phase::Prep => x.copy_from(&u0),
+            Phase::Run => run_steps(step, &mut x, &mut y),
+        })?;
+        times.push(ms);
+        results.push(if steps % 2 == 0 { x.to_vec()? } else { y.to_vec()? });
+    }
+    if let Some(i) = (0..n * n).find(|&i| results[0][i].to_bits() != results[1][i].to_bits()) {
+        return Err(fail(format!(
+            "Jacobi after {steps} steps: Rust u[{i}] = {}, C++ {}",
+            results[0][i], results[1][i]
+        )));
+    }
+    rows.push(Row {
+        name: format!("Jacobi 5-point, shared tile + halo, {n}², {steps} steps"),
+        rust: times[0],
+        cpp: times[1],
+        work: 8.0 * (n * n) as f64 * steps as f64,
+        unit: "GB/s",
+        cublas: None,
+    });
+
+    println!();
+    let mut t = Table::new(&["kernel (safe Rust vs CUDA C++)", "Rust (Cohort)", "CUDA C++", "Rust / C++ (speed)", "cuBLAS", "Rust / cuBLAS"]);
+    for r in rows {
+        let rate = |ms: f64| r.work / ms / 1e6;
+        let (blas, vs) = match r.cublas {
+            Some(b) => (format!("{:.0} {}", rate(b), r.unit), format!("{:.3}", b / r.rust)),
+            None => ("—".into(), "—".into()),
+        };
+        t.row(vec![
+            r.name,
+            format!("{:.3} ms ({:.0} {})", r.rust, rate(r.rust), r.unit),
+            format!("{:.3} ms ({:.0} {})", r.cpp, rate(r.cpp), r.unit),
+            format!("{:.3}", r.cpp / r.rust),
+            blas,
+            vs,
+        ]);
+    }
+    t.print();
+    println!(
+        "\ntransposes checked element for element against the CPU; SGEMMs at 2048 sampled elements against \
+         f64 CPU dot products and in full against cuBLAS; Jacobi's first step against the CPU, {steps} steps Rust \
+         against C++ bit for bit"
+    );
+    Ok(())
+}
+
+/// One Jacobi step on the CPU, in the kernels' operation order.
+fn jacobi_cpu(u: &[f32], n: usize) -> Vec<f32> {
+    let mut out = u.to_vec();
+    for y in 1..n - 1 {
+        for x in 1..n - 1 {
+            let at = |r: usize, c: usize| u[r * n + c];
+            out[y * n + x] = 0.25 * (at(y - 1, x) + at(y + 1, x) + at(y, x - 1) + at(y, x + 1));
+        }
+    }
+    out
+}
+
+/// 2048 sampled elements of `c` against f64 dot products, within a bound on f32 rounding.
+fn check_gemm_cpu(a: &[f32], b: &[f32], g: usize, c: &[f32], who: &str) -> CliResult {
+    let mut r = rand::rngs::StdRng::seed_from_u64(9);
+    for _ in 0..2048 {
+        let (i, j) = (r.random_range(0..g), r.random_range(0..g));
+        let (mut dot, mut mag) = (0.0f64, 0.0f64);
+        for q in 0..g {
+            let p = a[i * g + q] as f64 * b[q * g + j] as f64;
+            dot += p;
+            mag += p.abs();
+        }
+        let got = c[i * g + j] as f64;
+        // Each of g additions rounds by at most 2^-24 of the running magnitude.
+        let tol = mag * g as f64 * f32::EPSILON as f64 + 1e-6;
+        if (got - dot).abs() > tol {
+            return Err(fail(format!("{who}: C[{i}][{j}] = {got}, CPU says {dot} (tolerance {tol:.2e})")));
+        }
+    }
+    Ok(())
+}
+
+/// `got` and `want` agree within summation-order rounding everywhere (a missing or doubled
+/// term of the dot product is off by far more).
+fn check_close(got: &[f32], want: &[f32], who: &str) -> CliResult {
+    for (i, (x, y)) in got.iter().zip(want).enumerate() {
+        if (x - y).abs() > 1e-2 + 1e-3 * y.abs() {
+            return Err(fail(format!("{who}: C[{i}] = {x}, cuBLAS {y}")));
+        }
+    }
+    Ok(())
+}
+
+/// The cuBLAS handle for the SGEMM ceiling (libcublas loaded at run time).
+struct Cublas {
+    handle: cudarc::cublas::sys::cublasHandle_t,
+}
+
+impl Cublas {
+    fn new(s: &Stream) -> CliResult<Self> {
+        let handle = cudarc::cublas::result::create_handle()
+            .map_err(|e| fail(format!("cuBLAS is not available ({e:?}): add CUDA's lib64 to LD_LIBRARY_PATH")))?;
+        // SAFETY: a live handle and a live stream of the current context.
+        unsafe { cudarc::cublas::result::set_stream(handle, s.cu_stream().cast()) }
+            .map_err(|e| fail(format!("cublasSetStream: {e:?}")))?;
+        Ok(Self { handle })
+    }
+
+    /// Row-major `C = A · B` (`g × g` each): column-major `Cᵀ = Bᵀ · Aᵀ`.
+    fn sgemm_row_major(
+        &self,
+        g: usize,
+        a: &DeviceBuffer<f32>,
+        b: &DeviceBuffer<f32>,
+        c: &mut DeviceBuffer<f32>,
+    ) -> Result<(), String> {
+        use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let gi = g as i32;
+        assert!(a.len() >= g * g && b.len() >= g * g && c.len() >= g * g);
+        // SAFETY: three live device buffers of g² floats each (asserted); host scalars.
+        unsafe {
+            cudarc::cublas::result::sgemm(
+                self.handle,
+                CUBLAS_OP_N,
+                CUBLAS_OP_N,
+                gi,
+                gi,
+                gi,
+                &alpha,
+                b.as_device_ptr().addr() as *const f32,
+                gi,
+                a.as_device_ptr().addr() as *const f32,
+                gi,
+                &beta,
+                c.as_device_ptr().addr() as *mut f32,
+                gi,
+            )
+        }
+        .map_err(|e| format!("cublasSgemm: {e:?}"))
+    }
+
+    fn destroy(self) {
+        // SAFETY: the handle is live and used no more.
+        let _ = unsafe { cudarc::cublas::result::destroy_handle(self.handle) };
+    }
+}
