@@ -21,18 +21,27 @@ pub const ROWS: usize = 8;
 pub fn transpose_naive(
     shape: BlockShape<32, 8>,
     input: &[f32],
-    rows: usize,
-    cols: usize,
+    rows: u32,
+    cols: u32,
     mut out: DisjointMatrix<f32, Transposed<Cyclic<4, 1>>>,
 ) {
     let Some(a) = Matrix::new(input, rows, cols) else { return };
-    let mut mine = out.tile(&shape);
+    let (x, y) = (shape.x() as usize, shape.y() as usize);
+    let (bx, by) = (thread::block_idx_x(), thread::block_idx_y());
+    // The block reads the 32×32 input tile at (by, bx), checked once.
+    let mut v = [0.0f32; TILE / ROWS];
+    cohort::split!(a.window::<TILE, TILE>(by * TILE as u32, bx * TILE as u32), |w| {
+        for (j, v) in v.iter_mut().enumerate() {
+            *v = w.load_or(y + ROWS * j, x, 0.0);
+        }
+    });
     // This thread writes out(row(0), col(j)) = input(col(j), row(0)): one row of `out`, four
-    // columns 8 apart (so it reads four rows of `input` at one column: coalesced reads).
-    for j in 0..TILE / ROWS {
-        let v = a.load_or(mine.col(j), mine.row(0), 0.0);
-        mine.set(0, j, v);
-    }
+    // columns 8 apart (so it read four rows of `input` at one column: coalesced reads).
+    cohort::split!(out.tile(&shape), |mut mine| {
+        for (j, v) in v.iter().enumerate() {
+            mine.set(0, j, *v);
+        }
+    });
 }
 
 cohort::shared! {
@@ -45,23 +54,26 @@ cohort::shared! {
 pub fn transpose_tiled(
     shape: BlockShape<32, 8>,
     input: &[f32],
-    rows: usize,
-    cols: usize,
+    rows: u32,
+    cols: u32,
     mut out: DisjointMatrix<f32, TransposedTiles<Cyclic<4, 1>>>,
 ) {
     let Some(a) = Matrix::new(input, rows, cols) else { return };
     let (x, y) = (shape.x() as usize, shape.y() as usize);
-    let (bx, by) = (thread::block_idx_x() as usize, thread::block_idx_y() as usize);
+    let (bx, by) = (thread::block_idx_x(), thread::block_idx_y());
     let tile = TRANSPOSE_TILE.get();
-    for j in 0..TILE / ROWS {
-        let r = y + ROWS * j;
-        tile.store_at(r, x, a.load_or(by * TILE + r, bx * TILE + x, 0.0));
-    }
+    cohort::split!(a.window::<TILE, TILE>(by * TILE as u32, bx * TILE as u32), |w| {
+        for j in 0..TILE / ROWS {
+            let r = y + ROWS * j;
+            tile.store_at(r, x, w.load_or(r, x, 0.0));
+        }
+    });
     sync_threads();
-    let mut mine = out.tile(&shape);
-    for j in 0..TILE / ROWS {
-        mine.set(j, 0, tile.load_at(x, y + ROWS * j));
-    }
+    cohort::split!(out.tile(&shape), |mut mine| {
+        for j in 0..TILE / ROWS {
+            mine.set(j, 0, tile.load_at(x, y + ROWS * j));
+        }
+    });
 }
 
 cohort::shared! {
@@ -76,21 +88,23 @@ pub fn sgemm_tiled32(
     shape: BlockShape<32, 32>,
     a: &[f32],
     b: &[f32],
-    m: usize,
-    n: usize,
-    k: usize,
+    m: u32,
+    n: u32,
+    k: u32,
     mut c: DisjointMatrix<f32, Cyclic>,
 ) {
     let (Some(a), Some(b)) = (Matrix::new(a, m, k), Matrix::new(b, k, n)) else { return };
     let (x, y) = (shape.x() as usize, shape.y() as usize);
-    let mut mine = c.tile(&shape);
-    let (row, col) = (mine.row(0), mine.col(0));
+    let (m0, n0) = (thread::block_idx_y() * 32, thread::block_idx_x() * 32);
     let (sa, sb) = (GEMM32_A.get(), GEMM32_B.get());
     let mut acc = 0.0f32;
     let mut t = 0;
     while t < k {
-        sa.store_at(y, x, a.load_or(row, t + x, 0.0));
-        sb.store_at(y, x, b.load_or(t + y, col, 0.0));
+        // Two elements per thread per step: `load_or` (a select, no branch) costs less here
+        // than a once-checked window (measured: 0.94 of C++ against 0.73).
+        let (xu, yu) = (x as u32, y as u32);
+        sa.store_at(y, x, a.load_or(m0 + yu, t + xu, 0.0));
+        sb.store_at(y, x, b.load_or(t + yu, n0 + xu, 0.0));
         sync_threads();
         for q in 0..8 {
             let av: [f32; 4] = sa.load_row(y, 4 * q);
@@ -101,7 +115,7 @@ pub fn sgemm_tiled32(
         sync_threads();
         t += 32;
     }
-    mine.set(0, 0, acc);
+    c.tile(&shape).set(0, 0, acc);
 }
 
 /// Block tile of the register-blocked SGEMM (rows of C = columns of C).
@@ -125,15 +139,15 @@ pub fn sgemm_128x128(
     shape: BlockShape<16, 16>,
     a: &[f32],
     b: &[f32],
-    m: usize,
-    n: usize,
-    k: usize,
+    m: u32,
+    n: u32,
+    k: u32,
     mut c: DisjointMatrix<f32, Blocked<TM, TM>>,
 ) {
     let (Some(a), Some(b)) = (Matrix::new(a, m, k), Matrix::new(b, k, n)) else { return };
     let (x, y) = (shape.x() as usize, shape.y() as usize);
     let rank = shape.rank() as usize;
-    let (m0, n0) = (thread::block_idx_y() as usize * BM, thread::block_idx_x() as usize * BM);
+    let (m0, n0) = (thread::block_idx_y() * BM as u32, thread::block_idx_x() * BM as u32);
     let (sa, sb) = (GEMM128_A.get(), GEMM128_B.get());
     // Which elements this thread loads: A rows rank/8 + 32i, column rank%8; B row rank/128 +
     // 2i, column rank%128.
@@ -142,35 +156,36 @@ pub fn sgemm_128x128(
     let mut acc = [[0.0f32; TM]; TM];
     let mut t = 0;
     while t < k {
-        for i in 0..4 {
-            sa.store_at(ac, ar + 32 * i, a.load_or(m0 + ar + 32 * i, t + ac, 0.0));
-        }
-        for i in 0..4 {
-            sb.store_at(br + 2 * i, bc, b.load_or(t + br + 2 * i, n0 + bc, 0.0));
-        }
+        cohort::split!(a.window::<BM, BK>(m0, t), |w| {
+            for i in 0..4 {
+                sa.store_at(ac, ar + 32 * i, w.load_or(ar + 32 * i, ac, 0.0));
+            }
+        });
+        cohort::split!(b.window::<BK, BM>(t, n0), |w| {
+            for i in 0..4 {
+                sb.store_at(br + 2 * i, bc, w.load_or(br + 2 * i, bc, 0.0));
+            }
+        });
         sync_threads();
-        for q in 0..BK {
+        unroll::<BK>(|q| {
             let a0: [f32; 4] = sa.load_row(q, y * TM);
             let a1: [f32; 4] = sa.load_row(q, y * TM + 4);
             let b0: [f32; 4] = sb.load_row(q, x * TM);
             let b1: [f32; 4] = sb.load_row(q, x * TM + 4);
             let av = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
             let bv = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
-            for i in 0..TM {
-                for j in 0..TM {
-                    acc[i][j] += av[i] * bv[j];
-                }
-            }
-        }
+            unroll::<TM>(|i| unroll::<TM>(|j| acc[i][j] += av[i] * bv[j]));
+        });
         sync_threads();
-        t += BK;
+        t += BK as u32;
     }
-    let mut mine = c.tile(&shape);
-    for (i, row) in acc.iter().enumerate() {
-        for (j, v) in row.iter().enumerate() {
-            mine.set(i, j, *v);
-        }
-    }
+    cohort::split!(c.tile(&shape), |mut mine| {
+        unroll::<TM>(|i| {
+            unroll::<TM>(|j| {
+                mine.set(i, j, acc[i][j]);
+            })
+        })
+    });
 }
 
 /// Block of the Jacobi stencil: 32 × 8 threads, one point each.
@@ -187,11 +202,11 @@ cohort::shared! {
 /// interior points become the mean of their four neighbours (read through a shared tile with a
 /// one-point halo), boundary points are copied.
 #[kernel]
-pub fn jacobi_step(shape: BlockShape<32, 8>, u: &[f32], n: usize, mut out: DisjointMatrix<f32, Cyclic>) {
+pub fn jacobi_step(shape: BlockShape<32, 8>, u: &[f32], n: u32, mut out: DisjointMatrix<f32, Cyclic>) {
     let Some(g) = Matrix::new(u, n, n) else { return };
     let (x, y) = (shape.x() as usize, shape.y() as usize);
-    let mut mine = out.tile(&shape);
-    let (gy, gx) = (mine.row(0), mine.col(0));
+    let (by, bx) = (thread::block_idx_y(), thread::block_idx_x());
+    let (gy, gx) = (by * JY as u32 + y as u32, bx * JX as u32 + x as u32);
     let tile = JACOBI_TILE.get();
     let centre = g.load_or(gy, gx, 0.0);
     tile.store_at(y + 1, x + 1, centre);
@@ -216,5 +231,5 @@ pub fn jacobi_step(shape: BlockShape<32, 8>, u: &[f32], n: usize, mut out: Disjo
     } else {
         0.25 * (tile.load_at(y, x + 1) + tile.load_at(y + 2, x + 1) + tile.load_at(y + 1, x) + tile.load_at(y + 1, x + 2))
     };
-    mine.set(0, 0, v);
+    cohort::split!(out.tile(&shape), |mut mine| mine.set(0, 0, v));
 }

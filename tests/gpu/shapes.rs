@@ -107,21 +107,22 @@ fn reads(c: &Ctx) -> TestResult {
     let kern = k::matrix_reads::load(&c.tests).ctx("load")?;
     let s = c.gpu.new_stream().ctx("stream")?;
     let (dd, da) = (c.gpu.upload(&data).ctx("up")?, c.gpu.upload(&at).ctx("up")?);
-    let mut out = c.gpu.upload(&vec![[f32::NAN; 3]; at.len()]).ctx("alloc")?;
+    let mut out = c.gpu.upload(&vec![[f32::NAN; 4]; at.len()]).ctx("alloc")?;
     kern.launch(&s, LaunchConfig::for_elements(at.len(), 128), &dd, rows, cols, &da, &mut out).ctx("launch")?;
-    let want: Vec<[f32; 3]> = at
+    let at_or = |r: usize, c: usize| if r < rows && c < cols { data[r * cols + c] } else { -1.0 };
+    let want: Vec<[f32; 4]> = at
         .iter()
         .map(|&[r, c]| {
             let (r, c) = (r as usize, c as usize);
-            let v = if r < rows && c < cols { data[r * cols + c] } else { -1.0 };
-            let w = if r < 4 && c < 4 { data[(1 + r) * cols + 2 + c] } else { -2.0 };
-            [v, v, w]
+            let v = at_or(r, c);
+            let (w, e) = if r < 4 && c < 4 { (data[(1 + r) * cols + 2 + c], at_or(7 + r, 5 + c)) } else { (-2.0, -2.0) };
+            [v, v, w, e]
         })
         .collect();
-    check_all("load_or, get, window", &out.to_vec().ctx("read")?, &want)?;
+    check_all("load_or, get, full and edge windows", &out.to_vec().ctx("read")?, &want)?;
     // A matrix its slice cannot hold is `None` (-3 everywhere).
     kern.launch(&s, LaunchConfig::for_elements(at.len(), 128), &dd, rows + 1, cols, &da, &mut out).ctx("launch")?;
-    check_all("too small a slice", &out.to_vec().ctx("read")?, &vec![[-3.0; 3]; at.len()])
+    check_all("too small a slice", &out.to_vec().ctx("read")?, &vec![[-3.0; 4]; at.len()])
 }
 
 fn contraction(c: &Ctx) -> TestResult {
@@ -240,9 +241,9 @@ fn classic(c: &Ctx) -> TestResult {
         let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
         let m = out.as_matrix_mut(cols, rows).ctx("matrix")?;
         if tiled {
-            ck::transpose_tiled::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rows, cols, m)
+            ck::transpose_tiled::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rows as u32, cols as u32, m)
         } else {
-            ck::transpose_naive::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rows, cols, m)
+            ck::transpose_naive::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rows as u32, cols as u32, m)
         }
         .ctx("launch")?;
         let got = out.to_vec().ctx("read")?;
@@ -262,10 +263,10 @@ fn classic(c: &Ctx) -> TestResult {
         let mm = out.as_matrix_mut(m, n).ctx("matrix")?;
         if big {
             let cfg = LaunchConfig::new((n.div_ceil(128) as u32, m.div_ceil(128) as u32), (16, 16));
-            ck::sgemm_128x128::load(&c.module).ctx("load")?.launch(&s, cfg, &da, &db, m, n, kk, mm)
+            ck::sgemm_128x128::load(&c.module).ctx("load")?.launch(&s, cfg, &da, &db, m as u32, n as u32, kk as u32, mm)
         } else {
             let cfg = LaunchConfig::new((n.div_ceil(32) as u32, m.div_ceil(32) as u32), (32, 32));
-            ck::sgemm_tiled32::load(&c.module).ctx("load")?.launch(&s, cfg, &da, &db, m, n, kk, mm)
+            ck::sgemm_tiled32::load(&c.module).ctx("load")?.launch(&s, cfg, &da, &db, m as u32, n as u32, kk as u32, mm)
         }
         .ctx("launch")?;
         let got = out.to_vec().ctx("read")?;
@@ -279,7 +280,7 @@ fn classic(c: &Ctx) -> TestResult {
     let du = c.gpu.upload(&u).ctx("up")?;
     let mut out = c.gpu.upload(&vec![f32::NAN; nn * nn]).ctx("alloc")?;
     let cfg = LaunchConfig::new((nn.div_ceil(32) as u32, nn.div_ceil(8) as u32), (32, 8));
-    ck::jacobi_step::load(&c.module).ctx("load")?.launch(&s, cfg, &du, nn, out.as_matrix_mut(nn, nn).ctx("m")?).ctx("launch")?;
+    ck::jacobi_step::load(&c.module).ctx("load")?.launch(&s, cfg, &du, nn as u32, out.as_matrix_mut(nn, nn).ctx("m")?).ctx("launch")?;
     let mut want = u.clone();
     for y in 1..nn - 1 {
         for x in 1..nn - 1 {

@@ -77,10 +77,12 @@ pub mod shared;
 pub mod slice;
 pub mod sync;
 pub mod thread;
+mod unroll;
 pub mod vec;
 
 pub use cohort_macros::{DeviceCopy, contract, kernel};
 pub use copy::DeviceCopy;
+pub use unroll::unroll;
 
 /// What kernels usually need: `use cohort::prelude::*;`.
 pub mod prelude {
@@ -94,5 +96,5 @@ pub mod prelude {
     pub use crate::slice::{AppendSlice, DisjointSlice, GridVec, PerBlock, PerThread, PerTile, ThreadIndex};
     pub use crate::sync::{Scope, sync_threads};
     pub use crate::thread::{self, Dim3};
-    pub use crate::{DeviceCopy, kernel, printf, shared};
+    pub use crate::{DeviceCopy, kernel, printf, shared, unroll};
 }

@@ -4,7 +4,8 @@
 //! | CUDA C++ | Cohort |
 //! |---|---|
 //! | `(r < rows && c < cols) ? a[r * cols + c] : 0` | [`Matrix::load_or`]`(r, c, 0)` (a clamped address and a select: no branch) |
-//! | `a[(r0 + i) * cols + c0 + j]` in a tile known to be inside | [`Matrix::window`]`::<R, C>(r0, c0)` (one check) then [`Window::get`]`(i, j)` |
+//! | `unsigned` index arithmetic | `Matrix<T, u32>` ([`MatrixIndex`]; `new` checks that every offset fits) |
+//! | a block's tile `a[(r0 + i) * cols + c0 + j]` | [`Matrix::window`]`::<R, C>(r0, c0)` (checked once), then [`Window::load_or`]`(i, j, 0)`: unchecked inside, checked at the edge |
 //! | `out[row * cols + col] = v` (the thread's own element of a 2-D grid) | `DisjointMatrix<T, Cyclic>`: `out.tile(&shape).set(0, 0, v)` |
 //! | `out[col * rows + row] = v` (transposed position) | `DisjointMatrix<T, Transposed<Cyclic>>` |
 //! | a block's tile of C, `TM × TN` per thread | `DisjointMatrix<T, Blocked<TM, TN>>` |
@@ -25,29 +26,90 @@ use crate::shape::BlockShape;
 
 // --- Reading ------------------------------------------------------------------------------
 
-/// A read-only `rows × cols` row-major view of a slice (row `r` starts at `r * cols`).
-#[derive(Debug)]
-pub struct Matrix<'a, T> {
-    data: &'a [T],
-    rows: usize,
-    cols: usize,
+/// The index type of a [`Matrix`]: `usize` (any size), or `u32` (CUDA C++'s `unsigned`: index
+/// arithmetic in 32 bits, one instruction where `usize` takes two to four — for matrices of at
+/// most `u32::MAX` elements, which [`Matrix::new`] checks).
+pub trait MatrixIndex: Copy + Ord + core::fmt::Debug + index_sealed::Sealed + 'static {
+    /// 0.
+    const ZERO: Self;
+    /// The value as a `usize` (lossless).
+    fn to_usize(self) -> usize;
+    /// `v` if it fits.
+    fn from_usize(v: usize) -> Option<Self>;
+    /// `v` cut to this type (for values already known to fit).
+    fn truncate(v: usize) -> Self;
+    /// Wrapping `self * o + p`.
+    fn mul_add_wrapping(self, o: Self, p: Self) -> Self;
+    /// Wrapping `self + o`.
+    fn add_wrapping(self, o: Self) -> Self;
+    /// `self - o` (callers ensure `o <= self`).
+    fn sub(self, o: Self) -> Self;
 }
 
-impl<T> Clone for Matrix<'_, T> {
+mod index_sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for usize {}
+}
+
+macro_rules! matrix_index {
+    ($($t:ty),*) => {$(
+        impl MatrixIndex for $t {
+            const ZERO: Self = 0;
+            #[inline(always)]
+            fn to_usize(self) -> usize {
+                self as usize
+            }
+            #[inline(always)]
+            fn from_usize(v: usize) -> Option<Self> {
+                <$t>::try_from(v).ok()
+            }
+            #[inline(always)]
+            fn truncate(v: usize) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn mul_add_wrapping(self, o: Self, p: Self) -> Self {
+                self.wrapping_mul(o).wrapping_add(p)
+            }
+            #[inline(always)]
+            fn add_wrapping(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            #[inline(always)]
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
+        }
+    )*};
+}
+matrix_index!(u32, usize);
+
+/// A read-only `rows × cols` row-major view of a slice (row `r` starts at `r * cols`), indexed
+/// by `I` (`usize`, or `u32` for 32-bit index arithmetic as CUDA C++ does with `unsigned`).
+#[derive(Debug)]
+pub struct Matrix<'a, T, I: MatrixIndex = usize> {
+    data: &'a [T],
+    rows: I,
+    cols: I,
+}
+
+impl<T, I: MatrixIndex> Clone for Matrix<'_, T, I> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<T> Copy for Matrix<'_, T> {}
+impl<T, I: MatrixIndex> Copy for Matrix<'_, T, I> {}
 
-impl<'a, T> Matrix<'a, T> {
-    /// Views `data` as `rows × cols`; `None` if it has fewer than `rows * cols` elements, or
-    /// none at all (so that [`load_or`](Self::load_or) always has an element to read).
+impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
+    /// Views `data` as `rows × cols`; `None` if it has fewer than `rows * cols` elements, none
+    /// at all (so that [`load_or`](Self::load_or) always has an element to read), or more than
+    /// `I` can count (so that no offset inside overflows `I`).
     #[inline(always)]
     #[must_use]
-    pub fn new(data: &'a [T], rows: usize, cols: usize) -> Option<Self> {
-        match rows.checked_mul(cols) {
-            Some(n) if n <= data.len() && !data.is_empty() => Some(Self { data, rows, cols }),
+    pub fn new(data: &'a [T], rows: I, cols: I) -> Option<Self> {
+        match rows.to_usize().checked_mul(cols.to_usize()) {
+            Some(n) if n <= data.len() && !data.is_empty() && I::from_usize(n).is_some() => Some(Self { data, rows, cols }),
             _ => None,
         }
     }
@@ -55,24 +117,25 @@ impl<'a, T> Matrix<'a, T> {
     /// Rows.
     #[inline(always)]
     #[must_use]
-    pub const fn rows(&self) -> usize {
+    pub fn rows(&self) -> I {
         self.rows
     }
 
     /// Columns (and the row stride).
     #[inline(always)]
     #[must_use]
-    pub const fn cols(&self) -> usize {
+    pub fn cols(&self) -> I {
         self.cols
     }
 
     /// Element `(r, c)`, or `None` outside the matrix.
     #[inline(always)]
     #[must_use]
-    pub fn get(&self, r: usize, c: usize) -> Option<&'a T> {
+    pub fn get(&self, r: I, c: I) -> Option<&'a T> {
         if r < self.rows && c < self.cols {
-            // SAFETY: r * cols + c < rows * cols <= len.
-            Some(unsafe { self.data.get_unchecked(r * self.cols + c) })
+            // SAFETY: r * cols + c < rows * cols <= len, computed without overflow (rows * cols
+            // fits `I`, checked by `new`).
+            Some(unsafe { self.data.get_unchecked(r.mul_add_wrapping(self.cols, c).to_usize()) })
         } else {
             None
         }
@@ -83,67 +146,195 @@ impl<'a, T> Matrix<'a, T> {
     /// result — so the loads of a tile issue back to back, as unchecked C++ loads do.
     #[inline(always)]
     #[must_use]
-    pub fn load_or(&self, r: usize, c: usize, default: T) -> T
+    pub fn load_or(&self, r: I, c: I, default: T) -> T
     where
         T: Copy,
     {
         let inside = (r < self.rows) & (c < self.cols);
-        let i = if inside { r * self.cols + c } else { 0 };
-        // SAFETY: `i < rows * cols <= len` when inside, else 0 < len (`new` refuses empty data).
-        let v = unsafe { *self.data.get_unchecked(i) };
+        let i = if inside { r.mul_add_wrapping(self.cols, c) } else { I::ZERO };
+        // SAFETY: `i < rows * cols <= len` when inside (no overflow: `new`), else 0 < len
+        // (`new` refuses empty data).
+        let v = unsafe { *self.data.get_unchecked(i.to_usize()) };
         if inside { v } else { default }
     }
 
-    /// The `R × C` window whose top-left element is `(r0, c0)`, if it lies wholly inside the
-    /// matrix: one check here, none in [`Window::get`] for indices LLVM can bound.
+    /// The `R × C` window whose top-left element is `(r0, c0)`: the part of the matrix one
+    /// block reads. Whether it lies wholly inside the matrix is checked here, once;
+    /// [`Window::split`] (or [`split!`](crate::split)) then gives a [`FullWindow`] that reads
+    /// without checks, and a window at the edge reads through [`load_or`](Self::load_or).
+    /// `r0` and `c0` may be "negative" (wrapped): a halo above or left of the matrix.
     #[inline(always)]
     #[must_use]
-    pub fn window<const R: usize, const C: usize>(&self, r0: usize, c0: usize) -> Option<Window<'a, T, R, C>> {
-        let rows_ok = r0 <= self.rows && R <= self.rows - r0;
-        let cols_ok = c0 <= self.cols && C <= self.cols - c0;
-        if rows_ok && cols_ok && R > 0 && C > 0 {
-            // SAFETY: (r0, c0) is inside (R, C >= 1), so the offset is in bounds.
-            let ptr = unsafe { self.data.as_ptr().add(r0 * self.cols + c0) };
-            Some(Window { ptr, cols: self.cols, _life: PhantomData })
-        } else {
-            None
-        }
+    pub fn window<const R: usize, const C: usize>(&self, r0: I, c0: I) -> Window<'a, T, R, C, I> {
+        let fits = |start: I, len: I, want: usize| match I::from_usize(want) {
+            Some(w) => start <= len && w <= len.sub(start),
+            None => false,
+        };
+        let full = R > 0 && C > 0 && fits(r0, self.rows, R) && fits(c0, self.cols, C);
+        Window { m: *self, r0, c0, full }
     }
 }
 
-/// An `R × C` window of a [`Matrix`], known to lie inside it.
+/// An `R × C` window of a [`Matrix`] at `(r0, c0)` (made by [`Matrix::window`]).
 #[derive(Debug)]
-pub struct Window<'a, T, const R: usize, const C: usize> {
-    ptr: *const T,
-    cols: usize,
-    _life: PhantomData<&'a [T]>,
+pub struct Window<'a, T, const R: usize, const C: usize, I: MatrixIndex = usize> {
+    m: Matrix<'a, T, I>,
+    r0: I,
+    c0: I,
+    full: bool,
 }
 
-impl<T, const R: usize, const C: usize> Clone for Window<'_, T, R, C> {
+impl<T, const R: usize, const C: usize, I: MatrixIndex> Clone for Window<'_, T, R, C, I> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<T, const R: usize, const C: usize> Copy for Window<'_, T, R, C> {}
+impl<T, const R: usize, const C: usize, I: MatrixIndex> Copy for Window<'_, T, R, C, I> {}
 
-impl<'a, T, const R: usize, const C: usize> Window<'a, T, R, C> {
-    /// Element `(i, j)` of the window.
+impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> Window<'a, T, R, C, I> {
+    /// Whether the whole window lies inside the matrix.
+    #[inline(always)]
+    #[must_use]
+    pub const fn is_full(&self) -> bool {
+        self.full
+    }
+
+    /// Element `(i, j)` of the window (matrix element `(r0 + i, c0 + j)`), or `None` outside
+    /// the matrix.
     ///
     /// # Panics
-    /// If `i >= R` or `j >= C` — a comparison with constants, which LLVM removes wherever the
-    /// indices are known to be in range (a [`BlockShape`] index, an unrolled loop counter).
+    /// If `i >= R` or `j >= C`.
     #[inline(always)]
     #[must_use]
     #[track_caller]
-    pub fn get(&self, i: usize, j: usize) -> T
+    pub fn get(&self, i: usize, j: usize) -> Option<&'a T> {
+        assert!(i < R && j < C, "matrix window index out of bounds");
+        self.m.get(self.r0.add_wrapping(I::truncate(i)), self.c0.add_wrapping(I::truncate(j)))
+    }
+
+    /// Element `(i, j)` of the window, or `default` outside the matrix ([`Matrix::load_or`]:
+    /// for the check-free read of a full window, [`split`](Self::split) it).
+    ///
+    /// # Panics
+    /// If `i >= R` or `j >= C` (constants: the check folds away for indices LLVM can bound).
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn load_or(&self, i: usize, j: usize, default: T) -> T
     where
         T: Copy,
     {
         assert!(i < R && j < C, "matrix window index out of bounds");
-        // SAFETY: the window lies inside the matrix (checked by `Matrix::window`) and (i, j)
-        // inside the window, so the element is inside the borrowed slice.
-        unsafe { *self.ptr.add(i * self.cols + j) }
+        // Wrapping: a window may start before the matrix (a halo at row -1); such elements are
+        // far outside, and read as `default`. (`i < R` fits `I`: `R` is small or the window
+        // is not full and every element goes through the checks.)
+        self.m.load_or(self.r0.add_wrapping(I::truncate(i)), self.c0.add_wrapping(I::truncate(j)), default)
     }
+
+    /// The window as a [`FullWindow`] (no checks) if it lies wholly inside the matrix, else
+    /// itself: see [`split!`](crate::split) for code that handles both with one body.
+    #[inline(always)]
+    #[must_use]
+    pub fn split(self) -> Split<FullWindow<'a, T, R, C, I>, Self> {
+        if self.full {
+            // SAFETY: full: (r0, c0) is inside, so its offset (< rows * cols, no overflow in
+            // `I`) is in bounds.
+            let ptr = unsafe { self.m.data.as_ptr().add(self.r0.mul_add_wrapping(self.m.cols, self.c0).to_usize()) };
+            Split::Full(FullWindow { ptr, cols: self.m.cols, _life: PhantomData })
+        } else {
+            Split::Edge(self)
+        }
+    }
+}
+
+/// An `R × C` window known to lie inside its matrix: reads without checks (but the constant
+/// one on `(i, j)`, which LLVM removes for indices it can bound).
+#[derive(Debug)]
+pub struct FullWindow<'a, T, const R: usize, const C: usize, I: MatrixIndex = usize> {
+    ptr: *const T,
+    cols: I,
+    _life: PhantomData<&'a [T]>,
+}
+
+impl<T, const R: usize, const C: usize, I: MatrixIndex> Clone for FullWindow<'_, T, R, C, I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const R: usize, const C: usize, I: MatrixIndex> Copy for FullWindow<'_, T, R, C, I> {}
+
+impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullWindow<'a, T, R, C, I> {
+    /// The offset of `(i, j)` from the window's corner: `i * cols + j`, in `I` (it is less
+    /// than the matrix's element count, which fits `I`).
+    #[inline(always)]
+    fn offset(&self, i: usize, j: usize) -> usize {
+        I::truncate(i).mul_add_wrapping(self.cols, I::truncate(j)).to_usize()
+    }
+
+    /// Element `(i, j)` of the window.
+    ///
+    /// # Panics
+    /// If `i >= R` or `j >= C`.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn get(&self, i: usize, j: usize) -> Option<&'a T> {
+        assert!(i < R && j < C, "matrix window index out of bounds");
+        // SAFETY: the window lies inside the matrix (how `split` made this), (i, j) inside it.
+        Some(unsafe { &*self.ptr.add(self.offset(i, j)) })
+    }
+
+    /// Element `(i, j)` of the window (`_default` is never needed: the signature matches
+    /// [`Window::load_or`], so one [`split!`](crate::split) body serves both).
+    ///
+    /// # Panics
+    /// If `i >= R` or `j >= C`.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn load_or(&self, i: usize, j: usize, _default: T) -> T
+    where
+        T: Copy,
+    {
+        assert!(i < R && j < C, "matrix window index out of bounds");
+        // SAFETY: as in `get`.
+        unsafe { *self.ptr.add(self.offset(i, j)) }
+    }
+}
+
+/// Either the fast, check-free form of a view (`Full`) or the checked one (`Edge`): what
+/// [`Window::split`] and [`ThreadTile::split`] return.
+#[derive(Debug)]
+pub enum Split<F, E> {
+    /// Wholly inside the matrix.
+    Full(F),
+    /// At its edge: every access checked.
+    Edge(E),
+}
+
+/// Runs one body on the check-free form of a view when it lies wholly inside its matrix, and on
+/// the checked form at the edge: the check is made once (per block or thread), and the common
+/// path is compiled without any. The body is expanded twice, once for each form (both have the
+/// same methods: `load_or`/`get` for windows, `set`/`get_mut` for thread tiles).
+///
+/// ```
+/// # use cohort::prelude::*;
+/// # fn f(a: Matrix<'_, f32>, tile: SharedArray<[f32; 33], 32>, x: usize, y: usize, by: usize, bx: usize) {
+/// cohort::split!(a.window::<32, 32>(by * 32, bx * 32), |w| {
+///     for j in 0..4 {
+///         tile.store_at(y + 8 * j, x, w.load_or(y + 8 * j, x, 0.0));
+///     }
+/// });
+/// # }
+/// ```
+#[macro_export]
+macro_rules! split {
+    ($view:expr, |$p:pat_param| $body:expr) => {
+        match ($view).split() {
+            $crate::matrix::Split::Full($p) => $body,
+            $crate::matrix::Split::Edge($p) => $body,
+        }
+    };
 }
 
 // --- Writing ------------------------------------------------------------------------------
@@ -360,19 +551,81 @@ impl<T, L: Layout> ThreadTile<'_, T, L> {
     }
 
     /// Writes `value` to this thread's element `(k, l)`; `false` (nothing written) if it lies
-    /// outside the matrix.
+    /// outside the matrix. In a full tile ([`is_full`](Self::is_full), checked once) the write
+    /// has no check but the constant one on `(k, l)`.
     ///
     /// # Panics
     /// As [`get_mut`](Self::get_mut).
     #[inline(always)]
     #[track_caller]
     pub fn set(&mut self, k: usize, l: usize, value: T) -> bool {
-        match self.get_mut(k, l) {
-            Some(slot) => {
-                *slot = value;
-                true
-            }
-            None => false,
+        assert!(k < L::KR && l < L::KC, "thread tile index out of bounds");
+        let (r, c) = (self.row(k), self.col(l));
+        if self.full || ((r < self.rows) & (c < self.cols)) {
+            // SAFETY: as in `get_mut`: inside the matrix, and this thread's alone.
+            unsafe { self.ptr.as_ptr().add(r * self.cols + c).write(value) };
+            true
+        } else {
+            false
         }
     }
 }
+
+impl<'m, T, L: Layout> ThreadTile<'m, T, L> {
+    /// This thread's tile as a [`FullTile`] (writes without checks) if it lies wholly inside the
+    /// matrix, else itself: see [`split!`](crate::split).
+    #[inline(always)]
+    #[must_use]
+    pub fn split(self) -> Split<FullTile<'m, T, L>, Self> {
+        if self.full {
+            // SAFETY: full: (r0, c0) is inside the matrix, so the offset is in bounds.
+            let ptr = unsafe { self.ptr.as_ptr().add(self.r0 * self.cols + self.c0) };
+            Split::Full(FullTile { ptr, row_step: self.dr * self.cols, dc: self.dc, _life: PhantomData })
+        } else {
+            Split::Edge(self)
+        }
+    }
+}
+
+/// A thread's tile known to lie inside its matrix: writes without checks (but the constant one
+/// on `(k, l)`).
+#[derive(Debug)]
+pub struct FullTile<'m, T, L: Layout> {
+    /// This thread's element (0, 0).
+    ptr: *mut T,
+    /// Elements from one of its rows to the next (`dr * cols`).
+    row_step: usize,
+    dc: usize,
+    _life: PhantomData<(&'m mut [T], L)>,
+}
+
+impl<T, L: Layout> FullTile<'_, T, L> {
+    /// This thread's element `(k, l)`.
+    ///
+    /// # Panics
+    /// If `k >= L::KR` or `l >= L::KC`.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn get_mut(&mut self, k: usize, l: usize) -> Option<&mut T> {
+        assert!(k < L::KR && l < L::KC, "thread tile index out of bounds");
+        // SAFETY: the whole tile lies inside the matrix (how `split` made this) and is this
+        // thread's alone (the layout); `&mut self` keeps one reference at a time.
+        Some(unsafe { &mut *self.ptr.add(k * self.row_step + l * self.dc) })
+    }
+
+    /// Writes this thread's element `(k, l)`; always `true` (the signature matches
+    /// [`ThreadTile::set`], so one [`split!`](crate::split) body serves both).
+    ///
+    /// # Panics
+    /// If `k >= L::KR` or `l >= L::KC`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn set(&mut self, k: usize, l: usize, value: T) -> bool {
+        assert!(k < L::KR && l < L::KC, "thread tile index out of bounds");
+        // SAFETY: as in `get_mut`.
+        unsafe { self.ptr.add(k * self.row_step + l * self.dc).write(value) };
+        true
+    }
+}
+

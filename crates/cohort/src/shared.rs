@@ -453,7 +453,7 @@ unsafe fn ld_v4_b32(addr: u32) -> [u32; 4] {
         core::arch::asm!(
             "ld.shared.v4.b32 {{{0}, {1}, {2}, {3}}}, [{4}];",
             out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg32) addr,
-            options(pure, readonly, nostack)
+            options(readonly, nostack)
         )
     };
     [a, b, c, d]

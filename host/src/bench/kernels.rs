@@ -80,7 +80,8 @@ pub fn run(args: &[String]) -> CliResult {
             Phase::Prep => Ok(()),
             Phase::Run => {
                 let m = out.as_matrix_mut(n, n)?;
-                if rust { naive.launch(s, tcfg, &d_in, n, n, m) } else { tiled.launch(s, tcfg, &d_in, n, n, m) }
+                let nn = n as u32;
+                if rust { naive.launch(s, tcfg, &d_in, nn, nn, m) } else { tiled.launch(s, tcfg, &d_in, nn, nn, m) }
             }
         })?;
         check_transpose(&input, n, n, &out, &format!("Rust {name}"))?;
@@ -128,7 +129,8 @@ pub fn run(args: &[String]) -> CliResult {
             Phase::Prep => Ok(()),
             Phase::Run => {
                 let m = c_rust.as_matrix_mut(g, g)?;
-                if big { g128.launch(s, cfg, &da, &db, g, g, g, m) } else { g32.launch(s, cfg, &da, &db, g, g, g, m) }
+                let gg = g as u32;
+                if big { g128.launch(s, cfg, &da, &db, gg, gg, gg, m) } else { g32.launch(s, cfg, &da, &db, gg, gg, gg, m) }
             }
         })?;
         c_cpp.fill_zero()?;
@@ -165,7 +167,7 @@ pub fn run(args: &[String]) -> CliResult {
     // One step, checked against the CPU element for element.
     let d0 = gpu.upload(&u0)?;
     let mut d1 = gpu.zeroed::<f32>(n * n)?;
-    jr.launch(s, jcfg, &d0, n, d1.as_matrix_mut(n, n)?)?;
+    jr.launch(s, jcfg, &d0, n as u32, d1.as_matrix_mut(n, n)?)?;
     let one = jacobi_cpu(&u0, n);
     let got = d1.to_vec()?;
     if let Some(i) = (0..n * n).find(|&i| got[i].to_bits() != one[i].to_bits()) {
@@ -180,7 +182,7 @@ pub fn run(args: &[String]) -> CliResult {
         }
         Ok(())
     };
-    let rust_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| jr.launch(s, jcfg, x, n, y.as_matrix_mut(n, n)?);
+    let rust_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| jr.launch(s, jcfg, x, n as u32, y.as_matrix_mut(n, n)?);
     let cpp_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
         let (xp, yp) = (x.as_device_ptr().addr(), y.as_device_ptr().addr());
         // SAFETY: (const float*, size, float*) as the twin declares; both buffers live.

@@ -54,23 +54,27 @@ pub fn shaped_ranks(shape: BlockShape<32, 4>, mut out: DisjointSlice<u32>) {
     out.set(&i, (shape.x() << 16) | (shape.y() << 8) | shape.rank());
 }
 
-/// `out[i] = m.load_or(r, c, -1)` for the `(r, c)` pairs in `at` (some outside), and the same
-/// through a window at `(1, 2)` of 4 × 4 where the window fits, `-2` where it does not.
+/// `out[i]` for the `(r, c)` pairs in `at` (some outside): `m.load_or(r, c, -1)`, `m.get`, the
+/// element `(r, c)` of a full 4 × 4 window at `(1, 2)` (`-2` past the window), and of a window at
+/// `(7, 5)` that runs off the matrix (`load_or`, `-1` outside the matrix, `-2` past the window).
 #[kernel]
-pub fn matrix_reads(data: &[f32], rows: usize, cols: usize, at: &[[u32; 2]], mut out: DisjointSlice<[f32; 3]>) {
+pub fn matrix_reads(data: &[f32], rows: usize, cols: usize, at: &[[u32; 2]], mut out: DisjointSlice<[f32; 4]>) {
     let i = thread::index_1d();
     let Some(&[r, c]) = at.get(*i) else { return };
     let (r, c) = (r as usize, c as usize);
     let Some(m) = Matrix::new(data, rows, cols) else {
-        out.set(&i, [-3.0; 3]);
+        out.set(&i, [-3.0; 4]);
         return;
     };
     let got = m.get(r, c).copied().unwrap_or(-1.0);
-    let w = match m.window::<4, 4>(1, 2) {
-        Some(w) if r < 4 && c < 4 => w.get(r, c),
-        _ => -2.0,
+    let (inner, edge) = (m.window::<4, 4>(1, 2), m.window::<4, 4>(7, 5));
+    let (w, e) = if r < 4 && c < 4 {
+        (inner.get(r, c).copied().unwrap_or(-4.0), edge.load_or(r, c, -1.0))
+    } else {
+        (-2.0, -2.0)
     };
-    out.set(&i, [m.load_or(r, c, -1.0), got, w]);
+    let full = if inner.is_full() && !edge.is_full() { 0.0 } else { -5.0 };
+    out.set(&i, [m.load_or(r, c, -1.0), got, w + full, e]);
 }
 
 /// Six contracted forms for `f32` and `f64`, and integer arithmetic through the same rewrite
