@@ -108,9 +108,7 @@ pub fn sgemm_tiled32(
         sync_threads();
         for q in 0..8 {
             let av: [f32; 4] = sa.load_row(y, 4 * q);
-            for i in 0..4 {
-                acc += av[i] * sb.load_at(4 * q + i, x);
-            }
+            unroll::<4>(|i| acc += av[i] * sb.load_at(4 * q + i, x));
         }
         sync_threads();
         t += 32;
@@ -229,7 +227,10 @@ pub fn jacobi_step(shape: BlockShape<32, 8>, u: &[f32], n: u32, mut out: Disjoin
     let v = if boundary {
         centre
     } else {
-        0.25 * (tile.load_at(y, x + 1) + tile.load_at(y + 2, x + 1) + tile.load_at(y + 1, x) + tile.load_at(y + 1, x + 2))
+        0.25 * (tile.load_at(y, x + 1)
+            + tile.load_at(y + 2, x + 1)
+            + tile.load_at(y + 1, x)
+            + tile.load_at(y + 1, x + 2))
     };
     cohort::split!(out.tile(&shape), |mut mine| mine.set(0, 0, v));
 }

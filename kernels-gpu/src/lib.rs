@@ -19,6 +19,6 @@ cohort_runtime::include_ptx!();
 
 pub mod atomics;
 pub mod bench;
-pub mod classic;
 pub mod checks;
+pub mod classic;
 pub mod tour;

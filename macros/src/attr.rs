@@ -52,7 +52,9 @@ impl Parse for KernelAttr {
                 other => {
                     return Err(syn::Error::new_spanned(
                         &key,
-                        format!("unknown `#[kernel]` option `{other}`; expected `cooperative`, `contract` or `instances(...)`"),
+                        format!(
+                            "unknown `#[kernel]` option `{other}`; expected `cooperative`, `contract` or `instances(...)`"
+                        ),
                     ));
                 }
             }

@@ -64,7 +64,13 @@ impl VisitMut for Contract {
                     Some(fused("__MulSub", &lets, xyz, quote!(#x * #y - #z), span))
                 } else if let Some((a, b)) = as_mul(&bin.right) {
                     let lets = [("__cohort_z", &*bin.left), ("__cohort_x", a), ("__cohort_y", b)];
-                    Some(fused("__SubMul", &lets, ["__cohort_z", "__cohort_x", "__cohort_y"], quote!(#z - #x * #y), span))
+                    Some(fused(
+                        "__SubMul",
+                        &lets,
+                        ["__cohort_z", "__cohort_x", "__cohort_y"],
+                        quote!(#z - #x * #y),
+                        span,
+                    ))
                 } else {
                     None
                 }

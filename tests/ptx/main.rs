@@ -36,6 +36,7 @@ fn main() {
         cpu_trial("ptx_golden_mutex_acquire_release", golden_mutex),
         cpu_trial("ptx_golden_warp_ops_are_convergent_intrinsics", golden_convergent),
         cpu_trial("ptx_kernels_have_no_local_arrays", no_local_arrays),
+        cpu_trial("ptx_classic_kernels_have_no_bounds_checks", classic_no_bounds_checks),
         cpu_trial("ptx_abi_every_entry_has_a_record", abi_every_entry_has_a_record),
         cpu_trial("ptx_abi_records_match_their_launchers", abi_records_match),
         cpu_trial("ptx_abi_host_device_skew_is_refused", abi_skew_refused),
@@ -203,6 +204,28 @@ fn golden_scan() -> TestResult {
     Ok(())
 }
 
+/// The classic kernels (`cohort bench kernels`) are written with the safe API only, and every
+/// index check in them must have folded away: no call to a panic path in their entries, in
+/// either build (the checked build calls `cohort::check` for its barrier checks, nothing else).
+/// Their hot loops keep the instructions that make them fast: fused multiply-adds and 16-byte
+/// shared loads.
+fn classic_no_bounds_checks() -> TestResult {
+    let kernels = ["transpose_naive", "transpose_tiled", "sgemm_tiled32", "sgemm_128x128", "jacobi_step"];
+    for m in PTX.modules {
+        for k in kernels {
+            let body = entry_body(m, k)?;
+            for line in body.lines().filter(|l| l.contains("call")) {
+                let callee = line.split_whitespace().find(|w| w.starts_with("_R")).unwrap_or("");
+                ensure(!callee.contains("panic") && (callee.is_empty() || callee.contains("5check")), || {
+                    format!("sm_{}: `{k}` calls `{callee}`: a check that did not fold away", m.arch)
+                })?;
+            }
+        }
+    }
+    entry_contains(&PTX, "sgemm_128x128", &["fma.rn.f32", "ld.shared.v4.b32"])?;
+    entry_contains(&PTX, "sgemm_tiled32", &["fma.rn.f32", "ld.shared.v4.b32"])
+}
+
 fn golden_vector_loads() -> TestResult {
     // 16-byte elements load with one ld.global.v4.
     entry_contains(&PTX, "bench_reduce_u32_vec4", &["ld.global.v4"])
@@ -330,8 +353,8 @@ fn abi_every_entry_has_a_record() -> TestResult {
 /// Launchers and entries built from one declaration agree, on every architecture (values,
 /// slices, atomics, disjoint outputs, arrays, generics, cooperative kernels, zero-sized elements).
 fn abi_records_match() -> TestResult {
-    use cohort_kernels::{atomics, bench, checks, tour};
-    use cohort_test_kernels::safety;
+    use cohort_kernels::{atomics, bench, checks, classic, tour};
+    use cohort_test_kernels::{safety, shapes};
     let launchers: &[(&PtxSet, &str, &[u8])] = &[
         (&PTX, tour::vector_add::NAME, tour::vector_add::ABI),
         (&PTX, tour::saxpy::<f32>::NAME, tour::saxpy::<f32>::ABI),
@@ -345,6 +368,11 @@ fn abi_records_match() -> TestResult {
         (&cohort_test_kernels::PTX, safety::zero_sized_elements::NAME, safety::zero_sized_elements::ABI),
         (&cohort_test_kernels::PTX, safety::compact::NAME, safety::compact::ABI),
         (&cohort_test_kernels::PTX, safety::leaders::NAME, safety::leaders::ABI),
+        (&PTX, classic::transpose_tiled::NAME, classic::transpose_tiled::ABI),
+        (&PTX, classic::sgemm_128x128::NAME, classic::sgemm_128x128::ABI),
+        (&PTX, classic::jacobi_step::NAME, classic::jacobi_step::ABI),
+        (&cohort_test_kernels::PTX, shapes::shaped_ranks::NAME, shapes::shaped_ranks::ABI),
+        (&cohort_test_kernels::PTX, shapes::layout_transposed_tiles::NAME, shapes::layout_transposed_tiles::ABI),
     ];
     for (set, name, abi) in launchers {
         for m in set.modules {

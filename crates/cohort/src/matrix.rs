@@ -109,7 +109,9 @@ impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
     #[must_use]
     pub fn new(data: &'a [T], rows: I, cols: I) -> Option<Self> {
         match rows.to_usize().checked_mul(cols.to_usize()) {
-            Some(n) if n <= data.len() && !data.is_empty() && I::from_usize(n).is_some() => Some(Self { data, rows, cols }),
+            Some(n) if n <= data.len() && !data.is_empty() && I::from_usize(n).is_some() => {
+                Some(Self { data, rows, cols })
+            }
             _ => None,
         }
     }
@@ -477,17 +479,22 @@ impl<'a, T, L: Layout> DisjointMatrix<'a, T, L> {
     /// all outside, and write nothing.
     #[inline(always)]
     #[must_use]
-    pub fn tile<const X: u32, const Y: u32, const Z: u32>(&mut self, shape: &BlockShape<X, Y, Z>) -> ThreadTile<'_, T, L> {
-        const { assert!(Z == 1, "matrix layouts are for 2-D blocks: threads that differ only in z would write the same elements") };
+    pub fn tile<const X: u32, const Y: u32, const Z: u32>(
+        &mut self,
+        shape: &BlockShape<X, Y, Z>,
+    ) -> ThreadTile<'_, T, L> {
+        const {
+            assert!(
+                Z == 1,
+                "matrix layouts are for 2-D blocks: threads that differ only in z would write the same elements"
+            )
+        };
         let (tx, ty) = (shape.x() as usize, shape.y() as usize);
         let tr = raw::ctaid_y() as usize + raw::nctaid_y() as usize * raw::ctaid_z() as usize;
         let tc = raw::ctaid_x() as usize;
         let [r0, dr, c0, dc] = L::place(tx, ty, X as usize, Y as usize, tr, tc);
         // The thread's last row and column (KR, KC >= 1 is not required: then nothing is written).
-        let full = L::KR > 0
-            && L::KC > 0
-            && r0 + dr * (L::KR - 1) < self.rows
-            && c0 + dc * (L::KC - 1) < self.cols;
+        let full = L::KR > 0 && L::KC > 0 && r0 + dr * (L::KR - 1) < self.rows && c0 + dc * (L::KC - 1) < self.cols;
         ThreadTile { ptr: self.ptr, rows: self.rows, cols: self.cols, r0, dr, c0, dc, full, _life: PhantomData }
     }
 }
@@ -628,4 +635,3 @@ impl<T, L: Layout> FullTile<'_, T, L> {
         true
     }
 }
-

@@ -261,12 +261,12 @@ impl<T: DeviceCopy, const R: usize, const C: usize> SharedArray<[T; C], R> {
     #[must_use]
     #[track_caller]
     pub fn load_row<const W: usize>(&self, r: usize, c: usize) -> [T; W] {
-        assert!(r < R && c <= C && W <= C - c && (W == 0 || c % W == 0), "shared memory row chunk out of bounds");
+        assert!(r < R && c <= C && W <= C - c && c.is_multiple_of(W), "shared memory row chunk out of bounds");
         let addr = self.addr + ((r * C + c) * size_of::<T>()) as u32;
         let bytes = W * size_of::<T>();
         // The array starts 16-byte aligned (`shared!`); the chunk's offset is r·C·size + c·size,
         // a multiple of `bytes` when both the row and `c·size` are (c is a multiple of W).
-        let aligned = |b: usize| bytes == b && (C * size_of::<T>()) % b == 0;
+        let aligned = |b: usize| bytes == b && (C * size_of::<T>()).is_multiple_of(b);
         // SAFETY: the chunk lies inside the array (asserted); in the vector arms its address is
         // a multiple of the access size (above), and every bit pattern is a valid `[T; W]`.
         unsafe {
@@ -481,7 +481,9 @@ unsafe fn st_v4_b32(addr: u32, [a, b, c, d]: [u32; 4]) {
 unsafe fn ld_b8(addr: u32) -> u8 {
     let v: u16;
     // SAFETY: guaranteed by the caller.
-    unsafe { core::arch::asm!("ld.shared.u8 {0}, [{1}];", out(reg16) v, in(reg32) addr, options(pure, readonly, nostack)) };
+    unsafe {
+        core::arch::asm!("ld.shared.u8 {0}, [{1}];", out(reg16) v, in(reg32) addr, options(pure, readonly, nostack))
+    };
     v as u8
 }
 

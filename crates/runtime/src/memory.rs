@@ -569,67 +569,6 @@ impl Gpu {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{bounds, castable};
-
-    #[test]
-    fn casts_need_whole_aligned_elements() {
-        assert_eq!(castable::<[u32; 4]>(256, 64), Some(4));
-        assert_eq!(castable::<u64>(256, 12), None);
-        assert_eq!(castable::<u64>(260, 16), None);
-        assert_eq!(castable::<()>(256, 16), None);
-        assert_eq!(castable::<u8>(1, 3), Some(3));
-    }
-    use std::ops::Bound;
-
-    fn panic_message<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> String {
-        let e = std::panic::catch_unwind(f).err().expect("expected a panic");
-        e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap()
-    }
-
-    #[test]
-    fn bounds_in_range() {
-        assert_eq!(bounds(.., 10), 0..10);
-        assert_eq!(bounds(2..5, 10), 2..5);
-        assert_eq!(bounds(2..=5, 10), 2..6);
-        assert_eq!(bounds(..=9, 10), 0..10);
-        assert_eq!(bounds(10.., 10), 10..10);
-        assert_eq!(bounds(3..3, 10), 3..3);
-        assert_eq!(bounds((Bound::Excluded(2), Bound::Included(4)), 10), 3..5);
-        assert_eq!(bounds(.., 0), 0..0);
-    }
-
-    #[test]
-    fn bounds_at_usize_max_panic_instead_of_wrapping() {
-        // `..=usize::MAX` used to wrap to the empty `0..0`.
-        let m = panic_message(|| bounds(..=usize::MAX, 10));
-        assert_eq!(m, "attempted to index device buffer up to maximum usize");
-        // `(Excluded(usize::MAX), Unbounded)` used to wrap to the whole buffer.
-        let m = panic_message(|| bounds((Bound::Excluded(usize::MAX), Bound::Unbounded), 10));
-        assert_eq!(m, "attempted to index device buffer from after maximum usize");
-        let m = panic_message(|| bounds(usize::MAX.., 10));
-        assert_eq!(m, format!("range start index {} out of range for device buffer of length 10", usize::MAX));
-        let m = panic_message(|| bounds(0..usize::MAX, 10));
-        assert_eq!(m, format!("range end index {} out of range for device buffer of length 10", usize::MAX));
-    }
-
-    #[test]
-    fn bounds_out_of_range_panic_like_slices() {
-        let m = panic_message(|| bounds(..11, 10));
-        assert_eq!(m, "range end index 11 out of range for device buffer of length 10");
-        let m = panic_message(|| bounds(..=10, 10));
-        assert_eq!(m, "range end index 11 out of range for device buffer of length 10");
-        let m = panic_message(|| bounds(11.., 10));
-        assert_eq!(m, "range start index 11 out of range for device buffer of length 10");
-        #[allow(clippy::reversed_empty_ranges)]
-        let m = panic_message(|| bounds(5..3, 10));
-        assert_eq!(m, "slice index starts at 5 but ends at 3 (device buffer of length 10)");
-        let m = panic_message(|| bounds((Bound::Excluded(3), Bound::Excluded(3)), 10));
-        assert_eq!(m, "slice index starts at 4 but ends at 3 (device buffer of length 10)");
-    }
-}
-
 /// A mutably borrowed device buffer (or part of one) viewed as a `rows × cols` row-major
 /// matrix: the host argument of a `DisjointMatrix<T, L>` kernel parameter. Made by
 /// [`DeviceBuffer::as_matrix_mut`] or [`DeviceViewMut::into_matrix`], which check that the
@@ -698,5 +637,66 @@ pub trait MatrixArg<T> {
 impl<T: DeviceCopy> MatrixArg<T> for MatrixMut<'_, T> {
     fn raw_parts(&self) -> (u64, usize, usize) {
         (self.ptr, self.rows, self.cols)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bounds, castable};
+
+    #[test]
+    fn casts_need_whole_aligned_elements() {
+        assert_eq!(castable::<[u32; 4]>(256, 64), Some(4));
+        assert_eq!(castable::<u64>(256, 12), None);
+        assert_eq!(castable::<u64>(260, 16), None);
+        assert_eq!(castable::<()>(256, 16), None);
+        assert_eq!(castable::<u8>(1, 3), Some(3));
+    }
+    use std::ops::Bound;
+
+    fn panic_message<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> String {
+        let e = std::panic::catch_unwind(f).err().expect("expected a panic");
+        e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap()
+    }
+
+    #[test]
+    fn bounds_in_range() {
+        assert_eq!(bounds(.., 10), 0..10);
+        assert_eq!(bounds(2..5, 10), 2..5);
+        assert_eq!(bounds(2..=5, 10), 2..6);
+        assert_eq!(bounds(..=9, 10), 0..10);
+        assert_eq!(bounds(10.., 10), 10..10);
+        assert_eq!(bounds(3..3, 10), 3..3);
+        assert_eq!(bounds((Bound::Excluded(2), Bound::Included(4)), 10), 3..5);
+        assert_eq!(bounds(.., 0), 0..0);
+    }
+
+    #[test]
+    fn bounds_at_usize_max_panic_instead_of_wrapping() {
+        // `..=usize::MAX` used to wrap to the empty `0..0`.
+        let m = panic_message(|| bounds(..=usize::MAX, 10));
+        assert_eq!(m, "attempted to index device buffer up to maximum usize");
+        // `(Excluded(usize::MAX), Unbounded)` used to wrap to the whole buffer.
+        let m = panic_message(|| bounds((Bound::Excluded(usize::MAX), Bound::Unbounded), 10));
+        assert_eq!(m, "attempted to index device buffer from after maximum usize");
+        let m = panic_message(|| bounds(usize::MAX.., 10));
+        assert_eq!(m, format!("range start index {} out of range for device buffer of length 10", usize::MAX));
+        let m = panic_message(|| bounds(0..usize::MAX, 10));
+        assert_eq!(m, format!("range end index {} out of range for device buffer of length 10", usize::MAX));
+    }
+
+    #[test]
+    fn bounds_out_of_range_panic_like_slices() {
+        let m = panic_message(|| bounds(..11, 10));
+        assert_eq!(m, "range end index 11 out of range for device buffer of length 10");
+        let m = panic_message(|| bounds(..=10, 10));
+        assert_eq!(m, "range end index 11 out of range for device buffer of length 10");
+        let m = panic_message(|| bounds(11.., 10));
+        assert_eq!(m, "range start index 11 out of range for device buffer of length 10");
+        #[allow(clippy::reversed_empty_ranges)]
+        let m = panic_message(|| bounds(5..3, 10));
+        assert_eq!(m, "slice index starts at 5 but ends at 3 (device buffer of length 10)");
+        let m = panic_message(|| bounds((Bound::Excluded(3), Bound::Excluded(3)), 10));
+        assert_eq!(m, "slice index starts at 4 but ends at 3 (device buffer of length 10)");
     }
 }

@@ -10,6 +10,9 @@ use rand::{Rng, SeedableRng};
 use super::{Phase, cuda_twins, launch_twin, median_ms};
 use crate::util::{self, CliError, CliResult, Table};
 
+/// One Jacobi step from the first buffer into the second.
+type Step<'a> = dyn Fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>) -> cohort_runtime::Result<()> + 'a;
+
 struct Row {
     name: String,
     rust: f64,
@@ -94,7 +97,14 @@ pub fn run(args: &[String]) -> CliResult {
             Phase::Run => unsafe { launch_twin(&f, s, tcfg, [in_ptr, n as u64, n as u64, o]) },
         })?;
         check_transpose(&input, n, n, &out, &format!("C++ {name}"))?;
-        rows.push(Row { name: format!("{name}, {n}²"), rust: rust_ms, cpp: cpp_ms, work: bytes, unit: "GB/s", cublas: None });
+        rows.push(Row {
+            name: format!("{name}, {n}²"),
+            rust: rust_ms,
+            cpp: cpp_ms,
+            work: bytes,
+            unit: "GB/s",
+            cublas: None,
+        });
     }
     drop((d_in, out));
 
@@ -107,7 +117,7 @@ pub fn run(args: &[String]) -> CliResult {
     let blas = Cublas::new(s)?;
     let blas_ms = median_ms(&gpu, 3, reps, |p| match p {
         Phase::Prep => Ok(()),
-        Phase::Run => blas.sgemm_row_major(g, &da, &db, &mut c_blas).map_err(|e| cohort_runtime::Error::Argument(e)),
+        Phase::Run => blas.sgemm_row_major(g, &da, &db, &mut c_blas).map_err(cohort_runtime::Error::Argument),
     })?;
     let want = c_blas.to_vec()?;
     check_gemm_cpu(&a, &b, g, &want, "cuBLAS")?;
@@ -130,7 +140,11 @@ pub fn run(args: &[String]) -> CliResult {
             Phase::Run => {
                 let m = c_rust.as_matrix_mut(g, g)?;
                 let gg = g as u32;
-                if big { g128.launch(s, cfg, &da, &db, gg, gg, gg, m) } else { g32.launch(s, cfg, &da, &db, gg, gg, gg, m) }
+                if big {
+                    g128.launch(s, cfg, &da, &db, gg, gg, gg, m)
+                } else {
+                    g32.launch(s, cfg, &da, &db, gg, gg, gg, m)
+                }
             }
         })?;
         c_cpp.fill_zero()?;
@@ -173,7 +187,7 @@ pub fn run(args: &[String]) -> CliResult {
     if let Some(i) = (0..n * n).find(|&i| got[i].to_bits() != one[i].to_bits()) {
         return Err(fail(format!("Rust Jacobi step: u[{i}] = {}, CPU says {}", got[i], one[i])));
     }
-    let run_steps = |f: &dyn Fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>) -> cohort_runtime::Result<()>,
+    let run_steps = |f: &Step<'_>,
                      x: &mut DeviceBuffer<f32>,
                      y: &mut DeviceBuffer<f32>|
      -> cohort_runtime::Result<()> {
@@ -182,7 +196,8 @@ pub fn run(args: &[String]) -> CliResult {
         }
         Ok(())
     };
-    let rust_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| jr.launch(s, jcfg, x, n as u32, y.as_matrix_mut(n, n)?);
+    let rust_step =
+        |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| jr.launch(s, jcfg, x, n as u32, y.as_matrix_mut(n, n)?);
     let cpp_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
         let (xp, yp) = (x.as_device_ptr().addr(), y.as_device_ptr().addr());
         // SAFETY: (const float*, size, float*) as the twin declares; both buffers live.
@@ -190,7 +205,7 @@ pub fn run(args: &[String]) -> CliResult {
     };
     let mut results = Vec::new();
     let mut times = Vec::new();
-    for step in [&rust_step as &dyn Fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>) -> _, &cpp_step] {
+    for step in [&rust_step as &Step<'_>, &cpp_step] {
         let (mut x, mut y) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
         let ms = median_ms(&gpu, 1, reps.min(10), |p| match p {
             Phase::Prep => x.copy_from(&u0),
@@ -215,7 +230,14 @@ pub fn run(args: &[String]) -> CliResult {
     });
 
     println!();
-    let mut t = Table::new(&["kernel (safe Rust vs CUDA C++)", "Rust (Cohort)", "CUDA C++", "Rust / C++ (speed)", "cuBLAS", "Rust / cuBLAS"]);
+    let mut t = Table::new(&[
+        "kernel (safe Rust vs CUDA C++)",
+        "Rust (Cohort)",
+        "CUDA C++",
+        "Rust / C++ (speed)",
+        "cuBLAS",
+        "Rust / cuBLAS",
+    ]);
     for r in rows {
         let rate = |ms: f64| r.work / ms / 1e6;
         let (blas, vs) = match r.cublas {

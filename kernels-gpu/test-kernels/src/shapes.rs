@@ -80,7 +80,14 @@ pub fn matrix_reads(data: &[f32], rows: usize, cols: usize, at: &[[u32; 2]], mut
 /// Six contracted forms for `f32` and `f64`, and integer arithmetic through the same rewrite
 /// (which must stay exact).
 #[kernel(contract)]
-pub fn contracted(a: &[f32], b: &[f32], c: &[f32], mut out: DisjointSlice<[f32; 6]>, mut wide: DisjointSlice<[f64; 2]>, mut ints: DisjointSlice<u32>) {
+pub fn contracted(
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+    mut out: DisjointSlice<[f32; 6]>,
+    mut wide: DisjointSlice<[f64; 2]>,
+    mut ints: DisjointSlice<u32>,
+) {
     let i = thread::index_1d();
     if *i >= a.len() || *i >= b.len() || *i >= c.len() {
         return;
