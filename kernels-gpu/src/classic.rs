@@ -101,7 +101,7 @@ pub fn sgemm_tiled32(
     let mut t = 0;
     while t < k {
         // Two elements per thread per step: `load_or` (a select, no branch) costs less here
-        // than a once-checked window (measured: 0.94 of C++ against 0.73).
+        // than a once-checked window (measured on an H200: 0.91 of C++ against 0.73).
         let (xu, yu) = (x as u32, y as u32);
         sa.store_at(y, x, a.load_or(m0 + yu, t + xu, 0.0));
         sb.store_at(y, x, b.load_or(t + yu, n0 + xu, 0.0));

@@ -37,6 +37,7 @@ fn main() {
         cpu_trial("ptx_golden_warp_ops_are_convergent_intrinsics", golden_convergent),
         cpu_trial("ptx_kernels_have_no_local_arrays", no_local_arrays),
         cpu_trial("ptx_classic_kernels_have_no_bounds_checks", classic_no_bounds_checks),
+        cpu_trial("matrix_layouts_are_one_to_one", layouts_one_to_one),
         cpu_trial("ptx_abi_every_entry_has_a_record", abi_every_entry_has_a_record),
         cpu_trial("ptx_abi_records_match_their_launchers", abi_records_match),
         cpu_trial("ptx_abi_host_device_skew_is_refused", abi_skew_refused),
@@ -224,6 +225,45 @@ fn classic_no_bounds_checks() -> TestResult {
     }
     entry_contains(&PTX, "sgemm_128x128", &["fma.rn.f32", "ld.shared.v4.b32"])?;
     entry_contains(&PTX, "sgemm_tiled32", &["fma.rn.f32", "ld.shared.v4.b32"])
+}
+
+/// Every `DisjointMatrix` layout gives each (block, thread, k, l) of a launch its own element:
+/// the fact the writes' safety rests on, checked exhaustively on the CPU for several block
+/// shapes and grids, nested layouts included.
+fn layouts_one_to_one() -> TestResult {
+    use cohort::matrix::{Blocked, Cyclic, Layout, Transposed, TransposedTiles};
+    fn check<L: Layout>(name: &str) -> TestResult {
+        for (x, y) in [(8usize, 4usize), (32, 8), (1, 16), (16, 1)] {
+            for (gx, gy) in [(3usize, 5usize), (1, 1), (7, 2)] {
+                let mut seen = std::collections::HashMap::new();
+                for (by, bx, ty, tx) in (0..gy).flat_map(|by| {
+                    (0..gx).flat_map(move |bx| (0..y).flat_map(move |ty| (0..x).map(move |tx| (by, bx, ty, tx))))
+                }) {
+                    let [r0, dr, c0, dc] = L::place(tx, ty, x, y, by, bx);
+                    for k in 0..L::KR {
+                        for l in 0..L::KC {
+                            let at = (r0 + dr * k, c0 + dc * l);
+                            if let Some(prev) = seen.insert(at, (by, bx, ty, tx, k, l)) {
+                                return Err(format!(
+                                    "{name}, blocks of {x}×{y}, grid {gx}×{gy}: element {at:?} belongs to {prev:?} and {:?}",
+                                    (by, bx, ty, tx, k, l)
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+    check::<Cyclic>("Cyclic")?;
+    check::<Cyclic<2, 3>>("Cyclic<2, 3>")?;
+    check::<Blocked<3, 2>>("Blocked<3, 2>")?;
+    check::<Blocked<8, 8>>("Blocked<8, 8>")?;
+    check::<Transposed<Cyclic<4, 1>>>("Transposed<Cyclic<4, 1>>")?;
+    check::<TransposedTiles<Cyclic<4, 1>>>("TransposedTiles<Cyclic<4, 1>>")?;
+    check::<Transposed<TransposedTiles<Blocked<2, 3>>>>("Transposed<TransposedTiles<Blocked<2, 3>>>")?;
+    check::<TransposedTiles<Transposed<Cyclic<1, 2>>>>("TransposedTiles<Transposed<Cyclic<1, 2>>>")
 }
 
 fn golden_vector_loads() -> TestResult {

@@ -6,6 +6,8 @@
 //! | `extern __shared__ T buf[];` (dynamic) | [`dynamic::<T>()`](dynamic) → [`SharedSlice<T>`] |
 //! | `buf[i]` read / write | [`load(i)`](SharedSlice::load) / [`store(i, v)`](SharedSlice::store) |
 //! | `atomicAdd(&buf[i], v)` | [`atomic(i)`](SharedSlice::atomic)`.fetch_add(v, …)` (PTX `atom.shared`) |
+//! | `__shared__ T tile[R][C]; tile[r][c]` | `static TILE: [[T; C]; R]`, [`load_at(r, c)`](SharedArray::load_at) / [`store_at`](SharedArray::store_at) |
+//! | `float4 v = *(float4*)&tile[r][c]` (or nvcc merging `tile[r][c + i]`) | [`load_row::<4>(r, c)`](SharedArray::load_row) (`ld.shared.v4`) |
 //!
 //! Handles: a [`SharedArray`] is a `Copy` handle to a static array; a [`SharedSlice`] is not
 //! `Copy`, so an operation can borrow it exclusively ([`cg::memcpy_async`](crate::cg::memcpy_async)
@@ -20,6 +22,14 @@
 //! `compute-sanitizer --tool racecheck` reports, not undefined behaviour of the Rust program.
 //! Elements are [`DeviceCopy`], so any bit pattern (including uninitialized shared memory) is a
 //! valid value.
+//!
+//! **What LLVM may do with the loads.** A load is an `ld.shared` that LLVM sees as a pure read of
+//! memory: it may drop an unused one, and reuse one value for two identical loads with no store
+//! or barrier between them (as nvcc does with plain C++ loads) — so a thread that waits for
+//! another thread's store must not spin on `load` (nvcc would hoist that loop too): use
+//! [`atomic`](SharedSlice::atomic), or a barrier. Bounds of 2-D arrays are constants, so checks
+//! on indices LLVM can bound (from a [`BlockShape`](crate::shape::BlockShape), a loop counter)
+//! fold away.
 //!
 //! Static arrays are declared at item level (a `.shared` PTX variable each); only the kernels
 //! that use one get it in their shared-memory footprint.
@@ -453,7 +463,7 @@ unsafe fn ld_v4_b32(addr: u32) -> [u32; 4] {
         core::arch::asm!(
             "ld.shared.v4.b32 {{{0}, {1}, {2}, {3}}}, [{4}];",
             out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg32) addr,
-            options(readonly, nostack)
+            options(pure, readonly, nostack)
         )
     };
     [a, b, c, d]

@@ -187,15 +187,13 @@ pub fn run(args: &[String]) -> CliResult {
     if let Some(i) = (0..n * n).find(|&i| got[i].to_bits() != one[i].to_bits()) {
         return Err(fail(format!("Rust Jacobi step: u[{i}] = {}, CPU says {}", got[i], one[i])));
     }
-    let run_steps = |f: &Step<'_>,
-                     x: &mut DeviceBuffer<f32>,
-                     y: &mut DeviceBuffer<f32>|
-     -> cohort_runtime::Result<()> {
-        for i in 0..steps {
-            if i % 2 == 0 { f(x, y)? } else { f(y, x)? }
-        }
-        Ok(())
-    };
+    let run_steps =
+        |f: &Step<'_>, x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| -> cohort_runtime::Result<()> {
+            for i in 0..steps {
+                if i % 2 == 0 { f(x, y)? } else { f(y, x)? }
+            }
+            Ok(())
+        };
     let rust_step =
         |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| jr.launch(s, jcfg, x, n as u32, y.as_matrix_mut(n, n)?);
     let cpp_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
