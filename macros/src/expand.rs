@@ -378,6 +378,7 @@ fn host_impl(
     let mut host_params = Vec::new();
     let mut prep = Vec::new();
     let mut ptrs = Vec::new();
+    let mut uses = Vec::new();
     let mut arg_docs = Vec::new();
     for p in params {
         let id = &p.ident;
@@ -397,6 +398,11 @@ fn host_impl(
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::SliceArg<#elem_s>));
                 prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_slice_element::<#elem_s>();));
                 prep.push(quote!(let (#ptr, #len): (u64, usize) = ::cohort_runtime::SliceArg::raw_parts(&#id);));
+                {
+                    let u0 = format_ident!("__cohort_{}_use0", id);
+                    prep.push(quote!(let [#u0] = ::cohort_runtime::SliceArg::uses(&#id);));
+                    uses.push(quote!(#u0));
+                }
                 ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
                 ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
             }
@@ -404,6 +410,11 @@ fn host_impl(
                 let elem_s = subst(elem);
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::DisjointArg<#elem_s>));
                 prep.push(quote!(let (#ptr, #len): (u64, usize) = ::cohort_runtime::DisjointArg::raw_parts(&#id);));
+                {
+                    let u0 = format_ident!("__cohort_{}_use0", id);
+                    prep.push(quote!(let [#u0] = ::cohort_runtime::DisjointArg::uses(&#id);));
+                    uses.push(quote!(#u0));
+                }
                 ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
                 ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
             }
@@ -412,6 +423,13 @@ fn host_impl(
                 let counter = format_ident!("__cohort_{}_counter", id);
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::AppendArg<#elem_s>));
                 prep.push(quote!(let (#ptr, #len, #counter): (u64, usize, u64) = ::cohort_runtime::AppendArg::raw_parts(&#id);));
+                {
+                    let u0 = format_ident!("__cohort_{}_use0", id);
+                    let u1 = format_ident!("__cohort_{}_use1", id);
+                    prep.push(quote!(let [#u0, #u1] = ::cohort_runtime::AppendArg::uses(&#id);));
+                    uses.push(quote!(#u0));
+                    uses.push(quote!(#u1));
+                }
                 ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
                 ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
                 ptrs.push(quote!((&raw const #counter).cast_mut().cast::<::core::ffi::c_void>()));
@@ -421,6 +439,13 @@ fn host_impl(
                 let barrier = format_ident!("__cohort_{}_barrier", id);
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::GridVecArg<#elem_s>));
                 prep.push(quote!(let (#ptr, #len, #barrier): (u64, usize, u64) = ::cohort_runtime::GridVecArg::raw_parts(&#id);));
+                {
+                    let u0 = format_ident!("__cohort_{}_use0", id);
+                    let u1 = format_ident!("__cohort_{}_use1", id);
+                    prep.push(quote!(let [#u0, #u1] = ::cohort_runtime::GridVecArg::uses(&#id);));
+                    uses.push(quote!(#u0));
+                    uses.push(quote!(#u1));
+                }
                 ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
                 ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
                 ptrs.push(quote!((&raw const #barrier).cast_mut().cast::<::core::ffi::c_void>()));
@@ -442,6 +467,11 @@ fn host_impl(
                 let cols = format_ident!("__cohort_{}_cols", id);
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::MatrixArg<#elem_s>));
                 prep.push(quote!(let (#ptr, #len, #cols): (u64, usize, usize) = ::cohort_runtime::MatrixArg::raw_parts(&#id);));
+                {
+                    let u0 = format_ident!("__cohort_{}_use0", id);
+                    prep.push(quote!(let [#u0] = ::cohort_runtime::MatrixArg::uses(&#id);));
+                    uses.push(quote!(#u0));
+                }
                 ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
                 ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
                 ptrs.push(quote!((&raw const #cols).cast_mut().cast::<::core::ffi::c_void>()));
@@ -451,11 +481,12 @@ fn host_impl(
         arg_docs.push(format!("`{id}: {ty_str}`"));
     }
     let n = ptrs.len();
+    let n_uses = uses.len();
     let unsafety = &item.sig.unsafety;
     let (launch, raw) = if cooperative {
-        (format_ident!("launch_cooperative"), format_ident!("launch_cooperative_raw"))
+        (format_ident!("launch_cooperative"), format_ident!("launch_cooperative_tracked"))
     } else {
-        (format_ident!("launch"), format_ident!("launch_raw"))
+        (format_ident!("launch"), format_ident!("launch_tracked"))
     };
     let ty_args = if impl_args.is_empty() { quote!() } else { quote!(<#(#impl_args),*>) };
     let launch_doc = format!(
@@ -523,10 +554,12 @@ fn host_impl(
             ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
                 #(#prep)*
                 let mut __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
+                let __cohort_uses: [::cohort_runtime::Use<'_>; #n_uses] = [#(#uses),*];
                 // SAFETY: the parameter array matches the entry point's PTX signature, which
                 // `#[kernel]` generated from the same declaration; every argument's type was
-                // checked above, and the pointed-to locals outlive the launch call.
-                unsafe { self.function.#raw(stream, #config.into(), &mut __cohort_params) }
+                // checked above, and the pointed-to locals outlive the launch call. The uses
+                // are the memory those arguments name, for stream ordering.
+                unsafe { self.function.#raw(stream, #config.into(), &mut __cohort_params, &__cohort_uses) }
             }
         }
     }

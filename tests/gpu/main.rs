@@ -13,6 +13,7 @@ mod runtime_checks;
 mod safety;
 mod shapes;
 mod shared;
+mod streams;
 mod thread;
 mod tour;
 
@@ -34,6 +35,7 @@ fn main() {
     trials.extend(check::trials());
     trials.extend(shapes::trials());
     trials.extend(shared::trials());
+    trials.extend(streams::trials());
     trials.extend(launch::trials());
     trials.extend(print::trials());
     trials.extend(runtime_checks::trials());

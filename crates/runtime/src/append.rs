@@ -5,7 +5,8 @@ use cohort::DeviceCopy;
 
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::memory::DeviceBuffer;
+use crate::memory::{DeviceBuffer, buffer_use};
+use crate::track::Use;
 
 /// Device memory for `capacity` elements that kernels fill through an `AppendSlice<T>`
 /// parameter, each thread claiming slots from the buffer's own counter (stream compaction,
@@ -76,11 +77,16 @@ impl<T: DeviceCopy> AppendBuffer<T> {
 pub trait AppendArg<T> {
     #[doc(hidden)]
     fn raw_parts(&self) -> (u64, usize, u64);
+    #[doc(hidden)]
+    fn uses(&self) -> [Use<'_>; 2];
 }
 
 impl<T: DeviceCopy> AppendArg<T> for &mut AppendBuffer<T> {
     fn raw_parts(&self) -> (u64, usize, u64) {
         (self.elems.as_device_ptr().addr(), self.elems.len(), self.counter.as_device_ptr().addr())
+    }
+    fn uses(&self) -> [Use<'_>; 2] {
+        [buffer_use(&self.elems, true), buffer_use(&self.counter, true)]
     }
 }
 
@@ -138,10 +144,15 @@ impl<T: DeviceCopy> GridVecBuffer<T> {
 pub trait GridVecArg<T> {
     #[doc(hidden)]
     fn raw_parts(&self) -> (u64, usize, u64);
+    #[doc(hidden)]
+    fn uses(&self) -> [Use<'_>; 2];
 }
 
 impl<T: DeviceCopy> GridVecArg<T> for &mut GridVecBuffer<T> {
     fn raw_parts(&self) -> (u64, usize, u64) {
         (self.elems.as_device_ptr().addr(), self.elems.len(), self.barrier.as_device_ptr().addr())
+    }
+    fn uses(&self) -> [Use<'_>; 2] {
+        [buffer_use(&self.elems, true), buffer_use(&self.barrier, true)]
     }
 }

@@ -11,7 +11,7 @@ use crate::error::{Error, Result, is_sticky};
 use crate::launch::LaunchConfig;
 use crate::module::{LoadOptions, Module};
 use crate::ptx::PtxSet;
-use crate::stream::Stream;
+use crate::stream::{Stream, StreamOptions};
 
 /// What Cohort needs to know about a device (read once, when the [`Gpu`] is made).
 #[derive(Debug, Clone)]
@@ -110,15 +110,17 @@ impl GpuInner {
         slots.iter().find_map(|s| s.read())
     }
 
-    /// Notes a successful launch on stream `stream` (a [`Stream`] id).
+    /// Notes a successful launch on stream `stream` (a [`Stream`] key), `blocking` if the
+    /// stream synchronizes with the legacy default stream.
     #[inline]
-    pub(crate) fn note_launch(&self, stream: u64, kernel: &Arc<str>, config: LaunchConfig) {
-        self.launches.lock().unwrap_or_else(|p| p.into_inner()).note(stream, kernel, config);
+    pub(crate) fn note_launch(&self, stream: u64, blocking: bool, kernel: &Arc<str>, config: LaunchConfig) {
+        self.launches.lock().unwrap_or_else(|p| p.into_inner()).note(stream, blocking, kernel, config);
     }
 
-    /// Notes that everything launched on `stream` (`None`: on every stream) has finished.
-    pub(crate) fn note_finished(&self, stream: Option<u64>) {
-        self.launches.lock().unwrap_or_else(|p| p.into_inner()).finished(stream);
+    /// Notes that launches have finished: on one stream, on every blocking stream (after an
+    /// operation of the legacy default stream), or everywhere.
+    pub(crate) fn note_finished(&self, which: Finished) {
+        self.launches.lock().unwrap_or_else(|p| p.into_inner()).finished(which);
     }
 
     /// The error for a failed driver call on this context: [`Error::Driver`], or
@@ -179,19 +181,31 @@ impl Doing {
 /// launches that were waited for successfully (a stream's `synchronize`, the device's, a copy
 /// to the host) finished, so the kernel that failed is among the unfinished ones: the
 /// suspect is the earliest, the first that may not have finished.
+/// Which launches a successful wait shows finished.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Finished {
+    /// Those of one stream (its key).
+    Stream(u64),
+    /// Those of every stream that synchronizes with the legacy default stream.
+    Blocking,
+    /// All of them.
+    All,
+}
+
 #[derive(Default)]
 pub(crate) struct Unfinished {
     seq: u64,
     /// (stream, launch order of its first unfinished launch, that kernel, its configuration,
-    /// unfinished launches on the stream), at most one entry per stream.
-    streams: Vec<(u64, u64, Arc<str>, LaunchConfig, usize)>,
+    /// unfinished launches on the stream, whether the stream is blocking), at most one entry
+    /// per stream.
+    streams: Vec<(u64, u64, Arc<str>, LaunchConfig, usize, bool)>,
 }
 
 impl Unfinished {
     /// Streams remembered at most (the oldest entry is forgotten: streams dropped unwaited).
     const MAX: usize = 64;
 
-    fn note(&mut self, stream: u64, kernel: &Arc<str>, config: LaunchConfig) {
+    fn note(&mut self, stream: u64, blocking: bool, kernel: &Arc<str>, config: LaunchConfig) {
         self.seq += 1;
         if let Some(s) = self.streams.iter_mut().find(|s| s.0 == stream) {
             s.4 += 1;
@@ -202,13 +216,14 @@ impl Unfinished {
         {
             self.streams.swap_remove(oldest);
         }
-        self.streams.push((stream, self.seq, kernel.clone(), config, 1));
+        self.streams.push((stream, self.seq, kernel.clone(), config, 1, blocking));
     }
 
-    fn finished(&mut self, stream: Option<u64>) {
-        match stream {
-            Some(id) => self.streams.retain(|s| s.0 != id),
-            None => self.streams.clear(),
+    fn finished(&mut self, which: Finished) {
+        match which {
+            Finished::Stream(id) => self.streams.retain(|s| s.0 != id),
+            Finished::Blocking => self.streams.retain(|s| !s.5),
+            Finished::All => self.streams.clear(),
         }
     }
 
@@ -397,7 +412,7 @@ impl Gpu {
             panic_records: Mutex::new(Vec::new()),
             launches: Mutex::new(Unfinished::default()),
         });
-        let stream = Arc::new(Stream::create(&inner)?);
+        let stream = Arc::new(Stream::create(&inner, StreamOptions::new())?);
         Ok(Self { inner, stream })
     }
 
@@ -407,18 +422,71 @@ impl Gpu {
         &self.inner.info
     }
 
-    /// The `Gpu`'s own stream (a blocking stream: it orders itself with synchronous copies).
+    /// The `Gpu`'s own stream (a blocking stream, made with the `Gpu`).
     #[must_use]
     pub fn stream(&self) -> &Stream {
         &self.stream
     }
 
-    /// A new stream on this device.
+    /// A new blocking stream on this device (`cudaStreamCreate`).
     ///
     /// # Errors
     /// A driver failure.
     pub fn new_stream(&self) -> Result<Stream> {
-        Stream::create(&self.inner)
+        Stream::create(&self.inner, StreamOptions::new())
+    }
+
+    /// A new stream with `options`: non-blocking (`cudaStreamNonBlocking`), a priority
+    /// (`cudaStreamCreateWithPriority`).
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn new_stream_with(&self, options: StreamOptions) -> Result<Stream> {
+        Stream::create(&self.inner, options)
+    }
+
+    /// The legacy default stream (`cudaStreamLegacy`, stream `0` of the runtime API without
+    /// `--default-stream per-thread`): it waits for, and is waited for by, every blocking
+    /// stream.
+    #[must_use]
+    pub fn legacy_stream(&self) -> Stream {
+        Stream::legacy(&self.inner)
+    }
+
+    /// The per-thread default stream (`cudaStreamPerThread`): each thread that enqueues work
+    /// on it gets a stream of its own (work from two threads is not ordered).
+    #[must_use]
+    pub fn per_thread_stream(&self) -> Stream {
+        Stream::per_thread(&self.inner)
+    }
+
+    /// Stream priorities this device supports: `(least, greatest)`; the greatest priority is
+    /// the lowest number (e.g. `(0, -5)`).
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        let (mut least, mut greatest) = (0, 0);
+        self.inner.bind()?;
+        // SAFETY: the context is current.
+        unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
+            .result()
+            .map_err(|code| self.inner.error(code, Doing::Call("reading stream priorities".into())))?;
+        Ok((least, greatest))
+    }
+
+    /// Free and total device memory in bytes (`cuMemGetInfo`).
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        let (mut free, mut total) = (0, 0);
+        self.inner.bind()?;
+        // SAFETY: the context is current.
+        unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }
+            .result()
+            .map_err(|code| self.inner.error(code, Doing::Call("reading free memory".into())))?;
+        Ok((free, total))
     }
 
     /// Loads the module of `ptx` that suits this device: the highest architecture not above
@@ -473,7 +541,7 @@ impl Gpu {
         unsafe { sys::cuCtxSynchronize() }
             .result()
             .map_err(|code| self.inner.error(code, Doing::Wait("synchronizing the device")))?;
-        self.inner.note_finished(None);
+        self.inner.note_finished(Finished::All);
         Ok(())
     }
 
@@ -547,18 +615,21 @@ mod tests {
         let mut u = Unfinished::default();
         assert!(u.suspect().is_none());
         // `a` on stream 2 finishes (its stream was waited for).
-        u.note(2, &a, cfg);
-        u.finished(Some(2));
+        u.note(2, true, &a, cfg);
+        u.finished(Finished::Stream(2));
         // `t` traps on stream 1; `k` is launched after it on stream 2, and `t` again on 1.
-        u.note(1, &t, LaunchConfig::new(1, 64));
-        u.note(2, &k, cfg);
-        u.note(1, &t, cfg);
+        u.note(1, true, &t, LaunchConfig::new(1, 64));
+        u.note(2, false, &k, cfg);
+        u.note(1, true, &t, cfg);
         // `t` is the first that may not have finished; 3 launches are candidates.
         assert_eq!(u.suspect(), Some((t.clone(), LaunchConfig::new(1, 64), 3)));
         // Stream 1 was waited for successfully: the failure is `k`'s, for certain.
-        u.finished(Some(1));
+        u.finished(Finished::Stream(1));
         assert_eq!(suspect(&u), Some(("k".into(), 1)));
-        u.finished(None);
+        // A copy on the legacy default stream does not wait for non-blocking stream 2.
+        u.finished(Finished::Blocking);
+        assert_eq!(suspect(&u), Some(("k".into(), 1)));
+        u.finished(Finished::All);
         assert!(u.suspect().is_none());
     }
 
@@ -567,8 +638,8 @@ mod tests {
         let k: Arc<str> = Arc::from("k");
         let mut u = Unfinished::default();
         for stream in 0..(Unfinished::MAX as u64 + 10) {
-            u.note(stream, &k, LaunchConfig::new(1, 1));
-            u.note(stream, &k, LaunchConfig::new(1, 1));
+            u.note(stream, true, &k, LaunchConfig::new(1, 1));
+            u.note(stream, true, &k, LaunchConfig::new(1, 1));
         }
         assert_eq!(u.streams.len(), Unfinished::MAX);
         // The oldest streams were forgotten, the newest kept.

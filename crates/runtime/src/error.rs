@@ -156,6 +156,9 @@ pub enum Error {
     },
     /// A host-side argument error (lengths that do not match, …).
     Argument(String),
+    /// A host function ([`Stream::host_fn`](crate::Stream::host_fn)) panicked; the message is
+    /// the panic's.
+    HostFnPanicked(String),
 }
 
 /// `Result<T, cohort_runtime::Error>`.
@@ -268,6 +271,7 @@ impl fmt::Display for Error {
                 write!(f, "; {RESTART}")
             }
             Error::Argument(m) => f.write_str(m),
+            Error::HostFnPanicked(m) => write!(f, "a host function enqueued with Stream::host_fn panicked: {m}"),
         }
     }
 }

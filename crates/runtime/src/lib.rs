@@ -51,8 +51,10 @@ mod error;
 mod launch;
 mod memory;
 mod module;
+mod pinned;
 mod ptx;
 mod stream;
+mod track;
 
 pub use append::{AppendArg, AppendBuffer, GridVecArg, GridVecBuffer};
 #[cfg(unix)]
@@ -64,8 +66,12 @@ pub use memory::{
     DeviceBuffer, DevicePtr, DevicePtrMut, DeviceView, DeviceViewMut, DisjointArg, MatrixArg, MatrixMut, SliceArg,
 };
 pub use module::{Function, FunctionAttributes, LoadOptions, Module, check_kernel_abi};
+pub use pinned::{PinnedBuffer, PinnedOptions, PinnedView, PinnedViewMut, Registered};
 pub use ptx::{KernelResources, PtxModule, PtxSet};
-pub use stream::{Event, Stream};
+pub use stream::{Event, Graph, GraphExec, Stream, StreamOptions};
+#[doc(hidden)]
+pub use track::Use;
+pub use track::{CopyDst, CopySrc};
 
 /// Re-exported for interop with other cudarc users.
 pub use cudarc;

@@ -1,9 +1,11 @@
 //! Device memory: owned buffers, views, and the traits that turn them into kernel arguments.
 //!
-//! Copies here are synchronous (`cuMemcpyHtoD`/`cuMemcpyDtoH` on the legacy default stream),
-//! and Cohort's streams are blocking, so a copy waits for every kernel launched before it:
-//! reading a buffer back always sees what the kernels wrote, and writing one never races a
-//! kernel still reading it.
+//! The copies here, between device memory and ordinary (pageable) host memory, are
+//! synchronous: each first waits for the operations still pending on the buffer's range on any
+//! stream that conflict with it (see [`crate::stream`]'s docs), then copies and returns when
+//! the copy is done. Reading a buffer back always sees what the kernels launched before wrote,
+//! and writing one never races a kernel still using it. Asynchronous copies are
+//! [`Stream::copy`](crate::Stream::copy), with pinned host memory.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -15,14 +17,17 @@ use cohort::atomic::{Atomic, Space};
 use cohort::mutex::Mutex;
 use cudarc::driver::sys;
 
-use crate::device::{Doing, Gpu, GpuInner};
+use crate::device::{Doing, Finished, Gpu, GpuInner};
 use crate::error::{Error, Result};
+use crate::track::{Alloc, AllocKind, CopyDst, CopySrc, Use};
 
 /// An array of `T` in device memory, owned.
+///
+/// Freeing it (dropping it) first waits for the operations still using it on any stream.
 pub struct DeviceBuffer<T: DeviceCopy> {
     ptr: u64,
     len: usize,
-    gpu: Arc<GpuInner>,
+    alloc: Arc<Alloc>,
     _t: PhantomData<T>,
 }
 
@@ -34,6 +39,23 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
 
 fn copy_error(gpu: &GpuInner, what: &str, code: cudarc::driver::DriverError) -> Error {
     gpu.error(code, Doing::Call(what.to_string()))
+}
+
+/// Waits for the legacy default stream (where the synchronous copies and fills run) and so
+/// for every blocking stream's work before them.
+fn sync_legacy(gpu: &GpuInner) -> Result<()> {
+    // SAFETY: the context is current (callers bind it); `CU_STREAM_LEGACY` is always valid.
+    unsafe { sys::cuStreamSynchronize(std::ptr::without_provenance_mut(0x1)) }
+        .result()
+        .map_err(|code| gpu.error(code, Doing::Wait("waiting for a copy")))?;
+    gpu.note_finished(Finished::Blocking);
+    Ok(())
+}
+
+/// The byte range of `len` elements of `T` at `ptr` inside `alloc`.
+fn byte_range<T>(alloc: &Alloc, ptr: u64, len: usize) -> std::ops::Range<usize> {
+    let start = (ptr - alloc.ptr) as usize;
+    start..start + len * size_of::<T>()
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {
@@ -56,7 +78,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
                 .result()
                 .map_err(|code| gpu.inner.error(code, Doing::Call(format!("allocating {bytes} B of device memory"))))?;
         }
-        Ok(Self { ptr, len, gpu: gpu.inner.clone(), _t: PhantomData })
+        let alloc = Arc::new(Alloc::new(&gpu.inner, ptr, std::ptr::null_mut(), AllocKind::Device));
+        Ok(Self { ptr, len, alloc, _t: PhantomData })
     }
 
     /// `len` elements, all bytes zero.
@@ -100,8 +123,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         self.len * size_of::<T>()
     }
 
-    /// Overwrites the whole buffer with `data` (same length), after every kernel launched
-    /// before.
+    /// Overwrites the whole buffer with `data` (same length), after the operations still using
+    /// it; synchronous.
     ///
     /// # Errors
     /// A length mismatch, or a driver failure (a failed kernel included).
@@ -109,7 +132,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         self.as_view_mut().copy_from(data)
     }
 
-    /// Copies the whole buffer into `out` (same length), after every kernel launched before.
+    /// Copies the whole buffer into `out` (same length), after the operations still writing
+    /// it; synchronous.
     ///
     /// # Errors
     /// A length mismatch, or a driver failure (a failed kernel included).
@@ -117,7 +141,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         self.as_view().copy_to(out)
     }
 
-    /// The contents, after every kernel launched before.
+    /// The contents, after the operations still writing the buffer; synchronous.
     ///
     /// # Errors
     /// A driver failure (a failed kernel included).
@@ -125,7 +149,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         self.as_view().to_vec()
     }
 
-    /// Sets every byte to zero.
+    /// Sets every byte to zero, after the operations still using the buffer; synchronous (see
+    /// [`Stream::fill_bytes`](crate::Stream::fill_bytes) for the asynchronous fill).
     ///
     /// # Errors
     /// A driver failure.
@@ -133,11 +158,15 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
-        self.gpu.bind()?;
-        // SAFETY: our allocation, `num_bytes` long.
-        unsafe { sys::cuMemsetD8_v2(self.ptr, 0, self.num_bytes()) }
-            .result()
-            .map_err(|code| copy_error(&self.gpu, "clearing device memory", code))
+        let gpu = &self.alloc.gpu;
+        gpu.bind()?;
+        self.alloc.host_access(byte_range::<T>(&self.alloc, self.ptr, self.len), true, || {
+            // SAFETY: our allocation, `num_bytes` long; nothing pending uses it (waited above).
+            unsafe { sys::cuMemsetD8_v2(self.ptr, 0, self.num_bytes()) }
+                .result()
+                .map_err(|code| copy_error(gpu, "clearing device memory", code))?;
+            sync_legacy(gpu)
+        })
     }
 
     /// A read-only view of `range`.
@@ -149,7 +178,12 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     #[track_caller]
     pub fn slice(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
         let r = bounds(range, self.len);
-        DeviceView { ptr: self.ptr + (r.start * size_of::<T>()) as u64, len: r.len(), gpu: &self.gpu, _t: PhantomData }
+        DeviceView {
+            ptr: self.ptr + (r.start * size_of::<T>()) as u64,
+            len: r.len(),
+            alloc: &self.alloc,
+            _t: PhantomData,
+        }
     }
 
     /// A mutable view of `range`.
@@ -163,7 +197,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         DeviceViewMut {
             ptr: self.ptr + (r.start * size_of::<T>()) as u64,
             len: r.len(),
-            gpu: &self.gpu,
+            alloc: &self.alloc,
             _t: PhantomData,
         }
     }
@@ -178,6 +212,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     #[must_use]
     pub fn as_view_mut(&mut self) -> DeviceViewMut<'_, T> {
         self.slice_mut(..)
+    }
+
+    /// How many operations the buffer's record lists now (finished ones may still be listed):
+    /// for tests that the record stays short.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn pending_accesses(&self) -> usize {
+        self.alloc.pending()
     }
 
     /// The device address, for `unsafe` kernels that take `*const T`.
@@ -209,24 +251,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     pub fn cast<U: DeviceCopy>(self) -> std::result::Result<DeviceBuffer<U>, Self> {
         match castable::<U>(self.ptr, self.num_bytes()) {
             None => Err(self),
-            Some(len) => {
-                let this = std::mem::ManuallyDrop::new(self);
-                // SAFETY: `this` is never dropped; its `gpu` is moved out exactly once, and the
-                // allocation now belongs to the returned buffer (which frees it).
-                let gpu = unsafe { std::ptr::read(&this.gpu) };
-                Ok(DeviceBuffer { ptr: this.ptr, len, gpu, _t: PhantomData })
-            }
-        }
-    }
-}
-
-impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
-    fn drop(&mut self) {
-        if self.ptr != 0 && self.gpu.bind().is_ok() {
-            // SAFETY: our allocation; `cuMemFree` waits for work still using it.
-            unsafe {
-                let _ = sys::cuMemFree_v2(self.ptr);
-            }
+            Some(len) => Ok(DeviceBuffer { ptr: self.ptr, len, alloc: self.alloc, _t: PhantomData }),
         }
     }
 }
@@ -234,7 +259,7 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
 /// `range` resolved against a buffer of `len` elements, as `[T]` indexing does it: checked
 /// arithmetic (no wrapping at `usize::MAX`) and the same panic messages.
 #[track_caller]
-fn bounds(range: impl RangeBounds<usize>, len: usize) -> std::ops::Range<usize> {
+pub(crate) fn bounds(range: impl RangeBounds<usize>, len: usize) -> std::ops::Range<usize> {
     let start = match range.start_bound() {
         Bound::Included(&s) => s,
         Bound::Excluded(&s) => {
@@ -265,7 +290,7 @@ fn bounds(range: impl RangeBounds<usize>, len: usize) -> std::ops::Range<usize> 
 pub struct DeviceView<'a, T: DeviceCopy> {
     ptr: u64,
     len: usize,
-    gpu: &'a Arc<GpuInner>,
+    alloc: &'a Arc<Alloc>,
     _t: PhantomData<&'a [T]>,
 }
 
@@ -290,7 +315,7 @@ impl<'a, T: DeviceCopy> DeviceView<'a, T> {
         castable::<U>(self.ptr, self.len * size_of::<T>()).map(|len| DeviceView {
             ptr: self.ptr,
             len,
-            gpu: self.gpu,
+            alloc: self.alloc,
             _t: PhantomData,
         })
     }
@@ -322,16 +347,19 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
         if self.len == 0 {
             return Ok(());
         }
-        self.gpu.bind()?;
-        // SAFETY: `out` has room for exactly the view's bytes; the view is inside a live
-        // allocation.
-        unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr, std::mem::size_of_val(out)) }
-            .result()
-            .map_err(|code| copy_error(self.gpu, "copying device memory to the host", code))?;
-        // The copy waited for every kernel launched before (on the legacy default stream,
-        // which orders itself after Cohort's blocking streams), and none failed.
-        self.gpu.note_finished(None);
-        Ok(())
+        let gpu = &self.alloc.gpu;
+        gpu.bind()?;
+        self.alloc.host_access(byte_range::<T>(self.alloc, self.ptr, self.len), false, || {
+            // SAFETY: `out` has room for exactly the view's bytes; the view is inside a live
+            // allocation, and no pending operation writes it (waited above).
+            unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr, std::mem::size_of_val(out)) }
+                .result()
+                .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
+            // The copy ran on the legacy default stream, after every blocking stream's work,
+            // and returned when done: none of that work failed.
+            gpu.note_finished(Finished::Blocking);
+            Ok(())
+        })
     }
     /// The view's contents.
     ///
@@ -339,18 +367,22 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
     /// A driver failure.
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let mut v: Vec<T> = Vec::with_capacity(self.len);
-        self.gpu.bind()?;
         if self.len > 0 {
-            // SAFETY: `v` has capacity for `len` elements, all written by the copy before
-            // `set_len`.
-            unsafe {
-                sys::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), self.ptr, self.len * size_of::<T>())
-                    .result()
-                    .map_err(|code| copy_error(self.gpu, "copying device memory to the host", code))?;
-                v.set_len(self.len);
-            }
-            // As in `copy_to`: every kernel launched before has finished.
-            self.gpu.note_finished(None);
+            let gpu = &self.alloc.gpu;
+            gpu.bind()?;
+            self.alloc.host_access(byte_range::<T>(self.alloc, self.ptr, self.len), false, || {
+                // SAFETY: `v` has capacity for `len` elements, all written by the copy before
+                // `set_len`; no pending operation writes the view (waited above).
+                unsafe {
+                    sys::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), self.ptr, self.len * size_of::<T>())
+                        .result()
+                        .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
+                    v.set_len(self.len);
+                }
+                // As in `copy_to`.
+                gpu.note_finished(Finished::Blocking);
+                Ok(())
+            })?;
         }
         Ok(v)
     }
@@ -360,7 +392,7 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
 pub struct DeviceViewMut<'a, T: DeviceCopy> {
     ptr: u64,
     len: usize,
-    gpu: &'a Arc<GpuInner>,
+    alloc: &'a Arc<Alloc>,
     _t: PhantomData<&'a mut [T]>,
 }
 
@@ -378,7 +410,7 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
         castable::<U>(self.ptr, self.len * size_of::<T>()).map(|len| DeviceViewMut {
             ptr: self.ptr,
             len,
-            gpu: self.gpu,
+            alloc: self.alloc,
             _t: PhantomData,
         })
     }
@@ -396,7 +428,7 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
     /// Read-only access.
     #[must_use]
     pub fn as_view(&self) -> DeviceView<'_, T> {
-        DeviceView { ptr: self.ptr, len: self.len, gpu: self.gpu, _t: PhantomData }
+        DeviceView { ptr: self.ptr, len: self.len, alloc: self.alloc, _t: PhantomData }
     }
     /// Overwrites the view with `data` (same length).
     ///
@@ -413,11 +445,18 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
         if self.len == 0 {
             return Ok(());
         }
-        self.gpu.bind()?;
-        // SAFETY: `data` holds exactly the view's bytes; the view is inside a live allocation.
-        unsafe { sys::cuMemcpyHtoD_v2(self.ptr, data.as_ptr().cast(), std::mem::size_of_val(data)) }
-            .result()
-            .map_err(|code| copy_error(self.gpu, "copying host memory to the device", code))
+        let gpu = &self.alloc.gpu;
+        gpu.bind()?;
+        self.alloc.host_access(byte_range::<T>(self.alloc, self.ptr, self.len), true, || {
+            // SAFETY: `data` holds exactly the view's bytes; the view is inside a live
+            // allocation that no pending operation uses (waited above).
+            unsafe { sys::cuMemcpyHtoD_v2(self.ptr, data.as_ptr().cast(), std::mem::size_of_val(data)) }
+                .result()
+                .map_err(|code| copy_error(gpu, "copying host memory to the device", code))?;
+            // A pageable copy may return before its DMA has finished: wait for it, so that
+            // the copy is complete for every stream.
+            sync_legacy(gpu)
+        })
     }
 }
 
@@ -496,6 +535,9 @@ impl<T> DevicePtrMut<T> {
 pub trait SliceArg<T> {
     /// Device address and element count.
     fn raw_parts(&self) -> (u64, usize);
+    /// The memory the kernel reads (plain `T`) or writes (atomics), for stream ordering.
+    #[doc(hidden)]
+    fn uses(&self) -> [Use<'_>; 1];
 }
 
 /// Host arguments for a kernel's `DisjointSlice<T>` parameter: `&mut DeviceBuffer<T>` or a
@@ -508,46 +550,114 @@ pub trait SliceArg<T> {
 pub trait DisjointArg<T> {
     /// Device address and element count.
     fn raw_parts(&self) -> (u64, usize);
+    /// The memory the kernel writes, for stream ordering.
+    #[doc(hidden)]
+    fn uses(&self) -> [Use<'_>; 1];
+}
+
+/// The operand of a whole buffer.
+pub(crate) fn buffer_use<T: DeviceCopy>(b: &DeviceBuffer<T>, write: bool) -> Use<'_> {
+    Use::new(&b.alloc, byte_range::<T>(&b.alloc, b.ptr, b.len), write)
 }
 
 impl<T: DeviceCopy> SliceArg<T> for &DeviceBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
+    fn uses(&self) -> [Use<'_>; 1] {
+        [buffer_use(self, false)]
+    }
 }
-impl<'a, T: DeviceCopy> SliceArg<T> for DeviceView<'a, T> {
+impl<T: DeviceCopy> SliceArg<T> for DeviceView<'_, T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
+    }
+    fn uses(&self) -> [Use<'_>; 1] {
+        [Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), false)]
     }
 }
 impl<T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for &mut DeviceBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
+    fn uses(&self) -> [Use<'_>; 1] {
+        [buffer_use(self, true)]
+    }
 }
-impl<'a, T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for DeviceViewMut<'a, T> {
+impl<T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for DeviceViewMut<'_, T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
+    }
+    fn uses(&self) -> [Use<'_>; 1] {
+        [Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), true)]
     }
 }
 impl<S: Space> SliceArg<Mutex<S>> for &mut DeviceBuffer<u32> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
+    fn uses(&self) -> [Use<'_>; 1] {
+        [buffer_use(self, true)]
+    }
 }
 impl<S: Space> SliceArg<Mutex<S>> for DeviceViewMut<'_, u32> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
+    }
+    fn uses(&self) -> [Use<'_>; 1] {
+        [Use::new(self.alloc, byte_range::<u32>(self.alloc, self.ptr, self.len), true)]
     }
 }
 impl<T: DeviceCopy> DisjointArg<T> for &mut DeviceBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
+    fn uses(&self) -> [Use<'_>; 1] {
+        [buffer_use(self, true)]
+    }
 }
-impl<'a, T: DeviceCopy> DisjointArg<T> for DeviceViewMut<'a, T> {
+impl<T: DeviceCopy> DisjointArg<T> for DeviceViewMut<'_, T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
+    }
+    fn uses(&self) -> [Use<'_>; 1] {
+        [Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), true)]
+    }
+}
+
+impl<T: DeviceCopy> CopySrc<T> for &DeviceBuffer<T> {
+    fn use_read(&self) -> Use<'_> {
+        buffer_use(self, false)
+    }
+}
+impl<T: DeviceCopy> CopySrc<T> for &mut DeviceBuffer<T> {
+    fn use_read(&self) -> Use<'_> {
+        buffer_use(self, false)
+    }
+}
+impl<T: DeviceCopy> CopySrc<T> for DeviceView<'_, T> {
+    fn use_read(&self) -> Use<'_> {
+        Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), false)
+    }
+}
+impl<T: DeviceCopy> CopySrc<T> for &DeviceViewMut<'_, T> {
+    fn use_read(&self) -> Use<'_> {
+        Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), false)
+    }
+}
+impl<T: DeviceCopy> CopyDst<T> for &mut DeviceBuffer<T> {
+    fn use_write(&self) -> Use<'_> {
+        buffer_use(self, true)
+    }
+}
+impl<T: DeviceCopy> CopyDst<T> for DeviceViewMut<'_, T> {
+    fn use_write(&self) -> Use<'_> {
+        Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), true)
+    }
+}
+impl<T: DeviceCopy> CopyDst<T> for &mut DeviceViewMut<'_, T> {
+    fn use_write(&self) -> Use<'_> {
+        Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), true)
     }
 }
 
@@ -574,6 +684,7 @@ impl Gpu {
 /// [`DeviceBuffer::as_matrix_mut`] or [`DeviceViewMut::into_matrix`], which check that the
 /// buffer holds `rows * cols` elements.
 pub struct MatrixMut<'a, T: DeviceCopy> {
+    alloc: &'a Arc<Alloc>,
     ptr: u64,
     rows: usize,
     cols: usize,
@@ -600,7 +711,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// [`Error::Argument`] if `rows * cols` exceeds the buffer's length.
     pub fn as_matrix_mut(&mut self, rows: usize, cols: usize) -> Result<MatrixMut<'_, T>> {
         matrix_fits(self.len, rows, cols)?;
-        Ok(MatrixMut { ptr: self.ptr, rows, cols, _t: PhantomData })
+        Ok(MatrixMut { alloc: &self.alloc, ptr: self.ptr, rows, cols, _t: PhantomData })
     }
 }
 
@@ -611,7 +722,7 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
     /// [`Error::Argument`] if `rows * cols` exceeds the view's length.
     pub fn into_matrix(self, rows: usize, cols: usize) -> Result<MatrixMut<'a, T>> {
         matrix_fits(self.len, rows, cols)?;
-        Ok(MatrixMut { ptr: self.ptr, rows, cols, _t: PhantomData })
+        Ok(MatrixMut { alloc: self.alloc, ptr: self.ptr, rows, cols, _t: PhantomData })
     }
 }
 
@@ -632,11 +743,17 @@ impl<T: DeviceCopy> MatrixMut<'_, T> {
 pub trait MatrixArg<T> {
     /// Device address, rows and columns (`rows * cols` elements fit at the address).
     fn raw_parts(&self) -> (u64, usize, usize);
+    /// The memory the kernel writes, for stream ordering.
+    #[doc(hidden)]
+    fn uses(&self) -> [Use<'_>; 1];
 }
 
 impl<T: DeviceCopy> MatrixArg<T> for MatrixMut<'_, T> {
     fn raw_parts(&self) -> (u64, usize, usize) {
         (self.ptr, self.rows, self.cols)
+    }
+    fn uses(&self) -> [Use<'_>; 1] {
+        [Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.rows * self.cols), true)]
     }
 }
 

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::launch::{Dim3, LaunchConfig};
 use crate::ptx::{PtxModule, PtxSet};
 use crate::stream::Stream;
+use crate::track::{Use, run_tracked};
 
 /// Host-mapped memory where a panicking kernel thread leaves its location.
 pub(crate) struct PanicSlot {
@@ -552,12 +553,14 @@ impl Function {
         Ok(())
     }
 
-    /// Launches with a raw parameter array (what generated launchers call).
+    /// Launches with a raw parameter array, untracked: nothing orders the launch against other
+    /// streams' work on the memory it uses (the caller does, or uses one stream).
     ///
     /// # Safety
     /// `params` must hold one pointer per PTX parameter of the kernel, in order, each pointing
     /// at a value of exactly that parameter's type, and the kernel must be safe to run with
-    /// those values (device pointers valid for its accesses).
+    /// those values (device pointers valid for its accesses, and not used by other streams'
+    /// pending work in conflicting ways).
     ///
     /// # Errors
     /// [`Error::InvalidLaunch`] for an impossible configuration, [`Error::Cooperative`] for a
@@ -569,6 +572,37 @@ impl Function {
         config: LaunchConfig,
         params: &mut [*mut std::ffi::c_void],
     ) -> Result<()> {
+        self.check_plain(&config)?;
+        self.module.gpu.bind()?;
+        // SAFETY: the caller's contract.
+        unsafe { self.enqueue(stream, config, params, false) }
+    }
+
+    /// What generated launchers call: [`Function::launch_raw`], ordered against other
+    /// streams' pending work on `uses` (the memory the arguments name) and recorded on it.
+    ///
+    /// # Safety
+    /// As [`Function::launch_raw`]; `uses` must cover the memory the kernel accesses through
+    /// `params`.
+    ///
+    /// # Errors
+    /// As [`Function::launch_raw`].
+    #[doc(hidden)]
+    #[inline]
+    pub unsafe fn launch_tracked(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+        uses: &[Use<'_>],
+    ) -> Result<()> {
+        self.check_plain(&config)?;
+        self.module.gpu.bind()?;
+        // SAFETY: the caller's contract; the tracker orders the launch.
+        run_tracked(&stream.inner, uses, || unsafe { self.enqueue(stream, config, params, false) })
+    }
+
+    fn check_plain(&self, config: &LaunchConfig) -> Result<()> {
         if self.cooperative {
             return Err(Error::Cooperative {
                 kernel: self.name.clone(),
@@ -576,24 +610,53 @@ impl Function {
                     .into(),
             });
         }
-        self.check(&config)?;
-        self.module.gpu.bind()?;
+        self.check(config)
+    }
+
+    /// `cuLaunchKernel` / `cuLaunchCooperativeKernel` of a checked configuration.
+    ///
+    /// # Safety
+    /// As [`Function::launch_raw`]; the configuration was checked and the context is current.
+    #[inline]
+    unsafe fn enqueue(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+        cooperative: bool,
+    ) -> Result<()> {
         let (g, b) = (config.grid, config.block);
-        // SAFETY: the caller guarantees the parameters; the configuration was checked.
+        let raw = stream.inner.raw;
+        // SAFETY: the caller guarantees the parameters and the configuration.
         let r = unsafe {
-            sys::cuLaunchKernel(
-                self.raw,
-                g.x,
-                g.y,
-                g.z,
-                b.x,
-                b.y,
-                b.z,
-                config.shared_mem_bytes,
-                stream.raw,
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
+            if cooperative {
+                sys::cuLaunchCooperativeKernel(
+                    self.raw,
+                    g.x,
+                    g.y,
+                    g.z,
+                    b.x,
+                    b.y,
+                    b.z,
+                    config.shared_mem_bytes,
+                    raw,
+                    params.as_mut_ptr(),
+                )
+            } else {
+                sys::cuLaunchKernel(
+                    self.raw,
+                    g.x,
+                    g.y,
+                    g.z,
+                    b.x,
+                    b.y,
+                    b.z,
+                    config.shared_mem_bytes,
+                    raw,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
         }
         .result();
         r.map_err(|code| stream.launch_error(&self.name, config, code))?;
@@ -601,8 +664,31 @@ impl Function {
         Ok(())
     }
 
+    /// Checks a cooperative launch: the device supports it, the configuration, and that every
+    /// block of the grid can be resident at once.
+    fn check_cooperative(&self, config: &LaunchConfig) -> Result<()> {
+        let info = &self.module.gpu.info;
+        if !info.cooperative_launch {
+            return Err(Error::Cooperative {
+                kernel: self.name.clone(),
+                reason: format!("{} does not support cooperative launches", info.name),
+            });
+        }
+        self.check(config)?;
+        let per_sm = self.max_active_blocks_per_sm(config.block.volume() as u32, config.shared_mem_bytes)?;
+        if config.grid.volume() > per_sm as u64 * info.sms as u64 {
+            return Err(Error::CooperativeTooLarge {
+                kernel: self.name.clone(),
+                config: *config,
+                blocks_per_sm: per_sm,
+                sms: info.sms,
+            });
+        }
+        Ok(())
+    }
+
     /// Launches cooperatively (`cuLaunchCooperativeKernel`) after checking that every block
-    /// of the grid can be resident at once.
+    /// of the grid can be resident at once; untracked, as [`Function::launch_raw`].
     ///
     /// # Safety
     /// As [`Function::launch_raw`].
@@ -616,44 +702,31 @@ impl Function {
         config: LaunchConfig,
         params: &mut [*mut std::ffi::c_void],
     ) -> Result<()> {
-        let info = &self.module.gpu.info;
-        if !info.cooperative_launch {
-            return Err(Error::Cooperative {
-                kernel: self.name.clone(),
-                reason: format!("{} does not support cooperative launches", info.name),
-            });
-        }
-        self.check(&config)?;
-        let per_sm = self.max_active_blocks_per_sm(config.block.volume() as u32, config.shared_mem_bytes)?;
-        if config.grid.volume() > per_sm as u64 * info.sms as u64 {
-            return Err(Error::CooperativeTooLarge {
-                kernel: self.name.clone(),
-                config,
-                blocks_per_sm: per_sm,
-                sms: info.sms,
-            });
-        }
+        self.check_cooperative(&config)?;
         self.module.gpu.bind()?;
-        let (g, b) = (config.grid, config.block);
-        // SAFETY: the caller guarantees the parameters; the configuration and co-residency
-        // were checked.
-        let r = unsafe {
-            sys::cuLaunchCooperativeKernel(
-                self.raw,
-                g.x,
-                g.y,
-                g.z,
-                b.x,
-                b.y,
-                b.z,
-                config.shared_mem_bytes,
-                stream.raw,
-                params.as_mut_ptr(),
-            )
-        }
-        .result();
-        r.map_err(|code| stream.launch_error(&self.name, config, code))?;
-        stream.note_launch(&self.name, config);
-        Ok(())
+        // SAFETY: the caller's contract; co-residency was checked.
+        unsafe { self.enqueue(stream, config, params, true) }
+    }
+
+    /// [`Function::launch_cooperative_raw`], ordered and recorded as
+    /// [`Function::launch_tracked`].
+    ///
+    /// # Safety
+    /// As [`Function::launch_tracked`].
+    ///
+    /// # Errors
+    /// As [`Function::launch_cooperative_raw`].
+    #[doc(hidden)]
+    pub unsafe fn launch_cooperative_tracked(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+        uses: &[Use<'_>],
+    ) -> Result<()> {
+        self.check_cooperative(&config)?;
+        self.module.gpu.bind()?;
+        // SAFETY: the caller's contract; co-residency was checked; the tracker orders it.
+        run_tracked(&stream.inner, uses, || unsafe { self.enqueue(stream, config, params, true) })
     }
 }

@@ -1,79 +1,558 @@
-//! Streams and events.
+//! Streams, events, host callbacks and graphs.
+//!
+//! # Stream-ordered safety
+//!
+//! Every device allocation, pinned host buffer and registered host range carries a record of
+//! the operations still pending on it, per stream ([`crate::track`]). Each operation Cohort
+//! enqueues — a typed kernel launch, an asynchronous copy or fill, a graph replay — first makes
+//! its stream wait (`cuStreamWaitEvent`, on the GPU: the host does not block) for the pending
+//! operations of *other* streams that conflict with it on the bytes it touches (a write after a
+//! read or a write, a read after a write), then records itself. The host waits the same way
+//! before it reads or writes memory the GPU may still be using: synchronous copies, the host
+//! view of a pinned buffer, freeing a buffer. So:
+//!
+//! - two streams never race on a buffer: the second operation waits for the first on the GPU;
+//! - nothing is freed, unregistered or handed to the host while an operation still uses it;
+//! - operations on one stream are ordered by the stream and cost no event.
+//!
+//! Waits are *lazy*: recording an operation costs no CUDA call; only when another stream (or
+//! the host) needs to wait for it does Cohort record an event on its stream, which then also
+//! covers whatever that stream ran before.
 
+use std::ffi::c_void;
 use std::fmt;
-use std::sync::Arc;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::DriverError;
 use cudarc::driver::sys;
 
-use crate::device::{Doing, Gpu, GpuInner};
+use crate::device::{Doing, Finished, Gpu, GpuInner};
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
+use crate::track::{Alloc, CopyDst, CopySrc, Use, run_tracked};
 
-/// A CUDA stream: launches on one stream run in order.
-///
-/// Streams are created *blocking* (`CU_STREAM_DEFAULT`), so the synchronous copies of
-/// [`DeviceBuffer`](crate::DeviceBuffer) wait for kernels on them: reading a buffer back always
-/// sees the kernels launched before.
-pub struct Stream {
+/// Unique numbers for streams (and per-thread default streams, per thread).
+static IDS: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's key for the per-thread default stream.
+    static PER_THREAD_KEY: u64 = IDS.fetch_add(1, Ordering::Relaxed);
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamKind {
+    /// Created by Cohort, destroyed when the last reference goes.
+    Owned,
+    /// `CU_STREAM_LEGACY`, the legacy default stream.
+    Legacy,
+    /// `CU_STREAM_PER_THREAD`: a different stream on every thread that uses it.
+    PerThread,
+}
+
+/// A captured operation's use of memory, kept by the graph (which keeps the memory alive).
+pub(crate) struct Captured {
+    pub(crate) alloc: Arc<Alloc>,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) write: bool,
+}
+
+pub(crate) struct StreamInner {
     pub(crate) raw: sys::CUstream,
     pub(crate) gpu: Arc<GpuInner>,
-    /// Names the stream in its context's record of unfinished launches.
     id: u64,
+    pub(crate) kind: StreamKind,
+    /// Whether it synchronizes with the legacy default stream.
+    blocking: bool,
+    /// An event re-recorded each time another stream or the host waits for this stream's
+    /// work so far (created on first use).
+    mark: Mutex<sys::CUevent>,
+    /// Operations recorded on this stream (a sequence number for each).
+    submitted: AtomicU64,
+    /// Operations known finished (everything up to this number).
+    completed: AtomicU64,
+    /// `Some` while capturing into a graph: the memory the captured operations use.
+    pub(crate) capture: Mutex<Option<Vec<Captured>>>,
+    /// The message of a host function that panicked, for the next `synchronize`.
+    callback_panic: Arc<Mutex<Option<String>>>,
 }
 
-// SAFETY: a CUstream handle may be used from any thread (the driver synchronizes internally);
-// the stream has no interior state of its own.
-unsafe impl Send for Stream {}
+// SAFETY: a CUstream and a CUevent may be used from any thread (the driver synchronizes
+// internally); the rest is atomics and mutexes.
+unsafe impl Send for StreamInner {}
 // SAFETY: as above.
-unsafe impl Sync for Stream {}
+unsafe impl Sync for StreamInner {}
 
-impl fmt::Debug for Stream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Stream").field("raw", &self.raw).finish()
-    }
-}
-
-impl Stream {
-    pub(crate) fn create(gpu: &Arc<GpuInner>) -> Result<Self> {
-        gpu.bind()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: the context is current; `raw` receives the handle.
-        unsafe { sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_DEFAULT as u32) }
-            .result()
-            .map_err(|code| gpu.error(code, Doing::Call("creating a stream".into())))?;
-        static IDS: AtomicU64 = AtomicU64::new(0);
-        Ok(Self { raw, gpu: gpu.clone(), id: IDS.fetch_add(1, Ordering::Relaxed) })
+impl StreamInner {
+    /// The stream that operations issued *now, on this thread* run on: for the per-thread
+    /// default stream, the calling thread's.
+    #[inline]
+    pub(crate) fn key(&self) -> u64 {
+        match self.kind {
+            StreamKind::PerThread => PER_THREAD_KEY.with(|k| *k),
+            _ => self.id,
+        }
     }
 
-    /// Waits until everything launched on this stream has finished.
-    ///
-    /// # Errors
-    /// [`Error::KernelFailed`] if a kernel failed (here or on another stream), naming it (as far
-    /// as the driver lets Cohort know: see [`Error::KernelFailed`]'s `kernel`) and where it
-    /// panicked.
-    pub fn synchronize(&self) -> Result<()> {
+    /// Numbers the next operation on this stream.
+    #[inline]
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.submitted.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Whether operation `seq` is known to have finished.
+    #[inline]
+    pub(crate) fn is_done(&self, seq: u64) -> bool {
+        self.completed.load(Ordering::Acquire) >= seq
+    }
+
+    /// Makes `consumer` wait (on the GPU) for everything enqueued on this stream so far.
+    pub(crate) fn make_wait(&self, consumer: &StreamInner) -> Result<()> {
+        let mut mark = self.mark.lock().unwrap_or_else(|p| p.into_inner());
+        if mark.is_null() {
+            // SAFETY: the context is current (callers bind it); `mark` receives the handle.
+            unsafe { sys::cuEventCreate(&mut *mark, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
+                .result()
+                .map_err(|code| self.gpu.error(code, Doing::Call("creating an event".into())))?;
+        }
+        // SAFETY: live event and streams of this context; the event is re-recorded under the
+        // lock, and `cuStreamWaitEvent` captures the state it has now.
+        unsafe {
+            sys::cuEventRecord(*mark, self.raw)
+                .result()
+                .and_then(|()| sys::cuStreamWaitEvent(consumer.raw, *mark, 0).result())
+                .map_err(|code| self.gpu.error(code, Doing::Call("ordering a stream after another".into())))
+        }
+    }
+
+    /// Waits on the host until operation `seq` has finished.
+    pub(crate) fn wait_host(&self, seq: u64) -> Result<()> {
+        if self.is_done(seq) {
+            return Ok(());
+        }
+        self.synchronize()
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        let upto = self.submitted.load(Ordering::Relaxed);
         self.gpu.bind()?;
         // SAFETY: `raw` is a live stream of the current context.
         unsafe { sys::cuStreamSynchronize(self.raw) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Wait("synchronizing a stream")))?;
-        self.gpu.note_finished(Some(self.id));
+        self.completed.fetch_max(upto, Ordering::AcqRel);
+        self.gpu.note_finished(Finished::Stream(self.key()));
+        if let Some(message) = self.callback_panic.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(Error::HostFnPanicked(message));
+        }
         Ok(())
     }
+}
 
-    /// The raw handle, for interop.
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        if self.gpu.bind().is_err() {
+            return;
+        }
+        let mark = *self.mark.get_mut().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: handles we created, not used after this; work still queued on a destroyed
+        // stream completes normally (its resources are released after it).
+        unsafe {
+            if !mark.is_null() {
+                let _ = sys::cuEventDestroy_v2(mark);
+            }
+            if self.kind == StreamKind::Owned {
+                let _ = sys::cuStreamDestroy_v2(self.raw);
+            }
+        }
+    }
+}
+
+/// How to create a [`Stream`]: [`Gpu::new_stream_with`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StreamOptions {
+    non_blocking: bool,
+    priority: i32,
+}
+
+impl StreamOptions {
+    /// A blocking stream of default priority (`cudaStreamCreate`).
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// A stream that does not synchronize with the legacy default stream
+    /// (`cudaStreamNonBlocking`).
+    #[must_use]
+    pub fn non_blocking(mut self, yes: bool) -> Self {
+        self.non_blocking = yes;
+        self
+    }
+    /// Scheduling priority: lower numbers are higher priorities; see
+    /// [`Gpu::stream_priority_range`]. Values outside the range are clamped by the driver.
+    #[must_use]
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+}
+
+/// A CUDA stream: operations on one stream run in order; operations on different streams may
+/// overlap, and Cohort orders them where they touch the same memory (see the module docs and
+/// the README's "Streams" section).
+///
+/// ```no_run
+/// # use cohort_runtime::{Gpu, StreamOptions};
+/// # fn main() -> Result<(), cohort_runtime::Error> {
+/// let gpu = Gpu::new(0)?;
+/// let s = gpu.new_stream_with(StreamOptions::new().non_blocking(true))?;
+/// let host = gpu.pinned_from(&[1.0f32; 1 << 20])?;
+/// let mut dev = gpu.zeroed::<f32>(1 << 20)?;
+/// s.copy(&host, &mut dev)?;              // asynchronous: returns at once
+/// s.synchronize()?;
+/// # Ok(()) }
+/// ```
+pub struct Stream {
+    pub(crate) inner: Arc<StreamInner>,
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream").field("raw", &self.inner.raw).field("kind", &self.inner.kind).finish()
+    }
+}
+
+impl Stream {
+    fn wrap(gpu: &Arc<GpuInner>, raw: sys::CUstream, kind: StreamKind, blocking: bool) -> Self {
+        Self {
+            inner: Arc::new(StreamInner {
+                raw,
+                gpu: gpu.clone(),
+                id: IDS.fetch_add(1, Ordering::Relaxed),
+                kind,
+                blocking,
+                mark: Mutex::new(std::ptr::null_mut()),
+                submitted: AtomicU64::new(0),
+                completed: AtomicU64::new(0),
+                capture: Mutex::new(None),
+                callback_panic: Arc::new(Mutex::new(None)),
+            }),
+        }
+    }
+
+    pub(crate) fn create(gpu: &Arc<GpuInner>, options: StreamOptions) -> Result<Self> {
+        gpu.bind()?;
+        let mut raw = std::ptr::null_mut();
+        let flags = if options.non_blocking {
+            sys::CUstream_flags::CU_STREAM_NON_BLOCKING
+        } else {
+            sys::CUstream_flags::CU_STREAM_DEFAULT
+        };
+        // SAFETY: the context is current; `raw` receives the handle.
+        unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags as u32, options.priority) }
+            .result()
+            .map_err(|code| gpu.error(code, Doing::Call("creating a stream".into())))?;
+        Ok(Self::wrap(gpu, raw, StreamKind::Owned, !options.non_blocking))
+    }
+
+    pub(crate) fn legacy(gpu: &Arc<GpuInner>) -> Self {
+        Self::wrap(
+            gpu,
+            std::ptr::without_provenance_mut(0x1), // CU_STREAM_LEGACY
+            StreamKind::Legacy,
+            true,
+        )
+    }
+
+    pub(crate) fn per_thread(gpu: &Arc<GpuInner>) -> Self {
+        Self::wrap(
+            gpu,
+            std::ptr::without_provenance_mut(0x2), // CU_STREAM_PER_THREAD
+            StreamKind::PerThread,
+            true,
+        )
+    }
+
+    /// Waits until everything enqueued on this stream has finished.
+    ///
+    /// # Errors
+    /// [`Error::KernelFailed`] if a kernel failed (here or on another stream), naming it (as far
+    /// as the driver lets Cohort know: see [`Error::KernelFailed`]'s `kernel`) and where it
+    /// panicked; [`Error::HostFnPanicked`] if a host function of this stream panicked.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner.synchronize()
+    }
+
+    /// Whether everything enqueued on this stream has finished (`cuStreamQuery`), without
+    /// waiting.
+    ///
+    /// # Errors
+    /// [`Error::KernelFailed`] if a kernel failed.
+    pub fn query(&self) -> Result<bool> {
+        let upto = self.inner.submitted.load(Ordering::Relaxed);
+        self.inner.gpu.bind()?;
+        // SAFETY: live stream of the current context.
+        match unsafe { sys::cuStreamQuery(self.inner.raw) } {
+            sys::CUresult::CUDA_SUCCESS => {
+                self.inner.completed.fetch_max(upto, Ordering::AcqRel);
+                Ok(true)
+            }
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            code => Err(self.inner.gpu.error(DriverError(code), Doing::Wait("querying a stream"))),
+        }
+    }
+
+    /// The raw handle, for interop. Work enqueued through it is not tracked: order it yourself.
     #[must_use]
     pub fn cu_stream(&self) -> sys::CUstream {
-        self.raw
+        self.inner.raw
+    }
+
+    /// The stream's priority (lower is higher).
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn priority(&self) -> Result<i32> {
+        let mut p = 0;
+        self.inner.gpu.bind()?;
+        // SAFETY: live stream.
+        unsafe { sys::cuStreamGetPriority(self.inner.raw, &mut p) }
+            .result()
+            .map_err(|code| self.inner.gpu.error(code, Doing::Call("reading a stream's priority".into())))?;
+        Ok(p)
+    }
+
+    /// Records `event` on this stream: it completes when everything enqueued before it has.
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn record(&self, event: &Event) -> Result<()> {
+        event.record(self)
+    }
+
+    /// Makes this stream wait (on the GPU) until `event` completes (`cuStreamWaitEvent`).
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        self.inner.gpu.bind()?;
+        // SAFETY: live handles of one context.
+        unsafe { sys::cuStreamWaitEvent(self.inner.raw, event.raw, 0) }
+            .result()
+            .map_err(|code| self.inner.gpu.error(code, Doing::Call("waiting for an event".into())))
+    }
+
+    /// Runs `f` on a driver thread once everything enqueued before it on this stream has
+    /// finished (`cuLaunchHostFunc`); later work on the stream waits for it.
+    ///
+    /// `f` must not call CUDA (Cohort included): the driver refuses such calls from a host
+    /// function, and a call that waits for the stream would never return. If `f` panics, the
+    /// panic is caught and the stream's next [`Stream::synchronize`] returns
+    /// [`Error::HostFnPanicked`].
+    ///
+    /// # Errors
+    /// A driver failure; [`Error::Argument`] while the stream is capturing a graph (a graph
+    /// would run `f` once per replay, and `f` runs at most once).
+    pub fn host_fn(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
+        if self.inner.capture.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+            return Err(Error::Argument(
+                "a host function cannot be captured into a graph: it would run on every replay".into(),
+            ));
+        }
+        type Payload = (Box<dyn FnOnce() + Send>, Arc<Mutex<Option<String>>>);
+        unsafe extern "C" fn trampoline(data: *mut c_void) {
+            // SAFETY: `data` is the `Box<Payload>` leaked below, handed to exactly one call.
+            let payload = unsafe { Box::from_raw(data.cast::<Payload>()) };
+            let (f, slot) = *payload;
+            if let Err(p) = std::panic::catch_unwind(AssertUnwindSafe(f)) {
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a host function panicked".into());
+                slot.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(msg);
+            }
+        }
+        let payload: Box<Payload> = Box::new((Box::new(f), self.inner.callback_panic.clone()));
+        let data = Box::into_raw(payload).cast::<c_void>();
+        self.inner.gpu.bind()?;
+        // SAFETY: `trampoline` takes ownership of `data` when it runs; if the driver refuses
+        // the call it never runs and we take the payload back.
+        let r = unsafe { sys::cuLaunchHostFunc(self.inner.raw, Some(trampoline), data) }.result();
+        r.map_err(|code| {
+            // SAFETY: refused, so the driver never calls `trampoline` with `data`.
+            drop(unsafe { Box::from_raw(data.cast::<Payload>()) });
+            self.inner.gpu.error(code, Doing::Call("enqueueing a host function".into()))
+        })
+    }
+
+    /// Copies `src` into `dst` asynchronously (`cuMemcpyAsync`): device → device, pinned host
+    /// → device, device → pinned host. Both must have the same length.
+    ///
+    /// `src`: `&DeviceBuffer`, a [`DeviceView`](crate::DeviceView), `&PinnedBuffer`, a
+    /// [`PinnedView`](crate::PinnedView), `&Registered`. `dst`: `&mut DeviceBuffer`, a
+    /// [`DeviceViewMut`](crate::DeviceViewMut), `&mut PinnedBuffer`, a
+    /// [`PinnedViewMut`](crate::PinnedViewMut), `&mut Registered`. The copy waits for other
+    /// streams' pending writes to `src` and uses of `dst`; the host sees `dst` (if pinned)
+    /// only once it has finished. Pageable `&[T]`/`Vec<T>` are not accepted: copy those with
+    /// the synchronous [`DeviceBuffer::copy_from`](crate::DeviceBuffer::copy_from) /
+    /// [`copy_to`](crate::DeviceBuffer::copy_to), or stage them in a
+    /// [`PinnedBuffer`](crate::PinnedBuffer).
+    ///
+    /// # Errors
+    /// [`Error::Argument`] for lengths that differ; a driver failure.
+    pub fn copy<T: cohort::DeviceCopy>(&self, src: impl CopySrc<T>, dst: impl CopyDst<T>) -> Result<()> {
+        let (s, d) = (src.use_read(), dst.use_write());
+        let (sl, dl) = ((s.end - s.start) / size_of::<T>().max(1), (d.end - d.start) / size_of::<T>().max(1));
+        if s.end - s.start != d.end - d.start {
+            return Err(Error::Argument(format!("copy: the source has {sl} elements, the destination {dl}")));
+        }
+        if s.end == s.start {
+            return Ok(());
+        }
+        let bytes = s.end - s.start;
+        let (sp, dp) = (s.device_addr(), d.device_addr());
+        self.inner.gpu.bind()?;
+        run_tracked(&self.inner, &[s, d], || {
+            // SAFETY: both ranges are inside live allocations (their `Use`s were made from
+            // borrows that last this call) of `bytes` bytes; the tracker ordered the copy
+            // after conflicting work on other streams.
+            unsafe { sys::cuMemcpyAsync(dp, sp, bytes, self.inner.raw) }
+                .result()
+                .map_err(|code| self.inner.gpu.error(code, Doing::Call(format!("copying {bytes} B asynchronously"))))
+        })
+    }
+
+    /// Sets every byte of device memory `dst` to `value`, asynchronously (`cuMemsetD8Async`).
+    ///
+    /// # Errors
+    /// [`Error::Argument`] for host memory; a driver failure.
+    pub fn fill_bytes<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: u8) -> Result<()> {
+        let d = dst.use_write();
+        self.memset(d, 1, u32::from(value))
+    }
+
+    /// Sets every element of device memory `dst` to `value`, asynchronously: `T` must be 1, 2
+    /// or 4 bytes (`cuMemsetD8/D16/D32Async`, e.g. `f32` or `u32`); fill wider types with a
+    /// kernel or [`Stream::fill_bytes`].
+    ///
+    /// # Errors
+    /// [`Error::Argument`] for another size or for host memory; a driver failure.
+    pub fn fill<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: T) -> Result<()> {
+        let width = size_of::<T>();
+        let mut bits = [0u8; 4];
+        if !matches!(width, 1 | 2 | 4) {
+            return Err(Error::Argument(format!(
+                "fill: {} is {width} bytes; memset fills elements of 1, 2 or 4 bytes",
+                std::any::type_name::<T>()
+            )));
+        }
+        // SAFETY: `value` is `width` bytes, all initialized (`DeviceCopy` types have no
+        // padding), and `bits` has room for them.
+        unsafe { std::ptr::copy_nonoverlapping((&raw const value).cast::<u8>(), bits.as_mut_ptr(), width) };
+        let v = match width {
+            1 => u32::from(bits[0]),
+            2 => u32::from(u16::from_ne_bytes([bits[0], bits[1]])),
+            _ => u32::from_ne_bytes(bits),
+        };
+        self.memset(dst.use_write(), width, v)
+    }
+
+    fn memset(&self, d: Use<'_>, width: usize, value: u32) -> Result<()> {
+        if !d.is_device() {
+            return Err(Error::Argument("fill: the destination must be device memory".into()));
+        }
+        let bytes = d.end - d.start;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let (ptr, n) = (d.device_addr(), bytes / width);
+        self.inner.gpu.bind()?;
+        run_tracked(&self.inner, &[d], || {
+            let raw = self.inner.raw;
+            // SAFETY: `ptr..ptr+bytes` is inside a live device allocation, aligned for `width`
+            // (the view's element type is `width` bytes, or `width` is 1); ordered by the
+            // tracker.
+            unsafe {
+                match width {
+                    1 => sys::cuMemsetD8Async(ptr, value as u8, n, raw),
+                    2 => sys::cuMemsetD16Async(ptr, value as u16, n, raw),
+                    _ => sys::cuMemsetD32Async(ptr, value, n, raw),
+                }
+            }
+            .result()
+            .map_err(|code| self.inner.gpu.error(code, Doing::Call(format!("filling {bytes} B asynchronously"))))
+        })
+    }
+
+    /// Captures the work `f` enqueues on this stream into a [`Graph`] instead of running it
+    /// (`cuStreamBeginCapture` … `cuStreamEndCapture`, thread-local mode). Typed launches
+    /// inside keep all their checks; the graph keeps the device memory its operations use
+    /// alive, and each replay is ordered against other streams like any other operation.
+    ///
+    /// Pinned or registered host memory and host functions cannot be captured (the host could
+    /// touch that memory while a replay runs): they are an [`Error::Argument`] inside `f`.
+    ///
+    /// # Errors
+    /// What `f` returns; [`Error::Argument`] on the legacy or per-thread default stream (CUDA
+    /// cannot capture them) or when already capturing; a driver failure.
+    pub fn capture(&self, f: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
+        if self.inner.kind != StreamKind::Owned {
+            return Err(Error::Argument("capture: only streams made by new_stream can be captured".into()));
+        }
+        {
+            let mut cap = self.inner.capture.lock().unwrap_or_else(|p| p.into_inner());
+            if cap.is_some() {
+                return Err(Error::Argument("capture: the stream is already capturing".into()));
+            }
+            self.inner.gpu.bind()?;
+            // SAFETY: live stream of the current context.
+            unsafe {
+                sys::cuStreamBeginCapture_v2(
+                    self.inner.raw,
+                    sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                )
+            }
+            .result()
+            .map_err(|code| self.inner.gpu.error(code, Doing::Call("beginning a stream capture".into())))?;
+            *cap = Some(Vec::new());
+        }
+        /// Ends the capture if `f` panics (and drops the half-made graph).
+        struct EndOnUnwind<'a>(&'a StreamInner, bool);
+        impl Drop for EndOnUnwind<'_> {
+            fn drop(&mut self) {
+                if self.1 {
+                    self.0.capture.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    let mut graph = std::ptr::null_mut();
+                    // SAFETY: the stream is capturing (begun above); the graph is ours.
+                    unsafe {
+                        if sys::cuStreamEndCapture(self.0.raw, &mut graph).result().is_ok() && !graph.is_null() {
+                            let _ = sys::cuGraphDestroy(graph);
+                        }
+                    }
+                }
+            }
+        }
+        let mut guard = EndOnUnwind(&self.inner, true);
+        let r = f(self);
+        guard.1 = false;
+        let used = self.inner.capture.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default();
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the stream is capturing (begun above); ending returns the graph, ours.
+        let ended = unsafe { sys::cuStreamEndCapture(self.inner.raw, &mut raw) }.result();
+        let graph = (!raw.is_null()).then(|| Graph { raw, gpu: self.inner.gpu.clone(), used: Arc::new(used) });
+        r?;
+        ended.map_err(|code| self.inner.gpu.error(code, Doing::Call("ending a stream capture".into())))?;
+        graph.ok_or_else(|| Error::Argument("capture: the driver returned no graph".into()))
     }
 
     /// Notes a successful launch (generated launchers call it through `Function`), for the
     /// error that names the kernel if it fails.
     #[inline]
     pub(crate) fn note_launch(&self, kernel: &Arc<str>, config: LaunchConfig) {
-        self.gpu.note_launch(self.id, kernel, config);
+        self.inner.gpu.note_launch(self.inner.key(), self.inner.blocking, kernel, config);
     }
 
     /// The error for a launch of `kernel` on this stream that the driver refused with `code`:
@@ -81,22 +560,11 @@ impl Stream {
     /// when the refusal is a sticky failure of an earlier kernel.
     pub(crate) fn launch_error(&self, kernel: &Arc<str>, config: LaunchConfig, code: DriverError) -> Error {
         let doing = Doing::Call(format!("launching kernel `{kernel}` with {config}"));
-        self.gpu.lost(code, doing).unwrap_or_else(|_| Error::Launch { kernel: kernel.clone(), config, code })
+        self.inner.gpu.lost(code, doing).unwrap_or_else(|_| Error::Launch { kernel: kernel.clone(), config, code })
     }
 }
 
-impl Drop for Stream {
-    fn drop(&mut self) {
-        if self.gpu.bind().is_ok() {
-            // SAFETY: `raw` is a live stream we created; it is not used after this.
-            unsafe {
-                let _ = sys::cuStreamDestroy_v2(self.raw);
-            }
-        }
-    }
-}
-
-/// A CUDA event, for timing work on a stream.
+/// A CUDA event: a point in a stream's work, for timing and for making streams wait.
 pub struct Event {
     raw: sys::CUevent,
     gpu: Arc<GpuInner>,
@@ -107,19 +575,38 @@ unsafe impl Send for Event {}
 // SAFETY: as above.
 unsafe impl Sync for Event {}
 
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event").field("raw", &self.raw).finish()
+    }
+}
+
 impl Event {
-    /// A new event that records timing.
+    fn create(gpu: &Gpu, flags: sys::CUevent_flags) -> Result<Self> {
+        gpu.inner.bind()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the context is current.
+        unsafe { sys::cuEventCreate(&mut raw, flags as u32) }
+            .result()
+            .map_err(|code| gpu.inner.error(code, Doing::Call("creating an event".into())))?;
+        Ok(Self { raw, gpu: gpu.inner.clone() })
+    }
+
+    /// A new event that records timing (`cudaEventCreate`).
     ///
     /// # Errors
     /// A driver failure.
     pub fn new(gpu: &Gpu) -> Result<Self> {
-        gpu.inner.bind()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: the context is current.
-        unsafe { sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32) }
-            .result()
-            .map_err(|code| gpu.inner.error(code, Doing::Call("creating an event".into())))?;
-        Ok(Self { raw, gpu: gpu.inner.clone() })
+        Self::create(gpu, sys::CUevent_flags::CU_EVENT_DEFAULT)
+    }
+
+    /// A new event without timing, cheaper to record and wait for
+    /// (`cudaEventDisableTiming`).
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn untimed(gpu: &Gpu) -> Result<Self> {
+        Self::create(gpu, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
     }
 
     /// Records the event on `stream`.
@@ -127,8 +614,9 @@ impl Event {
     /// # Errors
     /// A driver failure.
     pub fn record(&self, stream: &Stream) -> Result<()> {
+        self.gpu.bind()?;
         // SAFETY: both handles are live and belong to the same context.
-        unsafe { sys::cuEventRecord(self.raw, stream.raw) }
+        unsafe { sys::cuEventRecord(self.raw, stream.inner.raw) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call("recording an event".into())))
     }
@@ -157,10 +645,18 @@ impl Event {
         }
     }
 
-    /// Milliseconds from `start` to this event (both recorded and complete).
+    /// Same as [`Event::is_complete`] (CUDA's name).
     ///
     /// # Errors
-    /// A driver failure (for example an event not yet recorded).
+    /// As [`Event::is_complete`].
+    pub fn query(&self) -> Result<bool> {
+        self.is_complete()
+    }
+
+    /// Milliseconds from `start` to this event (both recorded with timing, and complete).
+    ///
+    /// # Errors
+    /// A driver failure (an event not yet recorded, or made [`Event::untimed`]).
     pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
         let mut ms = 0.0f32;
         // SAFETY: both events are live.
@@ -177,6 +673,113 @@ impl Drop for Event {
             // SAFETY: we created it; not used after.
             unsafe {
                 let _ = sys::cuEventDestroy_v2(self.raw);
+            }
+        }
+    }
+}
+
+/// A captured sequence of operations ([`Stream::capture`]), to instantiate and replay.
+pub struct Graph {
+    raw: sys::CUgraph,
+    gpu: Arc<GpuInner>,
+    used: Arc<Vec<Captured>>,
+}
+
+// SAFETY: graph handles may be used from any thread; the rest is shared immutable data.
+unsafe impl Send for Graph {}
+// SAFETY: as above.
+unsafe impl Sync for Graph {}
+
+impl fmt::Debug for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Graph").field("raw", &self.raw).field("allocations", &self.used.len()).finish()
+    }
+}
+
+impl Graph {
+    /// Number of nodes (kernels, copies, fills) in the graph.
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn node_count(&self) -> Result<usize> {
+        let mut n = 0usize;
+        self.gpu.bind()?;
+        // SAFETY: live graph; a null node array asks for the count only.
+        unsafe { sys::cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut n) }
+            .result()
+            .map_err(|code| self.gpu.error(code, Doing::Call("counting graph nodes".into())))?;
+        Ok(n)
+    }
+
+    /// An executable instance (`cuGraphInstantiate`).
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn instantiate(&self) -> Result<GraphExec> {
+        self.gpu.bind()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: live graph; `raw` receives the instance.
+        unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, self.raw, 0) }
+            .result()
+            .map_err(|code| self.gpu.error(code, Doing::Call("instantiating a graph".into())))?;
+        Ok(GraphExec { raw, gpu: self.gpu.clone(), used: self.used.clone() })
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if self.gpu.bind().is_ok() {
+            // SAFETY: ours, not used after.
+            unsafe {
+                let _ = sys::cuGraphDestroy(self.raw);
+            }
+        }
+    }
+}
+
+/// An instantiated [`Graph`]: [`GraphExec::launch`] replays it on a stream.
+pub struct GraphExec {
+    raw: sys::CUgraphExec,
+    gpu: Arc<GpuInner>,
+    used: Arc<Vec<Captured>>,
+}
+
+// SAFETY: as for `Graph`.
+unsafe impl Send for GraphExec {}
+// SAFETY: as for `Graph`.
+unsafe impl Sync for GraphExec {}
+
+impl fmt::Debug for GraphExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GraphExec").field("raw", &self.raw).finish()
+    }
+}
+
+impl GraphExec {
+    /// Replays the graph on `stream` (`cuGraphLaunch`), ordered like any other operation
+    /// against other streams' work on the memory it uses.
+    ///
+    /// # Errors
+    /// A driver failure (a kernel that failed in an earlier replay included).
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        let uses: Vec<Use<'_>> = self.used.iter().map(Use::captured).collect();
+        self.gpu.bind()?;
+        run_tracked(&stream.inner, &uses, || {
+            // SAFETY: live instance and stream of one context; the memory it uses is kept
+            // alive by `used`, and the tracker ordered the replay after conflicting work.
+            unsafe { sys::cuGraphLaunch(self.raw, stream.inner.raw) }
+                .result()
+                .map_err(|code| self.gpu.error(code, Doing::Call("launching a graph".into())))
+        })
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        if self.gpu.bind().is_ok() {
+            // SAFETY: ours; a replay still running keeps its resources until it finishes.
+            unsafe {
+                let _ = sys::cuGraphExecDestroy(self.raw);
             }
         }
     }

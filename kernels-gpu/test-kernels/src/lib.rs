@@ -17,3 +17,4 @@ pub mod check;
 pub mod safety;
 pub mod shapes;
 pub mod shared_mem;
+pub mod streams;
