@@ -181,6 +181,7 @@ fn trap_in_child(_: &Ctx) -> TestResult {
 pub fn child(which: &str) -> i32 {
     let r = match which {
         "trap" => trap_scenario(),
+        "leaks" => crate::streams::leak_scenario(),
         other => Err(format!("unknown child scenario {other}")),
     };
     match r {

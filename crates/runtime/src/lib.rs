@@ -52,6 +52,7 @@ mod launch;
 mod memory;
 mod module;
 mod pinned;
+mod pipeline;
 mod ptx;
 mod stream;
 mod track;
@@ -67,6 +68,7 @@ pub use memory::{
 };
 pub use module::{Function, FunctionAttributes, LoadOptions, Module, check_kernel_abi};
 pub use pinned::{PinnedBuffer, PinnedOptions, PinnedView, PinnedViewMut, Registered};
+pub use pipeline::{Chunk, Pipeline, PipelineStats};
 pub use ptx::{KernelResources, PtxModule, PtxSet};
 pub use stream::{Event, Graph, GraphExec, Stream, StreamOptions};
 #[doc(hidden)]

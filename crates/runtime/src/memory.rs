@@ -160,7 +160,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         }
         let gpu = &self.alloc.gpu;
         gpu.bind()?;
-        self.alloc.host_access(byte_range::<T>(&self.alloc, self.ptr, self.len), true, || {
+        self.alloc.host_access(byte_range::<T>(&self.alloc, self.ptr, self.len), true, "clearing device memory", || {
             // SAFETY: our allocation, `num_bytes` long; nothing pending uses it (waited above).
             unsafe { sys::cuMemsetD8_v2(self.ptr, 0, self.num_bytes()) }
                 .result()
@@ -349,17 +349,22 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
         }
         let gpu = &self.alloc.gpu;
         gpu.bind()?;
-        self.alloc.host_access(byte_range::<T>(self.alloc, self.ptr, self.len), false, || {
-            // SAFETY: `out` has room for exactly the view's bytes; the view is inside a live
-            // allocation, and no pending operation writes it (waited above).
-            unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr, std::mem::size_of_val(out)) }
-                .result()
-                .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
-            // The copy ran on the legacy default stream, after every blocking stream's work,
-            // and returned when done: none of that work failed.
-            gpu.note_finished(Finished::Blocking);
-            Ok(())
-        })
+        self.alloc.host_access(
+            byte_range::<T>(self.alloc, self.ptr, self.len),
+            false,
+            "copying device memory to the host",
+            || {
+                // SAFETY: `out` has room for exactly the view's bytes; the view is inside a live
+                // allocation, and no pending operation writes it (waited above).
+                unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr, std::mem::size_of_val(out)) }
+                    .result()
+                    .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
+                // The copy ran on the legacy default stream, after every blocking stream's work,
+                // and returned when done: none of that work failed.
+                gpu.note_finished(Finished::Blocking);
+                Ok(())
+            },
+        )
     }
     /// The view's contents.
     ///
@@ -370,19 +375,24 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
         if self.len > 0 {
             let gpu = &self.alloc.gpu;
             gpu.bind()?;
-            self.alloc.host_access(byte_range::<T>(self.alloc, self.ptr, self.len), false, || {
-                // SAFETY: `v` has capacity for `len` elements, all written by the copy before
-                // `set_len`; no pending operation writes the view (waited above).
-                unsafe {
-                    sys::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), self.ptr, self.len * size_of::<T>())
-                        .result()
-                        .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
-                    v.set_len(self.len);
-                }
-                // As in `copy_to`.
-                gpu.note_finished(Finished::Blocking);
-                Ok(())
-            })?;
+            self.alloc.host_access(
+                byte_range::<T>(self.alloc, self.ptr, self.len),
+                false,
+                "copying device memory to the host",
+                || {
+                    // SAFETY: `v` has capacity for `len` elements, all written by the copy before
+                    // `set_len`; no pending operation writes the view (waited above).
+                    unsafe {
+                        sys::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), self.ptr, self.len * size_of::<T>())
+                            .result()
+                            .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
+                        v.set_len(self.len);
+                    }
+                    // As in `copy_to`.
+                    gpu.note_finished(Finished::Blocking);
+                    Ok(())
+                },
+            )?;
         }
         Ok(v)
     }
@@ -447,16 +457,21 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
         }
         let gpu = &self.alloc.gpu;
         gpu.bind()?;
-        self.alloc.host_access(byte_range::<T>(self.alloc, self.ptr, self.len), true, || {
-            // SAFETY: `data` holds exactly the view's bytes; the view is inside a live
-            // allocation that no pending operation uses (waited above).
-            unsafe { sys::cuMemcpyHtoD_v2(self.ptr, data.as_ptr().cast(), std::mem::size_of_val(data)) }
-                .result()
-                .map_err(|code| copy_error(gpu, "copying host memory to the device", code))?;
-            // A pageable copy may return before its DMA has finished: wait for it, so that
-            // the copy is complete for every stream.
-            sync_legacy(gpu)
-        })
+        self.alloc.host_access(
+            byte_range::<T>(self.alloc, self.ptr, self.len),
+            true,
+            "copying host memory to the device",
+            || {
+                // SAFETY: `data` holds exactly the view's bytes; the view is inside a live
+                // allocation that no pending operation uses (waited above).
+                unsafe { sys::cuMemcpyHtoD_v2(self.ptr, data.as_ptr().cast(), std::mem::size_of_val(data)) }
+                    .result()
+                    .map_err(|code| copy_error(gpu, "copying host memory to the device", code))?;
+                // A pageable copy may return before its DMA has finished: wait for it, so that
+                // the copy is complete for every stream.
+                sync_legacy(gpu)
+            },
+        )
     }
 }
 

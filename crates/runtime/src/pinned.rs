@@ -141,7 +141,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
     /// # Errors
     /// [`Error::KernelFailed`] if such an operation failed.
     pub fn as_slice(&self) -> Result<&[T]> {
-        self.alloc.host_access(0..self.len * size_of::<T>(), false, || Ok(()))?;
+        self.alloc.host_access(0..self.len * size_of::<T>(), false, "reading pinned host memory", || Ok(()))?;
         // SAFETY: `len` initialized elements at `host`, valid while `self` lives; no pending
         // GPU operation writes them (waited above) and none can start while this shared
         // borrow lasts (writers need `&mut self`).
@@ -153,7 +153,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
     /// # Errors
     /// [`Error::KernelFailed`] if such an operation failed.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        self.alloc.host_access(0..self.len * size_of::<T>(), true, || Ok(()))?;
+        self.alloc.host_access(0..self.len * size_of::<T>(), true, "writing pinned host memory", || Ok(()))?;
         // SAFETY: as in `as_slice`; no GPU operation uses the memory now, and none can start
         // while this exclusive borrow lasts.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.host(), self.len) })
@@ -249,7 +249,7 @@ impl<'a, T: DeviceCopy> PinnedView<'a, T> {
     /// # Errors
     /// [`Error::KernelFailed`] if such an operation failed.
     pub fn as_slice(&self) -> Result<&'a [T]> {
-        self.alloc.host_access(self.range(), false, || Ok(()))?;
+        self.alloc.host_access(self.range(), false, "reading pinned host memory", || Ok(()))?;
         // SAFETY: inside the buffer, borrowed shared for `'a` (so no writer can start), and
         // no pending writer remains (waited above).
         Ok(unsafe { std::slice::from_raw_parts(self.alloc.host.cast::<T>().add(self.start), self.len) })
@@ -289,7 +289,7 @@ impl<T: DeviceCopy> PinnedViewMut<'_, T> {
     /// # Errors
     /// [`Error::KernelFailed`] if such an operation failed.
     pub fn as_slice(&self) -> Result<&[T]> {
-        self.alloc.host_access(self.range(), false, || Ok(()))?;
+        self.alloc.host_access(self.range(), false, "reading pinned host memory", || Ok(()))?;
         // SAFETY: inside the buffer, exclusively ours; no pending writer (waited above).
         Ok(unsafe { std::slice::from_raw_parts(self.alloc.host.cast::<T>().add(self.start), self.len) })
     }
@@ -298,7 +298,7 @@ impl<T: DeviceCopy> PinnedViewMut<'_, T> {
     /// # Errors
     /// [`Error::KernelFailed`] if such an operation failed.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        self.alloc.host_access(self.range(), true, || Ok(()))?;
+        self.alloc.host_access(self.range(), true, "writing pinned host memory", || Ok(()))?;
         // SAFETY: inside the buffer, exclusively ours; no pending GPU use (waited above), and
         // none can start while this borrow of the view lasts.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.alloc.host.cast::<T>().add(self.start), self.len) })
@@ -356,7 +356,7 @@ impl Gpu {
         struct Unregister(Arc<Alloc>, usize, Option<Error>);
         impl Drop for Unregister {
             fn drop(&mut self) {
-                if let Err(e) = self.0.host_access(0..usize::MAX, true, || Ok(())) {
+                if let Err(e) = self.0.host_access(0..usize::MAX, true, "unregistering host memory", || Ok(())) {
                     self.2 = Some(e);
                 }
                 if self.1 > 0 && self.0.gpu.bind().is_ok() {

@@ -127,21 +127,24 @@ impl StreamInner {
         }
     }
 
-    /// Waits on the host until operation `seq` has finished.
-    pub(crate) fn wait_host(&self, seq: u64) -> Result<()> {
+    /// Waits on the host until operation `seq` has finished, before the host access `what`
+    /// (which errors name).
+    pub(crate) fn wait_host(&self, seq: u64, what: &'static str) -> Result<()> {
         if self.is_done(seq) {
             return Ok(());
         }
-        self.synchronize()
+        self.sync_doing(|| Doing::Call(what.into()))
     }
 
     pub(crate) fn synchronize(&self) -> Result<()> {
+        self.sync_doing(|| Doing::Wait("synchronizing a stream"))
+    }
+
+    fn sync_doing(&self, doing: impl FnOnce() -> Doing) -> Result<()> {
         let upto = self.submitted.load(Ordering::Relaxed);
         self.gpu.bind()?;
         // SAFETY: `raw` is a live stream of the current context.
-        unsafe { sys::cuStreamSynchronize(self.raw) }
-            .result()
-            .map_err(|code| self.gpu.error(code, Doing::Wait("synchronizing a stream")))?;
+        unsafe { sys::cuStreamSynchronize(self.raw) }.result().map_err(|code| self.gpu.error(code, doing()))?;
         self.completed.fetch_max(upto, Ordering::AcqRel);
         self.gpu.note_finished(Finished::Stream(self.key()));
         if let Some(message) = self.callback_panic.lock().unwrap_or_else(|p| p.into_inner()).take() {

@@ -67,9 +67,18 @@ impl Alloc {
     /// Waits on the host until no pending operation conflicts with the host reading
     /// (`write == false`) or writing `range`, then runs `f` with the record still locked (so
     /// that no operation on the range is enqueued meanwhile).
-    pub(crate) fn host_access<R>(&self, range: Range<usize>, write: bool, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    ///
+    /// `what` names the host access in errors ("copying device memory to the host"): a kernel
+    /// failure seen while waiting is reported as refusing it.
+    pub(crate) fn host_access<R>(
+        &self,
+        range: Range<usize>,
+        write: bool,
+        what: &'static str,
+        f: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
         let mut accesses = self.lock();
-        wait_host(&mut accesses, &range, write)?;
+        wait_host(&mut accesses, &range, write, what)?;
         f()
     }
 
@@ -85,7 +94,7 @@ impl Drop for Alloc {
         // Wait for every operation still using the memory before freeing it. If waiting fails
         // (a kernel failed: the context is lost), the memory is not freed: nothing can run
         // any more, and the driver may still be using it.
-        if wait_host(accesses, &(0..usize::MAX), true).is_err() || self.gpu.bind().is_err() {
+        if wait_host(accesses, &(0..usize::MAX), true, "freeing memory").is_err() || self.gpu.bind().is_err() {
             return;
         }
         // SAFETY: ours, and no operation uses it any more (waited above).
@@ -173,7 +182,7 @@ impl Drop for Mark {
 
 /// Waits on the host for the accesses that conflict with a host access to `range`, and
 /// forgets them.
-fn wait_host(accesses: &mut Vec<Access>, range: &Range<usize>, write: bool) -> Result<()> {
+fn wait_host(accesses: &mut Vec<Access>, range: &Range<usize>, write: bool, what: &'static str) -> Result<()> {
     let mut i = 0;
     while i < accesses.len() {
         let a = &accesses[i];
@@ -183,13 +192,13 @@ fn wait_host(accesses: &mut Vec<Access>, range: &Range<usize>, write: bool) -> R
         }
         if a.conflicts(range, write) {
             match &a.pending {
-                Pending::Stream(s, seq) => s.wait_host(*seq)?,
+                Pending::Stream(s, seq) => s.wait_host(*seq, what)?,
                 Pending::Event(m) => {
                     m.gpu.bind()?;
                     // SAFETY: live event.
                     unsafe { sys::cuEventSynchronize(m.raw) }
                         .result()
-                        .map_err(|code| m.gpu.error(code, Doing::Wait("waiting for an event")))?;
+                        .map_err(|code| m.gpu.error(code, Doing::Call(what.into())))?;
                 }
             }
             accesses.swap_remove(i);

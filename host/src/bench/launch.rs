@@ -106,5 +106,53 @@ pub fn run(args: &[String]) -> CliResult {
         ]);
     }
     t.print();
+    graphs(&gpu, &empty_args, &a, &mut out)?;
+    Ok(())
+}
+
+/// Launch rate of `K` small kernels: typed launches one by one vs one replay of a graph
+/// captured from the same launches (median of rounds; each round ends with a synchronize).
+fn graphs(
+    gpu: &Gpu,
+    kernel: &checks::empty_args,
+    a: &cohort_runtime::DeviceBuffer<f32>,
+    out: &mut cohort_runtime::DeviceBuffer<f32>,
+) -> CliResult {
+    const K: usize = 200;
+    const ROUNDS: usize = 50;
+    let s = gpu.new_stream_with(cohort_runtime::StreamOptions::new().non_blocking(true))?;
+    let cfg = LaunchConfig::new(1, 32);
+    let graph = s.capture(|s| {
+        for _ in 0..K {
+            kernel.launch(s, cfg, a, 256, &mut *out)?;
+        }
+        Ok(())
+    })?;
+    let exec = graph.instantiate()?;
+    let (mut one_by_one, mut replayed) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS + 2 {
+        let t = Instant::now();
+        for _ in 0..K {
+            kernel.launch(&s, cfg, a, 256, &mut *out)?;
+        }
+        s.synchronize()?;
+        let direct = t.elapsed().as_nanos() as f64 / K as f64;
+        let t = Instant::now();
+        exec.launch(&s)?;
+        s.synchronize()?;
+        let graph = t.elapsed().as_nanos() as f64 / K as f64;
+        if round >= 2 {
+            one_by_one.push(direct);
+            replayed.push(graph);
+        }
+    }
+    let (d, g) = (util::median(&mut one_by_one), util::median(&mut replayed));
+    println!(
+        "\n{K} launches of empty_args, then a synchronize, median of {ROUNDS} rounds: typed launches {:.2} us per \
+         kernel, one graph replay {:.2} us per kernel ({:.2}x the launch rate)",
+        d / 1000.0,
+        g / 1000.0,
+        d / g
+    );
     Ok(())
 }
