@@ -35,8 +35,36 @@
 //! | `cudaMalloc` + `cudaMemcpy` | [`DeviceBuffer`], [`Gpu::upload`], [`DeviceBuffer::to_vec`] |
 //! | an output plus an `atomicAdd` slot counter | [`AppendBuffer`] (a kernel's `AppendSlice<T>`) |
 //! | a vector written by its owners, `grid.sync()`, read by all | [`GridVecBuffer`] (a kernel's `GridVec<T>`) |
-//! | `cudaStream_t`, `cudaEvent_t` | [`Stream`], [`Event`] |
+//! | `cudaStreamCreate`, `cudaStreamCreateWithPriority`, `cudaStreamNonBlocking` | [`Gpu::new_stream`], [`Gpu::new_stream_with`] ([`StreamOptions`]) |
+//! | `cudaStreamLegacy`, `cudaStreamPerThread` | [`Gpu::legacy_stream`], [`Gpu::per_thread_stream`] |
+//! | `cudaStreamSynchronize`, `cudaStreamQuery`, `cudaStreamWaitEvent` | [`Stream::synchronize`], [`Stream::query`], [`Stream::wait`] |
+//! | `cudaEventCreate[WithFlags]`, `cudaEventRecord`, `cudaEventSynchronize`, `cudaEventQuery`, `cudaEventElapsedTime` | [`Event::new`], [`Event::untimed`], [`Event::record`], [`Event::synchronize`], [`Event::query`], [`Event::elapsed_ms_since`] |
+//! | `cudaLaunchHostFunc` | [`Stream::host_fn`] (a Rust closure) |
+//! | `cudaMallocHost`, `cudaHostAlloc` (`cudaHostAllocWriteCombined`, `…Mapped`) | [`PinnedBuffer`], [`Gpu::pinned`], [`PinnedOptions`] (always mapped) |
+//! | `cudaHostRegister` … `cudaHostUnregister` | [`Gpu::with_registered`] (a scope) |
+//! | `cudaMemcpyAsync` (H2D, D2H, D2D, sub-ranges) | [`Stream::copy`] |
+//! | `cudaMemsetAsync`, `cuMemsetD16/D32Async` | [`Stream::fill_bytes`], [`Stream::fill`] |
+//! | `cudaStreamBeginCapture` … `cudaStreamEndCapture`, `cudaGraphInstantiate`, `cudaGraphLaunch` | [`Stream::capture`], [`Graph::instantiate`], [`GraphExec::launch`] |
+//! | `cudaMemGetInfo` | [`Gpu::memory_info`] |
+//! | (ordering streams that share a buffer by hand) | automatic: see "Stream-ordered safety" below |
 //! | `cudaGetLastError` after a trap | [`Error::KernelFailed`] from `synchronize`, copies and every later call (restart the process) |
+//!
+//! # Stream-ordered safety
+//!
+//! Every device allocation, pinned buffer and registered host range keeps a record of the
+//! operations still pending on it, per stream and byte range. Each typed launch, asynchronous
+//! copy or fill and graph replay first makes its stream wait (on the GPU, with an event) for
+//! the pending operations of other streams that conflict with it — a write after a read or a
+//! write, a read after a write, on overlapping bytes — and is then recorded itself. The host
+//! waits likewise before it touches memory the GPU may be using: synchronous copies,
+//! [`PinnedBuffer::as_slice`], freeing a buffer, the end of a [`Gpu::with_registered`] scope.
+//! So safe code cannot race two streams on a buffer, read a pinned buffer before the copy into
+//! it has finished, or free memory a pending operation uses; work on one stream costs no event
+//! at all, and work on disjoint ranges of one buffer (chunks on different streams) overlaps.
+//! Rust's borrows do the rest: a kernel output or a copy destination is a `&mut` borrow, so
+//! nothing else names it during the call, and the host's view of a pinned buffer is a borrow
+//! that no copy into it can coexist with. Raw pointers (`unsafe` kernels, [`Stream::cu_stream`])
+//! are not tracked.
 //!
 //! Launch checks happen once, here: block size against the kernel's limit, grid and block
 //! extents, shared memory against the device (raising the kernel's opt-in limit past 48 KiB
