@@ -6,7 +6,10 @@
 //! cohort bench launch         launch overhead: typed launch vs raw cuLaunchKernel
 //! cohort bench cg             cooperative-groups kernels, Rust vs CUDA C++
 //! cohort bench atomics        histograms and dot products, Rust vs CUDA C++
+//! cohort bench overlap        the overlap article's three ways, Rust vs the nvcc twin
 //! cohort atomics [workload]   the atomics-and-mutex tutorial's workloads
+//! cohort overlap              the overlap article's three ways once, checked, with an engine diagram
+//! cohort pipeline             a host array of GiBs through a multi-stream pinned pipeline
 //! ```
 //!
 //! Without a GPU every command that needs one says so and exits with status 2.
@@ -14,6 +17,8 @@
 mod atomics;
 mod bench;
 mod info;
+mod overlap;
+mod pipeline;
 mod tour;
 mod util;
 
@@ -29,8 +34,17 @@ commands:
                            cooperative-groups kernels, Rust vs the same kernels in CUDA C++ (NVRTC)
   bench atomics [--size BYTES] [--reps R] [--twins-ptx FILE] [--dump DIR]
                            histograms and dot products, Rust vs CUDA C++; --dump writes CUB's inputs
+  bench overlap [--n N] [--streams 4,8,16] [--reps R] [--rounds K] [--twin PATH]
+                           the overlap article (sequential, V1, V2 over N streams) against max(H2D, kernel,
+                           D2H); --twin runs the nvcc-built host/benches/overlap_twin.cu side by side
   atomics [race|mutex|histogram|dot|all] [--size BYTES] [--n N]
                            the atomics-and-mutex tutorial's workloads, checked against the CPU
+  overlap [--streams N] [--n N] [--timeline FILE.svg]
+                           the overlap article's three ways once each, checked against the CPU;
+                           --timeline draws each stream's copies and kernels (events around each)
+  pipeline [--gib G] [--streams N] [--chunk-mib M] [--host-threads T]
+                           G GiB through cohort_runtime::Pipeline (double-buffered pinned staging),
+                           every element checked; GB/s against the pinned H2D/D2H bound
   help                     this text
 
 environment: COHORT_DEVICE=<ordinal> picks the GPU (default 0)";
@@ -47,6 +61,8 @@ fn main() -> ExitCode {
         "tour" => tour::run(rest),
         "bench" => bench::run(rest),
         "atomics" => atomics::run(rest),
+        "overlap" => overlap::run(rest),
+        "pipeline" => pipeline::run(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -9,6 +9,7 @@
 //! | [`tour`] | `cohort tour`: vector add, SAXPY (f32, f64), grid-stride atomic sum, printf, one kernel per parameter kind |
 //! | [`checks`] | kernels the GPU tests use to probe the runtime (indices, traps, launch limits) |
 //! | [`atomics`] | the atomics-and-mutex workloads: the race, histograms, the mutex counter, dot products |
+//! | [`overlap`] | `cohort overlap`, `cohort pipeline`: the overlap article's kernel (chunks on streams) |
 //! | [`bench`](mod@bench) | `cohort bench`: the Rust halves of the side-by-side benchmarks |
 
 #![no_std]
@@ -21,4 +22,5 @@ pub mod atomics;
 pub mod bench;
 pub mod checks;
 pub mod classic;
+pub mod overlap;
 pub mod tour;

@@ -8,6 +8,7 @@ mod cg_examples;
 mod cg_groups;
 mod check;
 mod launch;
+mod overlap;
 mod print;
 mod runtime_checks;
 mod safety;
@@ -37,6 +38,7 @@ fn main() {
     trials.extend(shared::trials());
     trials.extend(streams::trials());
     trials.extend(launch::trials());
+    trials.extend(overlap::trials());
     trials.extend(print::trials());
     trials.extend(runtime_checks::trials());
     trials.extend(safety::trials());

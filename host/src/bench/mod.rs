@@ -6,6 +6,7 @@ mod atomics;
 mod cg;
 mod kernels;
 mod launch;
+mod overlap;
 
 use cohort_runtime::{Event, Function, Gpu, LaunchConfig, Module, Stream};
 
@@ -17,8 +18,11 @@ pub fn run(args: &[String]) -> CliResult {
         Some("cg") => cg::run(&args[1..]),
         Some("atomics") => atomics::run(&args[1..]),
         Some("kernels") => kernels::run(&args[1..]),
-        Some(other) => Err(CliError::Usage(format!("unknown benchmark `{other}`; try launch, cg, atomics or kernels"))),
-        None => Err(CliError::Usage("bench needs a benchmark name: launch, cg, atomics, kernels".into())),
+        Some("overlap") => overlap::run(&args[1..]),
+        Some(other) => {
+            Err(CliError::Usage(format!("unknown benchmark `{other}`; try launch, cg, atomics, kernels or overlap")))
+        }
+        None => Err(CliError::Usage("bench needs a benchmark name: launch, cg, atomics, kernels, overlap".into())),
     }
 }
 
