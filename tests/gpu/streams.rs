@@ -304,7 +304,28 @@ fn host_functions(c: &Ctx) -> TestResult {
     }
     w.launch(&s, cfg(N), &mut buf, 3, 0).ctx("after the panic")?;
     s.synchronize().ctx("sync")?;
-    check_all("kernel after the panic", &buf.to_vec().ctx("read")?, &(3..3 + N as u32).collect::<Vec<_>>())
+    check_all("kernel after the panic", &buf.to_vec().ctx("read")?, &(3..3 + N as u32).collect::<Vec<_>>())?;
+    // A host function that reads a buffer written before it on its own stream, while this
+    // thread waits to read it too: Cohort refuses the call inside the host function (it would
+    // deadlock: the read waits for the stream, the stream waits for the host function).
+    let shared = Arc::new(Mutex::new(buf));
+    w.launch(&s, cfg(N), &mut *shared.lock().unwrap(), 8, SLOW_NS).ctx("writer")?;
+    let (inner, seen) = (shared.clone(), Arc::new(Mutex::new(None)));
+    let seen2 = seen.clone();
+    s.host_fn(move || {
+        let r = inner.try_lock().map(|b| b.to_vec());
+        *seen2.lock().unwrap() = Some(match r {
+            Ok(Ok(_)) => "read".to_string(),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "locked".to_string(),
+        });
+    })
+    .ctx("host fn")?;
+    s.synchronize().ctx("sync")?;
+    let seen = seen.lock().unwrap().clone().unwrap_or_default();
+    ensure(seen.contains("inside a host function"), || format!("inside the host function: {seen}"))?;
+    let buf = shared.lock().unwrap();
+    check_all("after the refused read", &buf.to_vec().ctx("read")?, &(8..8 + N as u32).collect::<Vec<_>>())
 }
 
 fn default_streams(c: &Ctx) -> TestResult {

@@ -39,6 +39,22 @@ static IDS: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     /// This thread's key for the per-thread default stream.
     static PER_THREAD_KEY: u64 = IDS.fetch_add(1, Ordering::Relaxed);
+    /// Whether this thread is running a host function ([`Stream::host_fn`]).
+    static IN_HOST_FN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is running a host function: CUDA refuses calls there, and a
+/// wait for the stream that runs it would never return.
+pub(crate) fn in_host_fn() -> bool {
+    IN_HOST_FN.with(std::cell::Cell::get)
+}
+
+/// The error for a Cohort call made inside a host function.
+pub(crate) fn host_fn_error(what: &str) -> Error {
+    Error::Argument(format!(
+        "{what} inside a host function (Stream::host_fn): CUDA calls are not allowed there, and waiting for \
+         the stream that runs it would never return"
+    ))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +157,9 @@ impl StreamInner {
     }
 
     fn sync_doing(&self, doing: impl FnOnce() -> Doing) -> Result<()> {
+        if in_host_fn() {
+            return Err(host_fn_error("synchronizing a stream"));
+        }
         let upto = self.submitted.load(Ordering::Relaxed);
         self.gpu.bind()?;
         // SAFETY: `raw` is a live stream of the current context.
@@ -350,8 +369,10 @@ impl Stream {
     /// Runs `f` on a driver thread once everything enqueued before it on this stream has
     /// finished (`cuLaunchHostFunc`); later work on the stream waits for it.
     ///
-    /// `f` must not call CUDA (Cohort included): the driver refuses such calls from a host
-    /// function, and a call that waits for the stream would never return. If `f` panics, the
+    /// `f` must not call CUDA: the driver refuses such calls from a host function, and a call
+    /// that waits for the stream would never return. Cohort's operations on memory (launches,
+    /// copies, host views) return [`Error::Argument`] there instead of waiting, and a buffer
+    /// whose last owner is dropped there is leaked rather than freed. If `f` panics, the
     /// panic is caught and the stream's next [`Stream::synchronize`] returns
     /// [`Error::HostFnPanicked`].
     ///
@@ -369,7 +390,10 @@ impl Stream {
             // SAFETY: `data` is the `Box<Payload>` leaked below, handed to exactly one call.
             let payload = unsafe { Box::from_raw(data.cast::<Payload>()) };
             let (f, slot) = *payload;
-            if let Err(p) = std::panic::catch_unwind(AssertUnwindSafe(f)) {
+            IN_HOST_FN.with(|c| c.set(true));
+            let r = std::panic::catch_unwind(AssertUnwindSafe(f));
+            IN_HOST_FN.with(|c| c.set(false));
+            if let Err(p) = r {
                 let msg = p
                     .downcast_ref::<&str>()
                     .map(|s| (*s).to_string())

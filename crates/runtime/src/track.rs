@@ -77,6 +77,9 @@ impl Alloc {
         what: &'static str,
         f: impl FnOnce() -> Result<R>,
     ) -> Result<R> {
+        if crate::stream::in_host_fn() {
+            return Err(crate::stream::host_fn_error(what));
+        }
         let mut accesses = self.lock();
         wait_host(&mut accesses, &range, write, what)?;
         f()
@@ -90,6 +93,10 @@ impl Alloc {
 
 impl Drop for Alloc {
     fn drop(&mut self) {
+        if crate::stream::in_host_fn() {
+            // No CUDA call is allowed here, and waiting could deadlock: leak the memory.
+            return;
+        }
         let accesses = self.tracker.get_mut().unwrap_or_else(|p| p.into_inner());
         // Wait for every operation still using the memory before freeing it. If waiting fails
         // (a kernel failed: the context is lost), the memory is not freed: nothing can run
@@ -247,6 +254,9 @@ impl<'a> Use<'a> {
 /// While `stream` is capturing, nothing waits and nothing is recorded: the uses are kept for
 /// the graph (whose replays are ordered in their turn); host memory is refused.
 pub(crate) fn run_tracked<R>(stream: &Arc<StreamInner>, uses: &[Use<'_>], op: impl FnOnce() -> Result<R>) -> Result<R> {
+    if crate::stream::in_host_fn() {
+        return Err(crate::stream::host_fn_error("enqueueing work"));
+    }
     {
         let mut cap = stream.capture.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(list) = cap.as_mut() {
