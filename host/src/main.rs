@@ -42,7 +42,7 @@ commands:
   overlap [--streams N] [--n N] [--timeline FILE.svg]
                            the overlap article's three ways once each, checked against the CPU;
                            --timeline draws each stream's copies and kernels (events around each)
-  pipeline [--gib G] [--streams N] [--chunk-mib M] [--host-threads T]
+  pipeline [--gib G] [--streams N] [--chunk-mib M] [--host-threads T] [--pinned]
                            G GiB through cohort_runtime::Pipeline (double-buffered pinned staging),
                            every element checked; GB/s against the pinned H2D/D2H bound
   help                     this text

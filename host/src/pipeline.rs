@@ -1,11 +1,13 @@
 //! `cohort pipeline`: the overlap article's kernel over a host array of several GiB through
-//! [`cohort_runtime::Pipeline`] — chunks uploaded, processed and downloaded on several streams
-//! through double-buffered pinned staging — with a progress bar, every element checked against
-//! the CPU, and the throughput set beside the transfer bound measured in the same process.
+//! [`cohort_runtime::Pipeline`] — chunks uploaded, processed and downloaded on several streams,
+//! through double-buffered pinned staging ([`Pipeline::run`]) or, with `--pinned`, straight from
+//! and into pinned arrays ([`Pipeline::run_pinned`]) — with a progress bar, every element
+//! checked against the CPU, and the throughput set beside the transfer bound measured in the
+//! same process.
 
 use cohort_kernels::PTX;
 use cohort_kernels::overlap::overlap_add_to;
-use cohort_runtime::{Event, Gpu, LaunchConfig, Pipeline};
+use cohort_runtime::{Event, Gpu, LaunchConfig, Pipeline, PipelineStats};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::overlap::{BLOCK, TOLERANCE, initial, par_fill, par_max, within_tolerance};
@@ -40,11 +42,36 @@ fn transfer_gbs(gpu: &Gpu, bytes: usize) -> cohort_runtime::Result<(f64, f64)> {
     Ok((h2d, d2h))
 }
 
+/// A progress bar over `bytes` bytes.
+fn progress_bar(bytes: u64) -> CliResult<ProgressBar> {
+    let bar = ProgressBar::new(bytes);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40.cyan/blue}] {bytes}/{total_bytes} ({binary_bytes_per_sec}, eta {eta})",
+        )
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .progress_chars("=> "),
+    );
+    Ok(bar)
+}
+
+/// `max |output - CPU|` over every element, on every core.
+fn max_error(input: &[f32], output: &[f32]) -> f32 {
+    par_max(input.len(), |i| {
+        let x = i as u32 as f32;
+        let (s, c) = x.sin_cos();
+        output[i] - (input[i] + s.mul_add(s, c * c).sqrt())
+    })
+}
+
 pub fn run(args: &[String]) -> CliResult {
-    util::check_args(args, &["--gib", "--streams", "--chunk-mib", "--host-threads"])?;
-    let gib = util::opt_num(args, "--gib", 2)? as usize;
-    let streams = util::opt_num(args, "--streams", 4)? as usize;
-    let chunk_mib = util::opt_num(args, "--chunk-mib", 16)? as usize;
+    // `--pinned` takes no value: set it aside before the options that do.
+    let pinned = args.iter().any(|a| a == "--pinned");
+    let args: Vec<String> = args.iter().filter(|a| *a != "--pinned").cloned().collect();
+    util::check_args(&args, &["--gib", "--streams", "--chunk-mib", "--host-threads"])?;
+    let gib = util::opt_num(&args, "--gib", 2)? as usize;
+    let streams = util::opt_num(&args, "--streams", 4)? as usize;
+    let chunk_mib = util::opt_num(&args, "--chunk-mib", 16)? as usize;
     if gib == 0 || streams == 0 || chunk_mib == 0 {
         return Err(CliError::Usage("--gib, --streams and --chunk-mib must be at least 1".into()));
     }
@@ -56,21 +83,18 @@ pub fn run(args: &[String]) -> CliResult {
     let kernel = overlap_add_to::load(&module)?;
     let mut pipe = Pipeline::<f32, f32>::new(&gpu, streams, chunk)?;
     if args.iter().any(|a| a == "--host-threads") {
-        pipe = pipe.host_threads(util::opt_num(args, "--host-threads", 1)? as usize);
+        pipe = pipe.host_threads(util::opt_num(&args, "--host-threads", 1)? as usize);
     }
+    let how = if pinned {
+        "from and into pinned arrays (run_pinned: no staging, no host copies)".to_string()
+    } else {
+        format!("pageable arrays through {} MiB of pinned staging (run)", pipe.pinned_bytes() >> 20)
+    };
     println!(
-        "{gib} GiB of f32 in, {gib} GiB out: {streams} streams, chunks of {chunk_mib} MiB; {} MiB on the device, {} \
-         MiB pinned staging; {pipe:?}",
+        "{gib} GiB of f32 in, {gib} GiB out, {how}: {streams} streams, chunks of {chunk_mib} MiB; {} MiB on the \
+         device; {pipe:?}",
         pipe.device_bytes() >> 20,
-        pipe.pinned_bytes() >> 20
     );
-
-    // The host arrays: the input, and the output written once now (so that the run does not
-    // pay for first-touch page faults), with NaN to show any element the run leaves unwritten.
-    let mut input = vec![0.0f32; n];
-    par_fill(&mut input, initial);
-    let mut output = vec![0.0f32; n];
-    par_fill(&mut output, |_| f32::NAN);
 
     // The bound: pinned copies of 256 MiB (or the array) each way, alone.
     let probe = (256 << 20).min(n * 4);
@@ -85,29 +109,41 @@ pub fn run(args: &[String]) -> CliResult {
         // `x` wraps at 2^32 elements (16 GiB), as the article's `int` would overflow sooner.
         kernel.launch(s, LaunchConfig::for_elements(c.len, BLOCK), i, o, c.start as u32)
     };
-    // Warm up (module, streams, threads) on the first chunks, untimed.
+    // Warm-up (module, streams, staging and copy threads) on the first chunks, untimed.
     let warm = n.min(2 * streams * chunk);
-    pipe.run(&input[..warm], &mut output[..warm], launch)?;
-    par_fill(&mut output[..warm], |_| f32::NAN);
 
-    let bar = ProgressBar::new(bytes as u64);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40.cyan/blue}] {bytes}/{total_bytes} ({binary_bytes_per_sec}, eta {eta})",
-        )
-        .map_err(|e| CliError::Failed(e.to_string()))?
-        .progress_chars("=> "),
-    );
-    let stats = pipe.run_with_progress(&input, &mut output, launch, |done, _| bar.set_position(done as u64 * 4))?;
-    bar.finish_and_clear();
+    // The host arrays: the input, and the output written once now (so that the run does not
+    // pay for first-touch page faults), with NaN to show any element the run leaves unwritten.
+    let (stats, err): (PipelineStats, f32) = if pinned {
+        let mut input = gpu.pinned::<f32>(n)?;
+        par_fill(input.as_mut_slice()?, initial);
+        let mut output = gpu.pinned::<f32>(n)?;
+        par_fill(output.as_mut_slice()?, |_| f32::NAN);
+        let warm_in = gpu.pinned_from(&input.as_slice()?[..warm])?;
+        let mut warm_out = gpu.pinned::<f32>(warm)?;
+        pipe.run_pinned(&warm_in, &mut warm_out, launch)?;
+        let bar = progress_bar(bytes as u64)?;
+        let show = |done: usize, _: usize| bar.set_position(done as u64 * 4);
+        let stats = pipe.run_pinned_with_progress(&input, &mut output, launch, show)?;
+        bar.finish_and_clear();
+        (stats, max_error(input.as_slice()?, output.as_slice()?))
+    } else {
+        let mut input = vec![0.0f32; n];
+        par_fill(&mut input, initial);
+        let mut output = vec![0.0f32; n];
+        par_fill(&mut output, |_| f32::NAN);
+        pipe.run(&input[..warm], &mut output[..warm], launch)?;
+        par_fill(&mut output[..warm], |_| f32::NAN);
+        let bar = progress_bar(bytes as u64)?;
+        let show = |done: usize, _: usize| bar.set_position(done as u64 * 4);
+        let stats = pipe.run_with_progress(&input, &mut output, launch, show)?;
+        bar.finish_and_clear();
+        (stats, max_error(&input, &output))
+    };
 
-    let err = par_max(n, |i| {
-        let x = i as u32 as f32;
-        let (s, c) = x.sin_cos();
-        output[i] - (input[i] + s.mul_add(s, c * c).sqrt())
-    });
     let secs = stats.elapsed.as_secs_f64();
-    println!("{} chunks in {:.3} s: {:.2} GB/s in (and out)", stats.chunks, secs, stats.input_gbs());
+    let path = if pinned { "run_pinned" } else { "run (staged)" };
+    println!("{path}: {} chunks in {secs:.3} s: {:.2} GB/s in (and out)", stats.chunks, stats.input_gbs());
     println!(
         "bound, measured here: H2D {h2d_gbs:.2} GB/s, D2H {d2h_gbs:.2} GB/s (pinned, {} MiB alone) → {:.3} s; the \
          pipeline ran at {:.0}% of it",
@@ -115,12 +151,20 @@ pub fn run(args: &[String]) -> CliResult {
         bound_s,
         100.0 * bound_s / secs
     );
-    println!(
-        "host: {:.3} s copying to and from staging ({:.1} GB/s), {:.3} s waiting for the GPU",
-        stats.host_copy.as_secs_f64(),
-        2.0 * bytes / stats.host_copy.as_secs_f64().max(1e-9) / 1e9,
-        stats.gpu_wait.as_secs_f64()
-    );
+    if pinned {
+        println!(
+            "host: no copies (the copy engines read and write the pinned arrays), {:.3} s waiting for the GPU",
+            stats.gpu_wait.as_secs_f64()
+        );
+    } else {
+        let copy_s = stats.host_copy.as_secs_f64();
+        println!(
+            "host: {copy_s:.3} s copying to and from staging ({:.1} GB/s on {} threads), {:.3} s waiting for the GPU",
+            2.0 * bytes / copy_s.max(1e-9) / 1e9,
+            pipe.host_thread_count(),
+            stats.gpu_wait.as_secs_f64()
+        );
+    }
     println!("every element checked against the CPU: max |GPU - CPU| = {err:.2e}");
     if !within_tolerance(f64::from(err)) {
         return Err(CliError::Failed(format!("max error {err:e} against the CPU, above {TOLERANCE:e}")));

@@ -1,8 +1,8 @@
 //! Streams, pinned memory and asynchronous copies, as NVIDIA's "How to Overlap Data Transfers"
 //! uses them: the article's three ways (sequential; per stream upload, kernel, download; all
 //! uploads, all kernels, all downloads) on chunks of one pinned array, and
-//! [`cohort_runtime::Pipeline`] on an input many times its staging — each element checked
-//! against the CPU.
+//! [`cohort_runtime::Pipeline`] on an input many times its staging, and from and into pinned
+//! arrays many times its device chunks — each element checked against the CPU.
 
 use cohort_kernels::overlap as k;
 use cohort_runtime::{Error, LaunchConfig, Pipeline, Stream};
@@ -13,6 +13,7 @@ pub fn trials() -> Vec<Trial> {
     vec![
         gpu_trial("overlap_three_ways_on_4_and_8_streams", three_ways),
         gpu_trial("overlap_pipeline_input_larger_than_staging", pipeline),
+        gpu_trial("overlap_pipeline_pinned_input_larger_than_device_chunks", pipeline_pinned),
     ]
 }
 
@@ -141,5 +142,78 @@ fn pipeline(c: &Ctx) -> TestResult {
     match pipe.run(&input[..10], &mut again[..9], |_, _, _, _| Ok(())) {
         Err(Error::Argument(_)) => Ok(()),
         other => Err(format!("input 10, output 9: expected Error::Argument, got {other:?}")),
+    }
+}
+
+fn pipeline_pinned(c: &Ctx) -> TestResult {
+    let kern = k::overlap_add_to::load(&c.module).ctx("load")?;
+    // 16 Mi floats and a ragged tail through 3 streams of 1 Mi-element device chunks (12 MiB
+    // on the device for 64 MiB each way): 17 chunks, each stream's chunks reused five or six
+    // times, straight from and into pinned memory.
+    let chunk = 1usize << 20;
+    let n = (16usize << 20) + 4_321;
+    let host: Vec<f32> = (0..n).map(|i| initial(i) - 0.25).collect();
+    let want: Vec<f32> = (0..n).map(|i| cpu(host[i], i)).collect();
+    // The input arrives from the device on another stream, not waited for: the run must wait
+    // for that copy (stream-ordered tracking), not read the zeros there now.
+    let mut input = c.gpu.pinned::<f32>(n).ctx("pinned input")?;
+    let source = c.gpu.upload(&host).ctx("upload")?;
+    let producer = c.gpu.new_stream().ctx("stream")?;
+    producer.copy(&source, &mut input).ctx("D2H of the input")?;
+    let mut output = c.gpu.pinned::<f32>(n).ctx("pinned output")?;
+    output.as_mut_slice().ctx("output view")?.fill(f32::NAN);
+    let mut pipe = Pipeline::<f32, f32>::new(&c.gpu, 3, chunk).ctx("pipeline")?;
+    let mut seen = Vec::new();
+    let mut reports = Vec::new();
+    let stats = pipe
+        .run_pinned_with_progress(
+            &input,
+            &mut output,
+            |s, i, o, ch| {
+                seen.push(ch);
+                if i.len() != ch.len || o.len() != ch.len {
+                    return Err(Error::Argument(format!("views of {} and {} for {ch:?}", i.len(), o.len())));
+                }
+                kern.launch(s, LaunchConfig::for_elements(ch.len, 256), i, o, ch.start as u32)
+            },
+            |done, total| reports.push((done, total)),
+        )
+        .ctx("run_pinned")?;
+    let chunks = n.div_ceil(chunk);
+    ensure(stats.chunks == chunks && stats.elements == n, || format!("{stats:?}, expected {chunks} chunks"))?;
+    ensure(stats.host_copy.is_zero(), || format!("run_pinned copied on the host: {stats:?}"))?;
+    for (k, ch) in seen.iter().enumerate() {
+        let len = chunk.min(n - k * chunk);
+        ensure(ch.index == k && ch.start == k * chunk && ch.len == len, || format!("chunk {k} given as {ch:?}"))?;
+    }
+    ensure(seen.len() == chunks, || format!("the kernel closure ran {} times for {chunks} chunks", seen.len()))?;
+    let increasing = reports.windows(2).all(|w| w[0].0 < w[1].0);
+    ensure(reports.len() == chunks && increasing && reports.last() == Some(&(n, n)), || {
+        format!("{} progress reports, first {:?}, last {:?}", reports.len(), reports.first(), reports.last())
+    })?;
+    check_all_by("run_pinned output", output.as_slice().ctx("output view")?, &want, close)?;
+    check_all_by("run_pinned input, unchanged", input.as_slice().ctx("input view")?, &host, |g, w| g == w)?;
+
+    // The same pipeline then stages pageable arrays (allocating its staging now), and streams
+    // pinned ones again, shorter than one round of streams: the same results.
+    let m = 5 * chunk + 3;
+    let mut staged = vec![f32::NAN; m];
+    pipe.run(&host[..m], &mut staged, |s, i, o, ch| {
+        kern.launch(s, LaunchConfig::for_elements(ch.len, 256), i, o, ch.start as u32)
+    })
+    .ctx("staged run after run_pinned")?;
+    check_all_by("staged run after run_pinned", &staged, &want[..m], close)?;
+    let short_in = c.gpu.pinned_from(&host[..m]).ctx("pinned")?;
+    let mut short_out = c.gpu.pinned::<f32>(m).ctx("pinned")?;
+    pipe.run_pinned(&short_in, &mut short_out, |s, i, o, ch| {
+        kern.launch(s, LaunchConfig::for_elements(ch.len, 256), i, o, ch.start as u32)
+    })
+    .ctx("second run_pinned")?;
+    check_all_by("second, short run_pinned", short_out.as_slice().ctx("view")?, &want[..m], close)?;
+
+    // Lengths that differ are refused before anything runs.
+    match pipe.run_pinned(&short_in, &mut output, |_, _, _, _| Ok(())) {
+        Err(Error::Argument(_)) => Ok(()),
+        other => Err(format!("input {m}, output {n}: expected Error::Argument, got {other:?}")),
     }
 }
