@@ -25,9 +25,8 @@ use cohort::prelude::*;
 fn unit(offset: u32, i: usize) -> f32 {
     let x = offset.wrapping_add(i as u32) as f32;
     let (s, c) = cohort::fp::sincos(x);
-    // nvcc's `sqrtf` is the correctly rounded `sqrt.rn.f32`; the device library offers only the
-    // approximate `sqrt.approx.f32` so far (relative error 2^-23: within 1 ulp of 1 here).
-    cohort::fp::fast::sqrt(s * s + c * c)
+    // nvcc's `sqrtf`: the correctly rounded `sqrt.rn.f32`.
+    cohort::fp::sqrt(s * s + c * c)
 }
 
 /// `a[i] += √(sin²x + cos²x)` with `x = offset + i` for every element of the chunk `a`.

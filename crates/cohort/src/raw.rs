@@ -579,6 +579,30 @@ unsafe extern "C" {
     fn llvm_fma_f32(a: f32, b: f32, c: f32) -> f32;
     #[link_name = "llvm.fma.f64"]
     fn llvm_fma_f64(a: f64, b: f64, c: f64) -> f64;
+    #[link_name = "llvm.sqrt.f32"]
+    fn llvm_sqrt_f32(x: f32) -> f32;
+    #[link_name = "llvm.sqrt.f64"]
+    fn llvm_sqrt_f64(x: f64) -> f64;
+}
+
+/// `sqrt.rn.f32`: √x correctly rounded (what nvcc's `sqrtf` compiles to without fast math).
+#[inline(always)]
+#[must_use]
+pub fn sqrt_rn_f32(x: f32) -> f32 {
+    on_device!("raw::sqrt_rn_f32" => {
+        // SAFETY: arithmetic only.
+        unsafe { llvm_sqrt_f32(x) }
+    })
+}
+
+/// `sqrt.rn.f64`: √x correctly rounded (`sqrt`).
+#[inline(always)]
+#[must_use]
+pub fn sqrt_rn_f64(x: f64) -> f64 {
+    on_device!("raw::sqrt_rn_f64" => {
+        // SAFETY: arithmetic only.
+        unsafe { llvm_sqrt_f64(x) }
+    })
 }
 
 /// `fma.rn.f32`: `a * b + c` rounded once (LLVM's `llvm.fma`, so it folds and schedules).
