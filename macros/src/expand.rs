@@ -1,4 +1,5 @@
-//! Code generation for `#[kernel]`: the device entry (nvptx64) and the typed launcher (host).
+//! Code generation for `#[kernel]`: the device entry (nvptx64), the typed launcher (host) and
+//! the typed device-side launcher (`launch_from_device`, dynamic parallelism).
 
 use std::collections::HashMap;
 
@@ -80,6 +81,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         device.extend(device_abi(&entry, &abi, &cfgs));
         host_impls.extend(zero_sized_checks(&params, &cfgs, &subst));
         host_impls.extend(host_impl(&item, &params, &entry_str, cooperative, &impl_args, &cfgs, &subst, &abi));
+        if !cooperative {
+            host_impls.extend(device_launcher(&item, &params, &entry, &impl_args, &cfgs, &subst));
+        }
     }
 
     // The host struct: `name` or `name<T, const N: usize>` (bounds dropped; instances pick).
@@ -128,6 +132,16 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         #[allow(non_camel_case_types)]
         #vis struct #name #struct_generics {
             function: ::cohort_runtime::Function,
+            _marker: ::core::marker::PhantomData<fn() -> (#(#phantom,)*)>,
+        }
+
+        #(#cfgs)*
+        #[cfg(target_arch = "nvptx64")]
+        #(#docs)*
+        ///
+        /// *Device side of a `#[kernel]`*: launch it from another kernel with `launch_from_device`.
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name #struct_generics {
             _marker: ::core::marker::PhantomData<fn() -> (#(#phantom,)*)>,
         }
 
@@ -560,6 +574,141 @@ fn host_impl(
                 // checked above, and the pointed-to locals outlive the launch call. The uses
                 // are the memory those arguments name, for stream ordering.
                 unsafe { self.function.#raw(stream, #config.into(), &mut __cohort_params, &__cohort_uses) }
+            }
+        }
+    }
+}
+
+/// The device-side launcher of one kernel instance (`cohort::launch`): the same parameter kinds
+/// as the host launcher, lowered into a CDP2 parameter buffer in the order of the entry's
+/// `.param` list. Stream bounds keep what a concurrent child could race on (plain slices,
+/// `DisjointSlice`s) to tail launches. Kernels with parameters the device runtime cannot pass
+/// yet get none.
+fn device_launcher(
+    item: &ItemFn,
+    params: &[Param],
+    entry: &syn::Ident,
+    impl_args: &[TokenStream],
+    cfgs: &[&syn::Attribute],
+    subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
+) -> TokenStream {
+    let name = &item.sig.ident;
+    let mut dev_params = Vec::new();
+    let mut bounds = Vec::new();
+    let mut checks = Vec::new();
+    let mut pushes = Vec::new();
+    let mut arg_docs = Vec::new();
+    for (index, p) in params.iter().enumerate() {
+        let id = &p.ident;
+        let index = index as u32;
+        let ty_str = p.ty.to_token_stream().to_string();
+        match &p.kind {
+            ParamKind::Scalar => {
+                let ty = subst(&p.ty);
+                dev_params.push(quote!(#id: #ty));
+                pushes.push(quote!(__cohort_buf.push::<#ty>(#id);));
+            }
+            ParamKind::Slice(elem) => {
+                let elem_s = subst(elem);
+                dev_params.push(quote!(#id: &[#elem_s]));
+                bounds.push(quote!(S: ::cohort::launch::SharesSlice<#elem_s>));
+                checks.push(quote!(::cohort::launch::check_global::<#elem_s>(#id, #index)?;));
+                pushes.push(quote! {
+                    __cohort_buf.push::<u64>(#id.as_ptr() as u64);
+                    __cohort_buf.push::<usize>(#id.len());
+                });
+            }
+            ParamKind::Disjoint(elem) => {
+                let elem_s = subst(elem);
+                let parts = format_ident!("__cohort_{}_parts", id);
+                dev_params.push(quote!(#id: impl ::cohort::launch::ChildDisjoint<#elem_s>));
+                bounds.push(quote!(S: ::cohort::launch::AfterParent));
+                checks.push(quote! {
+                    let #parts: (*mut #elem_s, usize) = ::cohort::launch::ChildDisjoint::into_raw_parts(#id);
+                    ::cohort::launch::check_global_ptr::<#elem_s>(#parts.0, #parts.1, #index)?;
+                });
+                pushes.push(quote! {
+                    __cohort_buf.push::<u64>(#parts.0 as u64);
+                    __cohort_buf.push::<usize>(#parts.1);
+                });
+            }
+            ParamKind::ConstPtr(elem) => {
+                let elem_s = subst(elem);
+                dev_params.push(quote!(#id: *const #elem_s));
+                pushes.push(quote!(__cohort_buf.push::<u64>(#id as u64);));
+            }
+            ParamKind::MutPtr(elem) => {
+                let elem_s = subst(elem);
+                dev_params.push(quote!(#id: *mut #elem_s));
+                pushes.push(quote!(__cohort_buf.push::<u64>(#id as u64);));
+            }
+            ParamKind::Shape => {
+                let ty = subst(&p.ty);
+                checks.push(quote!(::cohort::launch::check_shape(config, <#ty>::DIMS)?;));
+                continue;
+            }
+            ParamKind::Append(_) | ParamKind::GridVec(_) | ParamKind::Matrix(_) | ParamKind::Grid => {
+                return TokenStream::new();
+            }
+        }
+        arg_docs.push(format!("`{id}: {ty_str}`"));
+    }
+    let unsafety = &item.sig.unsafety;
+    let ty_args = if impl_args.is_empty() { quote!() } else { quote!(<#(#impl_args),*>) };
+    let doc = format!(
+        "Launches `{entry}` from device code (dynamic parallelism, CDP2) with `config` into `stream` \
+         (`TailLaunch`, `FireAndForget` or `BlockStream`; see `cohort::launch` for when each runs and \
+         what the child sees). Arguments: {}.",
+        if arg_docs.is_empty() { "none".to_string() } else { arg_docs.join(", ") }
+    );
+    let safety_doc = if unsafety.is_some() {
+        quote! {
+            ///
+            /// # Safety
+            /// The kernel is `unsafe fn`: its raw-pointer arguments must point at global memory valid
+            /// for what the child does with them for as long as it may run (until the parent's own
+            /// launch completes), nothing may race with the child on that memory (mind that a
+            /// fire-and-forget child runs concurrently with the parent grid), and the kernel's own
+            /// safety contract must hold.
+        }
+    } else {
+        quote!()
+    };
+    quote! {
+        #(#cfgs)*
+        impl #name #ty_args {
+            #[doc = #doc]
+            ///
+            /// # Errors
+            /// An impossible configuration, a slice outside global memory, a block that differs from
+            /// the kernel's `BlockShape`, or a launch the device runtime refuses (no launch slot left:
+            /// the pending-launch limit) — see `cohort::launch::LaunchError`. Nothing is launched then.
+            #safety_doc
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments, unused_variables, unreachable_code)]
+            pub #unsafety fn launch_from_device<S: ::cohort::launch::DeviceStream>(
+                config: &::cohort::launch::LaunchConfig,
+                stream: S,
+                #(#dev_params),*
+            ) -> ::core::result::Result<(), ::cohort::launch::LaunchError>
+            where
+                #(#bounds,)*
+            {
+                #(#checks)*
+                #[cfg(target_arch = "nvptx64")]
+                let __cohort_entry = #entry as *const () as u64;
+                #[cfg(not(target_arch = "nvptx64"))]
+                let __cohort_entry = 0u64;
+                // SAFETY: `__cohort_entry` is the entry `#[kernel]` generated from this declaration,
+                // and the pushes below write its `.param`s in order, each as the type the entry
+                // lowers it to.
+                let mut __cohort_buf = unsafe { ::cohort::launch::ParamBuffer::new(__cohort_entry, config) }?;
+                // SAFETY: as above; the arguments passed what their stream requires (the bounds on
+                // `S`: racy memory only in tail launches) and the global-memory checks above.
+                unsafe {
+                    #(#pushes)*
+                }
+                __cohort_buf.launch(stream)
             }
         }
     }

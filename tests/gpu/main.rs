@@ -7,6 +7,7 @@ mod cg_collectives;
 mod cg_examples;
 mod cg_groups;
 mod check;
+mod dynamic;
 mod launch;
 mod overlap;
 mod print;
@@ -38,6 +39,7 @@ fn main() {
     trials.extend(shared::trials());
     trials.extend(streams::trials());
     trials.extend(launch::trials());
+    trials.extend(dynamic::trials());
     trials.extend(overlap::trials());
     trials.extend(print::trials());
     trials.extend(runtime_checks::trials());

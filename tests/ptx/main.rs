@@ -9,8 +9,8 @@
 use cohort_kernels::PTX;
 use cohort_runtime::{PtxModule, PtxSet};
 
-/// Every embedded PTX set: the application's kernels and the tests'.
-const SETS: [&PtxSet; 2] = [&cohort_kernels::PTX, &cohort_test_kernels::PTX];
+/// Every embedded PTX set: the application's kernels, the tests', and the device-launching ones.
+const SETS: [&PtxSet; 3] = [&cohort_kernels::PTX, &cohort_test_kernels::PTX, &cohort_dynamic_kernels::PTX];
 use cohort_tests::{TestResult, cpu_trial, ensure};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
@@ -19,6 +19,8 @@ const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
     ("hello", "printf's argument buffer lives in local memory, as in CUDA C++"),
     ("example_tile4_hello", "printf"),
     ("example_tile8_scan", "printf"),
+    ("nested_hello", "printf"),
+    ("recurse", "printf"),
 ];
 
 fn main() {
@@ -41,6 +43,9 @@ fn main() {
         cpu_trial("ptx_abi_every_entry_has_a_record", abi_every_entry_has_a_record),
         cpu_trial("ptx_abi_records_match_their_launchers", abi_records_match),
         cpu_trial("ptx_abi_host_device_skew_is_refused", abi_skew_refused),
+        cpu_trial("ptx_golden_launch_cdp2_declarations", golden_launch_declarations),
+        cpu_trial("ptx_golden_launch_argument_layout", golden_launch_layout),
+        cpu_trial("ptx_launch_only_device_launching_modules_need_the_device_runtime", launch_modules_marked),
     ];
     for set in SETS {
         for m in set.modules {
@@ -73,8 +78,11 @@ fn run_ptxas(ptxas: &std::path::Path, m: &PtxModule) -> Result<Vec<cohort_build:
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let file = dir.join(format!("module.sm_{}.ptx", m.arch));
     std::fs::write(&file, m.text()).map_err(|e| e.to_string())?;
+    // A module that calls the device runtime is assembled as relocatable code: its
+    // `__cudaCDP2*` calls are resolved when the runtime links it with libcudadevrt.
     let out = std::process::Command::new(ptxas)
         .arg(format!("-arch=sm_{}", m.arch))
+        .args(m.needs_device_runtime().then_some("-c"))
         .arg("-v")
         .arg("-o")
         .arg(dir.join("module.cubin"))
@@ -445,6 +453,75 @@ fn abi_skew_refused() -> TestResult {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+// --- Device-side launches (`cohort::launch`) -------------------------------------------------
+
+/// The device runtime's CDP2 entry points are declared exactly as nvcc 13.0 declares them.
+fn golden_launch_declarations() -> TestResult {
+    for m in cohort_dynamic_kernels::PTX.modules {
+        let t = m.text();
+        for needle in [
+            ".extern .func  (.param .b64 func_retval0) __cudaCDP2GetParameterBufferV2",
+            ".param .b64 __cudaCDP2GetParameterBufferV2_param_0,",
+            ".param .align 4 .b8 __cudaCDP2GetParameterBufferV2_param_1[12],",
+            ".param .align 4 .b8 __cudaCDP2GetParameterBufferV2_param_2[12],",
+            ".param .b32 __cudaCDP2GetParameterBufferV2_param_3",
+            ".extern .func  (.param .b32 func_retval0) __cudaCDP2LaunchDeviceV2",
+            ".param .b64 __cudaCDP2LaunchDeviceV2_param_0,",
+            ".param .b64 __cudaCDP2LaunchDeviceV2_param_1",
+        ] {
+            ensure(t.contains(needle), || format!("sm_{}: no `{needle}`", m.arch))?;
+        }
+    }
+    Ok(())
+}
+
+/// The child's address is taken as nvcc does (`mov.b64 %rd, child;`), the stream is the tail
+/// (3) or fire-and-forget (4) handle, and arguments land at their natural alignment: for
+/// `scale(data: &[u32], out: DisjointSlice<u32>, k: u32)` pointer, length, pointer, length at
+/// 0, 8, 16, 24 and `k` at 32.
+fn golden_launch_layout() -> TestResult {
+    let set = &cohort_dynamic_kernels::PTX;
+    for m in set.modules {
+        let body = entry_body(m, "scale_then_tail")?;
+        for needle in ["mov.b64", ", scale;", "__cudaCDP2GetParameterBufferV2", "__cudaCDP2LaunchDeviceV2"] {
+            ensure(body.contains(needle), || format!("sm_{}: scale_then_tail has no `{needle}`", m.arch))?;
+        }
+        let stores: Vec<&str> =
+            body.lines().map(str::trim).filter(|l| l.starts_with("st.b") && l.contains("[%rd")).collect();
+        for off in ["]", "+8]", "+16]", "+24]", "+32]"] {
+            ensure(stores.iter().any(|l| l.contains(off)), || {
+                format!("sm_{}: no parameter store at offset `{off}` in:\n{}", m.arch, stores.join("\n"))
+            })?;
+        }
+        ensure(body.contains("st.param.b64 \t[param1], 3;"), || format!("sm_{}: no tail-launch stream (3)", m.arch))?;
+        let hello = entry_body(m, "nested_hello")?;
+        ensure(hello.contains("mov.b64 \t%rd") && hello.contains(", nested_hello;"), || {
+            format!("sm_{}: nested_hello does not take its own address", m.arch)
+        })?;
+        ensure(hello.contains("st.param.b64 \t[param1], 4;"), || {
+            format!("sm_{}: no fire-and-forget stream (4)", m.arch)
+        })?;
+        ensure(m.device_runtime.is_some(), || format!("sm_{}: libcudadevrt.a is not embedded", m.arch))?;
+    }
+    Ok(())
+}
+
+/// Only the device-launching crate's modules call the device runtime (the others keep the plain
+/// load and embed no library).
+fn launch_modules_marked() -> TestResult {
+    for set in [&cohort_kernels::PTX, &cohort_test_kernels::PTX] {
+        for m in set.modules {
+            ensure(!m.needs_device_runtime() && m.device_runtime.is_none(), || {
+                format!("{} sm_{} calls the device runtime", set.crate_name, m.arch)
+            })?;
+        }
+    }
+    for m in cohort_dynamic_kernels::PTX.modules {
+        ensure(m.needs_device_runtime(), || format!("sm_{}: no device-runtime call found", m.arch))?;
     }
     Ok(())
 }

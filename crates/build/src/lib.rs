@@ -24,7 +24,13 @@
 //! 3. when `ptxas` is found (`COHORT_PTXAS`, `PATH`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`),
 //!    assembles the PTX for its architecture and records each kernel's registers, spills,
 //!    stack and shared memory, which end up in the [`PtxSet`](../cohort_runtime/struct.PtxSet.html);
-//! 4. emits `rerun-if-changed` for every source file the kernels were built from (the crate
+//! 4. when the PTX calls the device runtime (`__cudaCDP2*`: a kernel launches kernels, see
+//!    `cohort::launch`), assembles it as relocatable code (`ptxas -c`: the calls are resolved
+//!    only when the runtime links it) and finds `libcudadevrt.a` ([`find_cudadevrt`]), which is
+//!    embedded beside the PTX so that the runtime can link the module without a CUDA toolkit;
+//!    a missing one is a warning (an error under `COHORT_REQUIRE_PTXAS=1`, as in CI) saying how
+//!    to get it, and loading such a module is then `cohort_runtime::Error::NoDeviceRuntime`;
+//! 5. emits `rerun-if-changed` for every source file the kernels were built from (the crate
 //!    and its path dependencies, from rustc's dep-info), so host-only edits elsewhere never
 //!    rebuild PTX.
 //!
@@ -88,6 +94,53 @@ pub struct PtxModule {
     pub resources: Vec<KernelResources>,
     /// The `ptxas --version` line, when it ran.
     pub ptxas: Option<String>,
+    /// Whether the PTX calls the device runtime (`__cudaCDP2*`): it must be linked with
+    /// `libcudadevrt.a`.
+    pub needs_device_runtime: bool,
+}
+
+/// The symbol prefix of the device runtime's CDP2 entry points: PTX that mentions it must be
+/// linked with `libcudadevrt.a`.
+pub const DEVICE_RUNTIME_MARK: &str = "__cudaCDP2";
+
+/// Whether PTX text calls the device runtime (a kernel launches kernels).
+#[must_use]
+pub fn needs_device_runtime(ptx: &str) -> bool {
+    ptx.contains(DEVICE_RUNTIME_MARK)
+}
+
+/// Finds `libcudadevrt.a`: `COHORT_CUDADEVRT` (the file), then `lib64/` and `lib/` of
+/// `$CUDA_PATH`, `$CUDA_HOME` and `/usr/local/cuda`, then beside a pip-installed ptxas
+/// (`<...>/nvidia/cu13/bin/ptxas` → `<...>/nvidia/cu13/lib/libcudadevrt.a`).
+///
+/// # Errors
+/// A message naming what was searched and how to get the library.
+pub fn find_cudadevrt(ptxas: Option<&Path>) -> Result<PathBuf, String> {
+    if let Some(p) = env::var_os("COHORT_CUDADEVRT") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("COHORT_CUDADEVRT={} is not a file (it names libcudadevrt.a itself)", p.display()))
+        };
+    }
+    let mut roots: Vec<PathBuf> =
+        ["CUDA_PATH", "CUDA_HOME"].iter().filter_map(env::var_os).map(PathBuf::from).collect();
+    roots.push("/usr/local/cuda".into());
+    let mut candidates: Vec<PathBuf> =
+        roots.iter().flat_map(|r| [r.join("lib64/libcudadevrt.a"), r.join("lib/libcudadevrt.a")]).collect();
+    if let Some(bin_dir) = ptxas.and_then(Path::parent).and_then(Path::parent) {
+        candidates.push(bin_dir.join("lib/libcudadevrt.a"));
+    }
+    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
+        format!(
+            "these kernels launch kernels (dynamic parallelism), so their module must be linked with the CUDA device \
+             runtime, libcudadevrt.a, which was not found (searched {}). Get it without a CUDA toolkit with \
+             `python3 -m pip install --target DIR nvidia-cuda-runtime==13.0.96` and set \
+             COHORT_CUDADEVRT=DIR/nvidia/cu13/lib/libcudadevrt.a, or set CUDA_PATH to a CUDA toolkit",
+            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 /// The result of [`Builder::build`].
@@ -99,6 +152,8 @@ pub struct Built {
     pub modules: Vec<PtxModule>,
     /// Source files the modules were built from (for `rerun-if-changed`).
     pub sources: Vec<PathBuf>,
+    /// `libcudadevrt.a`, when some module calls the device runtime (embedded beside the PTX).
+    pub device_runtime: Option<PathBuf>,
 }
 
 /// Why a build failed. The message names the fix where there is one.
@@ -235,8 +290,15 @@ impl Builder {
         if Self::is_nested() {
             return;
         }
-        for var in ["COHORT_ARCHS", "COHORT_CHECKED", "COHORT_PTXAS", "COHORT_REQUIRE_PTXAS", "CUDA_PATH", "CUDA_HOME"]
-        {
+        for var in [
+            "COHORT_ARCHS",
+            "COHORT_CHECKED",
+            "COHORT_PTXAS",
+            "COHORT_REQUIRE_PTXAS",
+            "COHORT_CUDADEVRT",
+            "CUDA_PATH",
+            "CUDA_HOME",
+        ] {
             println!("cargo::rerun-if-env-changed={var}");
         }
         let manifest = self.crate_dir.join("Cargo.toml");
@@ -244,7 +306,7 @@ impl Builder {
         println!("cargo::rerun-if-changed=build.rs");
         match self.build() {
             Ok(built) => {
-                for src in &built.sources {
+                for src in built.sources.iter().chain(&built.device_runtime) {
                     println!("cargo::rerun-if-changed={}", src.display());
                 }
                 if let Some(lock) = find_upwards(&self.crate_dir, "Cargo.lock") {
@@ -304,6 +366,8 @@ impl Builder {
 
         let mut modules = Vec::new();
         let mut sources = Vec::new();
+        let mut device_runtime = None;
+        let mut devrt_missing = false;
         for &arch in &archs {
             let dir = target_root.join(format!("sm_{arch}"));
             let ptx = self.build_arch(&tc, &crate_dir, &lib_name, arch, &dir)?;
@@ -317,17 +381,32 @@ impl Builder {
                     sources.push(src);
                 }
             }
+            let needs_devrt = needs_device_runtime(&String::from_utf8_lossy(&text));
+            if needs_devrt && device_runtime.is_none() && !devrt_missing {
+                match find_cudadevrt(ptxas.as_deref()) {
+                    Ok(p) => device_runtime = Some(p),
+                    // CI (`COHORT_REQUIRE_PTXAS=1`) must embed it; elsewhere the crate still
+                    // builds, and loading the module is `Error::NoDeviceRuntime`, saying the same.
+                    Err(m) if env::var("COHORT_REQUIRE_PTXAS").as_deref() == Ok("1") => {
+                        return Err(BuildError::Toolchain(m));
+                    }
+                    Err(m) => {
+                        println!("cargo::warning={m}");
+                        devrt_missing = true;
+                    }
+                }
+            }
             let (resources, version) = match &ptxas {
                 Some(bin) => {
-                    let (res, ver) = ptxas::run(bin, &dest, arch, &out_dir)
+                    let (res, ver) = ptxas::run(bin, &dest, arch, &out_dir, needs_devrt)
                         .map_err(|message| BuildError::Ptxas { arch, message })?;
                     (res, Some(ver))
                 }
                 None => (Vec::new(), None),
             };
-            modules.push(PtxModule { arch, path: dest, resources, ptxas: version });
+            modules.push(PtxModule { arch, path: dest, resources, ptxas: version, needs_device_runtime: needs_devrt });
         }
-        Ok(Built { lib_name, modules, sources })
+        Ok(Built { lib_name, modules, sources, device_runtime })
     }
 
     fn build_arch(
@@ -586,9 +665,16 @@ fn fail(msg: &str) -> ! {
 fn generate_rust(built: &Built) -> String {
     let mut s = String::new();
     s.push_str("// @generated by cohort-build. Do not edit.\n");
+    if let Some(p) = &built.device_runtime {
+        s.push_str(
+            "/// `libcudadevrt.a`, which the runtime links into the modules that launch kernels from the device.\n",
+        );
+        s.push_str(&format!("pub static DEVICE_RUNTIME: &[u8] = include_bytes!({:?});\n", p.display().to_string()));
+    }
     s.push_str("/// This crate's kernels as PTX, one module per architecture, with ptxas' resource report.\n");
     s.push_str("pub static PTX: ::cohort_runtime::PtxSet = ::cohort_runtime::PtxSet {\n");
     s.push_str(&format!("    crate_name: {:?},\n    modules: &[\n", built.lib_name));
+    let devrt = built.device_runtime.as_ref().map(|_| "            .with_device_runtime(DEVICE_RUNTIME)\n".to_string());
     for m in &built.modules {
         s.push_str(&format!(
             "        ::cohort_runtime::PtxModule::new({}, concat!(include_str!({:?}), \"\\0\"))\n",
@@ -597,6 +683,9 @@ fn generate_rust(built: &Built) -> String {
         ));
         if let Some(v) = &m.ptxas {
             s.push_str(&format!("            .with_ptxas({v:?})\n"));
+        }
+        if let (true, Some(d)) = (m.needs_device_runtime, &devrt) {
+            s.push_str(d);
         }
         s.push_str("            .with_resources(&[\n");
         for r in &m.resources {
@@ -646,8 +735,15 @@ mod tests {
     fn generated_rust_names_every_module() {
         let built = Built {
             lib_name: "k".into(),
-            modules: vec![PtxModule { arch: 80, path: "/o/k.sm_80.ptx".into(), resources: vec![], ptxas: None }],
+            modules: vec![PtxModule {
+                arch: 80,
+                path: "/o/k.sm_80.ptx".into(),
+                resources: vec![],
+                ptxas: None,
+                needs_device_runtime: false,
+            }],
             sources: vec![],
+            device_runtime: None,
         };
         let rs = generate_rust(&built);
         assert!(rs.contains("PtxModule::new(80, concat!(include_str!(\"/o/k.sm_80.ptx\"), \"\\0\"))"), "{rs}");

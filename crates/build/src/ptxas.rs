@@ -53,7 +53,15 @@ pub fn find() -> Option<PathBuf> {
 }
 
 /// Assembles `ptx` for `sm_<arch>`; returns the per-kernel report and ptxas' version line.
-pub fn run(bin: &Path, ptx: &Path, arch: u32, scratch: &Path) -> Result<(Vec<KernelResources>, String), String> {
+/// `relocatable`: as relocatable code (`-c`), for PTX that calls functions defined elsewhere
+/// (the device runtime), which the driver links at load.
+pub fn run(
+    bin: &Path,
+    ptx: &Path,
+    arch: u32,
+    scratch: &Path,
+    relocatable: bool,
+) -> Result<(Vec<KernelResources>, String), String> {
     let version = Command::new(bin)
         .arg("--version")
         .output()
@@ -62,6 +70,7 @@ pub fn run(bin: &Path, ptx: &Path, arch: u32, scratch: &Path) -> Result<(Vec<Ker
     let cubin = scratch.join(format!("{}.cubin", ptx.file_stem().and_then(|s| s.to_str()).unwrap_or("module")));
     let out = Command::new(bin)
         .arg(format!("-arch=sm_{arch}"))
+        .args(relocatable.then_some("-c"))
         .arg("-v")
         .arg("-o")
         .arg(&cubin)

@@ -35,6 +35,7 @@
 //! | a block shape fixed at compile time (`__launch_bounds__`, `blockDim` constants) | [`shape::BlockShape`] (a parameter the launcher checks) | [`shape`] |
 //! | `out[row * cols + col]`, tiles of a matrix output | [`matrix::DisjointMatrix`], [`matrix::Matrix`] | [`matrix`] |
 //! | `fmaf`, nvcc's `-fmad=true`, `__sinf`, `__expf`, … | [`fp::fma`], `#[kernel(contract)]`, [`fp::fast`] | [`fp`] |
+//! | `child<<<grid, block, smem, stream>>>(args)` in device code (dynamic parallelism) | `child::launch_from_device(&config, stream, args)` | [`launch`] |
 //! | inline PTX | [`raw`] | [`raw`] |
 //!
 //! ## Tiers
@@ -43,7 +44,7 @@
 //! |---|---|---|
 //! | [`raw`] | one function per PTX instruction or special register | mostly `unsafe` (convergence contracts) |
 //! | [`sync`], [`atomic`], [`thread`] | operations with a [`Scope`](sync::Scope) and an [`Ordering`](atomic::Ordering) | safe |
-//! | [`cg`], [`slice`](mod@slice) | typed groups, outputs that cannot alias | safe |
+//! | [`cg`], [`slice`](mod@slice), [`launch`] | typed groups, outputs that cannot alias, typed device-side launches | safe |
 //!
 //! On the host target this crate builds too (for rust-analyzer, clippy, rustdoc and the host
 //! half of `#[kernel]`); its device functions then panic with a message saying they run only
@@ -67,6 +68,7 @@ mod copy;
 pub mod fp;
 #[doc(hidden)]
 pub mod host;
+pub mod launch;
 pub mod matrix;
 pub mod mutex;
 pub mod panic;

@@ -33,6 +33,9 @@
 //! | `%envreg1`, `%envreg2` | [`envreg1`], [`envreg2`] | (cooperative groups' grid workspace) |
 //! | `%dynamic_smem_size` | [`dynamic_smem_size`] | — |
 //! | `fns.b32` | [`fns`] | `__fns` |
+//! | `isspacep.global` | [`isspacep_global`] | `__isGlobal` |
+//! | `call __cudaCDP2GetParameterBufferV2` (libcudadevrt) | [`cdp2_get_parameter_buffer`] | `cudaGetParameterBuffer` (what `<<<>>>` in device code becomes) |
+//! | `call __cudaCDP2LaunchDeviceV2` (libcudadevrt) | [`cdp2_launch_device`] | `cudaLaunchDevice` |
 
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
@@ -665,5 +668,88 @@ pub fn div_approx_f32(a: f32, b: f32) -> f32 {
         // SAFETY: arithmetic only.
         unsafe { asm!("div.approx.f32 {0}, {1}, {2};", out(reg32) r, in(reg32) a, in(reg32) b, options(pure, nomem, nostack)) };
         r
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Address spaces
+
+/// `isspacep.global`: whether the generic address `ptr` lies in global (device) memory, as
+/// opposed to shared, local, constant or parameter memory (`__isGlobal`).
+#[inline(always)]
+#[must_use]
+pub fn isspacep_global(ptr: *const u8) -> bool {
+    on_device!("isspacep_global" => {
+        let r: u32;
+        // SAFETY: `isspacep` only classifies the address; it reads no memory.
+        unsafe {
+            asm!(
+                "{{ .reg .pred p; isspacep.global p, {a}; selp.u32 {r}, 1, 0, p; }}",
+                a = in(reg64) ptr as u64,
+                r = out(reg32) r,
+                options(pure, nomem, nostack),
+            )
+        };
+        r != 0
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device runtime (CDP2): the two calls `child<<<grid, block, smem, stream>>>(args)` becomes in
+// device code, as nvcc 13.0 emits them for sm_90. Their bodies are in libcudadevrt, which the
+// host links into modules that call them (see `cohort_runtime`'s module loading).
+
+#[cfg(target_arch = "nvptx64")]
+unsafe extern "C" {
+    // `.extern .func (.param .b64 r) __cudaCDP2GetParameterBufferV2(.param .b64 func,
+    //  .param .align 4 .b8 grid[12], .param .align 4 .b8 block[12], .param .b32 smem)`
+    fn __cudaCDP2GetParameterBufferV2(
+        func: u64,
+        grid: crate::thread::Dim3,
+        block: crate::thread::Dim3,
+        shared_mem_bytes: u32,
+    ) -> *mut u8;
+    // `.extern .func (.param .b32 r) __cudaCDP2LaunchDeviceV2(.param .b64 buf, .param .b64 stream)`
+    fn __cudaCDP2LaunchDeviceV2(buffer: *mut u8, stream: u64) -> u32;
+}
+
+/// `__cudaCDP2GetParameterBufferV2`: reserves a launch of the kernel entry at address `func`
+/// with this grid, block and dynamic shared memory, and returns the buffer its parameters are
+/// to be written into (each at its natural alignment, in the order of the entry's `.param`
+/// list), or null when the device runtime refuses (no launch slot left, an impossible
+/// configuration).
+///
+/// # Safety
+/// `func` must be the address of a kernel entry of this module (`mov.u64 %rd, entry;`). A
+/// non-null buffer must be filled with exactly the entry's parameters and then passed to
+/// [`cdp2_launch_device`].
+#[inline(always)]
+#[doc(alias = "cudaGetParameterBuffer")]
+pub unsafe fn cdp2_get_parameter_buffer(
+    func: u64,
+    grid: crate::thread::Dim3,
+    block: crate::thread::Dim3,
+    shared_mem_bytes: u32,
+) -> *mut u8 {
+    on_device!("raw::cdp2_get_parameter_buffer" => {
+        // SAFETY: forwarded to the caller.
+        unsafe { __cudaCDP2GetParameterBufferV2(func, grid, block, shared_mem_bytes) }
+    })
+}
+
+/// `__cudaCDP2LaunchDeviceV2`: launches the grid whose parameter buffer is `buffer` into
+/// `stream` (`0`: the block's implicit stream; `0x3`: tail launch; `0x4`: fire-and-forget).
+/// Returns the `cudaError_t` (0: launched).
+///
+/// # Safety
+/// `buffer` must come from [`cdp2_get_parameter_buffer`], be filled with the entry's
+/// parameters, and be launched once; every pointer in it must stay valid, and every memory it
+/// names must be free of races, for as long as the child grid may run.
+#[inline(always)]
+#[doc(alias = "cudaLaunchDevice")]
+pub unsafe fn cdp2_launch_device(buffer: *mut u8, stream: u64) -> u32 {
+    on_device!("raw::cdp2_launch_device" => {
+        // SAFETY: forwarded to the caller.
+        unsafe { __cudaCDP2LaunchDeviceV2(buffer, stream) }
     })
 }

@@ -530,6 +530,38 @@ impl Gpu {
         self.load(set)
     }
 
+    /// Sets how many device-side launches (dynamic parallelism, `cohort::launch`) may be
+    /// pending at once (`cudaLimitDevRuntimePendingLaunchCount`, 2048 by default): a device
+    /// launch beyond it is refused with `LaunchError::NoParameterBuffer`. Set it before
+    /// launching kernels that launch kernels.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] if the driver refuses the value.
+    #[doc(alias = "cudaLimitDevRuntimePendingLaunchCount")]
+    pub fn set_pending_launch_limit(&self, launches: usize) -> Result<()> {
+        self.inner.bind()?;
+        // SAFETY: the context is current on this thread; the limit is a plain value.
+        unsafe { sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, launches) }
+            .result()
+            .map_err(|code| {
+                self.inner.error(code, Doing::Call(format!("setting the pending-launch limit to {launches}")))
+            })
+    }
+
+    /// The pending device-side launch limit (see [`Gpu::set_pending_launch_limit`]).
+    ///
+    /// # Errors
+    /// [`Error::Driver`].
+    pub fn pending_launch_limit(&self) -> Result<usize> {
+        self.inner.bind()?;
+        let mut v = 0usize;
+        // SAFETY: the context is current on this thread; `v` receives the value.
+        unsafe { sys::cuCtxGetLimit(&mut v, sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT) }
+            .result()
+            .map_err(|code| self.inner.error(code, Doing::Call("reading the pending-launch limit".into())))?;
+        Ok(v)
+    }
+
     /// Waits for all work on the device.
     ///
     /// # Errors

@@ -51,6 +51,14 @@ pub enum Error {
         /// The JIT compiler's log.
         log: String,
     },
+    /// The module launches kernels from the device (its PTX calls the device runtime), but no
+    /// `libcudadevrt.a` was embedded with it to link it against.
+    NoDeviceRuntime {
+        /// The kernels crate.
+        crate_name: &'static str,
+        /// The module's architecture.
+        arch: u32,
+    },
     /// The module has no kernel of this name.
     KernelNotFound {
         /// The name looked up.
@@ -205,6 +213,14 @@ impl fmt::Display for Error {
                 compute_capability / 10,
                 compute_capability % 10,
                 available.iter().map(|a| format!("sm_{a}")).collect::<Vec<_>>().join(", ")
+            ),
+            Error::NoDeviceRuntime { crate_name, arch } => write!(
+                f,
+                "the sm_{arch} PTX of `{crate_name}` launches kernels from the device (dynamic parallelism) and must be \
+                 linked with the CUDA device runtime, libcudadevrt.a, but none was embedded: build it with \
+                 cohort-build (which embeds the one it finds: COHORT_CUDADEVRT, $CUDA_PATH/lib64, or beside a pip-installed \
+                 ptxas; `python3 -m pip install --target DIR nvidia-cuda-runtime==13.0.96` gets it without a CUDA \
+                 toolkit), or give it with PtxModule::with_device_runtime"
             ),
             Error::ModuleLoad { crate_name, arch, code, log } => {
                 write!(f, "loading the sm_{arch} PTX of `{crate_name}` failed: {}", code_text(code))?;

@@ -149,25 +149,33 @@ impl Module {
             opts.push(sys::CUjit_option::CU_JIT_MAX_REGISTERS);
             vals.push(n as usize as *mut std::ffi::c_void);
         }
-        // SAFETY: `as_c_str` is NUL-terminated PTX text (`PtxModule::new` checked the final
-        // NUL); the options are values or point at a live buffer, as each option requires.
-        let r = unsafe {
-            sys::cuModuleLoadDataEx(
-                &mut raw,
-                ptx.as_c_str().as_ptr().cast(),
-                opts.len() as u32,
-                opts.as_mut_ptr(),
-                vals.as_mut_ptr(),
-            )
-        }
-        .result();
-        if let Err(code) = r {
+        let r = if ptx.needs_device_runtime() {
+            let library =
+                ptx.device_runtime.ok_or(Error::NoDeviceRuntime { crate_name: set.crate_name, arch: ptx.arch })?;
+            link_with_device_runtime(&mut raw, ptx, library, &mut opts, &mut vals)
+        } else {
+            // SAFETY: `as_c_str` is NUL-terminated PTX text (`PtxModule::new` checked the final
+            // NUL); the options are values or point at a live buffer, as each option requires.
+            unsafe {
+                sys::cuModuleLoadDataEx(
+                    &mut raw,
+                    ptx.as_c_str().as_ptr().cast(),
+                    opts.len() as u32,
+                    opts.as_mut_ptr(),
+                    vals.as_mut_ptr(),
+                )
+            }
+            .result()
+            .map_err(|code| (code, String::new()))
+        };
+        if let Err((code, step)) = r {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let jit = String::from_utf8_lossy(&log[..end]);
             return Err(Error::ModuleLoad {
                 crate_name: set.crate_name,
                 arch: ptx.arch,
                 code,
-                log: String::from_utf8_lossy(&log[..end]).into_owned(),
+                log: if step.is_empty() { jit.into_owned() } else { format!("{step} failed\n{jit}") },
             });
         }
         let panic_host = register_panic_record(gpu, raw)?;
@@ -226,6 +234,97 @@ impl Module {
         f.required_block = crate::abi::required_block(abi).map(|[x, y, z]| Dim3::new(x, y, z));
         Ok(f)
     }
+}
+
+/// Loads a module that calls the device runtime: the driver's JIT linker compiles the PTX and
+/// links it with `library` (`libcudadevrt.a`), then the linked image is loaded. `opts`/`vals`
+/// are the JIT options (the error log buffer among them), applied to the link. On failure, the
+/// step that failed comes with the driver's error.
+fn link_with_device_runtime(
+    raw: &mut sys::CUmodule,
+    ptx: &PtxModule,
+    library: &'static [u8],
+    opts: &mut [sys::CUjit_option],
+    vals: &mut [*mut std::ffi::c_void],
+) -> std::result::Result<(), (cudarc::driver::DriverError, String)> {
+    let step = |what: &str| {
+        let what = what.to_string();
+        move |code| (code, what)
+    };
+    let mut state: sys::CUlinkState = std::ptr::null_mut();
+    // SAFETY: the options are values or point at a buffer that outlives the link state (the
+    // caller's log), as each option requires; `state` receives the new link state.
+    unsafe { sys::cuLinkCreate_v2(opts.len() as u32, opts.as_mut_ptr(), vals.as_mut_ptr(), &mut state) }
+        .result()
+        .map_err(step("cuLinkCreate"))?;
+    let text = ptx.text_with_nul();
+    let linked = (|| {
+        // SAFETY: `state` is live; the data is the NUL-terminated PTX text (its size counts the
+        // NUL), which the driver only reads; the name is a C string; no per-input options.
+        unsafe {
+            sys::cuLinkAddData_v2(
+                state,
+                sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                text.as_ptr().cast_mut().cast(),
+                text.len(),
+                c"cohort-kernels.ptx".as_ptr(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .map_err(step("cuLinkAddData (the PTX)"))?;
+        // The driver reads a library archive from a file: write the embedded one out once.
+        let path = device_runtime_file(library).map_err(|e| {
+            (
+                cudarc::driver::DriverError(sys::CUresult::CUDA_ERROR_FILE_NOT_FOUND),
+                format!("writing libcudadevrt.a to a temporary file: {e}"),
+            )
+        })?;
+        // SAFETY: `state` is live; `path` is a NUL-terminated path of a complete file.
+        unsafe {
+            sys::cuLinkAddFile_v2(
+                state,
+                sys::CUjitInputType::CU_JIT_INPUT_LIBRARY,
+                path.as_ptr(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .map_err(step("cuLinkAddFile (libcudadevrt.a)"))?;
+        let mut image: *mut std::ffi::c_void = std::ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: `state` is live; the image it returns belongs to it and is loaded below,
+        // before the state is destroyed.
+        unsafe { sys::cuLinkComplete(state, &mut image, &mut size) }.result().map_err(step("cuLinkComplete"))?;
+        // SAFETY: `image` is the linked cubin, live until `cuLinkDestroy` below.
+        unsafe { sys::cuModuleLoadData(raw, image) }.result().map_err(step("cuModuleLoadData (the linked image)"))
+    })();
+    // SAFETY: `state` is live and destroyed once; the module loaded from its image is
+    // independent of it.
+    let destroyed = unsafe { sys::cuLinkDestroy(state) }.result().map_err(step("cuLinkDestroy"));
+    linked.and(destroyed)
+}
+
+/// The embedded `libcudadevrt.a`, written once per process to a temporary file (the driver's
+/// linker takes archives as files).
+fn device_runtime_file(library: &'static [u8]) -> std::io::Result<&'static std::ffi::CStr> {
+    static FILES: std::sync::Mutex<Vec<(usize, &'static std::ffi::CStr)>> = std::sync::Mutex::new(Vec::new());
+    let mut files = FILES.lock().unwrap_or_else(|p| p.into_inner());
+    let key = library.as_ptr() as usize;
+    if let Some((_, p)) = files.iter().find(|(k, _)| *k == key) {
+        return Ok(p);
+    }
+    let path = std::env::temp_dir().join(format!("cohort-cudadevrt-{}-{}.a", std::process::id(), files.len()));
+    std::fs::write(&path, library)?;
+    let c = std::ffi::CString::new(path.into_os_string().into_encoded_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let c: &'static std::ffi::CStr = Box::leak(c.into_boxed_c_str());
+    files.push((key, c));
+    Ok(c)
 }
 
 /// The check [`Module::kernel`] makes, on PTX text alone (no GPU needed): whether entry `name`

@@ -42,6 +42,10 @@ pub struct PtxModule {
     pub ptxas: Option<&'static str>,
     /// Per-kernel resource use reported by that ptxas (empty if none ran).
     pub resources: &'static [KernelResources],
+    /// `libcudadevrt.a`, embedded by `cohort-build` when the PTX calls the device runtime
+    /// (kernels that launch kernels): [`Gpu::load`](crate::Gpu::load) then links the module
+    /// with it.
+    pub device_runtime: Option<&'static [u8]>,
 }
 
 /// What `ptxas -v` reported for one kernel at build time.
@@ -118,7 +122,21 @@ impl PtxModule {
         if let Some(why) = nul_problem(ptx) {
             panic!("{}", why);
         }
-        Self { arch, ptx, ptxas: None, resources: &[] }
+        Self { arch, ptx, ptxas: None, resources: &[], device_runtime: None }
+    }
+
+    /// The same, with the device runtime library (`libcudadevrt.a`) it is to be linked with.
+    #[must_use]
+    pub const fn with_device_runtime(mut self, library: &'static [u8]) -> Self {
+        self.device_runtime = Some(library);
+        self
+    }
+
+    /// Whether the PTX calls the device runtime (`__cudaCDP2*`: a kernel launches kernels), so
+    /// that loading it needs a link step with `libcudadevrt.a`.
+    #[must_use]
+    pub fn needs_device_runtime(&self) -> bool {
+        self.text().contains("__cudaCDP2")
     }
 
     /// The same, checked by `ptxas` of this `--version` at build time.

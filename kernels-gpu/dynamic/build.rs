@@ -1,0 +1,6 @@
+//! Builds this crate's kernels to PTX (sm_80 and sm_90 by default; `COHORT_ARCHS` to change)
+//! and writes `OUT_DIR/cohort_ptx.rs` for `cohort_runtime::include_ptx!()`; the kernels call the
+//! device runtime, so the builder also embeds `libcudadevrt.a` (see `cohort::launch`).
+fn main() {
+    cohort_build::Builder::for_build_script().build_or_exit();
+}
