@@ -99,6 +99,9 @@ impl GpuInner {
     /// Makes the context current on this thread.
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
+        if crate::stream::in_host_fn() {
+            return Err(crate::stream::host_fn_error("a CUDA call"));
+        }
         self.ctx
             .bind_to_thread()
             .map_err(|code| self.error(code, Doing::Call("making the CUDA context current".into())))

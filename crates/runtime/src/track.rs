@@ -279,7 +279,7 @@ pub(crate) fn run_tracked<R>(stream: &Arc<StreamInner>, uses: &[Use<'_>], op: im
         }
     }
     // Lock each allocation once, in address order (no deadlock between two launches that
-    // lock the same ones).
+    // lock the same ones). Up to 8 operands without a heap allocation.
     const INLINE: usize = 8;
     let mut order_inline = [0usize; INLINE];
     let mut order_heap = Vec::new();
@@ -293,31 +293,60 @@ pub(crate) fn run_tracked<R>(stream: &Arc<StreamInner>, uses: &[Use<'_>], op: im
         *o = i;
     }
     order.sort_unstable_by_key(|&i| std::ptr::from_ref(uses[i].alloc) as usize);
-    let mut guards: Vec<(*const Alloc, MutexGuard<'_, Vec<Access>>)> = Vec::with_capacity(uses.len());
+    type Guard<'g> = (*const Alloc, MutexGuard<'g, Vec<Access>>);
+    let mut inline: [Option<Guard<'_>>; INLINE] = Default::default();
+    let mut heap: Vec<Option<Guard<'_>>> = Vec::new();
+    let guards: &mut [Option<Guard<'_>>] = if uses.len() <= INLINE {
+        &mut inline[..]
+    } else {
+        heap.resize_with(uses.len(), || None);
+        &mut heap
+    };
+    let mut locked = 0;
     for &i in order.iter() {
         let a = std::ptr::from_ref(uses[i].alloc);
-        if guards.last().is_none_or(|g| g.0 != a) {
-            guards.push((a, uses[i].alloc.lock()));
+        if locked == 0 || guards[locked - 1].as_ref().is_some_and(|g| g.0 != a) {
+            guards[locked] = Some((a, uses[i].alloc.lock()));
+            locked += 1;
         }
     }
-    let find = |guards: &mut Vec<(*const Alloc, MutexGuard<'_, Vec<Access>>)>, a: &Alloc| -> usize {
-        let a = std::ptr::from_ref(a);
-        guards.iter().position(|g| g.0 == a).unwrap_or(0)
+    let guards = &mut guards[..locked];
+    // Which guard each operand's allocation is under.
+    let mut pos_inline = [0usize; INLINE];
+    let mut pos_heap = Vec::new();
+    let positions: &mut [usize] = if uses.len() <= INLINE {
+        &mut pos_inline[..uses.len()]
+    } else {
+        pos_heap.resize(uses.len(), 0);
+        &mut pos_heap
     };
+    for (p, u) in positions.iter_mut().zip(uses) {
+        let a = std::ptr::from_ref(u.alloc);
+        *p = guards.iter().position(|g| g.as_ref().is_some_and(|g| g.0 == a)).unwrap_or(0);
+    }
     // Wait for conflicting work on other streams, once per stream.
     let key = stream.key();
-    let mut waited: Vec<u64> = Vec::new();
-    for u in uses {
-        let g = find(&mut guards, u.alloc);
-        for a in guards[g].1.iter() {
-            if a.key == key || !a.conflicts(&(u.start..u.end), u.write) || a.done() || waited.contains(&a.key) {
+    let mut waited = [0u64; INLINE];
+    let mut n_waited = 0;
+    for (i, u) in uses.iter().enumerate() {
+        let g = positions[i];
+        let list = &guards[g].as_ref().expect("locked above").1;
+        for a in list.iter() {
+            if a.key == key
+                || !a.conflicts(&(u.start..u.end), u.write)
+                || a.done()
+                || waited[..n_waited].contains(&a.key)
+            {
                 continue;
             }
             match &a.pending {
                 Pending::Stream(s, _) => {
                     // The mark recorded now covers everything on `s`: no need to wait for it again.
                     s.make_wait(stream)?;
-                    waited.push(a.key);
+                    if n_waited < INLINE {
+                        waited[n_waited] = a.key;
+                        n_waited += 1;
+                    }
                 }
                 Pending::Event(m) => {
                     // SAFETY: live event and stream of one context.
@@ -338,9 +367,9 @@ pub(crate) fn run_tracked<R>(stream: &Arc<StreamInner>, uses: &[Use<'_>], op: im
         Some(m) => Pending::Event(m.clone()),
         None => Pending::Stream(stream.clone(), seq),
     };
-    for u in uses {
-        let g = find(&mut guards, u.alloc);
-        let list = &mut guards[g].1;
+    for (i, u) in uses.iter().enumerate() {
+        let g = positions[i];
+        let list = &mut guards[g].as_mut().expect("locked above").1;
         let range = u.start..u.end;
         list.retain(|a| {
             let inside = range.start <= a.range.start && a.range.end <= range.end;
