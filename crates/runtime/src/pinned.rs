@@ -281,17 +281,20 @@ impl<T: DeviceCopy> PinnedViewMut<'_, T> {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// Read-only access (as [`DeviceViewMut::as_view`](crate::DeviceViewMut::as_view)).
+    #[must_use]
+    pub fn as_view(&self) -> PinnedView<'_, T> {
+        PinnedView { alloc: self.alloc, start: self.start, len: self.len, _t: PhantomData }
+    }
     fn range(&self) -> std::ops::Range<usize> {
-        self.start * size_of::<T>()..(self.start + self.len) * size_of::<T>()
+        self.as_view().range()
     }
     /// The view's elements, once the GPU operations still writing them have finished.
     ///
     /// # Errors
     /// [`Error::KernelFailed`] if such an operation failed.
     pub fn as_slice(&self) -> Result<&[T]> {
-        self.alloc.host_access(self.range(), false, "reading pinned host memory", || Ok(()))?;
-        // SAFETY: inside the buffer, exclusively ours; no pending writer (waited above).
-        Ok(unsafe { std::slice::from_raw_parts(self.alloc.host.cast::<T>().add(self.start), self.len) })
+        self.as_view().as_slice()
     }
     /// The view's elements, mutably, once the GPU operations still using them have finished.
     ///
@@ -455,8 +458,7 @@ impl<T: DeviceCopy> CopySrc<T> for PinnedView<'_, T> {
 }
 impl<T: DeviceCopy> CopySrc<T> for &PinnedViewMut<'_, T> {
     fn use_read(&self) -> Use<'_> {
-        let r = self.range();
-        Use::new(self.alloc, r, false)
+        Use::new(self.alloc, self.range(), false)
     }
 }
 impl<T: DeviceCopy> CopyDst<T> for &mut PinnedBuffer<T> {
