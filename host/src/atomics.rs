@@ -20,25 +20,49 @@ use crate::util::{self, CliError, CliResult, Table};
 use cohort_host::corpus;
 use cohort_host::reference::{dot_close, dot_inputs};
 
-pub fn run(args: &[String]) -> CliResult {
-    let what = args.first().map(String::as_str).unwrap_or("all");
-    let rest = if args.is_empty() { args } else { &args[1..] };
+/// `cohort atomics`' options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Which workload
+    #[arg(value_enum, default_value_t = Workload::All)]
+    pub workload: Workload,
+    /// Bytes of the generated histogram input (k, M, G suffixes)
+    #[arg(long, default_value = "1G", value_parser = util::parse_positive)]
+    pub size: usize,
+    /// Elements of the dot product
+    #[arg(long, default_value = "10000000", value_parser = util::parse_positive)]
+    pub n: usize,
+}
+
+/// The tutorial's workloads.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// 10 blocks x 16 threads: x[0] += 1 without atomics (lost updates), then with
+    Race,
+    /// 10 x 16 threads each take a mutex and add one: exactly 160
+    Mutex,
+    /// 128-bin histograms of Alice and of a generated corpus, CPU speedups, a block-count sweep
+    Histogram,
+    /// Dot product: partial (host finishes) and mutex (device finishes)
+    Dot,
+    /// Everything
+    All,
+}
+
+pub fn run(args: Args) -> CliResult {
     let gpu = util::gpu()?;
     println!("{}", gpu.info());
     let module = gpu.load(&PTX)?;
-    match what {
-        "race" => race(&gpu, &module),
-        "mutex" => mutex(&gpu, &module),
-        "histogram" => histogram(&gpu, &module, rest),
-        "dot" => dot(&gpu, &module, rest),
-        "all" => {
+    match args.workload {
+        Workload::Race => race(&gpu, &module),
+        Workload::Mutex => mutex(&gpu, &module),
+        Workload::Histogram => histogram(&gpu, &module, args.size),
+        Workload::Dot => dot(&gpu, &module, args.n),
+        Workload::All => {
             race(&gpu, &module)?;
             mutex(&gpu, &module)?;
-            histogram(&gpu, &module, rest)?;
-            dot(&gpu, &module, rest)
-        }
-        other => {
-            Err(CliError::Usage(format!("unknown atomics workload `{other}`; try race, mutex, histogram, dot, all")))
+            histogram(&gpu, &module, args.size)?;
+            dot(&gpu, &module, args.n)
         }
     }
 }
@@ -99,9 +123,7 @@ fn check_bins(got: &[u32], want: &[u64], what: &str) -> CliResult {
 /// them over copies no longer pays.
 const LIB_COPIES: u32 = 1;
 
-fn histogram(gpu: &Gpu, m: &Module, args: &[String]) -> CliResult {
-    util::check_args(args, &["--size", "--n"])?;
-    let size = util::opt_num(args, "--size", 1 << 30)? as usize;
+fn histogram(gpu: &Gpu, m: &Module, size: usize) -> CliResult {
     let s = gpu.stream();
     println!("\n== character histograms, 128 bins");
     // 1. The book itself.
@@ -147,7 +169,7 @@ fn histogram(gpu: &Gpu, m: &Module, args: &[String]) -> CliResult {
 
     // Block-count sweep of the shared-memory kernel (and Cohort's).
     println!("\nblock-count sweep (256 threads per block), GB/s:");
-    let mut sweep = Table::new(&["blocks", "shared privatized", "Cohort's (1 copy/warp)"]);
+    let mut sweep = Table::new(&["blocks", "shared privatized", "Cohort's (1 copy/warp)"]).numeric(0..3);
     let mut best = (0u32, 0.0f64, 0u32, 0.0f64);
     for blocks in [33u32, 66, 132, 264, 528, 1056, 2112, 4224, 8448, 16896] {
         let cfg = LaunchConfig::new(blocks, 256);
@@ -177,7 +199,7 @@ fn histogram(gpu: &Gpu, m: &Module, args: &[String]) -> CliResult {
         best.0, best.1, best.2, best.3
     );
 
-    let mut t = Table::new(&["implementation", "time ms", "GB/s", "speedup vs 1 CPU thread"]);
+    let mut t = Table::new(&["implementation", "time ms", "GB/s", "speedup vs 1 CPU thread"]).numeric(1..4);
     t.row(vec!["CPU, 1 thread".into(), format!("{cpu1:.1}"), format!("{:.1}", size as f64 / cpu1 / 1e6), "1.0".into()]);
     t.row(vec![
         format!("CPU, {threads} threads"),
@@ -231,9 +253,7 @@ pub fn launch_histogram_on(
     }
 }
 
-fn dot(gpu: &Gpu, m: &Module, args: &[String]) -> CliResult {
-    util::check_args(args, &["--n", "--size"])?;
-    let n = util::opt_num(args, "--n", 10_000_000)? as usize;
+fn dot(gpu: &Gpu, m: &Module, n: usize) -> CliResult {
     println!("\n== dot product of {n} f32 (640 blocks x 256 threads)");
     let d = dot_inputs(n);
     let (da, db) = (gpu.upload(&d.a)?, gpu.upload(&d.b)?);
@@ -245,7 +265,7 @@ fn dot(gpu: &Gpu, m: &Module, args: &[String]) -> CliResult {
     let mut c = gpu.zeroed::<f32>(1)?;
     k::dot_mutex::load(m)?.launch(gpu.stream(), (blocks, threads), &mut lock, &da, &db, &mut c)?;
     let full = c.to_vec()?[0] as f64;
-    let mut t = Table::new(&["version", "result", "float64 reference", "|error|", "float32 bound", "ok"]);
+    let mut t = Table::new(&["version", "result", "float64 reference", "|error|", "float32 bound", "ok"]).numeric(1..5);
     let mut bad = false;
     for (name, v) in [("partial (host adds 640 block sums)", p), ("mutex (device adds under the lock)", full)] {
         let (ok, bound) = dot_close(v, &d, (blocks * threads) as usize, blocks as usize);

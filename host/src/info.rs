@@ -5,8 +5,7 @@ use cohort_runtime::{Gpu, Module};
 
 use crate::util::{CliError, CliResult, Table};
 
-pub fn run(args: &[String]) -> CliResult {
-    crate::util::check_args(args, &[])?;
+pub fn run() -> CliResult {
     println!(
         "embedded PTX of `{}`: {}",
         PTX.crate_name,
@@ -58,7 +57,7 @@ fn print_build_resources() {
             m.arch,
             m.ptxas.map_or("ptxas did not run at build time".to_string(), |v| format!("checked by {v}"))
         );
-        let mut t = Table::new(&["kernel", "registers", "shared B", "stack B", "spills B"]);
+        let mut t = Table::new(&["kernel", "registers", "shared B", "stack B", "spills B"]).numeric(1..5);
         for k in m.kernels() {
             match m.resources_of(k) {
                 Some(r) => t.row(vec![
@@ -81,14 +80,9 @@ fn print_kernels(module: &Module) -> CliResult {
         "  loaded sm_{} PTX; kernels (registers, shared memory and local memory as the driver compiled them):",
         ptx.arch
     );
-    let mut t = Table::new(&[
-        "  kernel",
-        "registers",
-        "static shared B",
-        "local B",
-        "max block",
-        "ptxas: regs / stack / spills",
-    ]);
+    let mut t =
+        Table::new(&["kernel", "registers", "static shared B", "local B", "max block", "ptxas: regs / stack / spills"])
+            .numeric(1..6);
     for k in ptx.kernels() {
         let f = module.function(k, false)?;
         let a = f.attributes();
@@ -96,7 +90,7 @@ fn print_kernels(module: &Module) -> CliResult {
             format!("{} / {} / {}", r.registers, r.stack_frame_bytes, r.spill_store_bytes + r.spill_load_bytes)
         });
         t.row(vec![
-            format!("  {k}"),
+            k.to_string(),
             a.registers.to_string(),
             a.static_shared_bytes.to_string(),
             a.local_bytes.to_string(),

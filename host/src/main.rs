@@ -1,87 +1,221 @@
-//! `cohort`: device information, the kernel tour, and benchmarks.
+//! `cohort`: device information, a check of this machine, one kernel's PTX or SASS, the kernel
+//! tour, the tutorials' workloads and benchmarks. `cohort --help` lists the commands,
+//! `cohort <command> --help` each one's options.
 //!
-//! ```text
-//! cohort info                 devices, and the embedded kernels with their resource use
-//! cohort tour [--n N]         runs every tour kernel against a CPU reference, prints a table
-//! cohort bench launch         launch overhead: typed launch vs raw cuLaunchKernel
-//! cohort bench cg             cooperative-groups kernels, Rust vs CUDA C++
-//! cohort bench atomics        histograms and dot products, Rust vs CUDA C++
-//! cohort bench overlap        the overlap article's three ways, Rust vs the nvcc twin
-//! cohort atomics [workload]   the atomics-and-mutex tutorial's workloads
-//! cohort overlap              the overlap article's three ways once, checked, with an engine diagram
-//! cohort pipeline             a host array of GiBs through a multi-stream pinned pipeline
-//! ```
+//! Exit status: 0 success; 1 a failure (a kernel, a check, a failed `doctor` check); 2 a usage
+//! error, or no GPU for a command that needs one (the message says so).
 //!
-//! Without a GPU every command that needs one says so and exits with status 2.
+//! A new command: a module with an `Args` struct (`#[derive(clap::Args)]`, documented fields:
+//! they are its `--help`) and `run(Args) -> CliResult`; a variant of [`Command`] (its doc
+//! comment is the one-line help); its arm in [`run`]. A new benchmark goes into
+//! [`bench::Bench`] the same way.
 
 mod atomics;
 mod bench;
+mod doctor;
+mod dynamic;
 mod info;
+mod inspect;
 mod overlap;
 mod pipeline;
+mod tools;
 mod tour;
 mod util;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cohort <command> [options]
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-commands:
-  info                     devices, cooperative-launch support, embedded kernels and their resource use
-  tour [--n N] [--seed S]  run every tour kernel on random data and check it against the CPU
-  bench launch [--iters N] launch overhead: typed launch vs raw cuLaunchKernel (median of N launches)
-  bench cg [--n N] [--reps R] [--twins-ptx FILE]
-                           cooperative-groups kernels, Rust vs the same kernels in CUDA C++ (NVRTC)
-  bench atomics [--size BYTES] [--reps R] [--twins-ptx FILE] [--dump DIR]
-                           histograms and dot products, Rust vs CUDA C++; --dump writes CUB's inputs
-  bench overlap [--n N] [--streams 4,8,16] [--reps R] [--rounds K] [--twin PATH]
-                           the overlap article (sequential, V1, V2 over N streams) against max(H2D, kernel,
-                           D2H); --twin runs the nvcc-built host/benches/overlap_twin.cu side by side
-  atomics [race|mutex|histogram|dot|all] [--size BYTES] [--n N]
-                           the atomics-and-mutex tutorial's workloads, checked against the CPU
-  overlap [--streams N] [--n N] [--timeline FILE.svg]
-                           the overlap article's three ways once each, checked against the CPU;
-                           --timeline draws each stream's copies and kernels (events around each)
-  pipeline [--gib G] [--streams N] [--chunk-mib M] [--host-threads T] [--pinned]
-                           G GiB through cohort_runtime::Pipeline (double-buffered pinned staging),
-                           every element checked; GB/s against the pinned H2D/D2H bound
-  help                     this text
+use util::{CliError, CliResult};
 
-environment: COHORT_DEVICE=<ordinal> picks the GPU (default 0)";
+/// CUDA kernels in pure Rust: devices, checks, inspection, the tour, workloads and benchmarks.
+#[derive(Parser, Debug)]
+#[command(
+    name = "cohort",
+    version,
+    arg_required_else_help = true,
+    after_help = "Environment: COHORT_DEVICE=<ordinal> picks the GPU (default 0).\n\
+                  Exit status: 0 success, 1 a failure, 2 a usage error or no GPU."
+)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Devices, cooperative-launch support, the embedded kernels and their resource use
+    Info,
+    /// Checks this machine: toolchain, nvptx build, ptxas, driver and GPUs, device runtime, NCCL
+    Doctor(doctor::Args),
+    /// Prints one embedded kernel's PTX (the entry and what it uses) with its resource use
+    Ptx(inspect::PtxArgs),
+    /// Prints one embedded kernel's SASS (ptxas, then nvdisasm or cuobjdump) with its resource use
+    Sass(inspect::SassArgs),
+    /// Runs every tour kernel on random data and checks it against the CPU
+    Tour(tour::Args),
+    /// Benchmarks, each beside its reference (CUDA C++ twins, raw launches, cuBLAS)
+    #[command(subcommand)]
+    Bench(bench::Bench),
+    /// The atomics-and-mutex tutorial's workloads, checked against the CPU
+    Atomics(atomics::Args),
+    /// The overlap article's three ways once each, checked against the CPU, with an engine diagram
+    Overlap(overlap::Args),
+    /// A host array of GiBs through H2D, kernel, D2H on N streams (`Pipeline`), every element checked
+    Pipeline(pipeline::Args),
+    /// Kernels that launch kernels: nested hello world, recursive reductions, launch storms, checked
+    Dynamic(dynamic::Args),
+}
+
+/// Runs one command.
+fn run(command: Command) -> CliResult {
+    match command {
+        Command::Info => info::run(),
+        Command::Doctor(a) => doctor::run(a),
+        Command::Ptx(a) => inspect::ptx(a),
+        Command::Sass(a) => inspect::sass(a),
+        Command::Tour(a) => tour::run(a),
+        Command::Bench(b) => bench::run(b),
+        Command::Atomics(a) => atomics::run(a),
+        Command::Overlap(a) => overlap::run(a),
+        Command::Pipeline(a) => pipeline::run(a),
+        Command::Dynamic(a) => dynamic::run(a),
+    }
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(cmd) = args.first() else {
-        eprintln!("{USAGE}");
-        return ExitCode::from(2);
-    };
-    let rest = &args[1..];
-    let result = match cmd.as_str() {
-        "info" => info::run(rest),
-        "tour" => tour::run(rest),
-        "bench" => bench::run(rest),
-        "atomics" => atomics::run(rest),
-        "overlap" => overlap::run(rest),
-        "pipeline" => pipeline::run(rest),
-        "help" | "--help" | "-h" => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        other => Err(util::CliError::Usage(format!("unknown command `{other}`"))),
-    };
-    match result {
+    // Usage errors and `--help` end here, with clap's message (and suggestions) and status 2 / 0.
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // `bench launch`: the command's path, for the hint after a usage error found later.
+    let mut path = Vec::new();
+    let mut m = &matches;
+    while let Some((name, sub)) = m.subcommand() {
+        path.push(name);
+        m = sub;
+    }
+    match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(util::CliError::Usage(m)) => {
-            eprintln!("cohort: {m}\n\n{USAGE}");
+        Err(CliError::Usage(m)) => {
+            eprintln!("error: {m}\n\nFor more information, try 'cohort {} --help'.", path.join(" "));
             ExitCode::from(2)
         }
-        Err(util::CliError::NoGpu(e)) => {
+        Err(CliError::NoGpu(e)) => {
             eprintln!("cohort: no GPU to run on: {e}");
             ExitCode::from(2)
         }
-        Err(util::CliError::Failed(m)) => {
+        Err(CliError::Failed(m)) => {
             eprintln!("cohort: {m}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use clap::error::ErrorKind;
+
+    use super::{Cli, Command};
+    use crate::atomics::Workload;
+    use crate::bench::Bench;
+
+    fn parse(args: &[&str]) -> Result<Command, clap::Error> {
+        Cli::try_parse_from(std::iter::once("cohort").chain(args.iter().copied())).map(|c| c.command)
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    #[test]
+    fn cli_defaults_are_the_documented_ones() {
+        let Command::Tour(t) = parse(&["tour"]).unwrap() else { panic!("not tour") };
+        assert_eq!((t.n, t.seed), (1 << 24, 0x5eed));
+        let Command::Atomics(a) = parse(&["atomics"]).unwrap() else { panic!("not atomics") };
+        assert_eq!((a.workload, a.size, a.n), (Workload::All, 1 << 30, 10_000_000));
+        let Command::Overlap(o) = parse(&["overlap"]).unwrap() else { panic!("not overlap") };
+        assert_eq!((o.streams, o.n, o.timeline), (4, 1 << 27, None));
+        let Command::Pipeline(p) = parse(&["pipeline"]).unwrap() else { panic!("not pipeline") };
+        assert_eq!((p.gib, p.streams, p.chunk_mib, p.host_threads, p.pinned), (2, 4, 16, None, false));
+        let Command::Bench(Bench::Overlap(b)) = parse(&["bench", "overlap"]).unwrap() else {
+            panic!("not bench overlap")
+        };
+        assert_eq!((b.n, b.streams, b.reps, b.rounds, b.warmup, b.twin), (1 << 27, vec![4, 8, 16], 20, None, 2, None));
+        let Command::Bench(Bench::Launch(l)) = parse(&["bench", "launch"]).unwrap() else { panic!("not bench launch") };
+        assert_eq!(l.iters, 100_000);
+        let Command::Bench(Bench::Cg(c)) = parse(&["bench", "cg"]).unwrap() else { panic!("not bench cg") };
+        assert_eq!((c.n, c.reps, c.twins.twins_ptx), (1 << 28, 20, None));
+        let Command::Bench(Bench::Kernels(k)) = parse(&["bench", "kernels"]).unwrap() else { panic!("not kernels") };
+        assert_eq!((k.n, k.gemm, k.steps, k.reps), (8192, 4096, 100, 15));
+        let Command::Doctor(d) = parse(&["doctor"]).unwrap() else { panic!("not doctor") };
+        assert!(!d.gpu);
+        assert!(matches!(parse(&["info"]).unwrap(), Command::Info));
+    }
+
+    #[test]
+    fn cli_options_parse_as_before() {
+        let Command::Tour(t) = parse(&["tour", "--n", "1_000", "--seed", "7"]).unwrap() else { panic!() };
+        assert_eq!((t.n, t.seed), (1000, 7));
+        let Command::Atomics(a) = parse(&["atomics", "histogram", "--size", "64M"]).unwrap() else { panic!() };
+        assert_eq!((a.workload, a.size), (Workload::Histogram, 64 << 20));
+        let Command::Bench(Bench::Overlap(b)) =
+            parse(&["bench", "overlap", "--streams", "2,32", "--twin", "./t", "--rounds", "3"]).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((b.streams, b.twin.as_deref(), b.rounds), (vec![2, 32], Some("./t"), Some(3)));
+        let Command::Bench(Bench::Atomics(b)) =
+            parse(&["bench", "atomics", "--twins-ptx", "t.ptx", "--dump", "/tmp/d", "--size", "1k"]).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(b.size, 1024);
+        assert_eq!(b.twins.twins_ptx.as_deref(), Some(std::path::Path::new("t.ptx")));
+        assert_eq!(b.dump.as_deref(), Some(std::path::Path::new("/tmp/d")));
+        let Command::Pipeline(p) = parse(&["pipeline", "--pinned", "--gib", "1", "--host-threads", "8"]).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((p.gib, p.host_threads, p.pinned), (1, Some(8), true));
+        let Command::Ptx(x) = parse(&["ptx", "vector_add", "--arch", "sm_80"]).unwrap() else { panic!() };
+        assert_eq!((x.kernel.as_str(), x.arch, x.module), ("vector_add", Some(80), false));
+        let Command::Sass(x) = parse(&["sass", "saxpy_f32"]).unwrap() else { panic!() };
+        assert_eq!((x.kernel.as_str(), x.arch), ("saxpy_f32", None));
+    }
+
+    #[test]
+    fn cli_rejects_with_usage_errors_and_suggestions() {
+        let kind = |args: &[&str]| parse(args).unwrap_err().kind();
+        // Unknown commands and flags: clap's suggestion.
+        let e = parse(&["tuor"]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidSubcommand);
+        assert!(e.to_string().contains("tour"), "{e}");
+        let e = parse(&["tour", "--sed", "1"]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::UnknownArgument);
+        assert!(e.to_string().contains("--seed"), "{e}");
+        let e = parse(&["bench", "atomic"]).unwrap_err();
+        assert!(e.to_string().contains("atomics"), "{e}");
+        assert_eq!(kind(&["atomics", "histogram", "--twins-ptx", "x"]), ErrorKind::UnknownArgument);
+        // Bad values.
+        assert_eq!(kind(&["atomics", "hist"]), ErrorKind::InvalidValue);
+        assert_eq!(kind(&["tour", "--n", "0"]), ErrorKind::ValueValidation);
+        assert_eq!(kind(&["tour", "--n", "lots"]), ErrorKind::ValueValidation);
+        assert_eq!(kind(&["tour", "--n"]), ErrorKind::InvalidValue);
+        assert_eq!(kind(&["overlap", "--streams", "4,8"]), ErrorKind::ValueValidation);
+        assert_eq!(kind(&["bench", "overlap", "--streams", "4,0"]), ErrorKind::ValueValidation);
+        assert_eq!(kind(&["ptx", "vector_add", "--arch", "volta"]), ErrorKind::ValueValidation);
+        assert_eq!(kind(&["ptx"]), ErrorKind::MissingRequiredArgument);
+        assert_eq!(kind(&["info", "--n", "3"]), ErrorKind::UnknownArgument);
+        // No command: the help, as an error (status 2); `bench` without a benchmark likewise.
+        assert_eq!(kind(&[]), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
+        assert_eq!(kind(&["bench"]), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand);
+        // Usage errors exit with 2, help with 0.
+        assert_eq!(parse(&["tuor"]).unwrap_err().exit_code(), 2);
+        assert_eq!(parse(&["tour", "--help"]).unwrap_err().exit_code(), 0);
+        assert_eq!(parse(&["bench", "cg", "--help"]).unwrap_err().kind(), ErrorKind::DisplayHelp);
     }
 }

@@ -363,21 +363,6 @@ pub fn par_max(n: usize, f: impl Fn(usize) -> f32 + Sync) -> f32 {
     })
 }
 
-/// Parses `--streams 4,8,16` (or `default`).
-pub fn stream_counts(args: &[String], default: &[usize]) -> CliResult<Vec<usize>> {
-    let Some(i) = args.iter().position(|a| a == "--streams") else { return Ok(default.to_vec()) };
-    let v = args.get(i + 1).ok_or_else(|| CliError::Usage("--streams needs a value".into()))?;
-    let counts: Vec<usize> = v
-        .split(',')
-        .map(|c| c.trim().parse::<usize>().ok().filter(|&c| c > 0))
-        .collect::<Option<_>>()
-        .ok_or_else(|| CliError::Usage(format!("--streams: `{v}` is not a list of positive counts like 4,8,16")))?;
-    if counts.is_empty() {
-        return Err(CliError::Usage("--streams: give at least one count".into()));
-    }
-    Ok(counts)
-}
-
 /// Checks `--n` for the experiment: at least one element per stream, and offsets that fit the
 /// article's `int` (at most 2³¹ elements).
 pub fn check_n(n: usize, counts: &[usize]) -> CliResult {
@@ -388,18 +373,23 @@ pub fn check_n(n: usize, counts: &[usize]) -> CliResult {
     Ok(())
 }
 
-pub fn run(args: &[String]) -> CliResult {
-    util::check_args(args, &["--streams", "--n", "--timeline"])?;
-    let n = util::opt_num(args, "--n", 1 << 27)? as usize;
-    let counts = stream_counts(args, &[4])?;
-    let [count] = counts[..] else {
-        return Err(CliError::Usage("cohort overlap takes one stream count (--streams N)".into()));
-    };
-    check_n(n, &counts)?;
-    let timeline = match args.iter().position(|a| a == "--timeline") {
-        Some(i) => Some(args.get(i + 1).ok_or_else(|| CliError::Usage("--timeline needs a file".into()))?.clone()),
-        None => None,
-    };
+/// `cohort overlap`'s options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Streams for V1 and V2
+    #[arg(long, default_value = "4", value_parser = util::parse_positive)]
+    pub streams: usize,
+    /// Floats in the array (k, M, G suffixes; at least --streams, at most 2^31)
+    #[arg(long, default_value = "128M", value_parser = util::parse_usize)]
+    pub n: usize,
+    /// Draw each stream's copies and kernels (events around each) into this SVG file
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<String>,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let Args { streams: count, n, timeline } = args;
+    check_n(n, &[count])?;
     let gpu = util::gpu()?;
     println!("{}", gpu.info());
     let mut ex = Experiment::new(&gpu, n, count)?;
@@ -412,7 +402,7 @@ pub fn run(args: &[String]) -> CliResult {
         ex.run_once(way, count, None)?;
     }
     let alone = ex.alone(1, 5)?;
-    let mut table = util::Table::new(&["way", "streams", "time ms", "overlap", "max |GPU - CPU|"]);
+    let mut table = util::Table::new(&["way", "streams", "time ms", "overlap", "max |GPU - CPU|"]).numeric(1..5);
     let mut rows = Vec::new();
     let mut spans = Vec::new();
     let mut worst = 0.0f32;

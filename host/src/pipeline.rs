@@ -64,17 +64,28 @@ fn max_error(input: &[f32], output: &[f32]) -> f32 {
     })
 }
 
-pub fn run(args: &[String]) -> CliResult {
-    // `--pinned` takes no value: set it aside before the options that do.
-    let pinned = args.iter().any(|a| a == "--pinned");
-    let args: Vec<String> = args.iter().filter(|a| *a != "--pinned").cloned().collect();
-    util::check_args(&args, &["--gib", "--streams", "--chunk-mib", "--host-threads"])?;
-    let gib = util::opt_num(&args, "--gib", 2)? as usize;
-    let streams = util::opt_num(&args, "--streams", 4)? as usize;
-    let chunk_mib = util::opt_num(&args, "--chunk-mib", 16)? as usize;
-    if gib == 0 || streams == 0 || chunk_mib == 0 {
-        return Err(CliError::Usage("--gib, --streams and --chunk-mib must be at least 1".into()));
-    }
+/// `cohort pipeline`'s options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// GiB of f32 through the pipeline (and as much back)
+    #[arg(long, default_value = "2", value_parser = util::parse_positive)]
+    pub gib: usize,
+    /// Streams (chunks in flight)
+    #[arg(long, default_value = "4", value_parser = util::parse_positive)]
+    pub streams: usize,
+    /// MiB per chunk
+    #[arg(long, default_value = "16", value_parser = util::parse_positive)]
+    pub chunk_mib: usize,
+    /// Host threads copying between the arrays and the pinned staging [default: the Pipeline's]
+    #[arg(long, value_parser = util::parse_usize)]
+    pub host_threads: Option<usize>,
+    /// From and into pinned arrays (`run_pinned`: no staging, no host copies)
+    #[arg(long)]
+    pub pinned: bool,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let Args { gib, streams, chunk_mib, host_threads, pinned } = args;
     let n = (gib << 30) / 4;
     let chunk = (chunk_mib << 20) / 4;
     let gpu = util::gpu()?;
@@ -82,8 +93,8 @@ pub fn run(args: &[String]) -> CliResult {
     let module = gpu.load(&PTX)?;
     let kernel = overlap_add_to::load(&module)?;
     let mut pipe = Pipeline::<f32, f32>::new(&gpu, streams, chunk)?;
-    if args.iter().any(|a| a == "--host-threads") {
-        pipe = pipe.host_threads(util::opt_num(&args, "--host-threads", 1)? as usize);
+    if let Some(t) = host_threads {
+        pipe = pipe.host_threads(t);
     }
     let how = if pinned {
         "from and into pinned arrays (run_pinned: no staging, no host copies)".to_string()

@@ -7,7 +7,7 @@ use cohort_runtime::{Event, Gpu, LaunchConfig, Module};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::util::{self, CliError, CliResult, Progress, Table};
+use crate::util::{self, CliError, CliResult, Table};
 
 struct Outcome {
     kernel: &'static str,
@@ -19,13 +19,19 @@ struct Outcome {
     ok: bool,
 }
 
-pub fn run(args: &[String]) -> CliResult {
-    util::check_args(args, &["--n", "--seed"])?;
-    let n = util::opt_num(args, "--n", 1 << 24)? as usize;
-    let seed = util::opt_num(args, "--seed", 0x5eed)?;
-    if n == 0 {
-        return Err(CliError::Usage("--n must be at least 1".into()));
-    }
+/// `cohort tour`'s options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Elements per kernel (k, M, G suffixes: 2^10, 2^20, 2^30)
+    #[arg(long, default_value = "16M", value_parser = util::parse_positive)]
+    pub n: usize,
+    /// Seed of the random inputs
+    #[arg(long, default_value_t = 0x5eed, value_parser = util::parse_count)]
+    pub seed: u64,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let Args { n, seed } = args;
     let gpu = util::gpu()?;
     println!("{}", gpu.info());
     let module = gpu.load(&PTX)?;
@@ -42,14 +48,16 @@ pub fn run(args: &[String]) -> CliResult {
         ("neighbour_sums", neighbour_sums),
         ("hello", hello),
     ];
-    let mut progress = Progress::new(steps.len());
+    let progress = util::progress(steps.len());
     let mut outcomes = Vec::new();
     for (name, step) in steps {
-        progress.step(name);
+        progress.set_message(name);
         outcomes.push(step(&gpu, &module, n, &mut rng)?);
+        progress.inc(1);
     }
-    progress.finish();
-    let mut table = Table::new(&["kernel", "parameters", "elements", "time ms", "GB/s", "check", "result"]);
+    progress.finish_and_clear();
+    let mut table =
+        Table::new(&["kernel", "parameters", "elements", "time ms", "GB/s", "check", "result"]).numeric(2..5);
     let mut failed = 0;
     for o in &outcomes {
         failed += usize::from(!o.ok);

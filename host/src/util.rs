@@ -1,11 +1,9 @@
-//! Small helpers shared by the commands: errors, options, random data, tables, progress.
-
-use std::io::Write;
-use std::time::Instant;
+//! Small helpers shared by the commands: errors, option values, tables, progress, statistics.
 
 use cohort_runtime::{Error, Gpu};
 
 /// How a command failed.
+#[derive(Debug)]
 pub enum CliError {
     /// Bad command line.
     Usage(String),
@@ -31,101 +29,84 @@ pub fn gpu() -> CliResult<Gpu> {
     Ok(Gpu::from_env()?)
 }
 
-/// `--name value` as a number, or `default`.
-pub fn opt_num(args: &[String], name: &str, default: u64) -> CliResult<u64> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(i) => {
-            let v = args.get(i + 1).ok_or_else(|| CliError::Usage(format!("{name} needs a value")))?;
-            let v = v.replace('_', "");
-            let (num, mul) = match v.chars().last() {
-                Some('k' | 'K') => (&v[..v.len() - 1], 1u64 << 10),
-                Some('m' | 'M') => (&v[..v.len() - 1], 1 << 20),
-                Some('g' | 'G') => (&v[..v.len() - 1], 1 << 30),
-                _ => (&v[..], 1),
-            };
-            num.parse::<u64>().map(|n| n * mul).map_err(|_| CliError::Usage(format!("{name}: `{v}` is not a number")))
-        }
+/// A count or size as the options take it: digits with optional `_` separators and an optional
+/// binary suffix `k`, `M`, `G` (`1G` = 2³⁰, `16k` = 16384). A clap value parser.
+pub fn parse_count(v: &str) -> Result<u64, String> {
+    let v = v.replace('_', "");
+    let (num, mul) = match v.chars().last() {
+        Some('k' | 'K') => (&v[..v.len() - 1], 1u64 << 10),
+        Some('m' | 'M') => (&v[..v.len() - 1], 1 << 20),
+        Some('g' | 'G') => (&v[..v.len() - 1], 1 << 30),
+        _ => (&v[..], 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .ok_or_else(|| format!("`{v}` is not a count (digits, optionally with a k, M or G suffix)"))
+}
+
+/// [`parse_count`] as a `usize` of at least 1.
+pub fn parse_positive(v: &str) -> Result<usize, String> {
+    match usize::try_from(parse_count(v)?) {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{v}` is too large")),
     }
 }
 
-/// Checks that every argument is one of `known` (flags taking a value skip it).
-pub fn check_args(args: &[String], known: &[&str]) -> CliResult {
-    let mut i = 0;
-    while i < args.len() {
-        if !known.contains(&args[i].as_str()) {
-            return Err(CliError::Usage(format!("unknown option `{}`", args[i])));
-        }
-        i += 2;
-    }
-    Ok(())
+/// [`parse_count`] as a `usize` (0 allowed).
+pub fn parse_usize(v: &str) -> Result<usize, String> {
+    usize::try_from(parse_count(v)?).map_err(|_| format!("`{v}` is too large"))
 }
 
-/// A text table printed with aligned columns.
-pub struct Table {
-    head: Vec<String>,
-    rows: Vec<Vec<String>>,
+/// Writes `text` to stdout; a reader that went away (`cohort ptx k | head`) ends the output
+/// quietly instead of a panic.
+pub fn print_out(text: &str) -> CliResult {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Failed(format!("writing: {e}"))),
+        _ => Ok(()),
+    }
 }
+
+/// A table (comfy-table, one style for every command), printed with [`Table::print`].
+pub struct Table(comfy_table::Table);
 
 impl Table {
+    /// A table with these column heads.
     pub fn new(head: &[&str]) -> Self {
-        Self { head: head.iter().map(|s| s.to_string()).collect(), rows: Vec::new() }
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED).set_header(head.to_vec());
+        Self(t)
     }
+    /// Appends a row.
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.0.add_row(cells);
     }
-    pub fn print(&self) {
-        let n = self.head.len();
-        let mut w = vec![0; n];
-        for r in std::iter::once(&self.head).chain(&self.rows) {
-            for (i, c) in r.iter().enumerate().take(n) {
-                w[i] = w[i].max(c.chars().count());
+    /// Right-aligns these columns (numbers).
+    pub fn numeric(mut self, columns: impl IntoIterator<Item = usize>) -> Self {
+        for i in columns {
+            if let Some(c) = self.0.column_mut(i) {
+                c.set_cell_alignment(comfy_table::CellAlignment::Right);
             }
         }
-        let line = |r: &Vec<String>| {
-            let cells: Vec<String> = r.iter().enumerate().map(|(i, c)| format!("{c:<width$}", width = w[i])).collect();
-            println!("{}", cells.join("  ").trim_end());
-        };
-        line(&self.head);
-        println!("{}", w.iter().map(|&x| "-".repeat(x)).collect::<Vec<_>>().join("  "));
-        for r in &self.rows {
-            line(r);
-        }
+        self
+    }
+    /// Prints the table to stdout.
+    pub fn print(&self) {
+        println!("{}", self.0);
     }
 }
 
-/// A one-line progress display on stderr (only when stderr is a terminal).
-pub struct Progress {
-    total: usize,
-    done: usize,
-    start: Instant,
-    tty: bool,
-}
-
-impl Progress {
-    pub fn new(total: usize) -> Self {
-        use std::io::IsTerminal;
-        Self { total, done: 0, start: Instant::now(), tty: std::io::stderr().is_terminal() }
+/// A progress bar of `total` steps on stderr (indicatif: drawn only when stderr is a terminal);
+/// `set_message` names the current step, `inc(1)` ends it, `finish_and_clear` removes the bar.
+pub fn progress(total: usize) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(total as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("[{pos}/{len}] {elapsed:>4} {wide_msg}") {
+        bar.set_style(style);
     }
-    pub fn step(&mut self, what: &str) {
-        self.done += 1;
-        if self.tty {
-            let mut e = std::io::stderr();
-            let _ = write!(
-                e,
-                "\r\x1b[2K[{}/{}] {:>5.1}s  {what}",
-                self.done,
-                self.total,
-                self.start.elapsed().as_secs_f64()
-            );
-            let _ = e.flush();
-        }
-    }
-    pub fn finish(&self) {
-        if self.tty {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        }
-    }
+    bar
 }
 
 /// The median of `v` (sorted in place).
@@ -144,4 +125,22 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
         return f64::NAN;
     }
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn util_counts_take_suffixes_and_separators() {
+        assert_eq!(parse_count("1G"), Ok(1 << 30));
+        assert_eq!(parse_count("16k"), Ok(16 << 10));
+        assert_eq!(parse_count("128M"), Ok(128 << 20));
+        assert_eq!(parse_count("10_000_000"), Ok(10_000_000));
+        assert!(parse_count("").is_err() && parse_count("x").is_err() && parse_count("-1").is_err());
+        assert!(parse_count("99999999999999G").is_err(), "overflow");
+        assert_eq!(parse_positive("3"), Ok(3));
+        assert!(parse_positive("0").is_err());
+        assert_eq!(parse_usize("0"), Ok(0));
+    }
 }

@@ -35,7 +35,7 @@ pub fn sum_u32(data: &[u32], total: &[AtomicU64]) {
     for i in thread::grid_stride(data.len()) {
         acc += data[*i] as u64;
     }
-    let warp = cg::tiled_partition::<32, _>(&cg::this_thread_block());
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
     let acc = cg::reduce(&warp, acc, cg::plus);
     if warp.thread_rank() == 0 {
         total[0].add(acc, Ordering::Relaxed);

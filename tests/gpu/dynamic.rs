@@ -21,6 +21,10 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("launch_device_recursion_prints_every_block", recursion),
         gpu_trial("launch_device_typed_disjoint_slice_moves_into_tail", typed_tail),
         gpu_trial("launch_device_tail_launches_run_one_at_a_time", tails_in_order),
+        gpu_trial("launch_device_past_the_budget_is_refused_not_a_hang", |c| past_budget(c, 1, false)),
+        gpu_trial("launch_device_budget_is_per_host_launch_across_streams", |c| past_budget(c, 2, false)),
+        gpu_trial("launch_device_budget_is_per_context_across_modules", |c| past_budget(c, 2, true)),
+        gpu_trial("launch_device_kernels_are_not_captured_into_graphs", not_captured),
     ]
 }
 
@@ -207,4 +211,82 @@ fn tails_in_order(c: &Ctx) -> TestResult {
     ensure(v[2] == 0, || format!("{} tail launches refused", v[2]))?;
     ensure(v[1] == blocks * threads, || format!("{} tail children ran", v[1]))?;
     ensure(v[0] == v[1], || format!("{} of {} non-atomic increments survived: tail launches overlapped", v[0], v[1]))
+}
+
+/// Aborts the process (a failure, with the reason) if `f` runs longer than `secs`: a hang
+/// must fail the suite, not stall it.
+fn within<T>(secs: u64, what: &'static str, f: impl FnOnce() -> T) -> T {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = done.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(secs));
+        if !flag.load(std::sync::atomic::Ordering::SeqCst) {
+            eprintln!("FAILED: {what} did not finish within {secs} s (a hang); aborting");
+            std::process::abort();
+        }
+    });
+    let r = f();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    r
+}
+
+/// 4096 × 256 threads each make one fire-and-forget launch: 2^20, sixteen times the budget
+/// (the pending-launch limit). Exactly the budget is accepted and the rest refused as `Err`s —
+/// the device runtime itself would make the launching threads wait for slots and never finish.
+/// With `launches` host launches on as many streams, each gets the whole budget (they run one
+/// after another) — also when every other one is of a second module loaded in the same
+/// context through a second `Gpu` (`two_modules`): the limit is the context's.
+fn past_budget(c: &Ctx, launches: usize, two_modules: bool) -> TestResult {
+    let (blocks, threads, child_threads) = (4096u32, 256u32, 32u32);
+    let m = module(c)?;
+    let first = stress::launch_many::load(m).ctx("load")?;
+    let second = if two_modules {
+        let other = cohort_runtime::Gpu::new(c.gpu.info().ordinal).ctx("second Gpu")?;
+        let m2 = other.load(&cohort_dynamic_kernels::PTX).ctx("second load")?;
+        Some(stress::launch_many::load(&m2).ctx("load")?)
+    } else {
+        None
+    };
+    let streams: Vec<_> = (0..launches).map(|_| c.gpu.new_stream()).collect::<Result<_, _>>().ctx("stream")?;
+    let mut counts: Vec<_> = (0..launches).map(|_| c.gpu.upload(&[0u32; 3])).collect::<Result<_, _>>().ctx("upload")?;
+    within(120, "launches past the budget", || -> TestResult {
+        for (i, (s, counts)) in streams.iter().zip(&mut counts).enumerate() {
+            let k = if i % 2 == 1 { second.as_ref().unwrap_or(&first) } else { &first };
+            k.launch(s, (blocks, threads), counts, 1u32, child_threads, 0u32).ctx("launch")?;
+        }
+        for s in &streams {
+            s.synchronize().ctx("synchronize")?;
+        }
+        Ok(())
+    })?;
+    let total = blocks * threads;
+    let budget = PENDING as u32;
+    for counts in &counts {
+        let [ran, ok, refused] = <[u32; 3]>::try_from(counts.to_vec().ctx("download")?).expect("3 counts");
+        eprintln!("{total} launches: {ok} accepted, {refused} refused, {ran} child threads ran");
+        ensure(ok == budget, || format!("{ok} launches accepted, expected exactly the budget {budget}"))?;
+        ensure(refused == total - budget, || format!("{refused} refused, expected {}", total - budget))?;
+        ensure(ran == ok * child_threads, || format!("{ran} child threads ran, expected {}", ok * child_threads))?;
+    }
+    Ok(())
+}
+
+/// A device-launching kernel's launch inside a graph capture is an `Err` naming it (a replay
+/// would not get a fresh launch budget in order); a kernel that does not launch is captured.
+fn not_captured(c: &Ctx) -> TestResult {
+    let m = module(c)?;
+    let k = stress::launch_many::load(m).ctx("load")?;
+    let plain = stress::bump::load(m).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut counts = c.gpu.upload(&[0u32; 3]).ctx("upload")?;
+    let err = s.capture(|s| k.launch(s, (1u32, 32u32), &mut counts, 1u32, 32u32, 0u32)).err();
+    let msg = err.map(|e| e.to_string()).unwrap_or_default();
+    ensure(msg.contains("launch_many") && msg.contains("graph"), || format!("capture gave: {msg:?}"))?;
+    let graph = s.capture(|s| plain.launch(s, (2u32, 32u32), &mut counts)).ctx("capture bump")?;
+    let exec = graph.instantiate().ctx("instantiate")?;
+    exec.launch(&s).ctx("replay")?;
+    exec.launch(&s).ctx("replay")?;
+    s.synchronize().ctx("synchronize")?;
+    let v = counts.to_vec().ctx("download")?;
+    ensure(v[0] == 128, || format!("two replays of 64 bumps gave {}", v[0]))
 }

@@ -197,7 +197,7 @@ pub fn child(which: &str) -> i32 {
 /// and where it panicked; then the process makes a fresh context and computes correctly.
 fn trap_scenario() -> Result<(), String> {
     {
-        let gpu = Gpu::isolated(0).ctx("isolated context")?;
+        let gpu = Gpu::isolated_from_env().ctx("isolated context")?; // COHORT_DEVICE's
         let module = gpu.load(&cohort_kernels::PTX).ctx("load")?;
         let k = checks::checked_read::load(&module).ctx("load kernel")?;
         let data = gpu.upload(&[7u32; 10]).ctx("upload")?;

@@ -1,6 +1,6 @@
 //! GPU tests, one module per facility (mirroring the device library and the runtime). Run
 //! them with `cargo test --workspace` (here: ignored with the reason when there is no GPU) or,
-//! on a GPU machine without Rust, from `../shared/tools/gpu-bundle`'s `.gpu/run`.
+//! on a GPU machine without Rust, from `tools/gpu-bundle`'s `.gpu/run`.
 
 mod atomic;
 mod cg_collectives;
@@ -8,6 +8,7 @@ mod cg_examples;
 mod cg_groups;
 mod check;
 mod dynamic;
+mod globals;
 mod launch;
 mod overlap;
 mod print;
@@ -40,6 +41,7 @@ fn main() {
     trials.extend(streams::trials());
     trials.extend(launch::trials());
     trials.extend(dynamic::trials());
+    trials.extend(globals::trials());
     trials.extend(overlap::trials());
     trials.extend(print::trials());
     trials.extend(runtime_checks::trials());

@@ -121,11 +121,12 @@ fn after_a_trap(c: &Ctx) -> TestResult {
     names_the_trap("allocating", &e, Some("allocating 4096 B of device memory"))?;
     let e = expect_err("a new stream", c.gpu.new_stream())?;
     names_the_trap("a new stream", &e, Some("creating a stream"))?;
-    let e = expect_err("a new isolated context", Gpu::isolated(0))?;
-    names_the_trap("a new isolated context", &e, Some("creating a context on device 0"))?;
+    let dev = c.gpu.info().ordinal; // COHORT_DEVICE's
+    let e = expect_err("a new isolated context", Gpu::isolated(dev))?;
+    names_the_trap("a new isolated context", &e, Some(&format!("creating a context on device {dev}")))?;
     // The primary context still exists (the shared `Ctx` holds it): retaining it may succeed,
     // using it does not.
-    let e = expect_err("the primary context again", Gpu::new(0).and_then(|g| g.zeroed::<u32>(4)))?;
+    let e = expect_err("the primary context again", Gpu::new(dev).and_then(|g| g.zeroed::<u32>(4)))?;
     names_the_trap("the primary context again", &e, Some(""))?;
     Ok(())
 }

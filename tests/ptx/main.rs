@@ -6,6 +6,8 @@
 //! tests report themselves ignored with that reason, unless `COHORT_REQUIRE_PTXAS=1` (set by
 //! CI, which installs ptxas from PyPI), where they fail instead.
 
+mod globals;
+
 use cohort_kernels::PTX;
 use cohort_runtime::{PtxModule, PtxSet};
 
@@ -46,6 +48,9 @@ fn main() {
         cpu_trial("ptx_golden_launch_cdp2_declarations", golden_launch_declarations),
         cpu_trial("ptx_golden_launch_argument_layout", golden_launch_layout),
         cpu_trial("ptx_launch_only_device_launching_modules_need_the_device_runtime", launch_modules_marked),
+        cpu_trial("ptx_golden_constant_declarations_and_ld_const", globals::golden_constants),
+        cpu_trial("ptx_golden_device_globals_and_atomics", globals::golden_device_globals),
+        cpu_trial("ptx_launch_budget_for_exactly_the_launching_kernels", launch_budget_kernels),
     ];
     for set in SETS {
         for m in set.modules {
@@ -522,6 +527,47 @@ fn launch_modules_marked() -> TestResult {
     }
     for m in cohort_dynamic_kernels::PTX.modules {
         ensure(m.needs_device_runtime(), || format!("sm_{}: no device-runtime call found", m.arch))?;
+    }
+    Ok(())
+}
+
+/// The kernels whose host launches get a launch budget are exactly those that can launch
+/// (through the call graph), and every device launch takes from the module's budget first.
+fn launch_budget_kernels() -> TestResult {
+    let launching = [
+        "launch_each",
+        "launch_many",
+        "launch_serial",
+        "nested_hello",
+        "recurse",
+        "reduce_nested",
+        "reduce_nested2",
+        "reduce_nested_tail",
+        "scale_then_tail",
+        "tails_in_order",
+    ];
+    for m in cohort_dynamic_kernels::PTX.modules {
+        let mut got = m.device_launching_kernels();
+        got.sort_unstable();
+        ensure(got == launching, || format!("sm_{}: device-launching kernels {got:?}", m.arch))?;
+        ensure(m.text().contains(".visible .global .align 4 .b8 cohort_launch_budget[4];"), || {
+            format!("sm_{}: no `cohort_launch_budget` global", m.arch)
+        })?;
+        for k in launching {
+            let body = entry_body(m, k)?;
+            let budget = body.find("cohort_launch_budget").unwrap_or(usize::MAX);
+            let call = body.find("__cudaCDP2GetParameterBufferV2").unwrap_or(0);
+            ensure(budget < call, || {
+                format!("sm_{}: `{k}` asks for a parameter buffer before taking from the budget", m.arch)
+            })?;
+        }
+    }
+    for set in [&cohort_kernels::PTX, &cohort_test_kernels::PTX] {
+        for m in set.modules {
+            ensure(m.device_launching_kernels().is_empty(), || {
+                format!("{} sm_{}: kernels that launch in a module that does not", set.crate_name, m.arch)
+            })?;
+        }
     }
     Ok(())
 }

@@ -57,6 +57,21 @@ pub fn ptxas_path() -> Option<PathBuf> {
 
 /// The nvptx target triple.
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
+/// The toolchain Cohort is built and tested with (the `channel` of its `rust-toolchain.toml`).
+/// A kernels crate's workspace pins it the same way; error messages print that file.
+pub const TOOLCHAIN: &str = "nightly-2026-10-29";
+
+/// The `rustup` components a device build needs.
+pub const TOOLCHAIN_COMPONENTS: &[&str] = &["rust-src", "llvm-tools", "llvm-bitcode-linker"];
+
+/// The `rust-toolchain.toml` a workspace with Cohort kernels needs (beside its root
+/// `Cargo.toml`), then `rustup toolchain install` there.
+#[must_use]
+pub fn rust_toolchain_toml() -> String {
+    let components = TOOLCHAIN_COMPONENTS.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", ");
+    format!("[toolchain]\nchannel = {TOOLCHAIN:?}\ncomponents = [{components}]\n")
+}
+
 /// Architectures built when nothing else is asked for.
 pub const DEFAULT_ARCHS: &[u32] = &[80, 90];
 
@@ -165,8 +180,11 @@ pub enum BuildError {
     Compile {
         /// Which architecture.
         arch: u32,
-        /// rustc's messages.
+        /// rustc's messages as rustc renders them (or, when the failure was cargo's, such as a
+        /// dependency that cannot be resolved, cargo's output).
         diagnostics: String,
+        /// One line per error, `file:line:col: error[E…]: message` (rustc's short form).
+        errors: Vec<String>,
     },
     /// ptxas rejected a module.
     Ptxas {
@@ -183,7 +201,7 @@ impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BuildError::Toolchain(m) | BuildError::Other(m) => f.write_str(m),
-            BuildError::Compile { arch, diagnostics } => {
+            BuildError::Compile { arch, diagnostics, .. } => {
                 write!(f, "building the kernels for sm_{arch} failed:\n{diagnostics}")
             }
             BuildError::Ptxas { arch, message } => write!(f, "ptxas rejected the sm_{arch} PTX:\n{message}"),
@@ -192,6 +210,38 @@ impl fmt::Display for BuildError {
 }
 
 impl std::error::Error for BuildError {}
+
+impl BuildError {
+    /// How a build script reports this error: the headlines (`cargo::error=` lines, which cargo
+    /// prints before anything else) and the details for stderr (rustc's rendered messages;
+    /// empty when the headlines say everything).
+    #[must_use]
+    pub fn report(&self) -> (Vec<String>, String) {
+        match self {
+            BuildError::Compile { arch, diagnostics, errors } => {
+                let mut head = errors.clone();
+                if head.is_empty() {
+                    head.push(format!("the kernels do not build for sm_{arch}; cargo's output follows"));
+                }
+                let details = format!(
+                    "{}\ncohort-build: the kernels failed to compile for sm_{arch} (the device build of \
+                     `cargo rustc --target {TARGET}`); the other architectures were not built",
+                    diagnostics.trim_end()
+                );
+                (head, details)
+            }
+            BuildError::Ptxas { arch, message } => {
+                let first = message.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+                (vec![format!("ptxas rejected the sm_{arch} PTX: {first}")], message.clone())
+            }
+            // A multi-line message (a file to create) is flattened in the headline and kept whole below.
+            BuildError::Toolchain(m) | BuildError::Other(m) => (
+                vec![format!("cohort-build: {}", m.replace('\n', " "))],
+                if m.contains('\n') { format!("cohort-build: {m}") } else { String::new() },
+            ),
+        }
+    }
+}
 
 impl Builder {
     /// A builder for the kernels crate at `crate_dir` (the directory with its `Cargo.toml`).
@@ -284,28 +334,33 @@ impl Builder {
     }
 
     /// Runs the build from a build script: prints `cargo::` directives, writes
-    /// `OUT_DIR/cohort_ptx.rs` for `cohort_runtime::include_ptx!()`, and on failure prints the
-    /// errors (file:line) and exits with status 1.
+    /// `OUT_DIR/cohort_ptx.rs` for `cohort_runtime::include_ptx!()`, and on failure exits with
+    /// status 1 after reporting the error so that it is the first thing the user sees: one
+    /// `cargo::error=` headline per compiler error (`file:line:col: error[E…]: …`, which cargo
+    /// prints first), then rustc's own rendered messages, once, on stderr. The first
+    /// architecture that fails stops the build (the others would repeat the same errors).
+    ///
+    /// The `rerun-if` directives are printed only after a successful build: cargo reruns a
+    /// build script that failed anyway, and so they do not drown the error in cargo's report.
     pub fn build_or_exit(self) {
         if Self::is_nested() {
             return;
         }
-        for var in [
-            "COHORT_ARCHS",
-            "COHORT_CHECKED",
-            "COHORT_PTXAS",
-            "COHORT_REQUIRE_PTXAS",
-            "COHORT_CUDADEVRT",
-            "CUDA_PATH",
-            "CUDA_HOME",
-        ] {
-            println!("cargo::rerun-if-env-changed={var}");
-        }
-        let manifest = self.crate_dir.join("Cargo.toml");
-        println!("cargo::rerun-if-changed={}", manifest.display());
-        println!("cargo::rerun-if-changed=build.rs");
         match self.build() {
             Ok(built) => {
+                for var in [
+                    "COHORT_ARCHS",
+                    "COHORT_CHECKED",
+                    "COHORT_PTXAS",
+                    "COHORT_REQUIRE_PTXAS",
+                    "COHORT_CUDADEVRT",
+                    "CUDA_PATH",
+                    "CUDA_HOME",
+                ] {
+                    println!("cargo::rerun-if-env-changed={var}");
+                }
+                println!("cargo::rerun-if-changed={}", self.crate_dir.join("Cargo.toml").display());
+                println!("cargo::rerun-if-changed=build.rs");
                 for src in built.sources.iter().chain(&built.device_runtime) {
                     println!("cargo::rerun-if-changed={}", src.display());
                 }
@@ -315,16 +370,12 @@ impl Builder {
                 let out = self.out_dir.clone().or_else(|| env::var_os("OUT_DIR").map(PathBuf::from)).expect("OUT_DIR");
                 let rs = generate_rust(&built);
                 if let Err(e) = write_if_changed(&out.join("cohort_ptx.rs"), rs.as_bytes()) {
-                    fail(&format!("cannot write cohort_ptx.rs: {e}"));
+                    fail(&[format!("cohort-build: cannot write cohort_ptx.rs: {e}")], "");
                 }
             }
             Err(e) => {
-                if let BuildError::Compile { diagnostics, .. } = &e {
-                    for line in first_errors(diagnostics) {
-                        println!("cargo::error={line}");
-                    }
-                }
-                fail(&e.to_string());
+                let (headlines, details) = e.report();
+                fail(&headlines, &details);
             }
         }
     }
@@ -347,7 +398,7 @@ impl Builder {
         let crate_dir = fs::canonicalize(&self.crate_dir)
             .map_err(|e| BuildError::Other(format!("kernels crate {}: {e}", self.crate_dir.display())))?;
         let pkg = package_name(&crate_dir)?;
-        let lib_name = pkg.replace('-', "_");
+        let mut lib_name = pkg.replace('-', "_");
         let target_root = self.target_dir.clone().unwrap_or_else(|| default_target_root(&out_dir).join(&pkg));
         // Checked and unchecked builds keep their own device target directories, so that a
         // debug and a release build of the host do not rebuild each other's PTX.
@@ -368,9 +419,13 @@ impl Builder {
         let mut sources = Vec::new();
         let mut device_runtime = None;
         let mut devrt_missing = false;
+        let mut warned = Vec::new();
         for &arch in &archs {
             let dir = target_root.join(format!("sm_{arch}"));
-            let ptx = self.build_arch(&tc, &crate_dir, &lib_name, arch, &dir)?;
+            let ptx = self.build_arch(&tc, &crate_dir, &lib_name, arch, &dir, &mut warned)?;
+            if let Some(stem) = ptx.file_stem() {
+                lib_name = stem.to_string_lossy().into_owned();
+            }
             let dest = out_dir.join(format!("{lib_name}.sm_{arch}.ptx"));
             let text = fs::read(&ptx).map_err(|e| BuildError::Other(format!("reading {}: {e}", ptx.display())))?;
             write_if_changed(&dest, &text)
@@ -416,12 +471,14 @@ impl Builder {
         lib_name: &str,
         arch: u32,
         dir: &Path,
+        warned: &mut Vec<String>,
     ) -> Result<PathBuf, BuildError> {
         let mut flags = vec![format!("-Ctarget-cpu=sm_{arch}")];
         if self.is_checked() {
             flags.extend(["--cfg".to_string(), "cohort_checked".to_string()]);
         }
         flags.extend(self.rustflags.iter().cloned());
+        let color = env::var_os("CARGO_TERM_COLOR").is_some_and(|c| c == "always");
         let mut cmd = Command::new(&tc.cargo);
         cmd.arg("rustc")
             .arg("--manifest-path")
@@ -429,8 +486,11 @@ impl Builder {
             .args(["--lib", "--crate-type", "cdylib", "--release", "--target", TARGET, "-Zbuild-std=core"])
             .arg("--target-dir")
             .arg(dir)
+            // rustc's messages as JSON (with its own rendering inside), so that the build
+            // script reports rustc's errors alone, without cargo's progress lines.
+            .arg(if color { "--message-format=json-diagnostic-rendered-ansi" } else { "--message-format=json" })
             .arg("--color")
-            .arg(if env::var_os("CARGO_TERM_COLOR").is_some_and(|c| c == "always") { "always" } else { "never" })
+            .arg(if color { "always" } else { "never" })
             .current_dir(crate_dir);
         // The outer build's settings must not leak into the device build.
         for (key, _) in env::vars_os() {
@@ -466,18 +526,32 @@ impl Builder {
             .stderr(Stdio::piped())
             .output()
             .map_err(|e| BuildError::Toolchain(format!("cannot run {}: {e}", tc.cargo.display())))?;
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let messages = compiler_messages(&String::from_utf8_lossy(&out.stdout));
         if !out.status.success() {
-            return Err(BuildError::Compile { arch, diagnostics: stderr });
+            let errors: Vec<&Diagnostic> = messages.iter().filter(|m| m.level == "error").collect();
+            if errors.is_empty() {
+                // Not rustc's error but cargo's (a manifest, a dependency): its own words.
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let diagnostics: Vec<&str> = stderr.lines().filter(|l| !is_progress_line(l)).collect();
+                return Err(BuildError::Compile { arch, diagnostics: diagnostics.join("\n"), errors: Vec::new() });
+            }
+            let diagnostics = errors.iter().map(|m| m.rendered.trim_end()).collect::<Vec<_>>().join("\n\n");
+            let errors = errors.iter().take(MAX_HEADLINES).map(|m| m.short()).collect();
+            return Err(BuildError::Compile { arch, diagnostics, errors });
         }
-        // Surface kernel warnings in the outer build.
-        for line in
-            stderr.lines().filter(|l| l.starts_with("warning:") && !l.contains("generated") && !l.contains("build-std"))
-        {
-            println!("cargo::warning=kernels (sm_{arch}): {}", line.trim_start_matches("warning: "));
+        // Surface kernel warnings in the outer build (once, not per architecture).
+        for m in messages.iter().filter(|m| m.level == "warning") {
+            let line = format!("kernels: {}", m.short());
+            if !warned.contains(&line) {
+                println!("cargo::warning={line}");
+                warned.push(line);
+            }
         }
-        let rel = dir.join(TARGET).join("release");
-        let ptx = rel.join(format!("{lib_name}.ptx"));
+        // The `.ptx` cargo reports for this crate's library (whatever its `[lib] name`), else the
+        // file named after the package.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let ptx = ptx_artifact(&stdout, &crate_dir.join("Cargo.toml"))
+            .unwrap_or_else(|| dir.join(TARGET).join("release").join(format!("{lib_name}.ptx")));
         if ptx.exists() {
             Ok(ptx)
         } else {
@@ -500,7 +574,10 @@ impl Toolchain {
     fn check() -> Result<Self, BuildError> {
         let cargo = env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| "cargo".into());
         let rustc = env::var_os("RUSTC").map(PathBuf::from).unwrap_or_else(|| "rustc".into());
-        let fix = "run `rustup toolchain install` in the workspace root (it reads rust-toolchain.toml)";
+        let fix = format!(
+            "the workspace root needs a rust-toolchain.toml containing\n{}then run `rustup toolchain install` there",
+            rust_toolchain_toml()
+        );
         let vv = Command::new(&rustc)
             .arg("-vV")
             .output()
@@ -533,7 +610,7 @@ impl Toolchain {
         if !missing.is_empty() {
             return Err(BuildError::Toolchain(format!(
                 "toolchain {tc_name} lacks component(s) {}: run `rustup component add {} --toolchain {tc_name}` \
-                 (or `rustup toolchain install` in the workspace root)",
+                 (or `rustup toolchain install` in the workspace root, whose rust-toolchain.toml lists them)",
                 missing.join(", "),
                 missing.join(" ")
             )));
@@ -635,29 +712,101 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.write_all(bytes)
 }
 
-/// The first few rustc errors, each with its `--> file:line:col`.
-fn first_errors(diagnostics: &str) -> Vec<String> {
-    let lines: Vec<&str> = diagnostics.lines().collect();
-    let mut out = Vec::new();
-    for (i, l) in lines.iter().enumerate() {
-        if l.starts_with("error") && !l.starts_with("error: could not compile") && !l.starts_with("error: aborting") {
-            let at = lines[i + 1..]
-                .iter()
-                .take(3)
-                .find_map(|n| n.trim_start().strip_prefix("--> "))
-                .map(|loc| format!(" at {loc}"))
-                .unwrap_or_default();
-            out.push(format!("{l}{at}"));
-            if out.len() == 5 {
-                break;
-            }
+/// How many compiler errors become `cargo::error=` headlines (rustc's full text follows anyway).
+const MAX_HEADLINES: usize = 5;
+
+/// One message of rustc, from cargo's `--message-format=json`.
+#[derive(Clone, Debug, PartialEq)]
+struct Diagnostic {
+    /// `error`, `warning`, `note`, …
+    level: String,
+    /// The one-line message (`cannot add `u32` to `f32``).
+    message: String,
+    /// `E0277`, when it has one.
+    code: Option<String>,
+    /// The primary span: file, line, column.
+    at: Option<(String, u64, u64)>,
+    /// The message as rustc prints it.
+    rendered: String,
+}
+
+impl Diagnostic {
+    /// rustc's short form: `src/lib.rs:14:28: error[E0277]: cannot add `u32` to `f32``.
+    fn short(&self) -> String {
+        let at = self.at.as_ref().map(|(f, l, c)| format!("{f}:{l}:{c}: ")).unwrap_or_default();
+        let code = self.code.as_ref().map(|c| format!("[{c}]")).unwrap_or_default();
+        format!("{at}{}{code}: {}", self.level, self.message)
+    }
+}
+
+/// The compiler messages in cargo's JSON output, minus rustc's closing summaries ("aborting
+/// due to …") and duplicates.
+fn compiler_messages(stdout: &str) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::new();
+    for line in stdout.lines().filter(|l| l.starts_with('{')) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if v["reason"] != "compiler-message" {
+            continue;
+        }
+        let m = &v["message"];
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        let message = text(&m["message"]);
+        if message.starts_with("aborting due to")
+            || message.ends_with("warnings emitted")
+            || message.ends_with("warning emitted")
+        {
+            continue;
+        }
+        let at = m["spans"].as_array().and_then(|spans| {
+            let s = spans.iter().find(|s| s["is_primary"] == true)?;
+            Some((text(&s["file_name"]), s["line_start"].as_u64()?, s["column_start"].as_u64()?))
+        });
+        let d = Diagnostic {
+            level: text(&m["level"]),
+            message,
+            code: m["code"]["code"].as_str().map(str::to_string),
+            at,
+            rendered: text(&m["rendered"]),
+        };
+        if !out.contains(&d) {
+            out.push(d);
         }
     }
     out
 }
 
-fn fail(msg: &str) -> ! {
-    eprintln!("\ncohort-build: {msg}");
+/// The `.ptx` file among the artifacts cargo reports (`compiler-artifact`) for the package of
+/// `manifest`.
+fn ptx_artifact(stdout: &str, manifest: &Path) -> Option<PathBuf> {
+    stdout.lines().filter(|l| l.starts_with('{')).find_map(|line| {
+        let v = serde_json::from_str::<serde_json::Value>(line).ok()?;
+        if v["reason"] != "compiler-artifact" || v["manifest_path"].as_str().map(Path::new) != Some(manifest) {
+            return None;
+        }
+        v["filenames"].as_array()?.iter().filter_map(|f| f.as_str()).find(|f| f.ends_with(".ptx")).map(PathBuf::from)
+    })
+}
+
+/// cargo's progress and summary lines (`Compiling …`, `error: could not compile …`), which
+/// say nothing about the error itself.
+fn is_progress_line(line: &str) -> bool {
+    let t = line.trim_start();
+    ["Compiling ", "Checking ", "Finished ", "Updating ", "Locking ", "Downloading ", "Downloaded ", "Blocking "]
+        .iter()
+        .any(|p| t.starts_with(p))
+        || t.starts_with("error: could not compile")
+        || (t.starts_with("warning: ") && t.contains("generated"))
+}
+
+/// Reports a failed build from a build script and exits: `headlines` as `cargo::error=` lines
+/// (cargo prints them first, and again in its dump of the script's stdout), `details` on stderr.
+fn fail(headlines: &[String], details: &str) -> ! {
+    for h in headlines {
+        println!("cargo::error={}", h.replace('\n', " "));
+    }
+    if !details.is_empty() {
+        eprintln!("{details}");
+    }
     std::process::exit(1);
 }
 
@@ -723,12 +872,78 @@ mod tests {
     }
 
     #[test]
-    fn errors_carry_their_location() {
-        let diag = "error[E0308]: mismatched types\n  --> kernels-gpu/src/lib.rs:10:5\n   |\nerror: aborting due to 1 previous error\n";
-        assert_eq!(
-            first_errors(diag),
-            vec!["error[E0308]: mismatched types at kernels-gpu/src/lib.rs:10:5".to_string()]
+    fn errors_come_from_rustc_json_with_their_location() {
+        // Two lines of `cargo rustc --message-format=json` (abridged), an artifact line and
+        // rustc's closing summary, which is dropped.
+        let out = concat!(
+            r#"{"reason":"compiler-artifact","package_id":"core"}"#,
+            "\n",
+            r#"{"reason":"compiler-message","message":{"level":"error","message":"cannot add `u32` to `f32`","#,
+            r#""code":{"code":"E0277"},"spans":[{"file_name":"k/src/x.rs","line_start":3,"column_start":9,"is_primary":false},"#,
+            r#"{"file_name":"k/src/lib.rs","line_start":14,"column_start":28,"is_primary":true}],"#,
+            r#""rendered":"error[E0277]: cannot add `u32` to `f32`\n  --> k/src/lib.rs:14:28\n"}}"#,
+            "\n",
+            r#"{"reason":"compiler-message","message":{"level":"error","message":"aborting due to 1 previous error","#,
+            r#""code":null,"spans":[],"rendered":"error: aborting due to 1 previous error\n"}}"#,
+            "\n",
+            r#"{"reason":"build-finished","success":false}"#,
         );
+        let msgs = compiler_messages(out);
+        assert_eq!(msgs.len(), 1, "{msgs:?}");
+        assert_eq!(msgs[0].short(), "k/src/lib.rs:14:28: error[E0277]: cannot add `u32` to `f32`");
+        assert!(msgs[0].rendered.starts_with("error[E0277]: cannot add `u32` to `f32`\n  --> k/src/lib.rs:14:28"));
+        let e = BuildError::Compile {
+            arch: 80,
+            diagnostics: msgs[0].rendered.clone(),
+            errors: msgs.iter().map(Diagnostic::short).collect(),
+        };
+        let (head, details) = e.report();
+        assert_eq!(head, vec!["k/src/lib.rs:14:28: error[E0277]: cannot add `u32` to `f32`".to_string()]);
+        assert!(details.starts_with("error[E0277]"), "rustc's own text comes first: {details}");
+        assert!(details.contains("failed to compile for sm_80"), "{details}");
+    }
+
+    #[test]
+    fn the_toolchain_is_the_repository_pin() {
+        // In Cohort's own repository, the pin the builder prints is the one it is tested with.
+        // (In a packaged copy of this crate there is no repository around it.)
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../rust-toolchain.toml");
+        let Ok(text) = fs::read_to_string(&file) else {
+            eprintln!("no {}: not in Cohort's repository", file.display());
+            return;
+        };
+        assert!(text.contains(&format!("channel = {TOOLCHAIN:?}")), "{TOOLCHAIN} vs {text}");
+        for c in TOOLCHAIN_COMPONENTS {
+            assert!(text.contains(&format!("{c:?}")), "{c} vs {text}");
+        }
+        assert!(rust_toolchain_toml().starts_with("[toolchain]\nchannel = \"nightly-"));
+    }
+
+    #[test]
+    fn the_ptx_is_the_artifact_of_the_kernels_package() {
+        let out = concat!(
+            r#"{"reason":"compiler-artifact","manifest_path":"/w/dep/Cargo.toml","filenames":["/t/libdep.rlib"]}"#,
+            "\n",
+            r#"{"reason":"compiler-artifact","manifest_path":"/w/k/Cargo.toml","target":{"name":"my_lib"},"#,
+            r#""filenames":["/t/nvptx64-nvidia-cuda/release/my_lib.ptx"]}"#,
+        );
+        assert_eq!(
+            ptx_artifact(out, Path::new("/w/k/Cargo.toml")),
+            Some(PathBuf::from("/t/nvptx64-nvidia-cuda/release/my_lib.ptx"))
+        );
+        assert_eq!(ptx_artifact(out, Path::new("/w/other/Cargo.toml")), None);
+    }
+
+    #[test]
+    fn cargo_failures_keep_cargo_words_without_progress_lines() {
+        assert!(is_progress_line("   Compiling cohort v0.1.0 (/w/crates/cohort)"));
+        assert!(is_progress_line("error: could not compile `k` (lib) due to 1 previous error"));
+        assert!(!is_progress_line("error: failed to select a version for the requirement `cohort = \"^9\"`"));
+        let e = BuildError::Compile { arch: 90, diagnostics: "error: no matching package".into(), errors: vec![] };
+        let (head, details) = e.report();
+        assert_eq!(head.len(), 1);
+        assert!(head[0].contains("sm_90"), "{head:?}");
+        assert!(details.starts_with("error: no matching package"), "{details}");
     }
 
     #[test]

@@ -76,15 +76,28 @@
 //! reductions do in place) are written as `unsafe fn` kernels with raw pointers, whose
 //! launcher is `unsafe` and whose caller states why the parts are disjoint.
 //!
-//! ## The pending-launch limit
+//! ## The pending-launch limit, and the launch budget
 //!
 //! The device runtime holds at most `cudaLimitDevRuntimePendingLaunchCount` launches that have
 //! not completed (2048 by default; the host raises it with `Gpu::set_pending_launch_limit`
-//! before loading the module). Keep the launches a grid has in flight under it: measured on an
-//! H200 (driver 580), 2^20 fire-and-forget launches from 4096 × 256 threads under a limit of
-//! 65536 did not finish within 150 s — the launching threads wait for slots rather than get an
-//! error, while holding the SMs the children need. Launches refused outright (an impossible
-//! configuration, nesting deeper than 24) are [`LaunchError`]s.
+//! before loading the module). CUDA documents a launch past it as an error, but measured on an
+//! H200 (driver 580) it is not: 2^20 fire-and-forget launches from 4096 × 256 threads under a
+//! limit of 65536 did not finish within 150 s — the launching threads wait for slots while
+//! holding the SMs the pending children need.
+//!
+//! So Cohort budgets device launches: before each host launch of a kernel that can launch
+//! kernels (the host finds them in the PTX's call graph), the runtime sets the module's launch
+//! budget to the pending-launch limit, and every device-side launch takes one unit from it
+//! first; when none is left the launch is refused with [`LaunchError::BudgetSpent`]. A tree of
+//! grids descending from one host launch thus makes at most *limit* launches in all, so never
+//! more than *limit* are pending, and a runaway recursion or launch storm ends in `Err`s
+//! instead of a hang. Host launches of one module's device-launching kernels run one after
+//! another (each waits, on the GPU, for the previous one to complete), since they share the
+//! budget. The budget counts launches made, not launches pending: a tree that makes more
+//! launches than the limit over its life gets `Err`s even if they would never all have been
+//! pending at once — raise the limit for it (each slot costs some device memory). The `raw`
+//! tier's [`cdp2_get_parameter_buffer`](crate::raw::cdp2_get_parameter_buffer) bypasses the
+//! budget (it is `unsafe`).
 //!
 //! ## Linking
 //!
@@ -141,6 +154,7 @@ impl LaunchConfig {
 
 /// Why a device-side launch did not happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LaunchError {
     /// An empty grid or block, more than 1024 threads in a block, or a grid y/z over 65535.
     InvalidConfig,
@@ -158,6 +172,25 @@ pub enum LaunchError {
     NoParameterBuffer,
     /// `cudaLaunchDevice` returned this `cudaError_t`.
     Refused(u32),
+    /// The launch budget of the host launch this grid descends from is spent: it has made as
+    /// many device-side launches as the pending-launch limit (see the [module docs](self)).
+    BudgetSpent,
+}
+
+impl LaunchError {
+    /// A number for the error, for device `printf!` (which cannot format a `Display`): the
+    /// `cudaError_t` of [`LaunchError::Refused`], else `1_000_000` plus the variant's position.
+    #[must_use]
+    pub const fn code(self) -> u32 {
+        match self {
+            Self::InvalidConfig => 1_000_001,
+            Self::BlockShape => 1_000_002,
+            Self::NotGlobalMemory { .. } => 1_000_003,
+            Self::NoParameterBuffer => 1_000_004,
+            Self::BudgetSpent => 1_000_005,
+            Self::Refused(c) => c,
+        }
+    }
 }
 
 impl core::fmt::Display for LaunchError {
@@ -168,6 +201,9 @@ impl core::fmt::Display for LaunchError {
             Self::NotGlobalMemory { param } => write!(f, "argument {param} is not in global memory"),
             Self::NoParameterBuffer => f.write_str("the device runtime has no launch slot (pending-launch limit)"),
             Self::Refused(e) => write!(f, "cudaLaunchDevice returned error {e}"),
+            Self::BudgetSpent => {
+                f.write_str("the launch budget (the pending-launch limit) of this host launch is spent")
+            }
         }
     }
 }
@@ -290,6 +326,42 @@ pub fn check_shape(config: &LaunchConfig, dims: [u32; 3]) -> Result<(), LaunchEr
     if [b.x, b.y, b.z] == dims { Ok(()) } else { Err(LaunchError::BlockShape) }
 }
 
+/// The symbol of the module's launch budget, which the host runtime sets before each host
+/// launch of a kernel that launches kernels.
+pub const LAUNCH_BUDGET_SYMBOL: &str = "cohort_launch_budget";
+
+/// Device-side launches the current host launch may still make (see the [module docs](self)):
+/// set to the pending-launch limit by the host before each host launch of a device-launching
+/// kernel of this module (those launches run one at a time), taken one per launch. Zero until
+/// the host sets it, so that a launch the host did not budget is refused, not unbounded.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(export_name = "cohort_launch_budget")]
+// SAFETY: a device `static` is `.global` memory, the space of `AtomicU32`.
+static LAUNCH_BUDGET: crate::atomic::AtomicU32 = unsafe { crate::atomic::AtomicU32::new(0) };
+
+/// Takes one launch from the budget; `false` if it is spent (the count is left as it was).
+#[inline(always)]
+fn take_launch() -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        use crate::atomic::Ordering::Relaxed;
+        // A signed view: concurrent takers may drive it below zero for a moment; each of them
+        // gives its unit back, so it never goes lower than minus the number of threads.
+        if (LAUNCH_BUDGET.fetch_sub(1, Relaxed) as i32) <= 0 {
+            LAUNCH_BUDGET.fetch_add(1, Relaxed);
+            return false;
+        }
+    }
+    true
+}
+
+/// Gives back a launch taken by [`take_launch`] that did not happen.
+#[inline(always)]
+fn return_launch() {
+    #[cfg(target_arch = "nvptx64")]
+    LAUNCH_BUDGET.fetch_add(1, crate::atomic::Ordering::Relaxed);
+}
+
 /// A child's parameter buffer being filled (code generated by `#[kernel]`; not a public API).
 #[doc(hidden)]
 pub struct ParamBuffer {
@@ -307,10 +379,18 @@ impl ParamBuffer {
     #[inline(always)]
     pub unsafe fn new(entry: u64, config: &LaunchConfig) -> Result<Self, LaunchError> {
         config.check()?;
+        if !take_launch() {
+            return Err(LaunchError::BudgetSpent);
+        }
         // SAFETY: forwarded to the caller.
         let ptr =
             unsafe { crate::raw::cdp2_get_parameter_buffer(entry, config.grid, config.block, config.shared_mem_bytes) };
-        if ptr.is_null() { Err(LaunchError::NoParameterBuffer) } else { Ok(Self { ptr, offset: 0 }) }
+        if ptr.is_null() {
+            return_launch();
+            Err(LaunchError::NoParameterBuffer)
+        } else {
+            Ok(Self { ptr, offset: 0 })
+        }
     }
 
     /// Writes the next parameter at its natural alignment.
@@ -336,7 +416,10 @@ impl ParamBuffer {
         // came from `cdp2_get_parameter_buffer` and is launched once (`self` is consumed).
         match unsafe { crate::raw::cdp2_launch_device(self.ptr, S::HANDLE) } {
             0 => Ok(()),
-            e => Err(LaunchError::Refused(e)),
+            e => {
+                return_launch();
+                Err(LaunchError::Refused(e))
+            }
         }
     }
 }

@@ -31,6 +31,7 @@
 //! | `T* out` written at `out[i]` | [`DisjointSlice<T>`](slice::DisjointSlice) | [`slice`](mod@slice) |
 //! | `uint4`, `float4`, … | [`vec::u32x4`], [`vec::f32x4`], … | [`vec`] |
 //! | `cooperative_groups::*` | [`cg`] | [`cg`] |
+//! | `__constant__`, `__device__` variables; `cudaMemcpyToSymbol` | [`constant!`], [`global!`](macro@global) | [`global`](mod@global) |
 //! | `__shared__`, `extern __shared__` | [`shared!`], [`shared::dynamic`] | [`shared`](mod@shared) |
 //! | a block shape fixed at compile time (`__launch_bounds__`, `blockDim` constants) | [`shape::BlockShape`] (a parameter the launcher checks) | [`shape`] |
 //! | `out[row * cols + col]`, tiles of a matrix output | [`matrix::DisjointMatrix`], [`matrix::Matrix`] | [`matrix`] |
@@ -53,6 +54,8 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics))]
 #![feature(allow_internal_unstable)]
+// `cg::tiled_partition` is a trait's method re-exported as a function (see `cg::TileParent`).
+#![feature(import_trait_associated_functions)]
 #![allow(internal_features)]
 #![cfg_attr(
     not(target_arch = "nvptx64"),
@@ -66,6 +69,7 @@ pub mod cg;
 pub mod check;
 mod copy;
 pub mod fp;
+pub mod global;
 #[doc(hidden)]
 pub mod host;
 pub mod launch;

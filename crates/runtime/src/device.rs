@@ -89,6 +89,9 @@ impl fmt::Display for DeviceInfo {
 /// Shared state of one context: the device, the panic records of loaded modules, and the
 /// launches not yet known to have finished.
 pub(crate) struct GpuInner {
+    /// The context's device-launch serialization (see `budget`): before `ctx`, so that it
+    /// is dropped while the context lives.
+    pub(crate) launch_serial: Arc<crate::budget::LaunchSerial>,
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) info: DeviceInfo,
     pub(crate) panic_records: Mutex<Vec<crate::module::PanicSlot>>,
@@ -335,6 +338,20 @@ fn describe(code: &DriverError) -> String {
     code.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", code.0))
 }
 
+/// The environment variable that picks the default device ([`Gpu::default_ordinal`]).
+pub const DEVICE_VAR: &str = "COHORT_DEVICE";
+
+/// `COHORT_DEVICE`'s value (`None`: unset) as a device ordinal: unset or blank is device 0.
+fn parse_device_ordinal(value: Option<&str>) -> Result<usize> {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else { return Ok(0) };
+    v.parse::<usize>().map_err(|_| {
+        Error::Argument(format!(
+            "{DEVICE_VAR}={v} is not a device ordinal: set it to one device's number, such as 0 or 1 \
+             (`cohort info` lists them), or unset it for device 0"
+        ))
+    })
+}
+
 impl Gpu {
     /// Number of CUDA devices, or why there are none.
     ///
@@ -370,21 +387,32 @@ impl Gpu {
         }
         let ctx = CudaContext::new(ordinal)
             .map_err(|code| device_error(ordinal, code, format!("creating a context on device {ordinal}")))?;
-        Self::from_context(ctx, ordinal)
+        Self::from_context(ctx, ordinal, crate::budget::LaunchSerial::for_primary(ordinal))
     }
 
-    /// The device named by `COHORT_DEVICE` (an ordinal), else device 0.
+    /// The device named by `COHORT_DEVICE` (an ordinal), else device 0, with its primary
+    /// context: [`Gpu::new`]`(`[`Gpu::default_ordinal`]`()?)`. Use this (or
+    /// [`Gpu::isolated_from_env`]) wherever a program picks "the" GPU, so that one variable
+    /// selects it everywhere.
     ///
     /// # Errors
-    /// As [`Gpu::new`], or a `COHORT_DEVICE` that is not a number.
+    /// As [`Gpu::default_ordinal`] and [`Gpu::new`] (an ordinal the driver does not have is
+    /// [`Error::NoDevice`], naming how many it sees).
     pub fn from_env() -> Result<Self> {
-        let ordinal = match std::env::var("COHORT_DEVICE") {
-            Ok(v) => {
-                v.trim().parse().map_err(|_| Error::Argument(format!("COHORT_DEVICE={v} is not a device ordinal")))?
-            }
-            Err(_) => 0,
-        };
-        Self::new(ordinal)
+        Self::new(Self::default_ordinal()?)
+    }
+
+    /// The ordinal of the default device: `COHORT_DEVICE` when it is set and not blank, else
+    /// 0. Whether such a device exists is checked when it is opened.
+    ///
+    /// # Errors
+    /// [`Error::Argument`] when `COHORT_DEVICE` is not an ordinal (`COHORT_DEVICE=gpu1`,
+    /// `=-1`, `=0,1`, or not UTF-8), saying what it must be.
+    pub fn default_ordinal() -> Result<usize> {
+        match std::env::var_os(DEVICE_VAR) {
+            None => parse_device_ordinal(None),
+            Some(v) => parse_device_ordinal(Some(&v.to_string_lossy())),
+        }
     }
 
     /// The device `ordinal` with a context of its own (not the primary one), for work kept
@@ -404,12 +432,26 @@ impl Gpu {
         }
         let ctx = CudaContext::new_non_primary(ordinal, 0)
             .map_err(|code| device_error(ordinal, code, format!("creating a context on device {ordinal}")))?;
-        Self::from_context(ctx, ordinal)
+        Self::from_context(ctx, ordinal, Arc::default())
     }
 
-    fn from_context(ctx: Arc<CudaContext>, ordinal: usize) -> Result<Self> {
+    /// [`Gpu::isolated`] on the default device: the one `COHORT_DEVICE` names, else device 0
+    /// (the device [`Gpu::from_env`] opens).
+    ///
+    /// # Errors
+    /// As [`Gpu::default_ordinal`] and [`Gpu::isolated`].
+    pub fn isolated_from_env() -> Result<Self> {
+        Self::isolated(Self::default_ordinal()?)
+    }
+
+    fn from_context(
+        ctx: Arc<CudaContext>,
+        ordinal: usize,
+        launch_serial: Arc<crate::budget::LaunchSerial>,
+    ) -> Result<Self> {
         let info = read_info(&ctx, ordinal)?;
         let inner = Arc::new(GpuInner {
+            launch_serial,
             ctx,
             info,
             panic_records: Mutex::new(Vec::new()),
@@ -641,6 +683,62 @@ mod tests {
 
     fn suspect(u: &Unfinished) -> Option<(String, usize)> {
         u.suspect().map(|(k, _, n)| (k.to_string(), n))
+    }
+
+    #[test]
+    fn device_ordinal_from_cohort_device() {
+        assert_eq!(parse_device_ordinal(None).unwrap(), 0, "unset: device 0");
+        assert_eq!(parse_device_ordinal(Some("")).unwrap(), 0, "blank: device 0");
+        assert_eq!(parse_device_ordinal(Some("  ")).unwrap(), 0);
+        assert_eq!(parse_device_ordinal(Some("3")).unwrap(), 3);
+        assert_eq!(parse_device_ordinal(Some(" 1\n")).unwrap(), 1, "surrounding blanks are ignored");
+        for bad in ["gpu1", "-1", "0,1", "1.0", "0x1", "99999999999999999999999"] {
+            let e = parse_device_ordinal(Some(bad)).unwrap_err();
+            let Error::Argument(m) = &e else { panic!("{bad}: {e:?}") };
+            assert!(m.starts_with(&format!("COHORT_DEVICE={bad} is not a device ordinal")), "{m}");
+            assert!(m.contains("unset it for device 0"), "the message says how to fix it: {m}");
+        }
+    }
+
+    /// Run in a child process with `COHORT_DEVICE` set (the environment is not changed in
+    /// this process, where other tests run on other threads).
+    #[test]
+    fn default_device_follows_cohort_device() {
+        const CHILD: &str = "COHORT_DEVICE_TEST_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            let want = std::env::var(CHILD).unwrap();
+            match want.as_str() {
+                "bad" => {
+                    // Every constructor that picks the default device fails alike, before
+                    // touching the driver.
+                    for r in [
+                        Gpu::default_ordinal().map(|_| ()),
+                        Gpu::from_env().map(|_| ()),
+                        Gpu::isolated_from_env().map(|_| ()),
+                    ] {
+                        assert!(
+                            matches!(&r, Err(Error::Argument(m)) if m.starts_with("COHORT_DEVICE=second is not a device ordinal")),
+                            "{r:?}"
+                        );
+                    }
+                }
+                n => assert_eq!(Gpu::default_ordinal().unwrap(), n.parse::<usize>().unwrap()),
+            }
+            return;
+        }
+        let exe = std::env::current_exe().unwrap();
+        for (value, want) in [(Some("second"), "bad"), (Some("2"), "2"), (Some(""), "0"), (None, "0")] {
+            let mut cmd = std::process::Command::new(&exe);
+            cmd.args(["--exact", "device::tests::default_device_follows_cohort_device", "--test-threads", "1"])
+                .env(CHILD, want)
+                .env_remove(DEVICE_VAR);
+            if let Some(v) = value {
+                cmd.env(DEVICE_VAR, v);
+            }
+            let out = cmd.output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success() && text.contains("1 passed"), "COHORT_DEVICE={value:?}: {text}");
+        }
     }
 
     #[test]

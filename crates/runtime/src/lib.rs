@@ -73,6 +73,7 @@
 
 mod abi;
 mod append;
+mod budget;
 mod capture;
 mod device;
 mod error;
@@ -83,6 +84,7 @@ mod pinned;
 mod pipeline;
 mod ptx;
 mod stream;
+mod symbol;
 mod track;
 
 pub use append::{AppendArg, AppendBuffer, GridVecArg, GridVecBuffer};
@@ -92,13 +94,15 @@ pub use device::{DeviceInfo, Gpu};
 pub use error::{Error, Result};
 pub use launch::{Dim3, LaunchConfig};
 pub use memory::{
-    DeviceBuffer, DevicePtr, DevicePtrMut, DeviceView, DeviceViewMut, DisjointArg, MatrixArg, MatrixMut, SliceArg,
+    AtomicSliceArg, DeviceBuffer, DevicePtr, DevicePtrMut, DeviceView, DeviceViewMut, DisjointArg, MatrixArg,
+    MatrixMut, MutexSliceArg, SliceArg,
 };
 pub use module::{Function, FunctionAttributes, LoadOptions, Module, check_kernel_abi};
 pub use pinned::{PinnedBuffer, PinnedOptions, PinnedView, PinnedViewMut, Registered};
 pub use pipeline::{Chunk, Pipeline, PipelineStats};
 pub use ptx::{KernelResources, PtxModule, PtxSet};
 pub use stream::{Event, Graph, GraphExec, Stream, StreamOptions};
+pub use symbol::Symbol;
 #[doc(hidden)]
 pub use track::Use;
 pub use track::{CopyDst, CopySrc};

@@ -544,8 +544,11 @@ impl<T> DevicePtrMut<T> {
 /// `&mut DeviceBuffer<u32>` of zeros for a slice of [`Mutex`]es.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed for a `&[{T}]` kernel parameter",
-    label = "expected a device buffer of `{T}`",
-    note = "pass `&DeviceBuffer<T>` or `buffer.slice(..)` for `&[T]`, and `&mut DeviceBuffer<u32>` (or `slice_mut`) for `&[AtomicU32]`"
+    label = "not a device buffer or view that a `&[{T}]` parameter takes",
+    note = "for `&[T]` (read-only) pass `&buffer` (a `DeviceBuffer<T>`) or `buffer.slice(..)`",
+    note = "for `&[AtomicU32]` (any `&[Atomic<T>]`) and `&[Mutex]`, which the kernel's threads write, pass `&mut buffer` \
+            (a `DeviceBuffer<u32>`, or `DeviceBuffer<T>` for `Atomic<T>`; zeros for unlocked mutexes) or \
+            `buffer.slice_mut(..)`"
 )]
 pub trait SliceArg<T> {
     /// Device address and element count.
@@ -591,7 +594,50 @@ impl<T: DeviceCopy> SliceArg<T> for DeviceView<'_, T> {
         [Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), false)]
     }
 }
-impl<T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for &mut DeviceBuffer<T> {
+/// Host arguments for a kernel's slice of atomics `&[Atomic<T>]` (`&[AtomicU32]`, …):
+/// `&mut DeviceBuffer<T>` or a [`DeviceViewMut`] (`buffer.slice_mut(..)`). Exclusive on the
+/// host: the kernel's threads write the buffer (atomically) while it runs. (`SliceArg` reaches
+/// atomics and mutexes through this trait and [`MutexSliceArg`], so that the error for a wrong
+/// argument points at what to pass instead of at an unrelated impl.)
+pub trait AtomicSliceArg {
+    /// The plain element type (`u32` for `AtomicU32`).
+    type Elem: DeviceCopy;
+    #[doc(hidden)]
+    fn raw_parts(&self) -> (u64, usize);
+    #[doc(hidden)]
+    fn uses(&self) -> [Use<'_>; 1];
+}
+
+/// Host arguments for a kernel's `&[Mutex]`: `&mut DeviceBuffer<u32>` of zeros (unlocked) or a
+/// [`DeviceViewMut<u32>`](DeviceViewMut). Exclusive on the host while the kernel locks them.
+pub trait MutexSliceArg {
+    #[doc(hidden)]
+    fn raw_parts(&self) -> (u64, usize);
+    #[doc(hidden)]
+    fn uses(&self) -> [Use<'_>; 1];
+}
+
+// A wrong argument for an atomic or mutex slice fails `AtomicSliceArg` / `MutexSliceArg`, and
+// rustc's help lists that trait's impls: what to pass. (With all impls on `SliceArg`, it pointed
+// at the `Mutex` impl for an atomic slice.)
+impl<T: DeviceCopy, S: Space, A: AtomicSliceArg<Elem = T>> SliceArg<Atomic<T, S>> for A {
+    fn raw_parts(&self) -> (u64, usize) {
+        AtomicSliceArg::raw_parts(self)
+    }
+    fn uses(&self) -> [Use<'_>; 1] {
+        AtomicSliceArg::uses(self)
+    }
+}
+impl<S: Space, A: MutexSliceArg> SliceArg<Mutex<S>> for A {
+    fn raw_parts(&self) -> (u64, usize) {
+        MutexSliceArg::raw_parts(self)
+    }
+    fn uses(&self) -> [Use<'_>; 1] {
+        MutexSliceArg::uses(self)
+    }
+}
+impl<T: DeviceCopy> AtomicSliceArg for &mut DeviceBuffer<T> {
+    type Elem = T;
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -599,7 +645,8 @@ impl<T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for &mut DeviceBuffer<T> {
         [buffer_use(self, true)]
     }
 }
-impl<T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for DeviceViewMut<'_, T> {
+impl<T: DeviceCopy> AtomicSliceArg for DeviceViewMut<'_, T> {
+    type Elem = T;
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -607,7 +654,7 @@ impl<T: DeviceCopy, S: Space> SliceArg<Atomic<T, S>> for DeviceViewMut<'_, T> {
         [Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), true)]
     }
 }
-impl<S: Space> SliceArg<Mutex<S>> for &mut DeviceBuffer<u32> {
+impl MutexSliceArg for &mut DeviceBuffer<u32> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -615,7 +662,7 @@ impl<S: Space> SliceArg<Mutex<S>> for &mut DeviceBuffer<u32> {
         [buffer_use(self, true)]
     }
 }
-impl<S: Space> SliceArg<Mutex<S>> for DeviceViewMut<'_, u32> {
+impl MutexSliceArg for DeviceViewMut<'_, u32> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }

@@ -58,6 +58,11 @@ pub(crate) struct ModuleInner {
     panic_host: *mut PanicRecord,
     /// Entries and ABI records of the PTX, read on the first typed `load`.
     abi_index: std::sync::OnceLock<crate::abi::Index>,
+    /// Its `constant!` / `global!` variables, if it has any.
+    pub(crate) vars: Option<crate::symbol::ModuleVars>,
+    /// The device-side launch budget, for a module whose kernels launch kernels, with the
+    /// kernels that can (from the PTX's call graph).
+    launch_budget: Option<(crate::budget::LaunchBudget, Vec<String>)>,
 }
 
 // SAFETY: module handles are usable from any thread; `panic_host` is only freed on drop.
@@ -67,6 +72,10 @@ unsafe impl Sync for ModuleInner {}
 
 impl Drop for ModuleInner {
     fn drop(&mut self) {
+        if let Some(vars) = &self.vars {
+            // A `set` may still be copying into a variable: let it finish before unloading.
+            vars.wait_idle();
+        }
         if !self.panic_host.is_null() {
             let mut slots = self.gpu.panic_records.lock().unwrap_or_else(|p| p.into_inner());
             slots.retain(|s| s.host != self.panic_host);
@@ -179,6 +188,21 @@ impl Module {
             });
         }
         let panic_host = register_panic_record(gpu, raw)?;
+        let vars = match crate::symbol::ModuleVars::load(gpu, raw, ptx.ptx) {
+            Ok(v) => v,
+            Err(e) => {
+                // SAFETY: the module was loaded above and nothing else holds it yet.
+                unsafe {
+                    let _ = sys::cuModuleUnload(raw);
+                }
+                return Err(e);
+            }
+        };
+        let launch_budget = if ptx.needs_device_runtime() {
+            crate::budget::LaunchBudget::find(raw).map(|b| (b, ptx.device_launching_kernels()))
+        } else {
+            None
+        };
         Ok(Self {
             inner: Arc::new(ModuleInner {
                 raw,
@@ -187,6 +211,8 @@ impl Module {
                 ptx,
                 panic_host,
                 abi_index: std::sync::OnceLock::new(),
+                vars,
+                launch_budget,
             }),
         })
     }
@@ -411,6 +437,10 @@ pub struct Function {
     attrs: FunctionAttributes,
     dyn_smem_limit: AtomicU32,
     occupancy: Mutex<Vec<(u32, u32, u32)>>,
+    /// The module variables the kernel uses, recorded with each typed launch (`None`: none).
+    vars: Option<crate::symbol::KernelVars>,
+    /// Whether the kernel can launch kernels from the device: its host launches are budgeted.
+    device_launches: bool,
     module: Arc<ModuleInner>,
 }
 
@@ -453,6 +483,7 @@ impl Function {
             binary_version: get(FA::CU_FUNC_ATTRIBUTE_BINARY_VERSION)?,
         };
         let dyn_limit = get(FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
+        let vars = m.vars.as_ref().map(|v| v.kernel_uses(m.ptx.ptx, name)).filter(|k| !k.is_empty());
         Ok(Self {
             raw,
             name: Arc::from(name),
@@ -461,6 +492,8 @@ impl Function {
             attrs,
             dyn_smem_limit: AtomicU32::new(dyn_limit),
             occupancy: Mutex::new(Vec::new()),
+            vars,
+            device_launches: m.launch_budget.as_ref().is_some_and(|(_, names)| names.iter().any(|n| n == name)),
             module: m.clone(),
         })
     }
@@ -678,7 +711,8 @@ impl Function {
     }
 
     /// What generated launchers call: [`Function::launch_raw`], ordered against other
-    /// streams' pending work on `uses` (the memory the arguments name) and recorded on it.
+    /// streams' pending work on `uses` (the memory the arguments name) and on the module
+    /// variables the kernel uses (`constant!`, `global!`), and recorded on them.
     ///
     /// # Safety
     /// As [`Function::launch_raw`]; `uses` must cover the memory the kernel accesses through
@@ -698,7 +732,11 @@ impl Function {
         self.check_plain(&config)?;
         self.module.gpu.bind()?;
         // SAFETY: the caller's contract; the tracker orders the launch.
-        run_tracked(&stream.inner, uses, || unsafe { self.enqueue(stream, config, params, false) })
+        let launch = || unsafe { self.enqueue(stream, config, params, false) };
+        match &self.vars {
+            None => run_tracked(&stream.inner, uses, launch),
+            Some(vars) => run_tracked(&stream.inner, &vars.with(uses), launch),
+        }
     }
 
     fn check_plain(&self, config: &LaunchConfig) -> Result<()> {
@@ -718,6 +756,37 @@ impl Function {
     /// As [`Function::launch_raw`]; the configuration was checked and the context is current.
     #[inline]
     unsafe fn enqueue(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+        cooperative: bool,
+    ) -> Result<()> {
+        if self.device_launches
+            && let Some((budget, _)) = &self.module.launch_budget
+        {
+            if stream.inner.capture.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+                return Err(Error::Argument(format!(
+                    "kernel `{}` launches kernels from the device, so it cannot be captured into a graph: each \
+                     host launch gets its own launch budget, which a replay would not reset in order",
+                    self.name
+                )));
+            }
+            let serial = &self.module.gpu.launch_serial;
+            // SAFETY: forwarded; the budget only orders and resets before the launch.
+            let launch = || unsafe { self.enqueue_now(stream, config, params, cooperative) };
+            return budget.around(serial, stream.inner.raw, launch);
+        }
+        // SAFETY: forwarded.
+        unsafe { self.enqueue_now(stream, config, params, cooperative) }
+    }
+
+    /// [`Function::enqueue`] without the launch budget.
+    ///
+    /// # Safety
+    /// As [`Function::enqueue`].
+    #[inline]
+    unsafe fn enqueue_now(
         &self,
         stream: &Stream,
         config: LaunchConfig,
@@ -826,6 +895,10 @@ impl Function {
         self.check_cooperative(&config)?;
         self.module.gpu.bind()?;
         // SAFETY: the caller's contract; co-residency was checked; the tracker orders it.
-        run_tracked(&stream.inner, uses, || unsafe { self.enqueue(stream, config, params, true) })
+        let launch = || unsafe { self.enqueue(stream, config, params, true) };
+        match &self.vars {
+            None => run_tracked(&stream.inner, uses, launch),
+            Some(vars) => run_tracked(&stream.inner, &vars.with(uses), launch),
+        }
     }
 }

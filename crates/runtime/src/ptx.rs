@@ -177,17 +177,29 @@ impl PtxModule {
         }
     }
 
-    /// The names of the module's kernels (`.entry` directives), in file order.
+    /// The names of the module's kernels (`.entry` directives), in file order, each once (a
+    /// kernel whose address another takes before its definition is also declared ahead).
     #[must_use]
     pub fn kernels(&self) -> Vec<&'static str> {
-        self.text()
-            .lines()
-            .filter_map(|l| {
-                let l = l.trim_start();
-                let rest = l.strip_prefix(".visible .entry ").or_else(|| l.strip_prefix(".entry "))?;
-                Some(rest.split(['(', ' ']).next().unwrap_or(rest).trim())
-            })
-            .collect()
+        let mut names: Vec<&'static str> = Vec::new();
+        for l in self.text().lines() {
+            let l = l.trim_start();
+            let Some(rest) = l.strip_prefix(".visible .entry ").or_else(|| l.strip_prefix(".entry ")) else {
+                continue;
+            };
+            let name = rest.split(['(', ' ']).next().unwrap_or(rest).trim();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
+    }
+
+    /// The kernels that can launch kernels from the device: the `.entry` functions from which
+    /// a call to `__cudaCDP2LaunchDeviceV2` is reachable through the module's call graph.
+    #[must_use]
+    pub fn device_launching_kernels(&self) -> Vec<String> {
+        entries_reaching(self.text(), "__cudaCDP2LaunchDeviceV2")
     }
 
     /// The ptxas report for kernel `name`, if ptxas ran at build time.
@@ -195,6 +207,111 @@ impl PtxModule {
     pub fn resources_of(&self, name: &str) -> Option<&'static KernelResources> {
         self.resources.iter().find(|r| r.name == name)
     }
+}
+
+/// The `.entry` functions of `ptx` from whose body `target` is reachable: a function reaches
+/// `target` if its body names `target` or names a function that reaches it. Names are whole
+/// identifier tokens, so an entry whose address is taken (a device-side launch's `mov.u64 %rd,
+/// child;`) counts as reached too — an over-approximation, never an omission.
+pub(crate) fn entries_reaching(ptx: &str, target: &str) -> Vec<String> {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    // Without comments (a name in a comment is not a call).
+    let mut text = String::with_capacity(ptx.len());
+    let mut rest = ptx;
+    while let Some(at) = rest.find('/') {
+        let (before, from) = rest.split_at(at);
+        text.push_str(before);
+        if from.starts_with("//") {
+            rest = from.find('\n').map_or("", |n| &from[n..]);
+        } else if from.starts_with("/*") {
+            rest = from.find("*/").map_or("", |n| &from[n + 2..]);
+        } else {
+            text.push('/');
+            rest = &from[1..];
+        }
+    }
+    text.push_str(rest);
+    let ptx = text.as_str();
+    // (name, is_entry, body) for every function with a body; declarations only name functions.
+    let mut functions: Vec<(&str, bool, &str)> = Vec::new();
+    let mut names: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let bytes = ptx.as_bytes();
+    let mut i = 0;
+    let mut depth = 0usize;
+    let mut pending: Option<(&str, bool)> = None;
+    let mut body_start = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if depth == 0 && c == b'.' {
+            let rest = &ptx[i + 1..];
+            let kw = rest.split(|ch: char| !is_ident(ch)).next().unwrap_or("");
+            if kw == "entry" || kw == "func" {
+                let mut j = i + 1 + kw.len();
+                let skip_ws = |j: &mut usize| {
+                    while *j < bytes.len() && (bytes[*j] as char).is_whitespace() {
+                        *j += 1;
+                    }
+                };
+                skip_ws(&mut j);
+                if bytes.get(j) == Some(&b'(') {
+                    // A `.func`'s return parameters.
+                    j = ptx[j..].find(')').map_or(bytes.len(), |n| j + n + 1);
+                    skip_ws(&mut j);
+                }
+                let name_len = ptx[j..].find(|ch: char| !is_ident(ch)).unwrap_or(ptx.len() - j);
+                let name = &ptx[j..j + name_len];
+                if !name.is_empty() {
+                    names.insert(name);
+                    pending = Some((name, kw == "entry"));
+                }
+                i = j + name_len;
+                continue;
+            }
+        }
+        match c {
+            b';' if depth == 0 => pending = None,
+            b'{' => {
+                if depth == 0 {
+                    body_start = i;
+                }
+                depth += 1;
+            }
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0
+                    && let Some((name, entry)) = pending.take()
+                {
+                    functions.push((name, entry, &ptx[body_start..=i]));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Which known functions each body names.
+    let calls: Vec<Vec<&str>> = functions
+        .iter()
+        .map(|&(_, _, body)| {
+            let mut v: Vec<&str> =
+                body.split(|ch: char| !is_ident(ch)).filter(|t| *t == target || names.contains(t)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect();
+    let mut reaches: std::collections::HashSet<&str> = std::collections::HashSet::from([target]);
+    loop {
+        let before = reaches.len();
+        for (f, called) in functions.iter().zip(&calls) {
+            if !reaches.contains(f.0) && called.iter().any(|c| reaches.contains(c)) {
+                reaches.insert(f.0);
+            }
+        }
+        if reaches.len() == before {
+            break;
+        }
+    }
+    functions.iter().filter(|f| f.1 && reaches.contains(f.0)).map(|f| f.0.to_string()).collect()
 }
 
 #[cfg(test)]
@@ -269,5 +386,56 @@ mod tests {
         // A NUL inside: the driver reads up to it, never past the end.
         let m = PtxModule::new(80, leak(".version\08.0\0"));
         assert_eq!(m.as_c_str().to_bytes(), b".version");
+    }
+
+    #[test]
+    fn device_launching_entries_through_the_call_graph() {
+        let ptx = r#"
+.extern .func  (.param .b32 func_retval0) __cudaCDP2LaunchDeviceV2
+(
+	.param .b64 __cudaCDP2LaunchDeviceV2_param_0
+)
+;
+.global .align 1 .b8 table[2] = {1, 2};
+.func  (.param .b64 func_retval0) helper(
+	.param .b64 helper_param_0
+)
+{
+	{ // callseq 0, 0
+	call.uni (retval0), __cudaCDP2LaunchDeviceV2, (param0, param1);
+	} // callseq 0
+	ret;
+}
+.func leaf()
+{
+	ret; // __cudaCDP2LaunchDeviceV2 in a comment is not a call
+}
+.visible .entry child(
+	.param .u64 child_param_0
+)
+{
+	call.uni leaf, ();
+	ret;
+}
+.visible .entry parent(
+	.param .u64 parent_param_0
+)
+{
+	mov.u64 %rd1, child;
+	{
+	call.uni (retval0),
+	helper,
+	(param0);
+	}
+	ret;
+}
+.visible .entry direct()
+{
+	call.uni (retval0), __cudaCDP2LaunchDeviceV2, (param0, param1);
+	ret;
+}
+"#;
+        assert_eq!(entries_reaching(ptx, "__cudaCDP2LaunchDeviceV2"), ["parent", "direct"]);
+        assert!(entries_reaching(ptx, "nothing").is_empty());
     }
 }

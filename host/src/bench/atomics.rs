@@ -6,34 +6,46 @@ use cohort_kernels::PTX;
 use cohort_kernels::atomics::{self as k, BINS};
 use cohort_runtime::LaunchConfig;
 
-use super::{Phase, cuda_twins, launch_twin, median_ms};
+use super::{Phase, TwinsArgs, cuda_twins, launch_twin, median_ms};
 use crate::atomics::launch_histogram_on;
 use crate::util::{self, CliError, CliResult, Table};
 use cohort_host::corpus;
 use cohort_host::reference::{dot_close, dot_inputs};
 
-pub fn run(args: &[String]) -> CliResult {
-    util::check_args(args, &["--size", "--reps", "--twins-ptx", "--dump"])?;
-    let size = util::opt_num(args, "--size", 1 << 30)? as usize;
-    let reps = util::opt_num(args, "--reps", 10)? as usize;
+/// `cohort bench atomics`' options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Bytes of each generated histogram input (k, M, G suffixes)
+    #[arg(long, default_value = "1G", value_parser = util::parse_positive)]
+    pub size: usize,
+    /// Timed runs per benchmark (the median is reported; 3 for global atomics)
+    #[arg(long, default_value = "10", value_parser = util::parse_positive)]
+    pub reps: usize,
+    #[command(flatten)]
+    pub twins: TwinsArgs,
+    /// Write the two histogram inputs (text.bin, uniform.bin) into DIR for host/benches/cub_bench.cu
+    #[arg(long, value_name = "DIR")]
+    pub dump: Option<std::path::PathBuf>,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let Args { size, reps, twins, dump } = args;
     let gpu = util::gpu()?;
     println!("{}", gpu.info());
     let module = gpu.load(&PTX)?;
-    let (twins, how) = cuda_twins(&gpu, args)?;
+    let (twins, how) = cuda_twins(&gpu, &twins)?;
     println!("CUDA C++ twins: {how}; medians of {reps} runs (3 for global atomics)\n");
     let s = gpu.stream();
     let inputs = [("text-like", corpus::text_like(size, 0xa11ce)), ("uniform", corpus::uniform(size, 0x0417))];
-    if let Some(i) = args.iter().position(|a| a == "--dump") {
-        let dir = args.get(i + 1).ok_or_else(|| CliError::Usage("--dump needs a directory".into()))?;
+    if let Some(dir) = dump {
         for (name, data) in &inputs {
-            let file = if *name == "uniform" { "uniform.bin" } else { "text.bin" };
-            std::fs::write(format!("{dir}/{file}"), data)
-                .map_err(|e| CliError::Failed(format!("{dir}/{file}: {e}")))?;
+            let file = dir.join(if *name == "uniform" { "uniform.bin" } else { "text.bin" });
+            std::fs::write(&file, data).map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
         }
-        println!("wrote {dir}/text.bin and {dir}/uniform.bin for cub_bench\n");
+        println!("wrote {0}/text.bin and {0}/uniform.bin for cub_bench\n", dir.display());
     }
-    let mut t = Table::new(&["benchmark", "input", "Rust (Cohort)", "CUDA C++", "Rust / C++"]);
-    let mut lib = Table::new(&["Cohort's histogram", "input", "copies/warp", "blocks", "GB/s"]);
+    let mut t = Table::new(&["benchmark", "input", "Rust (Cohort)", "CUDA C++", "Rust / C++"]).numeric(2..5);
+    let mut lib = Table::new(&["Cohort's histogram", "input", "copies/warp", "blocks", "GB/s"]).numeric(2..5);
     let mut bins = gpu.zeroed::<u32>(BINS)?;
     let sms = gpu.info().sms;
     for (name, data) in &inputs {

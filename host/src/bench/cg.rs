@@ -6,7 +6,7 @@ use cohort_kernels::bench::{self as k, U32x4};
 use cohort_runtime::{DeviceBuffer, LaunchConfig};
 use rand::{Rng, SeedableRng};
 
-use super::{Phase, cuda_twins, launch_twin, median_ms};
+use super::{Phase, TwinsArgs, cuda_twins, launch_twin, median_ms};
 use crate::util::{self, CliError, CliResult, Table};
 
 struct Row {
@@ -18,17 +18,28 @@ struct Row {
     bytes: f64,
 }
 
-pub fn run(args: &[String]) -> CliResult {
-    util::check_args(args, &["--n", "--reps", "--twins-ptx"])?;
-    let n = util::opt_num(args, "--n", 1 << 28)? as usize;
-    let reps = util::opt_num(args, "--reps", 20)? as usize;
+/// `cohort bench cg`'s options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// u32 elements reduced and scanned (a multiple of 1024, at least 1M)
+    #[arg(long, default_value = "256M", value_parser = util::parse_usize)]
+    pub n: usize,
+    /// Timed runs per benchmark (the median is reported)
+    #[arg(long, default_value = "20", value_parser = util::parse_positive)]
+    pub reps: usize,
+    #[command(flatten)]
+    pub twins: TwinsArgs,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let Args { n, reps, twins } = args;
     if n < 1 << 20 || n % 1024 != 0 {
         return Err(CliError::Usage("--n must be a multiple of 1024, at least 1M".into()));
     }
     let gpu = util::gpu()?;
     println!("{}", gpu.info());
     let module = gpu.load(&PTX)?;
-    let (twins, how) = cuda_twins(&gpu, args)?;
+    let (twins, how) = cuda_twins(&gpu, &twins)?;
     println!(
         "CUDA C++ twins: {how}; {n} u32 ({:.2} GiB), median of {reps} runs each\n",
         (n * 4) as f64 / (1u64 << 30) as f64
@@ -195,7 +206,7 @@ pub fn run(args: &[String]) -> CliResult {
     }
 
     println!();
-    let mut t = Table::new(&["benchmark", "Rust (Cohort)", "CUDA C++", "Rust / C++ (speed)"]);
+    let mut t = Table::new(&["benchmark", "Rust (Cohort)", "CUDA C++", "Rust / C++ (speed)"]).numeric(1..4);
     for r in rows {
         let (a, b, ratio) = if r.bytes > 0.0 {
             let (ga, gb) = (r.bytes / r.rust / 1e6, r.bytes / r.cpp / 1e6);

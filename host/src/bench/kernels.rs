@@ -7,7 +7,7 @@ use cohort_kernels::classic as k;
 use cohort_runtime::{DeviceBuffer, LaunchConfig, Stream};
 use rand::{Rng, SeedableRng};
 
-use super::{Phase, cuda_twins, launch_twin, median_ms};
+use super::{Phase, TwinsArgs, cuda_twins, launch_twin, median_ms};
 use crate::util::{self, CliError, CliResult, Table};
 
 /// One Jacobi step from the first buffer into the second.
@@ -46,12 +46,27 @@ fn check_transpose(input: &[f32], rows: usize, cols: usize, got: &DeviceBuffer<f
     Ok(())
 }
 
-pub fn run(args: &[String]) -> CliResult {
-    util::check_args(args, &["--n", "--gemm", "--steps", "--reps", "--twins-ptx"])?;
-    let n = util::opt_num(args, "--n", 8192)? as usize;
-    let g = util::opt_num(args, "--gemm", 4096)? as usize;
-    let steps = util::opt_num(args, "--steps", 100)? as usize;
-    let reps = util::opt_num(args, "--reps", 15)? as usize;
+/// `cohort bench kernels`' options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Side of the transposed and stencil matrices (a multiple of 32)
+    #[arg(long, default_value = "8192", value_parser = util::parse_usize)]
+    pub n: usize,
+    /// Side of the SGEMM matrices (a multiple of 128)
+    #[arg(long, default_value = "4096", value_parser = util::parse_usize)]
+    pub gemm: usize,
+    /// Jacobi steps per timed run
+    #[arg(long, default_value = "100", value_parser = util::parse_usize)]
+    pub steps: usize,
+    /// Timed runs per kernel (the median is reported)
+    #[arg(long, default_value = "15", value_parser = util::parse_positive)]
+    pub reps: usize,
+    #[command(flatten)]
+    pub twins: TwinsArgs,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let Args { n, gemm: g, steps, reps, twins } = args;
     if n % 32 != 0 || g % 128 != 0 || n == 0 || g == 0 || steps == 0 {
         return Err(CliError::Usage(
             "--n must be a multiple of 32 and --gemm of 128 (the C++ twins assume whole tiles)".into(),
@@ -60,7 +75,7 @@ pub fn run(args: &[String]) -> CliResult {
     let gpu = util::gpu()?;
     println!("{}", gpu.info());
     let module = gpu.load(&PTX)?;
-    let (twins, how) = cuda_twins(&gpu, args)?;
+    let (twins, how) = cuda_twins(&gpu, &twins)?;
     println!("CUDA C++ twins: {how}; transposes and stencil {n}²; SGEMM {g}³; median of {reps} runs\n");
     let s = gpu.stream();
     let mut rows = Vec::new();
@@ -235,7 +250,8 @@ pub fn run(args: &[String]) -> CliResult {
         "Rust / C++ (speed)",
         "cuBLAS",
         "Rust / cuBLAS",
-    ]);
+    ])
+    .numeric(1..6);
     for r in rows {
         let rate = |ms: f64| r.work / ms / 1e6;
         let (blas, vs) = match r.cublas {

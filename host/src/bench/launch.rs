@@ -32,9 +32,16 @@ fn per_launch_ns(
     Ok(t)
 }
 
-pub fn run(args: &[String]) -> CliResult {
-    util::check_args(args, &["--iters"])?;
-    let iters = util::opt_num(args, "--iters", 100_000)? as usize;
+/// `cohort bench launch`'s options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Launches timed per kind (at least 10000; the median is reported)
+    #[arg(long, default_value = "100000", value_parser = util::parse_usize)]
+    pub iters: usize,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let Args { iters } = args;
     if iters < 10_000 {
         return Err(CliError::Usage("--iters must be at least 10000".into()));
     }
@@ -96,7 +103,7 @@ pub fn run(args: &[String]) -> CliResult {
         ));
     }
     println!("\nhost time per launch, {iters} launches each (1 block of 32 threads), median [p10, p90] in ns:\n");
-    let mut t = Table::new(&["kernel", "typed launch", "raw cuLaunchKernel", "typed - raw"]);
+    let mut t = Table::new(&["kernel", "typed launch", "raw cuLaunchKernel", "typed - raw"]).numeric(1..4);
     for (name, mt, t10, t90, mr, r10, r90) in rows {
         t.row(vec![
             name.to_string(),

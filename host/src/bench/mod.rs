@@ -4,6 +4,7 @@
 
 mod atomics;
 mod cg;
+pub mod dynamic;
 mod kernels;
 mod launch;
 mod overlap;
@@ -12,18 +13,43 @@ use cohort_runtime::{Event, Function, Gpu, LaunchConfig, Module, Stream};
 
 use crate::util::{CliError, CliResult};
 
-pub fn run(args: &[String]) -> CliResult {
-    match args.first().map(String::as_str) {
-        Some("launch") => launch::run(&args[1..]),
-        Some("cg") => cg::run(&args[1..]),
-        Some("atomics") => atomics::run(&args[1..]),
-        Some("kernels") => kernels::run(&args[1..]),
-        Some("overlap") => overlap::run(&args[1..]),
-        Some(other) => {
-            Err(CliError::Usage(format!("unknown benchmark `{other}`; try launch, cg, atomics, kernels or overlap")))
-        }
-        None => Err(CliError::Usage("bench needs a benchmark name: launch, cg, atomics, kernels, overlap".into())),
+/// The benchmarks (`cohort bench <name>`). A new one: a module with `Args` (`clap::Args`) and
+/// `run(Args) -> CliResult`, a variant here, and its arm in [`run`].
+#[derive(clap::Subcommand, Debug)]
+pub enum Bench {
+    /// Launch overhead: typed launch vs raw cuLaunchKernel, and graph replay vs single launches
+    Launch(launch::Args),
+    /// Cooperative-groups kernels (tile reduce/scan, grid sync), Rust vs the same kernels in CUDA C++
+    Cg(cg::Args),
+    /// Histograms and dot products, Rust vs CUDA C++, and Cohort's histogram over copies x blocks
+    Atomics(atomics::Args),
+    /// Transposes, SGEMMs and a Jacobi stencil, safe Rust vs CUDA C++ and cuBLAS
+    Kernels(kernels::Args),
+    /// The overlap article (sequential, V1, V2 over N streams), beside its nvcc-built C++ twin with `--twin`
+    Overlap(overlap::Args),
+    /// Device-side launches: recursive reductions and the cost of one launch, beside the C++ twin with `--twin`
+    Dynamic(dynamic::Options),
+}
+
+/// Runs one benchmark.
+pub fn run(which: Bench) -> CliResult {
+    match which {
+        Bench::Launch(a) => launch::run(a),
+        Bench::Cg(a) => cg::run(a),
+        Bench::Atomics(a) => atomics::run(a),
+        Bench::Kernels(a) => kernels::run(a),
+        Bench::Overlap(a) => overlap::run(a),
+        Bench::Dynamic(a) => dynamic::run(a),
     }
+}
+
+/// Where the CUDA C++ twins come from (the benchmarks that have them).
+#[derive(clap::Args, Debug)]
+pub struct TwinsArgs {
+    /// Take the twins from this nvcc-built PTX (`nvcc -ptx -arch=sm_90 host/benches/cuda_twins.cu`)
+    /// instead of compiling them here with NVRTC
+    #[arg(long, value_name = "FILE")]
+    pub twins_ptx: Option<std::path::PathBuf>,
 }
 
 /// What a timed closure is asked to do.
@@ -78,11 +104,10 @@ pub unsafe fn launch_twin<const N: usize>(
 }
 
 /// The CUDA C++ twins: from `--twins-ptx FILE` (nvcc output), else compiled here with NVRTC.
-pub fn cuda_twins(gpu: &Gpu, args: &[String]) -> CliResult<(Module, String)> {
-    if let Some(i) = args.iter().position(|a| a == "--twins-ptx") {
-        let path = args.get(i + 1).ok_or_else(|| CliError::Usage("--twins-ptx needs a file".into()))?;
-        let text = std::fs::read_to_string(path).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
-        return Ok((gpu.load_ptx_text("cuda_twins", &text)?, format!("nvcc PTX from {path}")));
+pub fn cuda_twins(gpu: &Gpu, args: &TwinsArgs) -> CliResult<(Module, String)> {
+    if let Some(file) = &args.twins_ptx {
+        let text = std::fs::read_to_string(file).map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
+        return Ok((gpu.load_ptx_text("cuda_twins", &text)?, format!("nvcc PTX from {}", file.display())));
     }
     // SAFETY: only probes whether the NVRTC library can be opened.
     if !unsafe { cohort_runtime::cudarc::nvrtc::sys::is_culib_present() } {

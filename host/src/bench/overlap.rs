@@ -10,10 +10,8 @@
 use std::collections::HashMap;
 use std::process::Command;
 
-use comfy_table::{CellAlignment, Table, presets};
-
-use crate::overlap::{Alone, Experiment, TOLERANCE, Way, check_n, stream_counts, within_tolerance};
-use crate::util::{self, CliError, CliResult};
+use crate::overlap::{Alone, Experiment, TOLERANCE, Way, check_n, within_tolerance};
+use crate::util::{self, CliError, CliResult, Table};
 
 /// One side's figures for one round (or the medians over rounds): `(key, streams) → value`,
 /// with the twin's keys (`seq_ms`, `v1_ms`, `h2d_ms`, `v2_err`, …).
@@ -99,27 +97,35 @@ fn alone_of(f: &Figures, who: &str) -> CliResult<Alone> {
 }
 
 fn table(head: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED).set_header(head.to_vec());
-    for i in 1..head.len() {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t
+    Table::new(head).numeric(1..head.len())
 }
 
-pub fn run(args: &[String]) -> CliResult {
-    util::check_args(args, &["--n", "--streams", "--reps", "--rounds", "--warmup", "--twin"])?;
-    let n = util::opt_num(args, "--n", 1 << 27)? as usize;
-    let counts = stream_counts(args, &[4, 8, 16])?;
-    let reps = util::opt_num(args, "--reps", 20)?.max(1) as usize;
-    let warmup = util::opt_num(args, "--warmup", 2)? as usize;
-    let twin = match args.iter().position(|a| a == "--twin") {
-        Some(i) => Some(args.get(i + 1).ok_or_else(|| CliError::Usage("--twin needs the twin's path".into()))?.clone()),
-        None => None,
-    };
-    let rounds = util::opt_num(args, "--rounds", if twin.is_some() { 4 } else { 1 })?.max(1) as usize;
+/// `cohort bench overlap`'s options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Floats in the array (k, M, G suffixes; at least the most streams, at most 2^31)
+    #[arg(long, default_value = "128M", value_parser = util::parse_usize)]
+    pub n: usize,
+    /// Stream counts to run V1 and V2 with, comma-separated
+    #[arg(long, value_delimiter = ',', default_value = "4,8,16", value_parser = util::parse_positive)]
+    pub streams: Vec<usize>,
+    /// Timed runs per measurement, over all rounds (the median is reported)
+    #[arg(long, default_value = "20", value_parser = util::parse_positive)]
+    pub reps: usize,
+    /// Rounds, alternating the C++ twin and Cohort [default: 4 with --twin, else 1]
+    #[arg(long, value_parser = util::parse_positive)]
+    pub rounds: Option<usize>,
+    /// Untimed runs before each measurement
+    #[arg(long, default_value = "2", value_parser = util::parse_usize)]
+    pub warmup: usize,
+    /// The nvcc-built twin (`nvcc -O3 -arch=sm_90 -o BIN host/benches/overlap_twin.cu`), run side by side
+    #[arg(long, value_name = "BIN")]
+    pub twin: Option<String>,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let Args { n, streams: counts, reps, rounds, warmup, twin } = args;
+    let rounds = rounds.unwrap_or(if twin.is_some() { 4 } else { 1 });
     check_n(n, &counts)?;
     if twin.is_some() && counts.iter().any(|&c| !n.is_multiple_of(c * 256)) {
         return Err(CliError::Usage(
@@ -152,20 +158,22 @@ pub fn run(args: &[String]) -> CliResult {
     ]
     .into();
     let (mut ours, mut theirs) = (Figures::default(), Figures::default());
-    let mut progress = util::Progress::new(rounds * (1 + usize::from(twin.is_some())));
+    let progress = util::progress(rounds * (1 + usize::from(twin.is_some())));
     for round in 0..rounds {
         if let Some(path) = &twin {
-            progress.step(&format!("round {}: C++ twin", round + 1));
+            progress.set_message(format!("round {}: C++ twin", round + 1));
             let mut f = Figures::default();
             run_twin(path, &twin_args, &mut f, round == 0)?;
             merge(&mut theirs, f);
+            progress.inc(1);
         }
-        progress.step(&format!("round {}: Cohort", round + 1));
+        progress.set_message(format!("round {}: Cohort", round + 1));
         let mut f = Figures::default();
         run_cohort(&mut ex, &counts, warmup, per_round, &mut f)?;
         merge(&mut ours, f);
+        progress.inc(1);
     }
-    progress.finish();
+    progress.finish_and_clear();
 
     let a = alone_of(&ours, "Cohort")?;
     let b = match twin {
@@ -213,9 +221,9 @@ pub fn run(args: &[String]) -> CliResult {
             }
             None => row.extend([format!("{:.0}%", 100.0 * a.bound() / ms), format!("{err:.1e}")]),
         }
-        t.add_row(row);
+        t.row(row);
     }
-    println!("{t}");
+    t.print();
 
     let mut t = match b {
         Some(_) => table(&["alone, whole array", "Cohort", "C++", "Cohort / C++"]),
@@ -236,14 +244,15 @@ pub fn run(args: &[String]) -> CliResult {
         if let Some(b) = &b {
             row.extend([format!("{:.3}", f(b, gb)), format!("{:.3}", f(&a, gb) / f(b, gb))]);
         }
-        t.add_row(row);
+        t.row(row);
     }
     let mut row = vec!["ideal: max(H2D, kernel, D2H) (ms)".to_string(), format!("{:.3}", a.bound())];
     if let Some(b) = &b {
         row.extend([format!("{:.3}", b.bound()), format!("{:.3}", a.bound() / b.bound())]);
     }
-    t.add_row(row);
-    println!("\n{t}");
+    t.row(row);
+    println!();
+    t.print();
     println!("overlap = ideal / time; max error = max |a[i] - (a0[i] + 1)| over the array after the last run");
     if !within_tolerance(worst) {
         return Err(CliError::Failed(format!("Cohort's max error {worst:e} is above {TOLERANCE:e}")));

@@ -19,20 +19,8 @@ pub fn nested_hello(depth: u32) {
                 printf!("-------> nested execution depth: %u\n", depth + 1);
             }
             Err(e) => {
-                printf!("launch failed at depth %u: error %u\n", depth, error_code(e));
+                printf!("launch failed at depth %u: error %u\n", depth, e.code());
             }
         }
-    }
-}
-
-/// A number for a launch error, for `printf!`.
-pub(crate) fn error_code(e: cohort::launch::LaunchError) -> u32 {
-    use cohort::launch::LaunchError as E;
-    match e {
-        E::InvalidConfig => 1_000_001,
-        E::BlockShape => 1_000_002,
-        E::NotGlobalMemory { .. } => 1_000_003,
-        E::NoParameterBuffer => 1_000_004,
-        E::Refused(c) => c,
     }
 }

@@ -11,6 +11,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 cohort_runtime::include_ptx!();
 
+pub mod bench;
 pub mod hello;
 pub mod reduce;
 pub mod stress;

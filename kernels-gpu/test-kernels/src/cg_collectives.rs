@@ -90,7 +90,7 @@ fn put_meta<G: WarpGroup>(g: &G, meta: *mut u32, which: usize, n: usize, i: usiz
 
 macro_rules! tiles {
     ($block:ident, $v:ident, $op:ident, $out:ident, $slot:ident, $n:ident, $i:ident; $($size:literal)*) => {$(
-        let t = cg::tiled_partition::<$size, _>(&$block);
+        let t = cg::tiled_partition::<$size>(&$block);
         put3(&t, $v, $op, $out, &mut $slot, $n, $i);
     )*};
 }
@@ -136,7 +136,7 @@ pub unsafe fn collectives<T: DeviceCopy + Default, O: ReduceOp<T> + Default>(
         put3(&g, v, op, out, &mut slot, n, i);
         put_meta(&g, meta, 0, n, i);
     }
-    let warp = cg::tiled_partition::<32, _>(&block);
+    let warp = cg::tiled_partition::<32>(&block);
     let g = cg::labeled_partition(&warp, label[i]);
     put3(&g, v, op, out, &mut slot, n, i);
     put_meta(&g, meta, 1, n, i);
@@ -153,8 +153,8 @@ pub fn closure_reduce(data: &[u32], label: &[u32], mut out: DisjointSlice<[u32; 
     let v = data[*i];
     let mul = |a: u32, b: u32| a.wrapping_mul(b);
     let block = cg::this_thread_block();
-    let t32 = cg::tiled_partition::<32, _>(&block);
-    let t8 = cg::tiled_partition::<8, _>(&block);
+    let t32 = cg::tiled_partition::<32>(&block);
+    let t8 = cg::tiled_partition::<8>(&block);
     let r = [
         cg::reduce(&t32, v, mul),
         cg::reduce(&t8, v, mul),

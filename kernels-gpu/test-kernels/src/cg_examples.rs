@@ -74,7 +74,7 @@ pub fn example_tile4_hello() {
 #[kernel]
 pub fn example_first_warp(data: &[u32], mut out: DisjointSlice<u32>) {
     let block = cg::this_thread_block();
-    let tile = cg::tiled_partition::<32, _>(&block);
+    let tile = cg::tiled_partition::<32>(&block);
     if tile.meta_group_rank() == 0 {
         let v = data[tile.thread_rank() as usize];
         let s = cg::inclusive_sum(&tile, v);
@@ -129,7 +129,7 @@ pub fn example_aggregated_inc(data: &[u32], form: u32, counter: &[AtomicU32], mu
 #[kernel]
 pub fn example_odd_even(data: &[u32], mut out: DisjointSlice<[u32; 5]>) {
     let i = thread::index_1d();
-    let tile32 = cg::tiled_partition::<32, _>(&cg::this_thread_block());
+    let tile32 = cg::tiled_partition::<32>(&cg::this_thread_block());
     let v = data[*i];
     let g = cg::binary_partition(&tile32, v & 1 == 1);
     out.set(
@@ -212,7 +212,7 @@ pub fn example_memcpy_two_stage(data: &[i32], mut out: DisjointSlice<i32>) {
 #[kernel]
 pub fn example_block_reduce(data: &[i32], per_block: u32, mut out: DisjointSlice<i32>) {
     let block = cg::this_thread_block();
-    let tile = cg::tiled_partition::<32, _>(&block);
+    let tile = cg::tiled_partition::<32>(&block);
     let total = TOTAL.get();
     if block.thread_rank() == 0 {
         total.store(0, 0);
@@ -240,7 +240,7 @@ pub fn example_block_reduce(data: &[i32], per_block: u32, mut out: DisjointSlice
 /// `0 1 3 6 10 15 21 28` in every tile.
 #[kernel]
 pub fn example_tile8_scan(mut out: DisjointSlice<u32>) {
-    let tile = cg::tiled_partition::<8, _>(&cg::this_thread_block());
+    let tile = cg::tiled_partition::<8>(&cg::this_thread_block());
     let val = cg::inclusive_sum(&tile, tile.thread_rank());
     if thread::block_idx_x() == 0 && tile.meta_group_rank() == 0 {
         printf!("%u: %u\n", tile.thread_rank(), val);
@@ -254,7 +254,7 @@ pub fn example_tile8_scan(mut out: DisjointSlice<u32>) {
 #[kernel]
 pub fn example_buffer_allocation(mut out: DisjointSlice<i32>, mut out_used: DisjointSlice<i32>) {
     let block = cg::this_thread_block();
-    let tile = cg::tiled_partition::<32, _>(&block);
+    let tile = cg::tiled_partition::<32>(&block);
     let buffer = BUFFER.get();
     let used = BUFFER_USED.get();
     if block.thread_rank() == 0 {

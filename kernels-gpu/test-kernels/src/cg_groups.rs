@@ -79,7 +79,7 @@ pub fn tile_members<const N: u32>(
     cg::Size<N>: cg::TileSize<cg::ThreadBlock, Tile = cg::ThreadBlockTile<N>>,
 {
     let i = thread::index_1d();
-    let t = cg::tiled_partition::<N, _>(&cg::this_thread_block());
+    let t = cg::tiled_partition::<N>(&cg::this_thread_block());
     let mut r = members(&t, *i, vals, srcs, preds, keys, a);
     r[7] = t.shfl_xor(vals[*i], a.xor_mask);
     out.set(&i, r);
@@ -98,7 +98,7 @@ pub fn dyn_tile_members(
     mut out: DisjointSlice<[u32; MEMBER_SLOTS]>,
 ) {
     let i = thread::index_1d();
-    let warp = cg::tiled_partition::<32, _>(&cg::this_thread_block());
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
     let t = cg::tiled_partition_dyn(&warp, n);
     let mut r = members(&t, *i, vals, srcs, preds, keys, a);
     r[7] = t.shfl_xor(vals[*i], a.xor_mask);
@@ -143,7 +143,7 @@ where
 {
     let i = thread::index_1d();
     let block = cg::this_thread_block();
-    let t = cg::tiled_partition::<N, _>(&block);
+    let t = cg::tiled_partition::<N>(&block);
     let v = vals[*i];
     let p = preds[*i] & 1 == 1;
     let src = (7 * t.meta_group_rank() + 3) % N;
@@ -175,8 +175,8 @@ where
 #[kernel]
 pub fn tile_of_large(vals: &[u32], mut out: DisjointSlice<[u32; 4]>) {
     let i = thread::index_1d();
-    let t128 = cg::tiled_partition::<128, _>(&cg::this_thread_block());
-    let t4 = cg::tiled_partition::<4, _>(&t128);
+    let t128 = cg::tiled_partition::<128>(&cg::this_thread_block());
+    let t4 = cg::tiled_partition::<4>(&t128);
     out.set(&i, [t4.thread_rank(), t4.meta_group_rank(), t4.meta_group_size(), cg::reduce(&t4, vals[*i], cg::plus)]);
 }
 
@@ -185,7 +185,7 @@ pub fn tile_of_large(vals: &[u32], mut out: DisjointSlice<[u32; 4]>) {
 #[kernel(instances(u8, u16, u64, f64, [u32; 3], S24, [u64; 4]))]
 pub fn shfl_types<T: DeviceCopy>(vals: &[T], mut out: DisjointSlice<[T; 4]>) {
     let i = thread::index_1d();
-    let w = cg::tiled_partition::<32, _>(&cg::this_thread_block());
+    let w = cg::tiled_partition::<32>(&cg::this_thread_block());
     let v = vals[*i];
     let r = w.thread_rank();
     out.set(&i, [w.shfl(v, (5 * r + 3) % 32), w.shfl_up(v, 3), w.shfl_down(v, 5), w.shfl_xor(v, 9)]);

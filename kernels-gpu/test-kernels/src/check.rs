@@ -8,7 +8,7 @@ use cohort::prelude::*;
 #[kernel]
 pub fn diverge_shfl(mut out: DisjointSlice<u32>) {
     let i = thread::index_1d();
-    let warp = cg::tiled_partition::<32, _>(&cg::this_thread_block());
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
     let v = *i as u32;
     let r = if warp.thread_rank() < 16 {
         warp.shfl(v, 0) // the first site
@@ -22,7 +22,7 @@ pub fn diverge_shfl(mut out: DisjointSlice<u32>) {
 #[kernel]
 pub fn diverge_reduce(mut out: DisjointSlice<u32>) {
     let i = thread::index_1d();
-    let warp = cg::tiled_partition::<32, _>(&cg::this_thread_block());
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
     let v = *i as u32;
     let r = if v % 2 == 0 { cg::reduce(&warp, v, cg::plus) } else { cg::reduce(&warp, v + 1, cg::plus) };
     out.set(i, r);
@@ -55,7 +55,7 @@ pub fn diverge_grid_skip(grid: GridGroup, mut out: DisjointSlice<u32>) {
 pub fn converged_controls(mut out: DisjointSlice<u32>) {
     let i = thread::index_1d();
     let block = cg::this_thread_block();
-    let warp = cg::tiled_partition::<32, _>(&block);
+    let warp = cg::tiled_partition::<32>(&block);
     let v = *i as u32;
     let a = warp.shfl(v, 0);
     let b = cg::reduce(&warp, v, cg::plus);

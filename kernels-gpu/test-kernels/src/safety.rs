@@ -80,12 +80,12 @@ pub fn leaders(
         let rank = *b as u32;
         per_block.set(b, rank.wrapping_mul(1000).wrapping_add(total));
     }
-    let t8 = cg::tiled_partition::<8, _>(&block);
+    let t8 = cg::tiled_partition::<8>(&block);
     let s8 = cg::reduce(&t8, v, cg::plus);
     if let Some(t) = t8.leader_index() {
         per_tile8.set(t, s8);
     }
-    let t64 = cg::tiled_partition::<64, _>(&block);
+    let t64 = cg::tiled_partition::<64>(&block);
     let s64 = cg::reduce(&t64, v, cg::plus);
     if let Some(t) = t64.leader_index() {
         per_tile64.set(t, s64);

@@ -4,7 +4,7 @@ use cohort::prelude::*;
 #[kernel]
 pub fn k(mut out: DisjointSlice<u32>) {
     let local = 5u32;
-    let warp = cg::tiled_partition::<32, _>(&cg::this_thread_block());
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
     let r: &u32 = warp.shfl(&local, 0);
     out.set(thread::index_1d(), *r);
 }

@@ -52,7 +52,7 @@ pub fn leaders(x: &[cohort::vec::f32x4], mut per_block: DisjointSlice<f32, PerBl
     if let Some(b) = block.leader_index() {
         per_block.set(b, v);
     }
-    if let Some(t) = cg::tiled_partition::<32, _>(&block).leader_index() {
+    if let Some(t) = cg::tiled_partition::<32>(&block).leader_index() {
         per_tile[t] = v;
     }
 }

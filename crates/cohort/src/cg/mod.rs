@@ -13,7 +13,7 @@
 //! | `block.sync()`, `thread_rank()`, `group_index()`, `thread_index()`, `dim_threads()`, `num_threads()`, `size()`, `group_dim()` | same names |
 //! | `cg::this_grid()` → `grid_group` (in a cooperative launch) | a `grid: GridGroup` parameter of a `#[kernel(cooperative)]` kernel; [`this_grid()`] → [`Grid`] (no `sync`) elsewhere |
 //! | `grid.sync()`, `is_valid()`, `thread_rank()`, `block_rank()`, `num_threads()`, `num_blocks()`, `dim_blocks()`, `block_index()` | same names on [`GridGroup`] |
-//! | `cg::tiled_partition<N>(parent)` → `thread_block_tile<N>` | [`tiled_partition::<N>(&parent)`](tiled_partition) → [`ThreadBlockTile<N, P>`] (N ≤ 32) or [`LargeTile<N, P>`] (64–512) |
+//! | `cg::tiled_partition<N>(parent)` → `thread_block_tile<N>` | [`tiled_partition::<N>(&parent)`](TileParent::tiled_partition) → [`ThreadBlockTile<N, P>`] (N ≤ 32) or [`LargeTile<N, P>`] (64–512) |
 //! | `cg::tiled_partition(parent, n)` → `thread_group` | [`tiled_partition_dyn(&parent, n)`](tiled_partition_dyn) → [`DynTile`] |
 //! | `cg::this_thread()` | [`this_thread()`] (a tile of 1) |
 //! | `tile.shfl`, `shfl_up`, `shfl_down`, `shfl_xor` | same names (`shfl_xor` on tiles) |
@@ -67,9 +67,8 @@ pub use reduce::{
     inclusive_sum, less, plus, reduce, reduce_grid,
 };
 pub use shfl::{MatchBits, MatchValue};
-pub use tile::{
-    DynTile, Size, ThreadBlockTile, TileParent, TileSize, this_thread, tiled_partition, tiled_partition_dyn,
-};
+pub use tile::TileParent::tiled_partition;
+pub use tile::{DynTile, Size, ThreadBlockTile, TileParent, TileSize, this_thread, tiled_partition_dyn};
 
 use crate::DeviceCopy;
 use crate::thread::{self, Dim3};

@@ -1,6 +1,12 @@
 //! Thread-block tiles: `tiled_partition::<N>(&parent)` for N in {1, 2, 4, 8, 16, 32} (one
 //! warp or less) and {64, 128, 256, 512} (several warps, CUDA's "large tiles"), plus the
 //! dynamic `tiled_partition(&parent, n)`.
+//!
+//! `tiled_partition` is [`TileParent::tiled_partition`], re-exported as a function: a trait
+//! method can take the size as its only generic argument while the parent, its `Self`, is
+//! inferred from the argument (`tiled_partition::<32>(&block)`, as CUDA writes it). A free
+//! function would need the parent as a second generic argument, which Rust does not let a
+//! caller leave out.
 
 use super::large::LargeTile;
 use super::shfl::{self, MatchValue};
@@ -23,10 +29,77 @@ impl<const N: u32, P: Copy> Clone for ThreadBlockTile<N, P> {
 }
 impl<const N: u32, P: Copy> Copy for ThreadBlockTile<N, P> {}
 
-/// Groups a tile can be cut from.
-pub trait TileParent: ThreadGroup<Size = u32> + Copy {
+/// Groups a tile can be cut from: the [`ThreadBlock`] and the static tiles
+/// ([`ThreadBlockTile`], [`LargeTile`]). Sealed: a tile's lane masks assume that its parent's
+/// threads are consecutive ranks of the block, which only Cohort's groups guarantee.
+pub trait TileParent: ThreadGroup<Size = u32> + Copy + sealed::Sealed {
     /// The parent's size when it is known at compile time (tiles); 0 for the block.
     const STATIC_SIZE: u32;
+
+    /// `cg::tiled_partition<N>(parent)`: the tile of `N` threads of this group that this
+    /// thread belongs to. Re-exported as `cg::tiled_partition`,
+    /// so CUDA's spelling works with only the size written and the parent inferred:
+    /// `cg::tiled_partition::<32>(&block)` (or `block.tiled_partition::<32>()`).
+    ///
+    /// `N` must be 1, 2, 4, 8, 16 or 32 (giving a [`ThreadBlockTile`]), or 64, 128, 256 or 512
+    /// (giving a [`LargeTile`]); when the parent is a tile, `N` must divide its size. Both are
+    /// checked at compile time. Every thread of the parent must call this (large tiles set up
+    /// their shared scratch with two parent barriers), and the parent's size must be a
+    /// multiple of `N` (checked at run time: a panic names the call site).
+    ///
+    /// ```
+    /// use cohort::prelude::*;
+    ///
+    /// #[kernel]
+    /// pub fn warp_sums(data: &[u32], sums: &[AtomicU32]) {
+    ///     let block = cg::this_thread_block();
+    ///     let warp = cg::tiled_partition::<32>(&block); // a `ThreadBlockTile<32>`
+    ///     let quad = cg::tiled_partition::<4>(&warp); // a `ThreadBlockTile<4, ThreadBlockTile<32>>`
+    ///     let i = thread::index_1d();
+    ///     let v = data.get(*i).copied().unwrap_or(0);
+    ///     let s = cg::reduce(&warp, v, cg::plus);
+    ///     if warp.thread_rank() == 0 && quad.meta_group_rank() == 0 {
+    ///         sums[0].fetch_add(s, Ordering::Relaxed);
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// A size that is no tile size is a compile error:
+    ///
+    /// ```compile_fail,E0277
+    /// use cohort::prelude::*;
+    ///
+    /// #[kernel]
+    /// pub fn bad() {
+    ///     let _ = cg::tiled_partition::<3>(&cg::this_thread_block()); // there are no tiles of this size
+    /// }
+    /// ```
+    #[inline(always)]
+    #[track_caller]
+    fn tiled_partition<const N: u32>(&self) -> <Size<N> as TileSize<Self>>::Tile
+    where
+        Size<N>: TileSize<Self>,
+    {
+        const {
+            assert!(
+                Self::STATIC_SIZE == 0 || (N <= Self::STATIC_SIZE && Self::STATIC_SIZE % N == 0),
+                "a tile must divide its parent tile"
+            );
+        };
+        assert!(
+            self.num_threads().is_multiple_of(N),
+            "tiled_partition: the parent's size is not a multiple of the tile size"
+        );
+        <Size<N> as TileSize<Self>>::make(self)
+    }
+}
+
+mod sealed {
+    /// Only Cohort's groups are tile parents (see [`super::TileParent`]).
+    pub trait Sealed {}
+    impl Sealed for crate::cg::ThreadBlock {}
+    impl<const M: u32, Q: super::TileParent> Sealed for super::ThreadBlockTile<M, Q> {}
+    impl<const M: u32, Q: super::TileParent> Sealed for crate::cg::LargeTile<M, Q> {}
 }
 
 impl TileParent for ThreadBlock {
@@ -82,32 +155,6 @@ macro_rules! large_tile_sizes {
     )*};
 }
 large_tile_sizes!(64 128 256 512);
-
-/// `cg::tiled_partition<N>(parent)`: the tile of `N` threads this thread belongs to.
-///
-/// `N` must be 1, 2, 4, 8, 16 or 32 (giving a [`ThreadBlockTile`]), or 64, 128, 256 or 512
-/// (giving a [`LargeTile`]); when the parent is a tile, `N` must divide its size. Both are
-/// checked at compile time. Every thread of the parent must call this (large tiles set up
-/// their shared scratch with two parent barriers), and the parent's size must be a multiple of
-/// `N` (checked at run time: a panic names the call site).
-#[inline(always)]
-#[track_caller]
-pub fn tiled_partition<const N: u32, P: TileParent>(parent: &P) -> <Size<N> as TileSize<P>>::Tile
-where
-    Size<N>: TileSize<P>,
-{
-    const {
-        assert!(
-            P::STATIC_SIZE == 0 || (N <= P::STATIC_SIZE && P::STATIC_SIZE % N == 0),
-            "a tile must divide its parent tile"
-        );
-    };
-    assert!(
-        parent.num_threads().is_multiple_of(N),
-        "tiled_partition: the parent's size is not a multiple of the tile size"
-    );
-    <Size<N> as TileSize<P>>::make(parent)
-}
 
 /// `cg::this_thread()`: a tile of one thread.
 #[inline(always)]

@@ -1,0 +1,453 @@
+//! Constant memory and module globals (Programming Guide §"Variable Memory Space Specifiers":
+//! `__constant__`, `__device__`; runtime API `cudaMemcpyToSymbol` / `cudaMemcpyFromSymbol`;
+//! driver API `cuModuleGetGlobal`).
+//!
+//! | CUDA C++ | Cohort (device) | Cohort (host, `cohort-runtime`) |
+//! |---|---|---|
+//! | `__constant__ float C[16] = {…};` | `constant! { static C: [f32; 16] = […]; }` → [`Constant<[f32; 16]>`](Constant) | `module.constant(&kernels::C)?` → `Symbol<[f32; 16]>` |
+//! | `C[i]` (an `LDC` from the constant bank) | [`C.load(i)`](Constant::load) (`ld.const`), [`C.get()`](Constant::get), `C[i]` through [`Deref`] | |
+//! | `__device__ unsigned counter;` updated with `atomicAdd` | `global! { static COUNTER: AtomicU32 = 0; }` → [`DeviceGlobal<AtomicU32>`](DeviceGlobal), `COUNTER.add(1, Relaxed)` | `module.global(&kernels::COUNTER)?` → `Symbol<u32>` |
+//! | `__device__ float limits[4];` read by kernels, set by the host | `global! { static LIMITS: [f32; 4] = [0.0; 4]; }`, `LIMITS[i]` | `module.global(&kernels::LIMITS)?` |
+//! | `cudaMemcpyToSymbolAsync(C, src, n, 0, H2D, s)` | | `symbol.set(&stream, &value)?` (typed, stream-ordered) |
+//! | `cudaMemcpyFromSymbol(dst, C, n)` | | `symbol.get()?` (waits for the kernels that use it) |
+//! | `cuModuleGetGlobal(&p, &n, m, "C")` | | `symbol.device_ptr()`, `symbol.name()` |
+//!
+//! # Names
+//!
+//! The PTX variable has the Rust name, unmangled: `constant! { pub static COEFFS: [f32; 16] =
+//! …; }` is `.visible .const .align 4 .b8 COEFFS[64];`, so C++ host code and
+//! `cuModuleGetGlobal(…, "COEFFS")` find it as they would an nvcc symbol. The name is
+//! therefore global to the PTX module, like a `#[no_mangle]` item: two declarations of one name
+//! anywhere in the kernels crate (or the crates it links) are a compile error (`symbol
+//! `__cohort_init_COEFFS` is already defined`). Host code never types the name: the handle
+//! carries it ([`Constant::name`]) and its type, so `symbol.set(&stream, &[0u32; 16])` on a
+//! `Constant<[f32; 16]>` is a type error, and the runtime checks at lookup that the variable in
+//! the loaded module has the handle's size.
+//!
+//! # Initial values
+//!
+//! rustc cannot declare a variable in the `.const` state space (it has no address spaces), so
+//! the macro declares it in PTX (`global_asm!`) and the initializer becomes a second,
+//! ordinary Rust static, `__cohort_init_NAME`, in global memory. Loading the module copies it
+//! into the variable before any kernel of the module can run.
+//!
+//! # Why this is sound: who writes, and when
+//!
+//! A module variable is memory that every kernel of the module can reach without it being
+//! passed as an argument, so the rules that make buffers safe (ownership of indices within a
+//! launch, stream-ordered tracking across launches) need to be restated for it:
+//!
+//! - **On the device, nothing writes a variable non-atomically.** A [`Constant<T>`] is read-only
+//!   to kernels (`.const` is read-only in hardware, and the handle offers reads only). A
+//!   [`DeviceGlobal<T>`] of plain data (`T:` [`DeviceCopy`]) is read-only too: its one copy is
+//!   shared by every thread of every launch, and no index can say which thread owns it, so a
+//!   safe write could only race. A [`DeviceGlobal`] of atomics ([`Atomic<U, Global>`], or an
+//!   array of them) is written only through atomic instructions, which do not race: that is
+//!   how a kernel updates a module global (counters, flags, histograms). Plain data that
+//!   kernels write belongs in a buffer passed as a `DisjointSlice`, where ownership applies.
+//! - **The host writes only in stream order.** `symbol.set(&stream, &v)` is an operation on a
+//!   stream like a buffer copy: the runtime tracks each module variable as a range of an
+//!   allocation, and every typed launch of a kernel whose PTX (or a function or kernel it
+//!   reaches) names the variable is recorded as a use of that range. So `set` first waits for
+//!   the launches on *other* streams still using the variable, and later launches on other
+//!   streams wait for the `set`; on one stream, stream order does it. `symbol.get()` waits on
+//!   the host for every pending use (launches of kernels that may update its atomics, and
+//!   `set`s) before it reads.
+//!
+//! Hence a kernel never sees a variable change under it except through atomics, and the host
+//! never reads one while a kernel may still update it. Not covered, as for buffers: kernels
+//! launched through the `unsafe` raw launchers (`launch_raw`) are not recorded.
+//!
+//! # Reads
+//!
+//! [`Constant::load`] and [`Constant::get`] read with `ld.const`, the constant-cache path
+//! (fastest when the threads of a warp read the same element, as with filter taps and
+//! polynomial coefficients). `Deref` also gives a `&T` through the generic address window, so
+//! ordinary Rust reads (`COEFFS[i]`, iterators) work, as generic loads. [`DeviceGlobal`]
+//! dereferences to its value (`LIMITS[i]`, `COUNTER.fetch_add(1, Relaxed)`).
+
+use core::marker::PhantomData;
+use core::ops::Deref;
+
+use crate::DeviceCopy;
+use crate::atomic::Atomic;
+
+/// A variable in constant memory (`__constant__`), declared with [`constant!`](macro@crate::constant).
+///
+/// On the device it is read-only; on the host it is the typed name the runtime looks the
+/// variable up by (`module.constant(&COEFFS)`).
+pub struct Constant<T> {
+    name: &'static str,
+    addr: fn() -> u64,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> core::fmt::Debug for Constant<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Constant").field("name", &self.name).field("type", &core::any::type_name::<T>()).finish()
+    }
+}
+
+/// A variable in global memory (`__device__`), declared with [`global!`](macro@crate::global).
+///
+/// Kernels read it (plain [`DeviceCopy`] data) or update it atomically (atomics), through
+/// `Deref`; on the host it is the typed name the runtime looks the variable up by
+/// (`module.global(&COUNTER)`).
+pub struct DeviceGlobal<T> {
+    name: &'static str,
+    addr: fn() -> u64,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> core::fmt::Debug for DeviceGlobal<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DeviceGlobal").field("name", &self.name).field("type", &core::any::type_name::<T>()).finish()
+    }
+}
+
+/// What a [`DeviceGlobal`] may hold: plain [`DeviceCopy`] data (read-only on the device) or
+/// global-memory atomics (updated on the device), and the value the host sees for it.
+///
+/// # Safety
+/// `Host` has the size and layout of `Self`, every device access to `Self` through a shared
+/// reference is a read or an atomic operation, and `DEVICE_WRITES` is `true` when kernels can
+/// change the value.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a module global",
+    label = "neither `DeviceCopy` data nor global atomics",
+    note = "a `global!` static holds plain `DeviceCopy` data (read-only in kernels, set by the host) or atomics \
+            (`AtomicU32`, `[AtomicU32; N]`, … updated by kernels)"
+)]
+pub unsafe trait GlobalValue: 'static {
+    /// The value as the host reads and writes it (`u32` for an `AtomicU32`).
+    type Host: DeviceCopy;
+    /// Whether kernels can change it (atomics).
+    const DEVICE_WRITES: bool;
+}
+
+// SAFETY: plain data is its own host value; `&T` of a `DeviceCopy` type (no interior
+// mutability: no `UnsafeCell` is `DeviceCopy`) only reads.
+unsafe impl<T: DeviceCopy> GlobalValue for T {
+    type Host = T;
+    const DEVICE_WRITES: bool = false;
+}
+
+// SAFETY: `Atomic<U, Global>` is `repr(transparent)` over `U`, and every operation on it is an
+// atomic instruction.
+unsafe impl<U: DeviceCopy> GlobalValue for Atomic<U, crate::atomic::Global> {
+    type Host = U;
+    const DEVICE_WRITES: bool = true;
+}
+
+// SAFETY: an array of `repr(transparent)` atomics has the layout of `[U; N]`.
+unsafe impl<U: DeviceCopy, const N: usize> GlobalValue for [Atomic<U, crate::atomic::Global>; N] {
+    type Host = [U; N];
+    const DEVICE_WRITES: bool = true;
+}
+
+impl<T: DeviceCopy> Constant<T> {
+    #[doc(hidden)]
+    pub const fn __new(name: &'static str, addr: fn() -> u64) -> Self {
+        Self { name, addr, _t: PhantomData }
+    }
+
+    /// The PTX symbol name (the Rust name as declared), what `cuModuleGetGlobal` looks up.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The whole value, read with `ld.const`.
+    #[inline(always)]
+    #[must_use]
+    pub fn get(&self) -> T {
+        crate::host::on_device!("global::Constant::get" => {
+            // SAFETY: the variable is a `T` in constant memory, aligned for `T` (declared so by
+            // `constant!`), initialized at load, and never written while a kernel runs.
+            unsafe { ld_const::<T>((self.addr)()) }
+        })
+    }
+}
+
+impl<T: DeviceCopy, const N: usize> Constant<[T; N]> {
+    /// `N`.
+    #[inline(always)]
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        N
+    }
+
+    /// Whether `N == 0`.
+    #[inline(always)]
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        N == 0
+    }
+
+    /// Element `i`, read with `ld.const` (CUDA's `C[i]` on a `__constant__` array).
+    ///
+    /// # Panics
+    /// If `i >= N`.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn load(&self, i: usize) -> T {
+        assert!(i < N, "constant memory index out of bounds");
+        crate::host::on_device!("global::Constant::load" => {
+            // SAFETY: `i < N`, so the element lies inside the `[T; N]` variable, aligned for `T`;
+            // see `get`.
+            unsafe { ld_const::<T>((self.addr)() + (i * size_of::<T>()) as u64) }
+        })
+    }
+}
+
+impl<T: DeviceCopy> Deref for Constant<T> {
+    type Target = T;
+
+    /// The value through the generic address window (`cvta.const`): ordinary reads, as
+    /// generic loads. [`load`](Constant::load) and [`get`](Constant::get) use `ld.const`.
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        crate::host::on_device!("global::Constant::deref" => {
+            let a = (self.addr)();
+            let g: u64;
+            // SAFETY: address arithmetic only.
+            unsafe { core::arch::asm!("cvta.const.u64 {g}, {a};", g = out(reg64) g, a = in(reg64) a, options(pure, nomem, nostack)) };
+            // SAFETY: the variable is a live, aligned, initialized `T` for the whole program,
+            // which no one writes while a kernel runs (see the module docs).
+            unsafe { &*(g as *const T) }
+        })
+    }
+}
+
+impl<T: GlobalValue> DeviceGlobal<T> {
+    #[doc(hidden)]
+    pub const fn __new(name: &'static str, addr: fn() -> u64) -> Self {
+        Self { name, addr, _t: PhantomData }
+    }
+
+    /// The PTX symbol name (the Rust name as declared), what `cuModuleGetGlobal` looks up.
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<T: GlobalValue> Deref for DeviceGlobal<T> {
+    type Target = T;
+
+    /// The variable: plain data to read, or atomics to update.
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        crate::host::on_device!("global::DeviceGlobal::deref" => {
+            let a = (self.addr)();
+            let g: u64;
+            // SAFETY: address arithmetic only.
+            unsafe { core::arch::asm!("cvta.global.u64 {g}, {a};", g = out(reg64) g, a = in(reg64) a, options(pure, nomem, nostack)) };
+            // SAFETY: the variable is a live, aligned, initialized `T` in global memory for the
+            // whole program; through `&T` kernels only read it or update it atomically
+            // (`GlobalValue`), and the host writes it only when no launch that uses it is
+            // pending (see the module docs).
+            unsafe { &*(g as *const T) }
+        })
+    }
+}
+
+/// Reads a `T` from constant-space address `addr`, in pieces as wide as its alignment allows.
+///
+/// # Safety
+/// `addr` is a constant-space address of a `T`, aligned for `T`, initialized.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn ld_const<T: DeviceCopy>(addr: u64) -> T {
+    use core::arch::asm;
+    let mut v = core::mem::MaybeUninit::<T>::uninit();
+    let p = v.as_mut_ptr().cast::<u8>();
+    let (size, align) = (size_of::<T>(), align_of::<T>());
+    let mut off = 0;
+    // `size` is a multiple of `align`, so each loop covers the value exactly; every write is
+    // aligned (the piece is at most `align` wide) and inside `v`.
+    // SAFETY: `addr + off` lies inside the variable (the caller's contract), aligned for the
+    // piece; `p + off` lies inside `v`, aligned for it; `assume_init` follows writes of every
+    // byte, and `T: DeviceCopy` is valid for any bits.
+    unsafe {
+        if align >= 16 {
+            while off < size {
+                let (a, b, c, d): (u32, u32, u32, u32);
+                asm!("ld.const.v4.b32 {{{0}, {1}, {2}, {3}}}, [{4}];", out(reg32) a, out(reg32) b, out(reg32) c,
+                     out(reg32) d, in(reg64) addr + off as u64, options(pure, readonly, nostack));
+                p.add(off).cast::<[u32; 4]>().write([a, b, c, d]);
+                off += 16;
+            }
+        } else if align == 8 {
+            while off < size {
+                let x: u64;
+                asm!("ld.const.b64 {0}, [{1}];", out(reg64) x, in(reg64) addr + off as u64, options(pure, readonly, nostack));
+                p.add(off).cast::<u64>().write(x);
+                off += 8;
+            }
+        } else if align == 4 {
+            while off < size {
+                let x: u32;
+                asm!("ld.const.b32 {0}, [{1}];", out(reg32) x, in(reg64) addr + off as u64, options(pure, readonly, nostack));
+                p.add(off).cast::<u32>().write(x);
+                off += 4;
+            }
+        } else if align == 2 {
+            while off < size {
+                let x: u16;
+                asm!("ld.const.b16 {0}, [{1}];", out(reg16) x, in(reg64) addr + off as u64, options(pure, readonly, nostack));
+                p.add(off).cast::<u16>().write(x);
+                off += 2;
+            }
+        } else {
+            while off < size {
+                let x: u16;
+                asm!("ld.const.u8 {0}, [{1}];", out(reg16) x, in(reg64) addr + off as u64, options(pure, readonly, nostack));
+                p.add(off).write(x as u8);
+                off += 1;
+            }
+        }
+        v.assume_init()
+    }
+}
+
+#[doc(hidden)]
+pub const fn __align<T>() -> usize {
+    align_of::<T>()
+}
+
+#[doc(hidden)]
+pub const fn __size<T>() -> usize {
+    if size_of::<T>() == 0 { 1 } else { size_of::<T>() }
+}
+
+/// Declares variables in constant memory, CUDA's `__constant__ T NAME = init;`, at item level:
+///
+/// ```
+/// cohort::constant! {
+///     /// Taps of a 5-point filter.
+///     pub static TAPS: [f32; 5] = [0.0625, 0.25, 0.375, 0.25, 0.0625];
+/// }
+/// // in a kernel: TAPS.load(k) (ld.const), TAPS.get(), or TAPS[k]
+/// // on the host: module.constant(&kernels::TAPS)?.set(&stream, &[…])?
+/// ```
+///
+/// Each becomes a [`Constant<T>`](Constant) with `T:` [`DeviceCopy`] and the PTX variable
+/// `.visible .const .align A .b8 NAME[size]`, set to the initializer when the module loads.
+/// Constant memory is 64 KiB per module.
+#[macro_export]
+#[allow_internal_unstable(asm_experimental_arch)]
+macro_rules! constant {
+    ($($(#[$m:meta])* $vis:vis static $name:ident: $t:ty = $init:expr;)*) => {$(
+        #[cfg(target_arch = "nvptx64")]
+        ::core::arch::global_asm!(
+            concat!(".visible .const .align {align} .b8 ", stringify!($name), "[{size}];"),
+            align = const $crate::global::__align::<$t>(),
+            size = const $crate::global::__size::<$t>(),
+        );
+
+        const _: () = {
+            // The initial value, copied into the variable at load; its symbol also makes a
+            // second declaration of the name a compile error.
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(export_name = concat!("__cohort_init_", stringify!($name)))]
+            #[used]
+            static INIT: $t = $init;
+            #[cfg(not(target_arch = "nvptx64"))]
+            const INIT: $t = $init;
+        };
+
+        $(#[$m])*
+        #[allow(non_upper_case_globals)]
+        $vis static $name: $crate::global::Constant<$t> = {
+            #[inline(always)]
+            fn __cohort_addr() -> u64 {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let a: u64;
+                    // SAFETY: takes the constant-space address of the variable declared above.
+                    unsafe {
+                        ::core::arch::asm!(
+                            concat!("mov.u64 {a}, ", stringify!($name), ";"),
+                            a = out(reg64) a,
+                            options(pure, nomem, nostack)
+                        )
+                    };
+                    a
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    $crate::host::device_only("constant!")
+                }
+            }
+            $crate::global::Constant::<$t>::__new(stringify!($name), __cohort_addr)
+        };
+    )*};
+}
+
+/// Declares variables in global memory, CUDA's `__device__ T NAME = init;`, at item level:
+///
+/// ```
+/// use cohort::prelude::*;
+///
+/// cohort::global! {
+///     /// Updated by kernels (atomically), read back by the host.
+///     pub static HITS: AtomicU32 = 0;
+///     /// Set by the host, read by kernels.
+///     pub static LIMITS: [f32; 2] = [0.0, 1.0];
+/// }
+/// // in a kernel: HITS.add(1, Ordering::Relaxed); let lo = LIMITS[0];
+/// // on the host: module.global(&kernels::HITS)?.get()? (a u32)
+/// ```
+///
+/// Each becomes a [`DeviceGlobal<T>`](DeviceGlobal) (`T:` [`GlobalValue`]: plain `DeviceCopy`
+/// data, read-only in kernels, or atomics) and the PTX variable `.visible .global .align A .b8
+/// NAME[size]`. The initializer is the host's view of the value: a `u32` for an `AtomicU32`.
+#[macro_export]
+#[allow_internal_unstable(asm_experimental_arch)]
+macro_rules! global {
+    ($($(#[$m:meta])* $vis:vis static $name:ident: $t:ty = $init:expr;)*) => {$(
+        #[cfg(target_arch = "nvptx64")]
+        ::core::arch::global_asm!(
+            concat!(".visible .global .align {align} .b8 ", stringify!($name), "[{size}];"),
+            align = const $crate::global::__align::<$t>(),
+            size = const $crate::global::__size::<$t>(),
+        );
+
+        const _: () = {
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(export_name = concat!("__cohort_init_", stringify!($name)))]
+            #[used]
+            static INIT: <$t as $crate::global::GlobalValue>::Host = $init;
+            #[cfg(not(target_arch = "nvptx64"))]
+            const INIT: <$t as $crate::global::GlobalValue>::Host = $init;
+        };
+
+        $(#[$m])*
+        #[allow(non_upper_case_globals)]
+        $vis static $name: $crate::global::DeviceGlobal<$t> = {
+            #[inline(always)]
+            fn __cohort_addr() -> u64 {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let a: u64;
+                    // SAFETY: takes the global-space address of the variable declared above.
+                    unsafe {
+                        ::core::arch::asm!(
+                            concat!("mov.u64 {a}, ", stringify!($name), ";"),
+                            a = out(reg64) a,
+                            options(pure, nomem, nostack)
+                        )
+                    };
+                    a
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    $crate::host::device_only("global!")
+                }
+            }
+            $crate::global::DeviceGlobal::<$t>::__new(stringify!($name), __cohort_addr)
+        };
+    )*};
+}

@@ -1,0 +1,87 @@
+//! Runs every numbered example as a user would (`cargo test` builds them first) and checks how
+//! it ends: with a GPU, each must exit 0 (its result matched the CPU's); without one, each must
+//! exit 2 and say "no GPU" — the test for the other case reports itself ignored, with the reason.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use cohort_runtime::Gpu;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+/// The examples, in order; `examples_are_all_listed` checks this against `examples/`.
+const EXAMPLES: &[&str] = &[
+    "01_vector_add",
+    "02_transpose",
+    "03_block_reduce",
+    "04_warp_shuffle",
+    "05_atomics_mutex",
+    "06_grid_sync",
+    "07_streams",
+    "08_device_launch",
+];
+
+fn main() {
+    let args = Arguments::from_args();
+    let no_gpu = match Gpu::count() {
+        Ok(0) => Some("no GPU: the driver reports no device".to_string()),
+        Ok(_) => None,
+        Err(e) => Some(format!("no GPU: {e}")),
+    };
+    let mut trials = vec![Trial::test("examples_are_all_listed", all_listed)];
+    for &name in EXAMPLES {
+        let reason = no_gpu.clone();
+        trials.push(Trial::ignorable_test(format!("{name}_on_gpu"), move || match reason {
+            Some(r) => Ok(Completion::ignored_with(r)),
+            None => run(name, 0, "").map(|()| Completion::Completed),
+        }));
+        let gpu_here = no_gpu.is_none();
+        trials.push(Trial::ignorable_test(format!("{name}_without_gpu_exits_2"), move || {
+            if gpu_here {
+                Ok(Completion::ignored_with("a GPU is here"))
+            } else {
+                run(name, 2, "no GPU").map(|()| Completion::Completed)
+            }
+        }));
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// The example's executable, which `cargo test` builds into `<target>/<profile>/examples/`; this
+/// test runs from a directory below `<target>/<profile>/` (`deps/`, or `build/…/out/`).
+fn executable(name: &str) -> Result<PathBuf, Failed> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    exe.ancestors().skip(1).take(5).map(|dir| dir.join("examples").join(&file)).find(|p| p.is_file()).ok_or_else(|| {
+        format!("examples/{file} not found above {}: run `cargo test` (which builds the examples)", exe.display())
+            .into()
+    })
+}
+
+/// Runs example `name`; it must exit with `status` and print `expect` (on stdout or stderr).
+fn run(name: &str, status: i32, expect: &str) -> Result<(), Failed> {
+    let out = Command::new(executable(name)?).output().map_err(|e| format!("running {name}: {e}"))?;
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if status == 0 {
+        print!("{stdout}"); // the example's result line
+    }
+    if out.status.code() != Some(status) {
+        return Err(format!("{name} exited with {}, expected {status}\n{stdout}{stderr}", out.status).into());
+    }
+    if !format!("{stdout}{stderr}").contains(expect) {
+        return Err(format!("{name} did not print {expect:?}\n{stdout}{stderr}").into());
+    }
+    Ok(())
+}
+
+fn all_listed() -> Result<(), Failed> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".rs").map(String::from))
+        .collect();
+    found.sort();
+    if found != EXAMPLES {
+        return Err(format!("examples/ has {found:?}, this test lists {EXAMPLES:?}").into());
+    }
+    Ok(())
+}
