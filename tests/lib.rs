@@ -59,13 +59,38 @@ pub fn gpu_absent_reason() -> Option<String> {
 /// A test result: `Err` carries the failure message.
 pub type TestResult = Result<(), String>;
 
+/// GPU tests run concurrently holding this for reading; [`gpu_trial_alone`] tests hold it for
+/// writing, so nothing else uses the GPU while they run.
+static GPU_TURN: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// A GPU test: runs `f` on the shared context, or reports itself ignored (with the reason)
 /// when there is no GPU.
 pub fn gpu_trial(name: &str, f: fn(&Ctx) -> TestResult) -> Trial {
+    gpu_trial_with(name, f, false)
+}
+
+/// A GPU test that must have the GPU to itself: one that measures device-wide state (free
+/// memory) or host-side timing that another test's driver calls would disturb (a module load
+/// holds the context for its JIT compile).
+pub fn gpu_trial_alone(name: &str, f: fn(&Ctx) -> TestResult) -> Trial {
+    gpu_trial_with(name, f, true)
+}
+
+fn gpu_trial_with(name: &str, f: fn(&Ctx) -> TestResult, alone: bool) -> Trial {
     Trial::ignorable_test(name, move || match setup() {
         Setup::Absent(reason) => Ok(Completion::ignored_with(reason)),
         Setup::Broken(e) => Err(Failed::from(format!("GPU setup failed: {e}"))),
-        Setup::Ready(ctx) => f(ctx).map(|()| Completion::Completed).map_err(Failed::from),
+        Setup::Ready(ctx) => {
+            // A test that failed while holding the turn poisons it; the turn itself is fine.
+            let r = if alone {
+                let _turn = GPU_TURN.write().unwrap_or_else(|p| p.into_inner());
+                f(ctx)
+            } else {
+                let _turn = GPU_TURN.read().unwrap_or_else(|p| p.into_inner());
+                f(ctx)
+            };
+            r.map(|()| Completion::Completed).map_err(Failed::from)
+        }
     })
     .with_kind("gpu")
 }

@@ -55,7 +55,7 @@ fn nested_hello(c: &Ctx, blocks: u32) -> TestResult {
     res.ctx("launch")?;
     let mut got: Vec<&str> = text
         .lines()
-        .filter(|l| l.starts_with("Recursion=") || l.starts_with("-------> ") || l.contains("failed"))
+        .filter(|l| l.starts_with("Recursion=") || l.starts_with("-------> ") || l.starts_with("launch failed at depth"))
         .collect();
     let mut want = Vec::new();
     for depth in 0..4u32 {
