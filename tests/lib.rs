@@ -95,6 +95,25 @@ fn gpu_trial_with(name: &str, f: fn(&Ctx) -> TestResult, alone: bool) -> Trial {
     .with_kind("gpu")
 }
 
+/// A test that needs at least `min` GPUs: runs `f` on every GPU (primary contexts, ordinal
+/// order, [`Gpu::all`]) with the GPUs to itself, or reports itself ignored with the reason
+/// ("needs 2 GPUs (found 1)", or no GPU at all).
+pub fn gpus_trial(name: &str, min: usize, f: fn(&[Gpu]) -> TestResult) -> Trial {
+    Trial::ignorable_test(name, move || {
+        if let Some(reason) = gpu_absent_reason() {
+            return Ok(Completion::ignored_with(reason));
+        }
+        let n = Gpu::count().map_err(|e| Failed::from(e.to_string()))?;
+        if n < min {
+            return Ok(Completion::ignored_with(format!("needs {min} GPUs (found {n})")));
+        }
+        let _turn = GPU_TURN.write().unwrap_or_else(|p| p.into_inner());
+        let gpus = Gpu::all().map_err(|e| Failed::from(format!("opening every GPU: {e}")))?;
+        f(&gpus).map(|()| Completion::Completed).map_err(Failed::from)
+    })
+    .with_kind("gpu")
+}
+
 /// A test that needs no GPU.
 pub fn cpu_trial(name: &str, f: fn() -> TestResult) -> Trial {
     Trial::test(name, move || f().map_err(Failed::from))

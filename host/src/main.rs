@@ -16,7 +16,9 @@ mod doctor;
 mod dynamic;
 mod info;
 mod inspect;
+mod nccl;
 mod overlap;
+mod p2p;
 mod pipeline;
 mod tools;
 mod tour;
@@ -67,6 +69,10 @@ pub enum Command {
     Pipeline(pipeline::Args),
     /// Kernels that launch kernels: nested hello world, recursive reductions, launch storms, checked
     Dynamic(dynamic::Args),
+    /// Data-parallel SAXPY and sum over every GPU, finished by an NCCL all-reduce, checked
+    Nccl(nccl::Args),
+    /// Peer copy bandwidth between every pair of GPUs, one and both ways, peer access off and on, checked
+    P2p(p2p::Args),
 }
 
 /// Runs one command.
@@ -82,6 +88,8 @@ fn run(command: Command) -> CliResult {
         Command::Overlap(a) => overlap::run(a),
         Command::Pipeline(a) => pipeline::run(a),
         Command::Dynamic(a) => dynamic::run(a),
+        Command::Nccl(a) => nccl::run(a),
+        Command::P2p(a) => p2p::run(a),
     }
 }
 

@@ -55,7 +55,9 @@ fn nested_hello(c: &Ctx, blocks: u32) -> TestResult {
     res.ctx("launch")?;
     let mut got: Vec<&str> = text
         .lines()
-        .filter(|l| l.starts_with("Recursion=") || l.starts_with("-------> ") || l.starts_with("launch failed at depth"))
+        .filter(|l| {
+            l.starts_with("Recursion=") || l.starts_with("-------> ") || l.starts_with("launch failed at depth")
+        })
         .collect();
     let mut want = Vec::new();
     for depth in 0..4u32 {
@@ -277,7 +279,9 @@ fn not_captured(c: &Ctx) -> TestResult {
     let m = module(c)?;
     let k = stress::launch_many::load(m).ctx("load")?;
     let plain = stress::bump::load(m).ctx("load")?;
-    let s = c.gpu.new_stream().ctx("stream")?;
+    // Non-blocking: a capture on a blocking stream would make other tests' legacy-stream work
+    // fail (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) while it lasts.
+    let s = c.gpu.new_stream_with(cohort_runtime::StreamOptions::new().non_blocking(true)).ctx("stream")?;
     let mut counts = c.gpu.upload(&[0u32; 3]).ctx("upload")?;
     let err = s.capture(|s| k.launch(s, (1u32, 32u32), &mut counts, 1u32, 32u32, 0u32)).err();
     let msg = err.map(|e| e.to_string()).unwrap_or_default();

@@ -10,6 +10,8 @@ mod check;
 mod dynamic;
 mod globals;
 mod launch;
+mod multi_gpu;
+mod nccl;
 mod overlap;
 mod print;
 mod runtime_checks;
@@ -27,6 +29,12 @@ fn main() {
     if let Ok(which) = std::env::var(launch::CHILD_ENV) {
         std::process::exit(launch::child(&which));
     }
+    // One rank of the multi-process NCCL test.
+    if let Ok(rank) = std::env::var(nccl::RANK_ENV) {
+        std::process::exit(nccl::rank_child(&rank));
+    }
+    // Load NCCL now, while this is the only thread: it sets NCCL_NVLS_ENABLE (see cohort_runtime::nccl).
+    let _ = cohort_runtime::nccl::available();
     let args = Arguments::from_args();
     if let Some(reason) = cohort_tests::gpu_absent_reason() {
         eprintln!("GPU tests will be ignored: {reason}");
@@ -40,6 +48,8 @@ fn main() {
     trials.extend(shared::trials());
     trials.extend(streams::trials());
     trials.extend(launch::trials());
+    trials.extend(nccl::trials());
+    trials.extend(multi_gpu::trials());
     trials.extend(dynamic::trials());
     trials.extend(globals::trials());
     trials.extend(overlap::trials());

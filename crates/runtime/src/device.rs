@@ -300,6 +300,12 @@ fn device_error(ordinal: usize, code: DriverError, what: String) -> Error {
 
 /// One GPU and a CUDA context on it: the handle everything else comes from.
 ///
+/// Several GPUs: [`Gpu::all`] gives one per device. A `Gpu` is `Send + Sync` and every call
+/// makes its context current itself, so `Gpu`s of several devices can be used alternately from
+/// one thread or each from its own. Work stays on its context: modules are loaded per `Gpu`,
+/// kernels run on streams of their module's context, and another GPU's buffers reach a kernel
+/// only through [`Gpu::enable_peer_access`] (copies between GPUs need none).
+///
 /// ```no_run
 /// # fn main() -> Result<(), cohort_runtime::Error> {
 /// let gpu = cohort_runtime::Gpu::new(0)?;

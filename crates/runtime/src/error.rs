@@ -167,6 +167,26 @@ pub enum Error {
     /// A host function ([`Stream::host_fn`](crate::Stream::host_fn)) panicked; the message is
     /// the panic's.
     HostFnPanicked(String),
+    /// Work of one GPU given memory or a stream of another: a kernel on device `device`
+    /// given a buffer of device `other` without peer access from its context, a module of one
+    /// context launched on a stream of another, host memory of another context.
+    CrossDevice {
+        /// The kernel, or the operation ("copy").
+        what: String,
+        /// The device (ordinal) the work runs on.
+        device: usize,
+        /// The device (ordinal) of the memory or stream that does not belong to it.
+        other: usize,
+        /// Why it is refused, and what to do.
+        reason: String,
+    },
+    /// Peer access between two devices is not possible (`cuDeviceCanAccessPeer` says no).
+    PeerAccessUnsupported {
+        /// The device that would read the other's memory.
+        device: usize,
+        /// The device whose memory it would read.
+        peer: usize,
+    },
 }
 
 /// `Result<T, cohort_runtime::Error>`.
@@ -288,6 +308,17 @@ impl fmt::Display for Error {
             }
             Error::Argument(m) => f.write_str(m),
             Error::HostFnPanicked(m) => write!(f, "a host function enqueued with Stream::host_fn panicked: {m}"),
+            Error::CrossDevice { what, device, other, reason } if device == other => {
+                write!(f, "{what} on device {device} was given memory or a stream of another context of it: {reason}")
+            }
+            Error::CrossDevice { what, device, other, reason } => {
+                write!(f, "{what} on device {device} was given memory or a stream of device {other}: {reason}")
+            }
+            Error::PeerAccessUnsupported { device, peer } => write!(
+                f,
+                "device {device} cannot access device {peer}'s memory (cuDeviceCanAccessPeer: no peer path between \
+                 them); copy the data instead (Stream::copy between GPUs works without peer access)"
+            ),
         }
     }
 }

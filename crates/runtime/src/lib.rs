@@ -80,6 +80,9 @@ mod error;
 mod launch;
 mod memory;
 mod module;
+#[cfg(feature = "nccl")]
+pub mod nccl;
+mod peer;
 mod pinned;
 mod pipeline;
 mod ptx;

@@ -705,6 +705,7 @@ impl Function {
         params: &mut [*mut std::ffi::c_void],
     ) -> Result<()> {
         self.check_plain(&config)?;
+        crate::peer::check_launch(&self.name, &self.module.gpu, &stream.inner.gpu, &[])?;
         self.module.gpu.bind()?;
         // SAFETY: the caller's contract.
         unsafe { self.enqueue(stream, config, params, false) }
@@ -730,6 +731,7 @@ impl Function {
         uses: &[Use<'_>],
     ) -> Result<()> {
         self.check_plain(&config)?;
+        crate::peer::check_launch(&self.name, &self.module.gpu, &stream.inner.gpu, uses)?;
         self.module.gpu.bind()?;
         // SAFETY: the caller's contract; the tracker orders the launch.
         let launch = || unsafe { self.enqueue(stream, config, params, false) };
@@ -871,6 +873,7 @@ impl Function {
         params: &mut [*mut std::ffi::c_void],
     ) -> Result<()> {
         self.check_cooperative(&config)?;
+        crate::peer::check_launch(&self.name, &self.module.gpu, &stream.inner.gpu, &[])?;
         self.module.gpu.bind()?;
         // SAFETY: the caller's contract; co-residency was checked.
         unsafe { self.enqueue(stream, config, params, true) }
@@ -893,6 +896,7 @@ impl Function {
         uses: &[Use<'_>],
     ) -> Result<()> {
         self.check_cooperative(&config)?;
+        crate::peer::check_launch(&self.name, &self.module.gpu, &stream.inner.gpu, uses)?;
         self.module.gpu.bind()?;
         // SAFETY: the caller's contract; co-residency was checked; the tracker orders it.
         let launch = || unsafe { self.enqueue(stream, config, params, true) };

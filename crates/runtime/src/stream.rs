@@ -125,22 +125,39 @@ impl StreamInner {
     }
 
     /// Makes `consumer` wait (on the GPU) for everything enqueued on this stream so far.
+    /// The streams may belong to two contexts (devices): the event is made in this stream's
+    /// context, and `consumer`'s context is current again on return.
     pub(crate) fn make_wait(&self, consumer: &StreamInner) -> Result<()> {
         let mut mark = self.mark.lock().unwrap_or_else(|p| p.into_inner());
-        if mark.is_null() {
-            // SAFETY: the context is current (callers bind it); `mark` receives the handle.
-            unsafe { sys::cuEventCreate(&mut *mark, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
-                .result()
-                .map_err(|code| self.gpu.error(code, Doing::Call("creating an event".into())))?;
+        // Another context (device): make this stream's current to create and record its event,
+        // and the consumer's again to wait (a stream may wait for another device's event).
+        let other = !crate::peer::same_context(&self.gpu, &consumer.gpu);
+        if other {
+            self.gpu.bind()?;
         }
-        // SAFETY: live event and streams of this context; the event is re-recorded under the
-        // lock, and `cuStreamWaitEvent` captures the state it has now.
-        unsafe {
-            sys::cuEventRecord(*mark, self.raw)
+        let recorded = (|| {
+            if mark.is_null() {
+                // SAFETY: this stream's context is current (callers bind the consumer's, the
+                // same one, or it was bound above); `mark` receives the handle.
+                unsafe { sys::cuEventCreate(&mut *mark, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
+                    .result()
+                    .map_err(|code| self.gpu.error(code, Doing::Call("creating an event".into())))?;
+            }
+            // SAFETY: live event and stream of this context, which is current; the event is
+            // re-recorded under the lock.
+            unsafe { sys::cuEventRecord(*mark, self.raw) }
                 .result()
-                .and_then(|()| sys::cuStreamWaitEvent(consumer.raw, *mark, 0).result())
                 .map_err(|code| self.gpu.error(code, Doing::Call("ordering a stream after another".into())))
+        })();
+        if other {
+            consumer.gpu.bind()?;
         }
+        recorded?;
+        // SAFETY: live event and stream (the event may be of another context: allowed);
+        // `cuStreamWaitEvent` captures the state the event has now.
+        unsafe { sys::cuStreamWaitEvent(consumer.raw, *mark, 0) }
+            .result()
+            .map_err(|code| consumer.gpu.error(code, Doing::Call("ordering a stream after another".into())))
     }
 
     /// Waits on the host until operation `seq` has finished, before the host access `what`
@@ -354,13 +371,15 @@ impl Stream {
         event.record(self)
     }
 
-    /// Makes this stream wait (on the GPU) until `event` completes (`cuStreamWaitEvent`).
+    /// Makes this stream wait (on the GPU) until `event` completes (`cuStreamWaitEvent`); the
+    /// event may be another GPU's.
     ///
     /// # Errors
     /// A driver failure.
     pub fn wait(&self, event: &Event) -> Result<()> {
         self.inner.gpu.bind()?;
-        // SAFETY: live handles of one context.
+        // SAFETY: live handles (of one context, or of two: CUDA lets a stream wait for another
+        // device's event).
         unsafe { sys::cuStreamWaitEvent(self.inner.raw, event.raw, 0) }
             .result()
             .map_err(|code| self.inner.gpu.error(code, Doing::Call("waiting for an event".into())))
@@ -428,8 +447,15 @@ impl Stream {
     /// [`copy_to`](crate::DeviceBuffer::copy_to), or stage them in a
     /// [`PinnedBuffer`](crate::PinnedBuffer).
     ///
+    /// Device buffers of two GPUs (two contexts) are copied peer to peer
+    /// (`cuMemcpyPeerAsync`) on this stream, which may belong to either GPU (or a third): no
+    /// peer access is needed (without a direct path the driver stages the copy), and the copy
+    /// is ordered with both buffers' pending work like any other (the stream waits for the
+    /// other device's events).
+    ///
     /// # Errors
-    /// [`Error::Argument`] for lengths that differ; a driver failure.
+    /// [`Error::Argument`] for lengths that differ; [`Error::CrossDevice`] for pinned or
+    /// registered host memory of another context than this stream's; a driver failure.
     pub fn copy<T: cohort::DeviceCopy>(&self, src: impl CopySrc<T>, dst: impl CopyDst<T>) -> Result<()> {
         let (s, d) = (src.use_read(), dst.use_write());
         let (sl, dl) = ((s.end - s.start) / size_of::<T>().max(1), (d.end - d.start) / size_of::<T>().max(1));
@@ -441,21 +467,31 @@ impl Stream {
         }
         let bytes = s.end - s.start;
         let (sp, dp) = (s.device_addr(), d.device_addr());
+        let path = crate::peer::copy_path(&self.inner.gpu, &s, &d)?;
         self.inner.gpu.bind()?;
         run_tracked(&self.inner, &[s, d], || {
             // SAFETY: both ranges are inside live allocations (their `Use`s were made from
             // borrows that last this call) of `bytes` bytes; the tracker ordered the copy
-            // after conflicting work on other streams.
-            unsafe { sys::cuMemcpyAsync(dp, sp, bytes, self.inner.raw) }
-                .result()
-                .map_err(|code| self.inner.gpu.error(code, Doing::Call(format!("copying {bytes} B asynchronously"))))
+            // after conflicting work on other streams. A peer copy names both allocations'
+            // contexts, which the allocations keep alive.
+            unsafe {
+                match path {
+                    crate::peer::CopyPath::Local => sys::cuMemcpyAsync(dp, sp, bytes, self.inner.raw),
+                    crate::peer::CopyPath::Peer(dc, sc) => {
+                        sys::cuMemcpyPeerAsync(dp, dc, sp, sc, bytes, self.inner.raw)
+                    }
+                }
+            }
+            .result()
+            .map_err(|code| self.inner.gpu.error(code, Doing::Call(format!("copying {bytes} B asynchronously"))))
         })
     }
 
     /// Sets every byte of device memory `dst` to `value`, asynchronously (`cuMemsetD8Async`).
     ///
     /// # Errors
-    /// [`Error::Argument`] for host memory; a driver failure.
+    /// [`Error::Argument`] for host memory; [`Error::CrossDevice`] for another GPU's buffer; a
+    /// driver failure.
     pub fn fill_bytes<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: u8) -> Result<()> {
         let d = dst.use_write();
         self.memset(d, 1, u32::from(value))
@@ -490,6 +526,14 @@ impl Stream {
     fn memset(&self, d: Use<'_>, width: usize, value: u32) -> Result<()> {
         if !d.is_device() {
             return Err(Error::Argument("fill: the destination must be device memory".into()));
+        }
+        if !crate::peer::same_context(&d.alloc.gpu, &self.inner.gpu) {
+            return Err(Error::CrossDevice {
+                what: "fill".into(),
+                device: self.inner.gpu.info.ordinal,
+                other: d.alloc.gpu.info.ordinal,
+                reason: "fill a buffer on a stream of its own Gpu".into(),
+            });
         }
         let bytes = d.end - d.start;
         if bytes == 0 {
@@ -636,11 +680,20 @@ impl Event {
         Self::create(gpu, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
     }
 
-    /// Records the event on `stream`.
+    /// Records the event on `stream`, a stream of the event's `Gpu` (another GPU's stream may
+    /// [`Stream::wait`] for it).
     ///
     /// # Errors
-    /// A driver failure.
+    /// [`Error::CrossDevice`] for a stream of another context; a driver failure.
     pub fn record(&self, stream: &Stream) -> Result<()> {
+        if !crate::peer::same_context(&self.gpu, &stream.inner.gpu) {
+            return Err(Error::CrossDevice {
+                what: "recording an event".into(),
+                device: self.gpu.info.ordinal,
+                other: stream.inner.gpu.info.ordinal,
+                reason: "record an event on a stream of the Gpu it was made for".into(),
+            });
+        }
         self.gpu.bind()?;
         // SAFETY: both handles are live and belong to the same context.
         unsafe { sys::cuEventRecord(self.raw, stream.inner.raw) }
@@ -653,6 +706,7 @@ impl Event {
     /// # Errors
     /// [`Error::KernelFailed`] if work before it failed.
     pub fn synchronize(&self) -> Result<()> {
+        self.gpu.bind()?;
         // SAFETY: live handle.
         unsafe { sys::cuEventSynchronize(self.raw) }
             .result()
@@ -664,6 +718,7 @@ impl Event {
     /// # Errors
     /// [`Error::KernelFailed`] if that work failed.
     pub fn is_complete(&self) -> Result<bool> {
+        self.gpu.bind()?;
         // SAFETY: live handle.
         match unsafe { sys::cuEventQuery(self.raw) } {
             sys::CUresult::CUDA_SUCCESS => Ok(true),
@@ -686,6 +741,7 @@ impl Event {
     /// A driver failure (an event not yet recorded, or made [`Event::untimed`]).
     pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
         let mut ms = 0.0f32;
+        self.gpu.bind()?;
         // SAFETY: both events are live.
         unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.raw, self.raw) }
             .result()

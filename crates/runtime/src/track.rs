@@ -82,6 +82,8 @@ impl Alloc {
         }
         let mut accesses = self.lock();
         wait_host(&mut accesses, &range, write, what)?;
+        // Waiting may have bound another context (a stream of another GPU used this memory).
+        self.gpu.bind()?;
         f()
     }
 
@@ -349,7 +351,8 @@ pub(crate) fn run_tracked<R>(stream: &Arc<StreamInner>, uses: &[Use<'_>], op: im
                     }
                 }
                 Pending::Event(m) => {
-                    // SAFETY: live event and stream of one context.
+                    // SAFETY: live event and stream (of one context, or of two: a stream may
+                    // wait for another device's event).
                     unsafe { sys::cuStreamWaitEvent(stream.raw, m.raw, 0) }.result().map_err(|code| {
                         stream.gpu.error(code, Doing::Call("ordering a stream after another".into()))
                     })?;

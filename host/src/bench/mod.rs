@@ -7,7 +7,9 @@ mod cg;
 pub mod dynamic;
 mod kernels;
 mod launch;
+mod nccl;
 mod overlap;
+mod p2p;
 
 use cohort_runtime::{Event, Function, Gpu, LaunchConfig, Module, Stream};
 
@@ -29,6 +31,10 @@ pub enum Bench {
     Overlap(overlap::Args),
     /// Device-side launches: recursive reductions and the cost of one launch, beside the C++ twin with `--twin`
     Dynamic(dynamic::Options),
+    /// NCCL all-reduce bus bandwidth over every GPU, 1 MiB to 1 GiB, beside PyTorch's with `--torch`
+    Nccl(nccl::Args),
+    /// Peer copy bandwidth between every pair of GPUs, beside the cudaMemcpyPeerAsync C++ twin with `--twin`
+    P2p(p2p::Args),
 }
 
 /// Runs one benchmark.
@@ -40,6 +46,8 @@ pub fn run(which: Bench) -> CliResult {
         Bench::Kernels(a) => kernels::run(a),
         Bench::Overlap(a) => overlap::run(a),
         Bench::Dynamic(a) => dynamic::run(a),
+        Bench::Nccl(a) => nccl::run(a),
+        Bench::P2p(a) => p2p::run(a),
     }
 }
 

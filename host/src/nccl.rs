@@ -1,0 +1,337 @@
+//! `cohort nccl`: a data-parallel SAXPY and sum split across every GPU, finished by an NCCL
+//! all-reduce, checked against the CPU.
+//!
+//! Each GPU (rank) gets its slice of `x` and `y` (generated from the element index, so every
+//! process can make any slice and the CPU reference), runs the tour's `saxpy_f32`
+//! (`y = a·x + y`) and `dot_partial` against ones (each block's sum of `y`), then the ranks'
+//! block sums are all-reduced with NCCL (sum). Every `y` element, every reduced block sum and
+//! the total are checked against the CPU.
+//!
+//! One process drives every GPU (a communicator per GPU, the all-reduce in one NCCL group),
+//! or with `--processes N` this program starts itself N times, one rank each, the NCCL id
+//! passed through a file (the path that spans machines): each child prints its rank's result,
+//! and the parent checks that all exit 0.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cohort_kernels::PTX;
+use cohort_kernels::atomics::dot_partial;
+use cohort_kernels::tour::saxpy;
+use cohort_runtime::nccl::{Comm, Group, NcclError, ReduceOp};
+use cohort_runtime::{DeviceBuffer, Gpu, LaunchConfig};
+
+use crate::util::{CliError, CliResult};
+
+/// `cohort nccl` options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Elements of x and y in all (split across the ranks; suffixes k, M, G)
+    #[arg(long, default_value = "32M", value_parser = crate::util::parse_positive)]
+    pub n: usize,
+    /// Run one process per GPU (this program started N times, the NCCL id exchanged through a file)
+    #[arg(long, value_name = "N", value_parser = crate::util::parse_positive)]
+    pub processes: Option<usize>,
+    /// (internal) this process's rank, with --processes and --id-file
+    #[arg(long, hide = true, requires = "id_file", requires = "processes")]
+    pub rank: Option<usize>,
+    /// (internal) the NCCL id file of a multi-process run
+    #[arg(long, hide = true)]
+    pub id_file: Option<PathBuf>,
+}
+
+/// The SAXPY factor.
+const A: f32 = 1.75;
+/// Threads per block and blocks of `dot_partial` (a power of two ≤ 1024, as it requires).
+const THREADS: u32 = 256;
+const BLOCKS: u32 = 512;
+
+fn x_at(i: usize) -> f32 {
+    ((i.wrapping_mul(2_654_435_761) >> 7) % 2001) as f32 / 1000.0 - 1.0
+}
+fn y_at(i: usize) -> f32 {
+    ((i.wrapping_mul(40_503) >> 3) % 1001) as f32 / 500.0 - 1.0
+}
+
+/// Rank `r`'s slice of `0..n` over `size` ranks.
+fn slice_of(n: usize, r: usize, size: usize) -> std::ops::Range<usize> {
+    n * r / size..n * (r + 1) / size
+}
+
+fn nccl_err(e: NcclError) -> CliError {
+    match e {
+        NcclError::Cohort(e) => e.into(),
+        other => CliError::Failed(other.to_string()),
+    }
+}
+
+/// One rank's buffers after its kernels: `y` updated and its block sums.
+struct RankWork {
+    range: std::ops::Range<usize>,
+    y: DeviceBuffer<f32>,
+    partial: DeviceBuffer<f32>,
+}
+
+/// Uploads the rank's slice and runs SAXPY and the block sums on the GPU's stream.
+fn compute(gpu: &Gpu, range: std::ops::Range<usize>) -> cohort_runtime::Result<RankWork> {
+    let module = gpu.load(&PTX)?;
+    let (x, y): (Vec<f32>, Vec<f32>) = range.clone().map(|i| (x_at(i), y_at(i))).unzip();
+    let dx = gpu.upload(&x)?;
+    let mut dy = gpu.upload(&y)?;
+    let ones = gpu.upload(&vec![1.0f32; range.len()])?;
+    let mut partial = gpu.zeroed::<f32>(BLOCKS as usize)?;
+    saxpy::<f32>::load(&module)?.launch(
+        gpu.stream(),
+        LaunchConfig::for_elements(range.len(), THREADS),
+        A,
+        &dx,
+        &mut dy,
+    )?;
+    dot_partial::load(&module)?.launch(gpu.stream(), (BLOCKS, THREADS), &dy, &ones, &mut partial)?;
+    Ok(RankWork { range, y: dy, partial })
+}
+
+/// The CPU's `y` after SAXPY, in f64.
+fn y_new(i: usize) -> f64 {
+    f64::from(A) * f64::from(x_at(i)) + f64::from(y_at(i))
+}
+
+/// The CPU reference of the all-reduced block sums: block `b` of rank `r` sums the elements
+/// its threads visit in `dot_partial`'s grid-stride loop.
+fn reference_partials(n: usize, size: usize) -> (Vec<f64>, Vec<f64>) {
+    let stride = (BLOCKS * THREADS) as usize;
+    let mut sums = vec![0.0f64; BLOCKS as usize];
+    let mut mags = vec![0.0f64; BLOCKS as usize];
+    for r in 0..size {
+        let range = slice_of(n, r, size);
+        for (k, i) in range.enumerate() {
+            let b = (k % stride) / THREADS as usize;
+            let v = y_new(i);
+            sums[b] += v;
+            mags[b] += v.abs();
+        }
+    }
+    (sums, mags)
+}
+
+/// Checks a rank's `y` and its copy of the reduced block sums; returns a one-line report.
+fn check_rank(work: &RankWork, rank: usize, n: usize, size: usize, reduced: &[f32]) -> CliResult<String> {
+    let y = work.y.to_vec()?;
+    let mut worst = 0.0f64;
+    let mut bad = 0usize;
+    for (k, i) in work.range.clone().enumerate() {
+        let (g, w) = (f64::from(y[k]), y_new(i));
+        let e = (g - w).abs() / w.abs().max(1.0);
+        worst = worst.max(e);
+        if e > 1e-6 {
+            bad += 1;
+        }
+    }
+    let (sums, mags) = reference_partials(n, size);
+    let mut bad_sums = 0usize;
+    for b in 0..sums.len() {
+        // f32 accumulation in a different order: relative to the block's sum of magnitudes.
+        if (f64::from(reduced[b]) - sums[b]).abs() > 1e-4 * mags[b].max(1.0) {
+            bad_sums += 1;
+        }
+    }
+    let total: f64 = reduced.iter().map(|&v| f64::from(v)).sum();
+    let want: f64 = sums.iter().sum();
+    let mag: f64 = mags.iter().sum();
+    let rel = (total - want).abs() / mag.max(1.0);
+    let ok = bad == 0 && bad_sums == 0 && rel <= 1e-4;
+    let line = format!(
+        "rank {rank} of {size}: elements {}..{}: y {} of {} differ (max rel err {worst:.1e}); block sums {bad_sums} of {} \
+         differ; total {total:.3} vs CPU {want:.3} (err {rel:.1e} of Σ|y|): {}",
+        work.range.start,
+        work.range.end,
+        bad,
+        work.range.len(),
+        sums.len(),
+        if ok { "ok" } else { "MISMATCH" }
+    );
+    if ok { Ok(line) } else { Err(CliError::Failed(line)) }
+}
+
+/// Runs the workload.
+pub fn run(args: Args) -> CliResult {
+    match (args.rank, &args.id_file, args.processes) {
+        (Some(rank), Some(file), Some(size)) => child(args.n, rank, size, file),
+        (None, _, Some(size)) => parent(args.n, size),
+        (None, _, None) => single(args.n),
+        _ => Err(CliError::Usage("--rank needs --processes and --id-file".into())),
+    }
+}
+
+/// Every GPU from this process.
+fn single(n: usize) -> CliResult {
+    // NCCL first, while this is the only thread (it sets NCCL_NVLS_ENABLE; see cohort_runtime::nccl).
+    let nccl = cohort_runtime::nccl::version();
+    let count = Gpu::count()?;
+    if count == 0 {
+        return Err(CliError::NoGpu(cohort_runtime::Error::NoDevice { requested: 0, count: 0, detail: None }));
+    }
+    let gpus = (0..count).map(Gpu::new).collect::<cohort_runtime::Result<Vec<_>>>()?;
+    let (major, minor, patch) = nccl.map_err(nccl_err)?;
+    println!("NCCL {major}.{minor}.{patch}, {count} GPU(s) in one process, {n} elements");
+    let comms = Comm::for_gpus(&gpus).map_err(nccl_err)?;
+    let mut work = gpus
+        .iter()
+        .enumerate()
+        .map(|(r, g)| compute(g, slice_of(n, r, count)))
+        .collect::<cohort_runtime::Result<Vec<_>>>()?;
+    let mut group = Group::new();
+    for (c, w) in comms.iter().zip(&mut work) {
+        group.all_reduce_in_place(c, c.gpu().stream(), &mut w.partial, ReduceOp::Sum).map_err(nccl_err)?;
+    }
+    group.run().map_err(nccl_err)?;
+    let mut failed = None;
+    for (r, w) in work.iter().enumerate() {
+        let reduced = w.partial.to_vec()?;
+        match check_rank(w, r, n, count, &reduced) {
+            Ok(line) => println!("{line}"),
+            Err(CliError::Failed(line)) => {
+                println!("{line}");
+                failed.get_or_insert(line);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    failed.map_or(Ok(()), |_| Err(CliError::Failed("the NCCL workload differs from the CPU".into())))
+}
+
+/// Starts `size` copies of this program, one rank each, and waits for them.
+fn parent(n: usize, size: usize) -> CliResult {
+    let count = Gpu::count()?;
+    if size > count {
+        return Err(CliError::Usage(format!(
+            "--processes {size}: this machine has {count} GPU(s), and NCCL wants one rank per GPU"
+        )));
+    }
+    let file = std::env::temp_dir().join(format!("cohort-nccl-id-{}", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let exe = std::env::current_exe().map_err(|e| CliError::Failed(format!("finding this program: {e}")))?;
+    println!("{size} processes, one GPU each, NCCL id through {}", file.display());
+    let children = (0..size)
+        .map(|r| {
+            std::process::Command::new(&exe)
+                .args(["nccl", "--n", &n.to_string(), "--processes", &size.to_string(), "--rank", &r.to_string()])
+                .arg("--id-file")
+                .arg(&file)
+                .env_remove("COHORT_DEVICE")
+                .spawn()
+                .map_err(|e| format!("starting: {e}"))
+        })
+        .collect::<Vec<_>>();
+    let mut failed = supervise(children, Duration::from_secs(600));
+    failed.retain(|f| !f.is_empty());
+    let _ = std::fs::remove_file(&file);
+    if failed.is_empty() {
+        println!("all {size} ranks passed");
+        Ok(())
+    } else {
+        Err(CliError::Failed(format!("ranks failed: {}", failed.join("; "))))
+    }
+}
+
+/// Waits for every child. Once one fails, or after `limit`, kills those still running (a rank
+/// whose peer is gone would wait in NCCL forever). Returns one line per rank, empty for success.
+fn supervise(children: Vec<Result<std::process::Child, String>>, limit: Duration) -> Vec<String> {
+    let start = std::time::Instant::now();
+    let mut out: Vec<Option<String>> = vec![None; children.len()];
+    let mut running: Vec<(usize, std::process::Child)> = Vec::new();
+    for (r, c) in children.into_iter().enumerate() {
+        match c {
+            Ok(c) => running.push((r, c)),
+            Err(e) => out[r] = Some(format!("rank {r}: {e}")),
+        }
+    }
+    while !running.is_empty() {
+        let mut i = 0;
+        while i < running.len() {
+            let (r, c) = &mut running[i];
+            match c.try_wait() {
+                Ok(Some(status)) => {
+                    out[*r] = Some(if status.success() { String::new() } else { format!("rank {r}: {status}") });
+                    running.swap_remove(i);
+                }
+                Ok(None) => i += 1,
+                Err(e) => {
+                    out[*r] = Some(format!("rank {r}: waiting: {e}"));
+                    running.swap_remove(i);
+                }
+            }
+        }
+        let someone_failed = out.iter().any(|o| o.as_ref().is_some_and(|s| !s.is_empty()));
+        if !running.is_empty() && (someone_failed || start.elapsed() > limit) {
+            let why = if someone_failed {
+                "another rank failed".to_string()
+            } else {
+                format!("still running after {limit:?}")
+            };
+            for (r, c) in &mut running {
+                let _ = c.kill();
+                let _ = c.wait();
+                out[*r] = Some(format!("rank {r}: killed ({why})"));
+            }
+            running.clear();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    out.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// One rank of a multi-process run.
+fn child(n: usize, rank: usize, size: usize, file: &std::path::Path) -> CliResult {
+    let gpu = Gpu::new(rank)?;
+    let comm = Comm::from_id_file(&gpu, file, rank, size, Duration::from_secs(120)).map_err(nccl_err)?;
+    let mut work = compute(&gpu, slice_of(n, rank, size))?;
+    comm.all_reduce_in_place(gpu.stream(), &mut work.partial, ReduceOp::Sum).map_err(nccl_err)?;
+    let reduced = work.partial.to_vec()?;
+    let line = check_rank(&work, rank, n, size, &reduced)?;
+    println!("{line}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Result<std::process::Child, String> {
+        std::process::Command::new("sh").args(["-c", script]).spawn().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn supervise_kills_the_rest_once_a_rank_fails() {
+        let t = std::time::Instant::now();
+        let out = supervise(vec![sh("exit 0"), sh("sleep 30"), sh("sleep 0.2; exit 3")], Duration::from_secs(60));
+        assert!(t.elapsed() < Duration::from_secs(10), "waited for the sleeper");
+        assert_eq!(out[0], "");
+        assert!(out[1].contains("killed (another rank failed)"), "{}", out[1]);
+        assert!(out[2].starts_with("rank 2: exit status: 3"), "{}", out[2]);
+    }
+
+    #[test]
+    fn supervise_kills_after_the_limit() {
+        let out = supervise(vec![sh("exit 0"), sh("sleep 30")], Duration::from_millis(300));
+        assert_eq!(out[0], "");
+        assert!(out[1].contains("still running"), "{}", out[1]);
+        // A rank that did not start counts as failed: the others would wait for it.
+        let out = supervise(vec![sh("sleep 30"), Err("starting: nope".into())], Duration::from_secs(60));
+        assert!(out[0].contains("killed (another rank failed)"), "{}", out[0]);
+        assert_eq!(out[1], "rank 1: starting: nope");
+    }
+
+    #[test]
+    fn slices_cover_everything_once() {
+        for size in 1..=5 {
+            let mut next = 0;
+            for r in 0..size {
+                let s = slice_of(1001, r, size);
+                assert_eq!(s.start, next);
+                next = s.end;
+            }
+            assert_eq!(next, 1001);
+        }
+    }
+}
