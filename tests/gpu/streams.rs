@@ -409,7 +409,10 @@ fn graphs(c: &Ctx) -> TestResult {
     // The stream works normally after failed captures.
     add.launch(&s, cfg(16), &mut small, 4).ctx("after failed captures")?;
     check_all("after failed captures", &small.to_vec().ctx("read")?, &[4u32; 16])?;
-    ensure(c.gpu.legacy_stream().capture(|_| Ok(())).is_err(), || "captured the legacy stream".into())
+    ensure(c.gpu.legacy_stream().capture(|_| Ok(())).is_err(), || "captured the legacy stream".into())?;
+    let blocking = c.gpu.new_stream().ctx("stream")?;
+    let e = blocking.capture(|_| Ok(())).err().ok_or("captured a blocking stream")?;
+    ensure(e.to_string().contains("non-blocking"), || format!("blocking-stream capture refused with: {e}"))
 }
 
 /// Dropping a buffer (device or pinned) while a kernel or a copy still uses it waits for them.

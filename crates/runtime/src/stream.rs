@@ -566,12 +566,25 @@ impl Stream {
     /// Pinned or registered host memory and host functions cannot be captured (the host could
     /// touch that memory while a replay runs): they are an [`Error::Argument`] inside `f`.
     ///
+    /// Only a non-blocking stream ([`StreamOptions::non_blocking`]) can capture: while a
+    /// *blocking* stream captures, work that any other thread puts on the legacy default stream
+    /// (synchronous copies, `cudaMemcpy`-style calls of other libraries) fails with
+    /// `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` and invalidates the capture.
+    ///
     /// # Errors
-    /// What `f` returns; [`Error::Argument`] on the legacy or per-thread default stream (CUDA
-    /// cannot capture them) or when already capturing; a driver failure.
+    /// What `f` returns; [`Error::Argument`] on a blocking stream, on the legacy or per-thread
+    /// default stream (CUDA cannot capture them) or when already capturing; a driver failure.
     pub fn capture(&self, f: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
         if self.inner.kind != StreamKind::Owned {
             return Err(Error::Argument("capture: only streams made by new_stream can be captured".into()));
+        }
+        if self.inner.blocking {
+            return Err(Error::Argument(
+                "capture: the stream is blocking; capture on a non-blocking stream \
+                 (`gpu.new_stream_with(StreamOptions::new().non_blocking(true))`), since other threads' \
+                 legacy-stream work would fail while a blocking stream captures"
+                    .into(),
+            ));
         }
         {
             let mut cap = self.inner.capture.lock().unwrap_or_else(|p| p.into_inner());
