@@ -332,7 +332,28 @@ fn link_with_device_runtime(
     // SAFETY: `state` is live and destroyed once; the module loaded from its image is
     // independent of it.
     let destroyed = unsafe { sys::cuLinkDestroy(state) }.result().map_err(step("cuLinkDestroy"));
-    linked.and(destroyed)
+    linked.map_err(|(code, what)| (code, with_runtime_hint(code, what))).and(destroyed)
+}
+
+/// A failed link step, with what usually causes it when the library is involved: a
+/// `libcudadevrt.a` of a newer CUDA than the driver supports (measured: 13.5's on driver 580
+/// gives `CUDA_ERROR_NO_BINARY_FOR_GPU`).
+fn with_runtime_hint(code: cudarc::driver::DriverError, what: String) -> String {
+    let no_binary = code.0 == sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU;
+    if !what.contains("libcudadevrt") && !(no_binary && !what.contains("(the PTX)")) {
+        return what;
+    }
+    let mut version = 0;
+    // SAFETY: out-pointer to a local.
+    let driver = match unsafe { sys::cuDriverGetVersion(&mut version) }.result() {
+        Ok(()) => format!("CUDA {}.{}", version / 1000, version % 1000 / 10),
+        Err(_) => "the driver's CUDA version".to_string(),
+    };
+    format!(
+        "{what} (the embedded libcudadevrt.a must not come from a newer CUDA than this driver's {driver}: rebuild \
+         the kernels crate with COHORT_CUDADEVRT naming that version's library, e.g. from \
+         `pip install --target DIR nvidia-cuda-runtime==13.0.96` for CUDA 13.0)"
+    )
 }
 
 /// The embedded `libcudadevrt.a`, written once per process to a temporary file (the driver's
