@@ -16,6 +16,7 @@ mod doctor;
 mod dynamic;
 mod info;
 mod inspect;
+mod multi_grid;
 mod nccl;
 mod overlap;
 mod p2p;
@@ -73,6 +74,8 @@ pub enum Command {
     Nccl(nccl::Args),
     /// Peer copy bandwidth between every pair of GPUs, one and both ways, peer access off and on, checked
     P2p(p2p::Args),
+    /// A Jacobi solver whose cooperative kernel spans every GPU (multi-grid barrier), vs one GPU, checked
+    MultiGrid(multi_grid::Args),
 }
 
 /// Runs one command.
@@ -90,6 +93,7 @@ fn run(command: Command) -> CliResult {
         Command::Dynamic(a) => dynamic::run(a),
         Command::Nccl(a) => nccl::run(a),
         Command::P2p(a) => p2p::run(a),
+        Command::MultiGrid(a) => multi_grid::run(a),
     }
 }
 

@@ -10,6 +10,7 @@
 //! | [`checks`] | kernels the GPU tests use to probe the runtime (indices, traps, launch limits) |
 //! | [`atomics`] | the atomics-and-mutex workloads: the race, histograms, the mutex counter, dot products |
 //! | [`overlap`] | `cohort overlap`, `cohort pipeline`: the overlap article's kernel (chunks on streams) |
+//! | [`multi`] | `cohort multi-grid`, `cohort bench multi-grid`: the multi-grid Jacobi solver and barrier-latency kernel |
 //! | [`bench`](mod@bench) | `cohort bench`: the Rust halves of the side-by-side benchmarks |
 
 #![no_std]
@@ -22,5 +23,6 @@ pub mod atomics;
 pub mod bench;
 pub mod checks;
 pub mod classic;
+pub mod multi;
 pub mod overlap;
 pub mod tour;

@@ -21,6 +21,12 @@ pub enum ParamKind {
     MutPtr(Type),
     /// `GridGroup`: made on the device, not passed.
     Grid,
+    /// `MultiGridGroup`: the barrier block, the grid's rank and the number of grids, passed by
+    /// the multi-grid launcher.
+    MultiGrid,
+    /// `MultiGridVec<T>`: this grid's replica, the replica table, length, replica count,
+    /// barrier word and tag.
+    MultiGridVec(Type),
     /// `BlockShape<X, Y, Z>`: not passed; the launcher checks the block shape.
     Shape,
     /// `DisjointMatrix<T, L>`: pointer, rows and columns.
@@ -105,6 +111,10 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
                     syn::Error::new_spanned(ty, "`DisjointSlice` needs its element type: `DisjointSlice<T>`")
                 }),
                 "GridGroup" => Ok(ParamKind::Grid),
+                "MultiGridGroup" => Ok(ParamKind::MultiGrid),
+                "MultiGridVec" => first_type_arg().map(ParamKind::MultiGridVec).ok_or_else(|| {
+                    syn::Error::new_spanned(ty, "`MultiGridVec` needs its element type: `MultiGridVec<T>`")
+                }),
                 "BlockShape" => Ok(ParamKind::Shape),
                 "DisjointMatrix" => first_type_arg().map(ParamKind::Matrix).ok_or_else(|| {
                     syn::Error::new_spanned(ty, "`DisjointMatrix` needs its element type: `DisjointMatrix<T, Layout>`")

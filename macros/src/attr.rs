@@ -14,6 +14,7 @@ pub struct Instance {
 #[derive(Default)]
 pub struct KernelAttr {
     pub cooperative: Option<Ident>,
+    pub multi_grid: Option<Ident>,
     pub contract: Option<Ident>,
     pub instances: Option<(Ident, Vec<Instance>)>,
 }
@@ -29,6 +30,12 @@ impl Parse for KernelAttr {
                         return Err(syn::Error::new_spanned(&key, "`cooperative` given twice"));
                     }
                     attr.cooperative = Some(key);
+                }
+                "multi_grid" => {
+                    if attr.multi_grid.is_some() {
+                        return Err(syn::Error::new_spanned(&key, "`multi_grid` given twice"));
+                    }
+                    attr.multi_grid = Some(key);
                 }
                 "contract" => {
                     if attr.contract.is_some() {
@@ -53,7 +60,7 @@ impl Parse for KernelAttr {
                     return Err(syn::Error::new_spanned(
                         &key,
                         format!(
-                            "unknown `#[kernel]` option `{other}`; expected `cooperative`, `contract` or `instances(...)`"
+                            "unknown `#[kernel]` option `{other}`; expected `cooperative`, `multi_grid`, `contract` or `instances(...)`"
                         ),
                     ));
                 }

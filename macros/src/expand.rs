@@ -23,7 +23,8 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 
     let name = &item.sig.ident;
     let body_ident = format_ident!("__cohort_kernel_{}", name);
-    let cooperative = attr.cooperative.is_some();
+    let multi_grid = attr.multi_grid.is_some();
+    let cooperative = attr.cooperative.is_some() || multi_grid;
 
     let (docs, others): (Vec<_>, Vec<_>) = item.attrs.iter().partition(|a| a.path().is_ident("doc"));
     let cfgs: Vec<&syn::Attribute> = others.iter().filter(|a| a.path().is_ident("cfg")).copied().collect();
@@ -76,11 +77,21 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         let subst = |t: &dyn ToTokens| substitute(t.to_token_stream(), &map);
         let call_generics = if turbofish.is_empty() { quote!() } else { quote!(::<#(#turbofish),*>) };
 
-        let abi = abi_record(&params, cooperative, &subst);
+        let abi = abi_record(&params, cooperative, multi_grid, &subst);
         device.extend(device_entry(&item, &params, &entry, &body_ident, &call_generics, &cfgs, &subst));
         device.extend(device_abi(&entry, &abi, &cfgs));
         host_impls.extend(zero_sized_checks(&params, &cfgs, &subst));
-        host_impls.extend(host_impl(&item, &params, &entry_str, cooperative, &impl_args, &cfgs, &subst, &abi));
+        host_impls.extend(host_impl(
+            &item,
+            &params,
+            &entry_str,
+            cooperative,
+            multi_grid,
+            &impl_args,
+            &cfgs,
+            &subst,
+            &abi,
+        ));
         if !cooperative {
             host_impls.extend(device_launcher(&item, &params, &entry, &impl_args, &cfgs, &subst));
         }
@@ -117,7 +128,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             .collect();
         if names.is_empty() { quote!() } else { quote!(<#(#names),*>) }
     };
-    let launch_doc = if cooperative {
+    let launch_doc = if multi_grid {
+        "Launch with `add_to` on a `MultiGridLaunch` (one grid per GPU of a `MultiGrid`), then `submit`."
+    } else if cooperative {
         "Launch with `launch_cooperative`: this kernel uses grid sync, so it runs only in cooperative launches."
     } else {
         "Launch with `launch`."
@@ -164,7 +177,12 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 
 /// The expression of a kernel instance's ABI record (`cohort::abi`): one entry per PTX
 /// parameter, in order, with the size and alignment of its type as the compiling target sees it.
-fn abi_record(params: &[Param], cooperative: bool, subst: &dyn Fn(&dyn ToTokens) -> TokenStream) -> TokenStream {
+fn abi_record(
+    params: &[Param],
+    cooperative: bool,
+    multi_grid: bool,
+    subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
+) -> TokenStream {
     let mut entries = Vec::new();
     let mut shape = quote!([0u32; 3]);
     let one = |ty: TokenStream, kind: &str| {
@@ -200,6 +218,19 @@ fn abi_record(params: &[Param], cooperative: bool, subst: &dyn Fn(&dyn ToTokens)
                 entries.push(one(quote!(usize), "Len"));
             }
             ParamKind::Grid => {}
+            ParamKind::MultiGridVec(elem) => {
+                entries.push(one(subst(elem), "MultiGridVecPtr"));
+                entries.push(one(quote!(u64), "ConstPtr"));
+                entries.push(one(quote!(usize), "Len"));
+                entries.push(one(quote!(u32), "Value"));
+                entries.push(one(quote!(u32), "BarrierPtr"));
+                entries.push(one(quote!(u32), "Value"));
+            }
+            ParamKind::MultiGrid => {
+                entries.push(one(quote!(::cohort::cg::MultiGridWords), "MultiGridPtr"));
+                entries.push(one(quote!(u32), "Value"));
+                entries.push(one(quote!(u32), "Value"));
+            }
             ParamKind::Shape => {
                 let ty = subst(&p.ty);
                 shape = quote!(<#ty>::DIMS);
@@ -207,8 +238,9 @@ fn abi_record(params: &[Param], cooperative: bool, subst: &dyn Fn(&dyn ToTokens)
         }
     }
     let n = entries.len();
+    let flags = u32::from(cooperative) | if multi_grid { 2u32 } else { 0 };
     quote! {
-        ::cohort::abi::abi_record::<{ ::cohort::abi::abi_len(#n) }>(#cooperative, #shape, &[#(#entries),*])
+        ::cohort::abi::abi_record::<{ ::cohort::abi::abi_len(#n) }>(#flags, #shape, &[#(#entries),*])
     }
 }
 
@@ -348,9 +380,39 @@ fn device_entry(
             ParamKind::Grid => {
                 rebuild.push(quote! {
                     // SAFETY: `#[kernel(cooperative)]` kernels are launched only through
-                    // `launch_cooperative`, which uses `cuLaunchCooperativeKernel` after
+                    // `launch_cooperative`, and `#[kernel(multi_grid)]` kernels only through
+                    // `MultiGridLaunch::submit`; both use `cuLaunchCooperativeKernel` after
                     // checking that the grid is co-resident.
                     let #id = unsafe { ::cohort::cg::GridGroup::new_unchecked() };
+                });
+            }
+            ParamKind::MultiGridVec(elem) => {
+                let elem_s = subst(elem);
+                let table = format_ident!("__cohort_{}_table", id);
+                let replicas = format_ident!("__cohort_{}_replicas", id);
+                let barrier = format_ident!("__cohort_{}_barrier", id);
+                let tag = format_ident!("__cohort_{}_tag", id);
+                lowered.push(quote!(#ptr: *mut #elem_s, #table: *const u64, #len: usize, #replicas: u32, #barrier: *mut u32, #tag: u32));
+                rebuild.push(quote! {
+                    // SAFETY: the host passed an exclusively borrowed `MultiGridVecBuffer` made for
+                    // the launch's GPUs (checked by `add_to`): this GPU's replica, the table of
+                    // every replica's address (peer access on), the barrier word of this GPU
+                    // and the vector's tag, the same in every grid, for this launch.
+                    let #id = unsafe { ::cohort::abi::multi_grid_vec::<#elem_s>(#ptr, #table, #len, #replicas, #barrier, #tag) };
+                });
+            }
+            ParamKind::MultiGrid => {
+                let words = format_ident!("__cohort_{}_words", id);
+                let rank = format_ident!("__cohort_{}_rank", id);
+                let grids = format_ident!("__cohort_{}_grids", id);
+                lowered.push(quote!(#words: u64, #rank: u32, #grids: u32));
+                rebuild.push(quote! {
+                    // SAFETY: `#[kernel(multi_grid)]` kernels are launched only through
+                    // `MultiGridLaunch::submit`, which launches the kernel cooperatively on
+                    // every GPU of its `MultiGrid` at once (co-residency checked on each), with
+                    // the same configuration, this grid's rank and the grid count, and a fresh
+                    // barrier block of host-mapped memory that no other launch uses meanwhile.
+                    let #id = unsafe { ::cohort::cg::MultiGridGroup::new_unchecked(#words, #rank, #grids) };
                 });
             }
         }
@@ -383,6 +445,7 @@ fn host_impl(
     params: &[Param],
     entry_str: &str,
     cooperative: bool,
+    multi_grid: bool,
     impl_args: &[TokenStream],
     cfgs: &[&syn::Attribute],
     subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
@@ -391,7 +454,9 @@ fn host_impl(
     let name = &item.sig.ident;
     let mut host_params = Vec::new();
     let mut prep = Vec::new();
-    let mut ptrs = Vec::new();
+    let mut locals: Vec<TokenStream> = Vec::new();
+    let mut multi_index: Option<usize> = None;
+    let mut extra_uses: Vec<TokenStream> = Vec::new();
     let mut uses = Vec::new();
     let mut arg_docs = Vec::new();
     for p in params {
@@ -405,7 +470,7 @@ fn host_impl(
                 let ty = subst(&p.ty);
                 host_params.push(quote!(#(#attrs)* #id: #ty));
                 prep.push(quote_spanned!(p.ty.span()=> ::cohort::abi::assert_device_copy::<#ty>();));
-                ptrs.push(quote!((&raw const #id).cast_mut().cast::<::core::ffi::c_void>()));
+                locals.push(quote!(#id));
             }
             ParamKind::Slice(elem) => {
                 let elem_s = subst(elem);
@@ -417,8 +482,8 @@ fn host_impl(
                     prep.push(quote!(let [#u0] = ::cohort_runtime::SliceArg::uses(&#id);));
                     uses.push(quote!(#u0));
                 }
-                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
-                ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
+                locals.push(quote!(#ptr));
+                locals.push(quote!(#len));
             }
             ParamKind::Disjoint(elem) => {
                 let elem_s = subst(elem);
@@ -429,8 +494,8 @@ fn host_impl(
                     prep.push(quote!(let [#u0] = ::cohort_runtime::DisjointArg::uses(&#id);));
                     uses.push(quote!(#u0));
                 }
-                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
-                ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
+                locals.push(quote!(#ptr));
+                locals.push(quote!(#len));
             }
             ParamKind::Append(elem) => {
                 let elem_s = subst(elem);
@@ -444,9 +509,9 @@ fn host_impl(
                     uses.push(quote!(#u0));
                     uses.push(quote!(#u1));
                 }
-                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
-                ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
-                ptrs.push(quote!((&raw const #counter).cast_mut().cast::<::core::ffi::c_void>()));
+                locals.push(quote!(#ptr));
+                locals.push(quote!(#len));
+                locals.push(quote!(#counter));
             }
             ParamKind::GridVec(elem) => {
                 let elem_s = subst(elem);
@@ -460,21 +525,21 @@ fn host_impl(
                     uses.push(quote!(#u0));
                     uses.push(quote!(#u1));
                 }
-                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
-                ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
-                ptrs.push(quote!((&raw const #barrier).cast_mut().cast::<::core::ffi::c_void>()));
+                locals.push(quote!(#ptr));
+                locals.push(quote!(#len));
+                locals.push(quote!(#barrier));
             }
             ParamKind::ConstPtr(elem) => {
                 let elem_s = subst(elem);
                 host_params.push(quote!(#(#attrs)* #id: ::cohort_runtime::DevicePtr<#elem_s>));
                 prep.push(quote!(let #ptr: u64 = #id.addr();));
-                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
+                locals.push(quote!(#ptr));
             }
             ParamKind::MutPtr(elem) => {
                 let elem_s = subst(elem);
                 host_params.push(quote!(#(#attrs)* #id: ::cohort_runtime::DevicePtrMut<#elem_s>));
                 prep.push(quote!(let #ptr: u64 = #id.addr();));
-                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
+                locals.push(quote!(#ptr));
             }
             ParamKind::Matrix(elem) => {
                 let elem_s = subst(elem);
@@ -486,14 +551,44 @@ fn host_impl(
                     prep.push(quote!(let [#u0] = ::cohort_runtime::MatrixArg::uses(&#id);));
                     uses.push(quote!(#u0));
                 }
-                ptrs.push(quote!((&raw const #ptr).cast_mut().cast::<::core::ffi::c_void>()));
-                ptrs.push(quote!((&raw const #len).cast_mut().cast::<::core::ffi::c_void>()));
-                ptrs.push(quote!((&raw const #cols).cast_mut().cast::<::core::ffi::c_void>()));
+                locals.push(quote!(#ptr));
+                locals.push(quote!(#len));
+                locals.push(quote!(#cols));
+            }
+            ParamKind::MultiGridVec(elem) => {
+                let elem_s = subst(elem);
+                let table = format_ident!("__cohort_{}_table", id);
+                let replicas = format_ident!("__cohort_{}_replicas", id);
+                let barrier = format_ident!("__cohort_{}_barrier", id);
+                let tag = format_ident!("__cohort_{}_tag", id);
+                host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::MultiGridVecArg<#elem_s>));
+                prep.push(quote! {
+                    let (#ptr, #table, #len, #replicas, #barrier, #tag): (u64, u64, usize, u32, u64, u32) =
+                        ::cohort_runtime::MultiGridVecArg::raw_parts(&#id, launch, stream)?;
+                });
+                extra_uses.push(quote!(__cohort_uses.extend(::cohort_runtime::MultiGridVecArg::uses(&#id, stream));));
+                for l in [&ptr, &table, &len, &replicas, &barrier, &tag] {
+                    locals.push(quote!(#l));
+                }
+            }
+            ParamKind::MultiGrid => {
+                // Filled in by `MultiGridLaunch::submit`: barrier block, rank, grid count.
+                let words = format_ident!("__cohort_{}_words", id);
+                let rank = format_ident!("__cohort_{}_rank", id);
+                let grids = format_ident!("__cohort_{}_grids", id);
+                prep.push(quote!(let #words: u64 = 0; let #rank: u32 = 0; let #grids: u32 = 0;));
+                multi_index = Some(locals.len());
+                locals.push(quote!(#words));
+                locals.push(quote!(#rank));
+                locals.push(quote!(#grids));
+                continue;
             }
             ParamKind::Grid | ParamKind::Shape => continue,
         }
         arg_docs.push(format!("`{id}: {ty_str}`"));
     }
+    let ptrs: Vec<TokenStream> =
+        locals.iter().map(|l| quote!((&raw const #l).cast_mut().cast::<::core::ffi::c_void>())).collect();
     let n = ptrs.len();
     let n_uses = uses.len();
     let unsafety = &item.sig.unsafety;
@@ -520,6 +615,71 @@ fn host_impl(
     };
     let span = Span::call_site();
     let config = quote_spanned!(span=> config);
+    let launcher = if multi_grid {
+        let sizes: Vec<TokenStream> = locals.iter().map(|l| quote!(::core::mem::size_of_val(&#l))).collect();
+        let multi = match multi_index {
+            Some(i) => quote!(::core::option::Option::Some(#i)),
+            None => quote!(::core::option::Option::None),
+        };
+        let add_doc = format!(
+            "Adds the grid of `{entry_str}` on `stream`'s GPU to a multi-grid launch (its rank is that GPU's position \
+             in the `MultiGrid`); nothing runs until `submit`. Arguments: {}.",
+            if arg_docs.is_empty() { "none".to_string() } else { arg_docs.join(", ") }
+        );
+        quote! {
+            #[doc = #add_doc]
+            ///
+            /// # Errors
+            /// A stream of a GPU outside the launch's `MultiGrid`, or of a GPU that already has its
+            /// grid. The rest (co-residency, configuration, operands) is checked by `submit`.
+            #safety_doc
+            #[allow(clippy::too_many_arguments)]
+            pub #unsafety fn add_to<'g>(
+                &'g self,
+                launch: &mut ::cohort_runtime::MultiGridLaunch<'g>,
+                stream: &'g ::cohort_runtime::Stream,
+                #(#host_params),*
+            ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
+                #(#prep)*
+                let __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
+                let __cohort_sizes: [usize; #n] = [#(#sizes),*];
+                #[allow(unused_mut)]
+                let mut __cohort_uses: ::cohort_runtime::UseVec<'_> = ::cohort_runtime::UseVec::from([#(#uses),*]);
+                #(#extra_uses)*
+                // SAFETY: the parameter array matches the entry point's PTX signature, which
+                // `#[kernel]` generated from the same declaration, each pointing at a local of
+                // the recorded size (copied before this returns); every argument's type was
+                // checked above; the uses are the memory those arguments name.
+                unsafe { launch.add_tracked(&self.function, stream, &__cohort_params, &__cohort_sizes, #multi, &__cohort_uses) }
+            }
+        }
+    } else {
+        quote! {
+            #[doc = #launch_doc]
+            ///
+            /// # Errors
+            /// An impossible configuration (block too large, too much shared memory, a
+            /// cooperative grid that cannot be co-resident) is refused before launching, naming
+            /// the kernel and the limit; driver errors are returned as they come.
+            #safety_doc
+            #[allow(clippy::too_many_arguments)]
+            pub #unsafety fn #launch(
+                &self,
+                stream: &::cohort_runtime::Stream,
+                #config: impl ::core::convert::Into<::cohort_runtime::LaunchConfig>,
+                #(#host_params),*
+            ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
+                #(#prep)*
+                let mut __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
+                let __cohort_uses: [::cohort_runtime::Use<'_>; #n_uses] = [#(#uses),*];
+                // SAFETY: the parameter array matches the entry point's PTX signature, which
+                // `#[kernel]` generated from the same declaration; every argument's type was
+                // checked above, and the pointed-to locals outlive the launch call. The uses
+                // are the memory those arguments name, for stream ordering.
+                unsafe { self.function.#raw(stream, #config.into(), &mut __cohort_params, &__cohort_uses) }
+            }
+        }
+    };
     quote! {
         #(#cfgs)*
         #[cfg(not(target_arch = "nvptx64"))]
@@ -552,29 +712,7 @@ fn host_impl(
                 &self.function
             }
 
-            #[doc = #launch_doc]
-            ///
-            /// # Errors
-            /// An impossible configuration (block too large, too much shared memory, a
-            /// cooperative grid that cannot be co-resident) is refused before launching, naming
-            /// the kernel and the limit; driver errors are returned as they come.
-            #safety_doc
-            #[allow(clippy::too_many_arguments)]
-            pub #unsafety fn #launch(
-                &self,
-                stream: &::cohort_runtime::Stream,
-                #config: impl ::core::convert::Into<::cohort_runtime::LaunchConfig>,
-                #(#host_params),*
-            ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
-                #(#prep)*
-                let mut __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
-                let __cohort_uses: [::cohort_runtime::Use<'_>; #n_uses] = [#(#uses),*];
-                // SAFETY: the parameter array matches the entry point's PTX signature, which
-                // `#[kernel]` generated from the same declaration; every argument's type was
-                // checked above, and the pointed-to locals outlive the launch call. The uses
-                // are the memory those arguments name, for stream ordering.
-                unsafe { self.function.#raw(stream, #config.into(), &mut __cohort_params, &__cohort_uses) }
-            }
+            #launcher
         }
     }
 }
@@ -647,7 +785,12 @@ fn device_launcher(
                 checks.push(quote!(::cohort::launch::check_shape(config, <#ty>::DIMS)?;));
                 continue;
             }
-            ParamKind::Append(_) | ParamKind::GridVec(_) | ParamKind::Matrix(_) | ParamKind::Grid => {
+            ParamKind::Append(_)
+            | ParamKind::GridVec(_)
+            | ParamKind::Matrix(_)
+            | ParamKind::Grid
+            | ParamKind::MultiGrid
+            | ParamKind::MultiGridVec(_) => {
                 return TokenStream::new();
             }
         }

@@ -65,7 +65,14 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr, params: &[Param]) -> syn::Result
         (None, true) => {}
     }
 
+    if let (Some(_), Some(c)) = (&attr.multi_grid, &attr.cooperative) {
+        return Err(syn::Error::new_spanned(
+            c,
+            "`multi_grid` kernels are cooperative on every GPU already: drop `cooperative`",
+        ));
+    }
     let mut grid_params = 0;
+    let mut multi_params = 0;
     let mut shape_params = 0;
     for p in params {
         match &p.kind {
@@ -78,7 +85,7 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr, params: &[Param]) -> syn::Result
             }
             ParamKind::Grid => {
                 grid_params += 1;
-                if attr.cooperative.is_none() {
+                if attr.cooperative.is_none() && attr.multi_grid.is_none() {
                     return Err(syn::Error::new_spanned(
                         &p.ty,
                         "a `GridGroup` parameter (grid sync) needs `#[kernel(cooperative)]`, so that the host launches this kernel \
@@ -88,6 +95,26 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr, params: &[Param]) -> syn::Result
                 if grid_params > 1 {
                     return Err(syn::Error::new_spanned(&p.ty, "one `GridGroup` parameter is enough"));
                 }
+            }
+            ParamKind::MultiGrid => {
+                multi_params += 1;
+                if attr.multi_grid.is_none() {
+                    return Err(syn::Error::new_spanned(
+                        &p.ty,
+                        "a `MultiGridGroup` parameter needs `#[kernel(multi_grid)]`, so that the host launches this kernel \
+                         only on every GPU of a `MultiGrid` at once",
+                    ));
+                }
+                if multi_params > 1 {
+                    return Err(syn::Error::new_spanned(&p.ty, "one `MultiGridGroup` parameter is enough"));
+                }
+            }
+            ParamKind::MultiGridVec(_) if attr.multi_grid.is_none() => {
+                return Err(syn::Error::new_spanned(
+                    &p.ty,
+                    "a `MultiGridVec` parameter needs `#[kernel(multi_grid)]` (its phases are multi-grid barriers); \
+                     within one GPU use a `GridVec`",
+                ));
             }
             ParamKind::Shape => {
                 shape_params += 1;

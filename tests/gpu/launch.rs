@@ -182,6 +182,7 @@ pub fn child(which: &str) -> i32 {
     let r = match which {
         "trap" => trap_scenario(),
         "leaks" => crate::streams::leak_scenario(),
+        "mg-skip" | "mg-phase" => crate::multi_grid::child(which),
         other => Err(format!("unknown child scenario {other}")),
     };
     match r {

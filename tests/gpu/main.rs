@@ -11,6 +11,7 @@ mod dynamic;
 mod globals;
 mod launch;
 mod multi_gpu;
+mod multi_grid;
 mod nccl;
 mod overlap;
 mod print;
@@ -50,6 +51,7 @@ fn main() {
     trials.extend(launch::trials());
     trials.extend(nccl::trials());
     trials.extend(multi_gpu::trials());
+    trials.extend(multi_grid::trials());
     trials.extend(dynamic::trials());
     trials.extend(globals::trials());
     trials.extend(overlap::trials());

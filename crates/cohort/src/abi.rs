@@ -68,6 +68,24 @@ pub unsafe fn append<'a, T>(ptr: *mut T, cap: usize, counter: *mut u64) -> crate
     unsafe { crate::slice::AppendSlice::from_raw_parts(ptr, cap, counter) }
 }
 
+/// Rebuilds a `MultiGridVec<T>` kernel parameter.
+///
+/// # Safety
+/// As [`MultiGridVec::from_raw_parts`](crate::cg::MultiGridVec::from_raw_parts).
+#[inline(always)]
+#[must_use]
+pub unsafe fn multi_grid_vec<'a, T: Copy>(
+    mine: *mut T,
+    table: *const u64,
+    len: usize,
+    replicas: u32,
+    barrier: *mut u32,
+    tag_id: u32,
+) -> crate::cg::MultiGridVec<'a, T> {
+    // SAFETY: the caller's contract.
+    unsafe { crate::cg::MultiGridVec::from_raw_parts(table, mine, len, replicas, barrier, tag_id) }
+}
+
 /// Rebuilds a `GridVec<T>` kernel parameter.
 ///
 /// # Safety
@@ -145,6 +163,10 @@ pub const ABI_PARAM_BYTES: usize = 12;
 /// Flag bit: the kernel uses grid sync and must be launched cooperatively.
 pub const ABI_FLAG_COOPERATIVE: u32 = 1;
 
+/// Flag bit: the kernel is a multi-grid kernel (one cooperative grid per GPU, launched only
+/// through `MultiGrid`); set together with [`ABI_FLAG_COOPERATIVE`].
+pub const ABI_FLAG_MULTI_GRID: u32 = 2;
+
 /// What one PTX parameter is, in an ABI record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -172,6 +194,13 @@ pub enum AbiKind {
     /// The pointer of a `DisjointMatrix<T, L>` (size and alignment are `T`'s), followed by two
     /// `Len`s: rows and columns.
     MatrixPtr = 10,
+    /// The barrier block of a `MultiGridGroup` (size and alignment are `MultiGridWords`'),
+    /// followed by two `u32` values: the grid's rank and the number of grids.
+    MultiGridPtr = 11,
+    /// This grid's replica of a `MultiGridVec<T>` (size and alignment are `T`'s), followed by
+    /// the replica table (`ConstPtr` of `u64`), the length, the replica count (`u32`), the
+    /// barrier word (`BarrierPtr`) and the vector's tag (`u32`).
+    MultiGridVecPtr = 12,
 }
 
 impl AbiKind {
@@ -190,6 +219,8 @@ impl AbiKind {
             8 => Self::GridVecPtr,
             9 => Self::BarrierPtr,
             10 => Self::MatrixPtr,
+            11 => Self::MultiGridPtr,
+            12 => Self::MultiGridVecPtr,
             _ => return None,
         })
     }
@@ -219,6 +250,8 @@ impl AbiKind {
             Self::GridVecPtr => "the pointer of a `GridVec<T>`",
             Self::BarrierPtr => "the barrier word of a `GridVec<T>`",
             Self::MatrixPtr => "the pointer of a `DisjointMatrix<T, L>`",
+            Self::MultiGridPtr => "the barrier block of a `MultiGridGroup`",
+            Self::MultiGridVecPtr => "the replica of a `MultiGridVec<T>`",
         }
     }
 }
@@ -238,12 +271,12 @@ pub const fn abi_len(params: usize) -> usize {
 
 /// The ABI record of a kernel: `B` must be `abi_len(params.len())`.
 #[must_use]
-pub const fn abi_record<const B: usize>(cooperative: bool, shape: [u32; 3], params: &[[u32; 3]]) -> [u8; B] {
+pub const fn abi_record<const B: usize>(flags: u32, shape: [u32; 3], params: &[[u32; 3]]) -> [u8; B] {
     assert!(B == abi_len(params.len()), "ABI record size");
     let mut out = [0u8; B];
     let mut words = [0u32; 7];
     words[1] = ABI_VERSION;
-    words[2] = if cooperative { ABI_FLAG_COOPERATIVE } else { 0 };
+    words[2] = flags;
     words[3] = params.len() as u32;
     words[4] = shape[0];
     words[5] = shape[1];

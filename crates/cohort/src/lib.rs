@@ -93,7 +93,7 @@ pub use unroll::unroll;
 /// What kernels usually need: `use cohort::prelude::*;`.
 pub mod prelude {
     pub use crate::atomic::{Atomic, AtomicF32, AtomicF64, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
-    pub use crate::cg::{self, Collective, GridGroup, ThreadGroup, WarpGroup};
+    pub use crate::cg::{self, Collective, GridGroup, MultiGridGroup, MultiGridVec, ThreadGroup, WarpGroup};
     pub use crate::fp::fma;
     pub use crate::matrix::{Blocked, Cyclic, DisjointMatrix, Matrix, Transposed, TransposedTiles};
     pub use crate::mutex::Mutex;

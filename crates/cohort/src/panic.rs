@@ -65,6 +65,13 @@ pub enum CheckKind {
     /// A grid sync that not every block reached in time: numbers are the milliseconds waited
     /// and the blocks of the grid.
     Grid = 3,
+    /// A multi-grid sync that did not complete in time, or whose launch was aborted: numbers
+    /// are the milliseconds waited (0: aborted by the host) and the grids of the launch.
+    MultiGrid = 4,
+    /// Grids at different multi-grid barriers (a plain sync and a `MultiGridVec` phase change,
+    /// or two vectors' phases): numbers are the rank of a grid that differs from grid 0 and
+    /// the grids of the launch.
+    MultiGridPhase = 5,
 }
 
 impl CheckKind {
@@ -75,6 +82,8 @@ impl CheckKind {
             1 => Some(Self::Warp),
             2 => Some(Self::Block),
             3 => Some(Self::Grid),
+            4 => Some(Self::MultiGrid),
+            5 => Some(Self::MultiGridPhase),
             _ => None,
         }
     }
@@ -154,6 +163,23 @@ impl core::fmt::Display for CheckText<'_> {
                 f,
                 "divergence: `{op}` waited {} ms and not every one of the {} blocks arrived (a block skipped the grid \
                  sync or exited)",
+                self.a, self.b
+            ),
+            CheckKind::MultiGridPhase => write!(
+                f,
+                "divergence: grid 0 of {} reached `{op}` here while grid {} is at another multi-grid barrier (every \
+                 grid must make the same sequence of syncs and `MultiGridVec` phase changes)",
+                self.b, self.a
+            ),
+            CheckKind::MultiGrid if self.a == 0 => write!(
+                f,
+                "`{op}` ended: the host aborted the multi-grid launch of {} grids (launching another grid failed)",
+                self.b
+            ),
+            CheckKind::MultiGrid => write!(
+                f,
+                "`{op}` waited {} ms and not every one of the {} grids arrived (a grid skipped the multi-grid sync, \
+                 exited or trapped; the limit is the launch's `MultiGrid::timeout`)",
                 self.a, self.b
             ),
         }

@@ -694,6 +694,39 @@ pub fn isspacep_global(ptr: *const u8) -> bool {
     })
 }
 
+/// `ld.acquire.sys.u32`: loads the `u32` at generic address `addr` with acquire semantics at
+/// system scope (every GPU and the CPU), as NVIDIA's multi-device samples read arrival flags in
+/// host-mapped memory.
+///
+/// # Safety
+/// `addr` must be a valid, 4-byte aligned address of memory this thread may read (global,
+/// peer or host-mapped), and every concurrent write to it must be atomic (a `st.release` /
+/// `st.relaxed` / atomic of the same size), or the load races.
+#[inline(always)]
+#[must_use]
+pub unsafe fn ld_acquire_sys_u32(addr: *const u32) -> u32 {
+    on_device!("ld_acquire_sys_u32" => {
+        let v: u32;
+        // SAFETY: the caller's contract.
+        unsafe { asm!("ld.acquire.sys.u32 {0}, [{1}];", out(reg32) v, in(reg64) addr, options(nostack)) };
+        v
+    })
+}
+
+/// `st.release.sys.u32`: stores `value` to the `u32` at generic address `addr` with release
+/// semantics at system scope (the arrival flags of a multi-grid barrier).
+///
+/// # Safety
+/// `addr` must be a valid, 4-byte aligned address of memory this thread may write (global,
+/// peer or host-mapped), and every concurrent access to it must be atomic.
+#[inline(always)]
+pub unsafe fn st_release_sys_u32(addr: *mut u32, value: u32) {
+    on_device!("st_release_sys_u32" => {
+        // SAFETY: the caller's contract.
+        unsafe { asm!("st.release.sys.u32 [{0}], {1};", in(reg64) addr, in(reg32) value, options(nostack)) }
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Device runtime (CDP2): the two calls `child<<<grid, block, smem, stream>>>(args)` becomes in
 // device code, as nvcc 13.0 emits them for sm_90. Their bodies are in libcudadevrt, which the

@@ -11,7 +11,9 @@
 
 use std::collections::HashMap;
 
-use cohort::abi::{ABI_FLAG_COOPERATIVE, ABI_HEADER_BYTES, ABI_MAGIC, ABI_PARAM_BYTES, ABI_SYMBOL_PREFIX, AbiKind};
+use cohort::abi::{
+    ABI_FLAG_COOPERATIVE, ABI_FLAG_MULTI_GRID, ABI_HEADER_BYTES, ABI_MAGIC, ABI_PARAM_BYTES, ABI_SYMBOL_PREFIX, AbiKind,
+};
 
 /// What the PTX text says about one entry.
 #[derive(Debug, Default, Clone)]
@@ -212,6 +214,16 @@ pub(crate) fn check(info: Option<&EntryInfo>, host: &[u8]) -> std::result::Resul
             "this launcher was built from a `#[kernel(cooperative)]` declaration but the device entry was not".into()
         });
     }
+    let (hm, dm) = (host.flags & ABI_FLAG_MULTI_GRID != 0, dev.flags & ABI_FLAG_MULTI_GRID != 0);
+    if hm != dm {
+        return Err(if dm {
+            "the device entry is a `#[kernel(multi_grid)]` kernel but this launcher was built from a declaration \
+             without `multi_grid`"
+                .into()
+        } else {
+            "this launcher was built from a `#[kernel(multi_grid)]` declaration but the device entry was not".into()
+        });
+    }
     if host.shape != dev.shape {
         let show = |s: [u32; 3]| {
             if s == [0; 3] { "any block shape".to_string() } else { format!("blocks of {}×{}×{}", s[0], s[1], s[2]) }
@@ -278,7 +290,7 @@ mod tests {
 
     fn host_k() -> [u8; abi_len(3)] {
         abi_record(
-            false,
+            0,
             [0; 3],
             &[
                 abi_param::<u32>(AbiKind::Value),
@@ -307,7 +319,7 @@ mod tests {
         let ix = index(PTX);
         // (ptr, len) where the device takes a value: the (ptr, len)-as-integers hole.
         let slice: [u8; abi_len(3)] = abi_record(
-            false,
+            0,
             [0; 3],
             &[
                 abi_param::<u32>(AbiKind::SlicePtr),
@@ -319,7 +331,7 @@ mod tests {
         assert!(e.contains("PTX parameter 0") && e.contains("a value of 4 bytes"), "{e}");
         // A wider element: the device would write past the end of the host's buffer.
         let wide: [u8; abi_len(3)] = abi_record(
-            false,
+            0,
             [0; 3],
             &[
                 abi_param::<u32>(AbiKind::Value),
@@ -330,7 +342,7 @@ mod tests {
         let e = check(ix.get("k"), &wide).unwrap_err();
         assert!(e.contains("PTX parameter 1") && e.contains("8-byte elements"), "{e}");
         let coop: [u8; abi_len(3)] = abi_record(
-            true,
+            ABI_FLAG_COOPERATIVE,
             [0; 3],
             &[
                 abi_param::<u32>(AbiKind::Value),
@@ -342,7 +354,7 @@ mod tests {
         // Built for another block shape: the device side would assume bounds the launcher
         // does not check.
         let shaped: [u8; abi_len(3)] = abi_record(
-            false,
+            0,
             [32, 8, 1],
             &[
                 abi_param::<u32>(AbiKind::Value),
@@ -354,7 +366,7 @@ mod tests {
         assert!(e.contains("any block shape") && e.contains("blocks of 32×8×1"), "{e}");
         assert_eq!(required_block(&shaped), Some([32, 8, 1]));
         assert_eq!(required_block(&host_k()), None);
-        let short: [u8; abi_len(1)] = abi_record(false, [0; 3], &[abi_param::<u32>(AbiKind::Value)]);
+        let short: [u8; abi_len(1)] = abi_record(0, [0; 3], &[abi_param::<u32>(AbiKind::Value)]);
         assert!(check(ix.get("k"), &short).unwrap_err().contains("takes 3 PTX parameters, this launcher passes 1"));
         assert!(check(ix.get("empty"), &short).unwrap_err().contains("no ABI record"));
         assert!(check(ix.get("nope"), &short).unwrap_err().contains("no entry point"));

@@ -80,6 +80,7 @@ mod error;
 mod launch;
 mod memory;
 mod module;
+mod multi_grid;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 mod peer;
@@ -101,6 +102,7 @@ pub use memory::{
     MatrixMut, MutexSliceArg, SliceArg,
 };
 pub use module::{Function, FunctionAttributes, LoadOptions, Module, check_kernel_abi};
+pub use multi_grid::{MultiGrid, MultiGridLaunch, MultiGridVecArg, MultiGridVecBuffer};
 pub use pinned::{PinnedBuffer, PinnedOptions, PinnedView, PinnedViewMut, Registered};
 pub use pipeline::{Chunk, Pipeline, PipelineStats};
 pub use ptx::{KernelResources, PtxModule, PtxSet};
@@ -108,6 +110,9 @@ pub use stream::{Event, Graph, GraphExec, Stream, StreamOptions};
 pub use symbol::Symbol;
 #[doc(hidden)]
 pub use track::Use;
+/// The operands of a multi-grid grid, as generated `add_to` methods collect them.
+#[doc(hidden)]
+pub type UseVec<'a> = Vec<Use<'a>>;
 pub use track::{CopyDst, CopySrc};
 
 /// Re-exported for interop with other cudarc users.

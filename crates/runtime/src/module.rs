@@ -525,6 +525,16 @@ impl Function {
         &self.name
     }
 
+    /// The kernel's name, shared.
+    pub(crate) fn name_arc(&self) -> Arc<str> {
+        self.name.clone()
+    }
+
+    /// The context the kernel was loaded into.
+    pub(crate) fn module_gpu(&self) -> &GpuInner {
+        &self.module.gpu
+    }
+
     /// Attributes read at load.
     #[must_use]
     pub fn attributes(&self) -> &FunctionAttributes {
@@ -778,7 +788,7 @@ impl Function {
     /// # Safety
     /// As [`Function::launch_raw`]; the configuration was checked and the context is current.
     #[inline]
-    unsafe fn enqueue(
+    pub(crate) unsafe fn enqueue(
         &self,
         stream: &Stream,
         config: LaunchConfig,
@@ -857,7 +867,7 @@ impl Function {
 
     /// Checks a cooperative launch: the device supports it, the configuration, and that every
     /// block of the grid can be resident at once.
-    fn check_cooperative(&self, config: &LaunchConfig) -> Result<()> {
+    pub(crate) fn check_cooperative(&self, config: &LaunchConfig) -> Result<()> {
         let info = &self.module.gpu.info;
         if !info.cooperative_launch {
             return Err(Error::Cooperative {

@@ -130,7 +130,14 @@ impl KernelVars {
     pub(crate) fn with<'a>(&'a self, uses: &[Use<'a>]) -> Vec<Use<'a>> {
         let mut all: Vec<Use<'a>> = uses
             .iter()
-            .map(|u| Use { alloc: u.alloc, owner: u.owner, start: u.start, end: u.end, write: u.write })
+            .map(|u| Use {
+                alloc: u.alloc,
+                owner: u.owner,
+                start: u.start,
+                end: u.end,
+                write: u.write,
+                shared: u.shared,
+            })
             .collect();
         all.extend(self.ranges.iter().map(|&(addr, size)| Use::new(&self.record, range(addr, size), false)));
         all

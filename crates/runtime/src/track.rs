@@ -161,7 +161,7 @@ unsafe impl Send for Mark {}
 unsafe impl Sync for Mark {}
 
 impl Mark {
-    fn record(stream: &StreamInner) -> Result<Self> {
+    pub(crate) fn record(stream: &StreamInner) -> Result<Self> {
         let gpu = &stream.gpu;
         let mut raw = std::ptr::null_mut();
         // SAFETY: the context is current (the caller enqueued work on it just now).
@@ -175,6 +175,33 @@ impl Mark {
             }
         }
         Ok(Self { raw, gpu: gpu.clone() })
+    }
+}
+
+impl Mark {
+    /// Whether the work before the mark has finished (`false` also when the query fails: a
+    /// lost context never finishes).
+    pub(crate) fn is_done(&self) -> bool {
+        // SAFETY: live event (queries need no current context).
+        matches!(unsafe { sys::cuEventQuery(self.raw) }, sys::CUresult::CUDA_SUCCESS)
+    }
+
+    /// Waits on the host for the work before the mark.
+    pub(crate) fn wait(&self, what: &'static str) -> Result<()> {
+        self.gpu.bind()?;
+        // SAFETY: live event.
+        unsafe { sys::cuEventSynchronize(self.raw) }
+            .result()
+            .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))
+    }
+
+    /// Makes `stream` wait (on the GPU) for the work before the mark; the stream may be of
+    /// another context.
+    pub(crate) fn make_wait(&self, stream: &StreamInner) -> Result<()> {
+        // SAFETY: live event and stream (a stream may wait for another context's event).
+        unsafe { sys::cuStreamWaitEvent(stream.raw, self.raw, 0) }
+            .result()
+            .map_err(|code| stream.gpu.error(code, Doing::Call("ordering a stream after another".into())))
     }
 }
 
@@ -230,11 +257,14 @@ pub struct Use<'a> {
     pub(crate) start: usize,
     pub(crate) end: usize,
     pub(crate) write: bool,
+    /// Written by every grid of a multi-grid launch under the phase discipline of a
+    /// `MultiGridVec` (so not a conflict between those grids).
+    pub(crate) shared: bool,
 }
 
 impl<'a> Use<'a> {
     pub(crate) fn new(owner: &'a Arc<Alloc>, range: Range<usize>, write: bool) -> Self {
-        Self { alloc: owner, owner: Some(owner), start: range.start, end: range.end, write }
+        Self { alloc: owner, owner: Some(owner), start: range.start, end: range.end, write, shared: false }
     }
     pub(crate) fn captured(c: &'a Captured) -> Self {
         Self::new(&c.alloc, c.start..c.end, c.write)
@@ -295,7 +325,6 @@ pub(crate) fn run_tracked<R>(stream: &Arc<StreamInner>, uses: &[Use<'_>], op: im
         *o = i;
     }
     order.sort_unstable_by_key(|&i| std::ptr::from_ref(uses[i].alloc) as usize);
-    type Guard<'g> = (*const Alloc, MutexGuard<'g, Vec<Access>>);
     let mut inline: [Option<Guard<'_>>; INLINE] = Default::default();
     let mut heap: Vec<Option<Guard<'_>>> = Vec::new();
     let guards: &mut [Option<Guard<'_>>] = if uses.len() <= INLINE {
@@ -361,6 +390,23 @@ pub(crate) fn run_tracked<R>(stream: &Arc<StreamInner>, uses: &[Use<'_>], op: im
         }
     }
     let r = op()?;
+    record(stream, uses.iter().zip(positions.iter()).map(|(u, &g)| (u, g)), guards, true)?;
+    Ok(r)
+}
+
+/// An allocation's record, locked, with the allocation it belongs to.
+type Guard<'g> = (*const Alloc, MutexGuard<'g, Vec<Access>>);
+
+/// Lists `uses` (each with the index of the guard of its allocation) as accesses of the
+/// operation just enqueued on `stream`; `prune` drops the accesses the new ones cover (see the
+/// module docs), which only holds when the operation waited for them.
+fn record<'u, 'g: 'u>(
+    stream: &Arc<StreamInner>,
+    uses: impl Iterator<Item = (&'u Use<'u>, usize)>,
+    guards: &mut [Option<Guard<'g>>],
+    prune: bool,
+) -> Result<()> {
+    let key = stream.key();
     let seq = stream.next_seq();
     let mark = match stream.kind {
         StreamKind::PerThread => Some(Arc::new(Mark::record(stream)?)),
@@ -370,17 +416,69 @@ pub(crate) fn run_tracked<R>(stream: &Arc<StreamInner>, uses: &[Use<'_>], op: im
         Some(m) => Pending::Event(m.clone()),
         None => Pending::Stream(stream.clone(), seq),
     };
-    for (i, u) in uses.iter().enumerate() {
-        let g = positions[i];
+    for (u, g) in uses {
         let list = &mut guards[g].as_mut().expect("locked above").1;
         let range = u.start..u.end;
         list.retain(|a| {
             let inside = range.start <= a.range.start && a.range.end <= range.end;
-            !(a.done() || inside && (u.write || a.key == key && !a.write))
+            !(a.done() || prune && inside && (u.write || a.key == key && !a.write))
         });
         list.push(Access { range, write: u.write, key, pending: me() });
     }
-    Ok(r)
+    Ok(())
+}
+
+/// [`run_tracked`] for the grids of a multi-grid launch: `parts[i]` is a stream and the
+/// operands of the operation `op` enqueues on it. Every allocation is locked once for the
+/// whole launch; each stream first waits for the conflicting work other streams enqueued
+/// *before* this call (the parts never wait for one another: their grids must run at once);
+/// then `op` enqueues, returning how many parts (in order) it enqueued and whether it failed;
+/// the enqueued parts are recorded without pruning (they did not wait for one another).
+pub(crate) fn run_tracked_multi(
+    parts: &[(&Arc<StreamInner>, &[Use<'_>])],
+    op: impl FnOnce() -> (usize, Result<()>),
+) -> Result<()> {
+    if crate::stream::in_host_fn() {
+        return Err(crate::stream::host_fn_error("enqueueing work"));
+    }
+    for (stream, _) in parts {
+        if stream.capture.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+            return Err(Error::Argument(
+                "a multi-grid launch cannot be captured into a graph: its grids must start together on every GPU"
+                    .into(),
+            ));
+        }
+    }
+    let mut allocs: Vec<&Alloc> = parts.iter().flat_map(|(_, uses)| uses.iter().map(|u| u.alloc)).collect();
+    allocs.sort_unstable_by_key(|a| std::ptr::from_ref(*a) as usize);
+    allocs.dedup_by_key(|a| std::ptr::from_ref(*a) as usize);
+    let mut guards: Vec<Option<Guard<'_>>> = allocs.iter().map(|a| Some((std::ptr::from_ref(*a), a.lock()))).collect();
+    let position = |u: &Use<'_>| allocs.iter().position(|a| std::ptr::eq(*a, u.alloc)).unwrap_or(0);
+    for (stream, uses) in parts {
+        stream.gpu.bind()?;
+        let key = stream.key();
+        let mut waited: Vec<u64> = Vec::new();
+        for u in uses.iter() {
+            let list = &guards[position(u)].as_ref().expect("locked above").1;
+            for a in list.iter() {
+                if a.key == key || !a.conflicts(&(u.start..u.end), u.write) || a.done() || waited.contains(&a.key) {
+                    continue;
+                }
+                match &a.pending {
+                    Pending::Stream(s, _) => {
+                        s.make_wait(stream)?;
+                        waited.push(a.key);
+                    }
+                    Pending::Event(m) => m.make_wait(stream)?,
+                }
+            }
+        }
+    }
+    let (enqueued, result) = op();
+    for (stream, uses) in &parts[..enqueued.min(parts.len())] {
+        record(stream, uses.iter().map(|u| (u, position(u))), &mut guards, false)?;
+    }
+    result
 }
 
 /// A source of [`Stream::copy`](crate::Stream::copy): device or pinned host memory, read.

@@ -7,6 +7,7 @@ mod cg;
 pub mod dynamic;
 mod kernels;
 mod launch;
+mod multi_grid;
 mod nccl;
 mod overlap;
 mod p2p;
@@ -31,6 +32,8 @@ pub enum Bench {
     Overlap(overlap::Args),
     /// Device-side launches: recursive reductions and the cost of one launch, beside the C++ twin with `--twin`
     Dynamic(dynamic::Options),
+    /// Multi-grid sync latency on one GPU and every GPU, and grid.sync, beside NVIDIA's host-flag pattern in C++ with `--twin`
+    MultiGrid(multi_grid::Args),
     /// NCCL all-reduce bus bandwidth over every GPU, 1 MiB to 1 GiB, beside PyTorch's with `--torch`
     Nccl(nccl::Args),
     /// Peer copy bandwidth between every pair of GPUs, beside the cudaMemcpyPeerAsync C++ twin with `--twin`
@@ -46,6 +49,7 @@ pub fn run(which: Bench) -> CliResult {
         Bench::Kernels(a) => kernels::run(a),
         Bench::Overlap(a) => overlap::run(a),
         Bench::Dynamic(a) => dynamic::run(a),
+        Bench::MultiGrid(a) => multi_grid::run(a),
         Bench::Nccl(a) => nccl::run(a),
         Bench::P2p(a) => p2p::run(a),
     }

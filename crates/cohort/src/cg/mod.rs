@@ -46,13 +46,16 @@
 //! not every block reaches, end the launch with an `Err` naming the collective and the call
 //! site. The collectives' docs refer to this section.
 //!
-//! Not yet supported: `this_multi_grid()` (multi-device launches are a later issue) and the
-//! Hopper `thread_block_cluster` group.
+//! `this_multi_grid()` (removed from CUDA 13) is a `multi: MultiGridGroup` parameter of a
+//! `#[kernel(multi_grid)]` kernel, launched on several GPUs at once through
+//! `cohort_runtime::MultiGrid`: [`MultiGridGroup`] (`sync`, `num_grids`, `grid_rank`,
+//! `thread_rank`, `num_threads`). Not yet supported: the Hopper `thread_block_cluster` group.
 
 mod coalesced;
 mod grid;
 mod large;
 mod memcpy;
+mod multi_grid;
 mod reduce;
 pub(crate) mod shfl;
 mod tile;
@@ -61,6 +64,9 @@ pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled
 pub use grid::{Grid, GridGroup, this_grid};
 pub use large::LargeTile;
 pub use memcpy::{AsyncCopies, AsyncCopy, memcpy_async};
+pub use multi_grid::{
+    MULTI_GRID_MAX, MultiGridGroup, MultiGridIndex, MultiGridStride, MultiGridVec, MultiGridVecView, MultiGridWords,
+};
 pub use reduce::{
     AddSelf, AtomicAdd, BitAndSelf, BitOrSelf, BitXorSelf, Collective, GridScratch, ReduceOp, bit_and, bit_or, bit_xor,
     exclusive_scan, exclusive_scan_update, exclusive_sum, greater, inclusive_scan, inclusive_scan_update,

@@ -1,0 +1,8 @@
+use cohort::prelude::*;
+
+#[kernel(cooperative)]
+pub fn bad(multi: MultiGridGroup) {
+    multi.sync();
+}
+
+fn main() {}
