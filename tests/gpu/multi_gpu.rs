@@ -158,6 +158,20 @@ fn mismatches(gpus: &[Gpu]) -> TestResult {
         Err(Error::CrossDevice { device: 0, other: 1, .. }) => {}
         r => return Err(format!("device 0's event recorded on a stream of device 1: {r:?}")),
     }
+    // A graph captured on device 0 replayed on a stream of device 1.
+    let cap = a.new_stream_with(cohort_runtime::StreamOptions::new().non_blocking(true)).ctx("stream")?;
+    let mut other = a.upload(&[0.0f32; 64]).ctx("upload")?;
+    let graph = cap
+        .capture(|s| ka.launch(s, LaunchConfig::for_elements(64, 64), &x, &x, &mut other))
+        .ctx("capture")?
+        .instantiate()
+        .ctx("instantiate")?;
+    match graph.launch(&sb) {
+        Err(Error::CrossDevice { device: 0, other: 1, .. }) => {}
+        r => return Err(format!("device 0's graph replayed on a stream of device 1: {r:?}")),
+    }
+    b.synchronize().ctx("sync")?;
+    check_all("graph output untouched", &other.to_vec().ctx("read")?, &[0.0f32; 64])?;
     // Nothing was enqueued: the buffer is as uploaded.
     check_all("untouched", &out.to_vec().ctx("read")?, &[0.0f32; 64])
 }

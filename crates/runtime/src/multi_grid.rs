@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use cohort::DeviceCopy;
@@ -26,8 +26,11 @@ const BLOCKS_PER_PAGE: usize = PAGE_BYTES / BLOCK_BYTES;
 /// The default time a grid waits at a multi-grid sync for the others.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The marks of the last multi-grid launch of the process: the next one waits for them.
-static LAST_LAUNCH: Mutex<Vec<Arc<Mark>>> = Mutex::new(Vec::new());
+/// The marks of the last multi-grid launch of the process: the next one waits for them. Weak:
+/// the launch's `MultiGrid` holds them (in its pool) while they matter, and waits for them when
+/// dropped; a strong reference here would keep the GPUs' contexts (and their peer-access
+/// records) alive for the rest of the process.
+static LAST_LAUNCH: Mutex<Vec<Weak<Mark>>> = Mutex::new(Vec::new());
 
 /// A group of GPUs that run multi-grid kernels together (`#[kernel(multi_grid)]`), with the
 /// host-mapped memory their barriers use. Grid rank `r` runs on `gpus()[r]`.
@@ -454,7 +457,7 @@ impl<'g> MultiGridLaunch<'g> {
         // other streams' earlier work.
         for g in &self.grids {
             g.stream.inner.gpu.bind()?;
-            for m in last.iter() {
+            for m in last.iter().filter_map(Weak::upgrade) {
                 m.make_wait(&g.stream.inner)?;
             }
             for o in &self.grids {
@@ -507,8 +510,8 @@ impl<'g> MultiGridLaunch<'g> {
             unsafe { std::ptr::addr_of_mut!((*words).abort).write_volatile(1) };
         }
         if !marks.is_empty() {
-            pool.blocks[block].busy = marks.clone();
-            *last = marks;
+            *last = marks.iter().map(Arc::downgrade).collect();
+            pool.blocks[block].busy = marks;
         }
         match failed {
             Some(e) => Err(e),

@@ -856,13 +856,25 @@ impl GraphExec {
     /// against other streams' work on the memory it uses.
     ///
     /// # Errors
-    /// A driver failure (a kernel that failed in an earlier replay included).
+    /// [`Error::CrossDevice`] for a stream of another context than the one the graph was
+    /// captured in; a driver failure (a kernel that failed in an earlier replay included).
     pub fn launch(&self, stream: &Stream) -> Result<()> {
+        if !crate::peer::same_context(&self.gpu, &stream.inner.gpu) {
+            return Err(Error::CrossDevice {
+                what: "a graph replay".into(),
+                device: self.gpu.info.ordinal,
+                other: stream.inner.gpu.info.ordinal,
+                reason: "a graph runs only on streams of the context it was captured in (its kernels and memory \
+                         are that context's); capture it again on the other GPU"
+                    .into(),
+            });
+        }
         let uses: Vec<Use<'_>> = self.used.iter().map(Use::captured).collect();
         self.gpu.bind()?;
         run_tracked(&stream.inner, &uses, || {
-            // SAFETY: live instance and stream of one context; the memory it uses is kept
-            // alive by `used`, and the tracker ordered the replay after conflicting work.
+            // SAFETY: live instance and stream of one context (checked above); the memory it
+            // uses is kept alive by `used`, and the tracker ordered the replay after
+            // conflicting work.
             unsafe { sys::cuGraphLaunch(self.raw, stream.inner.raw) }
                 .result()
                 .map_err(|code| self.gpu.error(code, Doing::Call("launching a graph".into())))
