@@ -144,3 +144,21 @@ mod tests {
         assert_eq!(parse_usize("0"), Ok(0));
     }
 }
+
+/// Runs the C++ twin of a benchmark (an nvcc-built program) with `args` and returns its
+/// standard output; a twin that cannot start or exits non-zero is an error carrying its output.
+pub fn run_twin<S: AsRef<std::ffi::OsStr>>(path: &str, args: &[S]) -> CliResult<String> {
+    let out = std::process::Command::new(path)
+        .args(args)
+        .output()
+        .map_err(|e| CliError::Failed(format!("could not run the C++ twin `{path}`: {e}")))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(CliError::Failed(format!(
+            "the C++ twin `{path}` failed ({}):\n{stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(stdout)
+}

@@ -183,18 +183,7 @@ fn run_twin(path: &str, o: &Options) -> CliResult<Vec<Row>> {
         "--device".into(),
         device,
     ];
-    let out = std::process::Command::new(path)
-        .args(&args)
-        .output()
-        .map_err(|e| CliError::Failed(format!("could not run the C++ twin `{path}`: {e}")))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(CliError::Failed(format!(
-            "the C++ twin `{path}` failed ({}):\n{stdout}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
+    let stdout = util::run_twin(path, &args)?;
     let mut rows = vec![None; KEYS.len()];
     for line in stdout.lines() {
         match line.split_whitespace().collect::<Vec<_>>()[..] {

@@ -9,7 +9,6 @@
 //! then the median over rounds. Every launch's block marks are checked.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::Instant;
 
 use cohort_kernels::{PTX, bench as kb, multi as km};
@@ -58,25 +57,10 @@ fn parse_twin(stdout: &str, into: &mut Figures, first: bool) -> CliResult {
 }
 
 fn run_twin(path: &str, args: &Args, into: &mut Figures, first: bool) -> CliResult {
-    let out = Command::new(path)
-        .args([
-            "--iters",
-            &args.iters.to_string(),
-            "--reps",
-            &args.reps.to_string(),
-            "--threads",
-            &args.threads.to_string(),
-        ])
-        .output()
-        .map_err(|e| CliError::Failed(format!("could not run the C++ twin `{path}`: {e}")))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(CliError::Failed(format!(
-            "the C++ twin `{path}` failed ({}):\n{stdout}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
+    let stdout = util::run_twin(
+        path,
+        &["--iters", &args.iters.to_string(), "--reps", &args.reps.to_string(), "--threads", &args.threads.to_string()],
+    )?;
     parse_twin(&stdout, into, first)
 }
 

@@ -8,7 +8,6 @@
 //! alike. Each side's figure is the median over the rounds of each round's median.
 
 use std::collections::HashMap;
-use std::process::Command;
 
 use crate::overlap::{Alone, Experiment, TOLERANCE, Way, check_n, within_tolerance};
 use crate::util::{self, CliError, CliResult, Table};
@@ -38,18 +37,7 @@ impl Figures {
 
 /// One round of the twin: runs it and parses its `twin <key> <streams> <value>` lines.
 fn run_twin(path: &str, args: &[String], into: &mut Figures, first: bool) -> CliResult {
-    let out = Command::new(path)
-        .args(args)
-        .output()
-        .map_err(|e| CliError::Failed(format!("could not run the C++ twin `{path}`: {e}")))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(CliError::Failed(format!(
-            "the C++ twin `{path}` failed ({}):\n{stdout}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
+    let stdout = util::run_twin(path, args)?;
     for line in stdout.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         match f[..] {

@@ -6,7 +6,6 @@
 //! `bidi_off`, `uni_on`, `bidi_on`; both sides check every copy's data.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use crate::p2p::{self, Cell};
 use crate::util::{self, CliError, CliResult, Table};
@@ -55,18 +54,10 @@ fn parse_twin(stdout: &str, into: &mut Figures, first: bool) -> CliResult {
 }
 
 fn run_twin(path: &str, args: &Args, into: &mut Figures, first: bool) -> CliResult {
-    let out = Command::new(path)
-        .args(["--mib", &args.mib.to_string(), "--reps", &args.reps.to_string(), "--blocks", &args.blocks.to_string()])
-        .output()
-        .map_err(|e| CliError::Failed(format!("could not run the C++ twin `{path}`: {e}")))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(CliError::Failed(format!(
-            "the C++ twin `{path}` failed ({}):\n{stdout}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
+    let stdout = util::run_twin(
+        path,
+        &["--mib", &args.mib.to_string(), "--reps", &args.reps.to_string(), "--blocks", &args.blocks.to_string()],
+    )?;
     parse_twin(&stdout, into, first)
 }
 
