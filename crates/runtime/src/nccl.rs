@@ -544,6 +544,13 @@ impl fmt::Debug for Comm {
     }
 }
 
+/// Runs one operation as a group of its own (what each [`Comm`] method is).
+fn single<'a>(op: impl FnOnce(&mut Group<'a>) -> NcclResult<()>) -> NcclResult<()> {
+    let mut g = Group::new();
+    op(&mut g)?;
+    g.run()
+}
+
 fn check_primary(gpu: &Gpu) -> NcclResult<()> {
     if !gpu.inner.ctx.is_primary() {
         return Err(arg(format!(
@@ -657,9 +664,7 @@ impl Comm {
         recv: impl CopyDst<T>,
         op: ReduceOp,
     ) -> NcclResult<()> {
-        let mut g = Group::new();
-        g.all_reduce(self, stream, send, recv, op)?;
-        g.run()
+        single(|g| g.all_reduce(self, stream, send, recv, op))
     }
 
     /// All-reduce `buf` in place with `op`, on `stream`.
@@ -672,9 +677,7 @@ impl Comm {
         buf: impl CopyDst<T>,
         op: ReduceOp,
     ) -> NcclResult<()> {
-        let mut g = Group::new();
-        g.all_reduce_in_place(self, stream, buf, op)?;
-        g.run()
+        single(|g| g.all_reduce_in_place(self, stream, buf, op))
     }
 
     /// Broadcast rank `root`'s `send` into every rank's `recv` (same length; `send` is read
@@ -689,9 +692,7 @@ impl Comm {
         recv: impl CopyDst<T>,
         root: usize,
     ) -> NcclResult<()> {
-        let mut g = Group::new();
-        g.broadcast(self, stream, send, recv, root)?;
-        g.run()
+        single(|g| g.broadcast(self, stream, send, recv, root))
     }
 
     /// Broadcast rank `root`'s `buf` into every rank's `buf`.
@@ -704,9 +705,7 @@ impl Comm {
         buf: impl CopyDst<T>,
         root: usize,
     ) -> NcclResult<()> {
-        let mut g = Group::new();
-        g.broadcast_in_place(self, stream, buf, root)?;
-        g.run()
+        single(|g| g.broadcast_in_place(self, stream, buf, root))
     }
 
     /// All-gather: `recv` (`size()` × `send.len()` elements) gets every rank's `send`, in
@@ -720,9 +719,7 @@ impl Comm {
         send: impl CopySrc<T>,
         recv: impl CopyDst<T>,
     ) -> NcclResult<()> {
-        let mut g = Group::new();
-        g.all_gather(self, stream, send, recv)?;
-        g.run()
+        single(|g| g.all_gather(self, stream, send, recv))
     }
 
     /// Reduce-scatter: `send` (`size()` × `recv.len()` elements) is reduced across ranks with
@@ -737,9 +734,7 @@ impl Comm {
         recv: impl CopyDst<T>,
         op: ReduceOp,
     ) -> NcclResult<()> {
-        let mut g = Group::new();
-        g.reduce_scatter(self, stream, send, recv, op)?;
-        g.run()
+        single(|g| g.reduce_scatter(self, stream, send, recv, op))
     }
 
     /// Sends `send` to rank `peer`, which must post a [`Comm::recv`] of the same length.
@@ -749,9 +744,7 @@ impl Comm {
     /// # Errors
     /// As [`Comm::all_reduce`], and `peer` out of range.
     pub fn send<T: NcclType>(&self, stream: &Stream, send: impl CopySrc<T>, peer: usize) -> NcclResult<()> {
-        let mut g = Group::new();
-        g.send(self, stream, send, peer)?;
-        g.run()
+        single(|g| g.send(self, stream, send, peer))
     }
 
     /// Receives `recv` from rank `peer`'s [`Comm::send`].
@@ -759,9 +752,7 @@ impl Comm {
     /// # Errors
     /// As [`Comm::send`].
     pub fn recv<T: NcclType>(&self, stream: &Stream, recv: impl CopyDst<T>, peer: usize) -> NcclResult<()> {
-        let mut g = Group::new();
-        g.recv(self, stream, recv, peer)?;
-        g.run()
+        single(|g| g.recv(self, stream, recv, peer))
     }
 }
 
