@@ -52,29 +52,6 @@ pub fn run(args: Args) -> CliResult {
     Ok(())
 }
 
-/// The lines the nested hello world must print for a grid of `blocks` × 8.
-pub fn expected_hello(blocks: u32) -> Vec<String> {
-    let mut want = Vec::new();
-    for depth in 0..4u32 {
-        let threads = 8 >> depth;
-        for parent in 0..blocks {
-            if depth > 0 {
-                want.push(format!("-------> nested execution depth: {depth}"));
-            }
-            if depth > 0 || parent == 0 {
-                let blocks_here = if depth == 0 { blocks } else { 1 };
-                for b in 0..blocks_here {
-                    for t in 0..threads {
-                        want.push(format!("Recursion={depth}: Hello World from thread {t} block {b}"));
-                    }
-                }
-            }
-        }
-    }
-    want.sort_unstable();
-    want
-}
-
 fn nested_hello(gpu: &Gpu, m: &Module, blocks: u32) -> CliResult {
     let k = hello::nested_hello::load(m)?;
     let s = gpu.new_stream()?;
@@ -91,7 +68,7 @@ fn nested_hello(gpu: &Gpu, m: &Module, blocks: u32) -> CliResult {
     }
     let mut got: Vec<&str> = lines.clone();
     got.sort_unstable();
-    let want = expected_hello(blocks);
+    let want = cohort_host::reference::nested_hello_lines(blocks);
     if got != want {
         return Err(CliError::Failed(format!(
             "nested hello ({blocks} blocks): {} lines printed, {} expected, or different ones",

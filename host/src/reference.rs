@@ -34,3 +34,29 @@ pub fn dot_close(got: f64, d: &DotInputs, threads: usize, blocks: usize) -> (boo
     let bound = chain as f64 * f32::EPSILON as f64 * d.magnitude;
     ((got - d.exact).abs() <= bound, bound)
 }
+
+/// The lines the nested hello world (`cohort_dynamic_kernels::hello::nested_hello`, CUDA's
+/// `cdpSimplePrint` shape: grid `blocks` × 8 threads, each depth launched by block 0 thread 0
+/// with half the threads, down to depth 3) prints, sorted.
+#[must_use]
+pub fn nested_hello_lines(blocks: u32) -> Vec<String> {
+    let mut want = Vec::new();
+    for depth in 0..4u32 {
+        let threads = 8 >> depth;
+        for parent in 0..blocks {
+            if depth > 0 {
+                want.push(format!("-------> nested execution depth: {depth}"));
+            }
+            if depth > 0 || parent == 0 {
+                let blocks_here = if depth == 0 { blocks } else { 1 };
+                for b in 0..blocks_here {
+                    for t in 0..threads {
+                        want.push(format!("Recursion={depth}: Hello World from thread {t} block {b}"));
+                    }
+                }
+            }
+        }
+    }
+    want.sort_unstable();
+    want
+}
