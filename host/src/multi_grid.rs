@@ -18,7 +18,8 @@ use std::time::Instant;
 use cohort_kernels::PTX;
 use cohort_kernels::multi::jacobi_multi;
 use cohort_runtime::{Gpu, LaunchConfig, MultiGrid, MultiGridVecBuffer};
-use rand::{Rng, SeedableRng};
+
+use cohort_host::reference::JacobiSystem as System;
 
 use crate::util::{self, CliError, CliResult, Table};
 
@@ -34,97 +35,6 @@ pub struct Args {
     /// Timed solves per GPU count (the median is reported)
     #[arg(long, default_value = "5", value_parser = crate::util::parse_positive)]
     pub reps: usize,
-}
-
-/// The generated system: off-diagonal CSR, diagonal, right-hand side.
-pub struct System {
-    pub row_ptr: Vec<u32>,
-    pub cols: Vec<u32>,
-    pub vals: Vec<f32>,
-    pub diag: Vec<f32>,
-    pub b: Vec<f32>,
-}
-
-impl System {
-    /// The 5-point system of a `side × side` grid (see the module docs).
-    pub fn generate(side: usize, seed: u64) -> Self {
-        let n = side * side;
-        let mut r = rand::rngs::StdRng::seed_from_u64(seed);
-        let (mut row_ptr, mut cols, mut vals, mut diag) =
-            (Vec::with_capacity(n + 1), Vec::new(), Vec::new(), Vec::new());
-        row_ptr.push(0u32);
-        for i in 0..n {
-            let (y, x) = (i / side, i % side);
-            let mut sum = 0.0f32;
-            let mut neighbours = Vec::with_capacity(4);
-            if y > 0 {
-                neighbours.push(i - side);
-            }
-            if x > 0 {
-                neighbours.push(i - 1);
-            }
-            if x + 1 < side {
-                neighbours.push(i + 1);
-            }
-            if y + 1 < side {
-                neighbours.push(i + side);
-            }
-            for j in neighbours {
-                let v: f32 = r.random_range(-1.0f32..-0.25);
-                cols.push(j as u32);
-                vals.push(v);
-                sum += v.abs();
-            }
-            diag.push(sum + 1.0);
-            row_ptr.push(cols.len() as u32);
-        }
-        let b = (0..n).map(|_| r.random_range(-1.0f32..1.0)).collect();
-        Self { row_ptr, cols, vals, diag, b }
-    }
-
-    /// Rows.
-    pub fn len(&self) -> usize {
-        self.b.len()
-    }
-
-    /// One Jacobi update of row `i` from `x`: the kernel's arithmetic, in its order.
-    fn row(&self, x: &[f32], i: usize) -> f32 {
-        cohort_kernels::multi::jacobi_row(&self.row_ptr, &self.cols, &self.vals, &self.diag, &self.b, x, i)
-    }
-
-    /// `sweeps` Jacobi sweeps from zero on the CPU (threads over row ranges).
-    pub fn solve_cpu(&self, sweeps: usize) -> Vec<f32> {
-        let n = self.len();
-        let (mut x, mut y) = (vec![0.0f32; n], vec![0.0f32; n]);
-        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-        let chunk = n.div_ceil(threads);
-        for _ in 0..sweeps {
-            std::thread::scope(|s| {
-                for (c, out) in y.chunks_mut(chunk).enumerate() {
-                    let x = &x;
-                    s.spawn(move || {
-                        for (k, o) in out.iter_mut().enumerate() {
-                            *o = self.row(x, c * chunk + k);
-                        }
-                    });
-                }
-            });
-            std::mem::swap(&mut x, &mut y);
-        }
-        x
-    }
-
-    /// `‖b − A x‖∞`.
-    pub fn residual(&self, x: &[f32]) -> f64 {
-        (0..self.len())
-            .map(|i| {
-                let (s, e) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
-                let ax: f64 = self.diag[i] as f64 * x[i] as f64
-                    + (s..e).map(|k| self.vals[k] as f64 * x[self.cols[k] as usize] as f64).sum::<f64>();
-                (self.b[i] as f64 - ax).abs()
-            })
-            .fold(0.0, f64::max)
-    }
 }
 
 /// Solves on `gpus` `reps` times; returns the median milliseconds and the solution.

@@ -127,24 +127,6 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn util_counts_take_suffixes_and_separators() {
-        assert_eq!(parse_count("1G"), Ok(1 << 30));
-        assert_eq!(parse_count("16k"), Ok(16 << 10));
-        assert_eq!(parse_count("128M"), Ok(128 << 20));
-        assert_eq!(parse_count("10_000_000"), Ok(10_000_000));
-        assert!(parse_count("").is_err() && parse_count("x").is_err() && parse_count("-1").is_err());
-        assert!(parse_count("99999999999999G").is_err(), "overflow");
-        assert_eq!(parse_positive("3"), Ok(3));
-        assert!(parse_positive("0").is_err());
-        assert_eq!(parse_usize("0"), Ok(0));
-    }
-}
-
 /// Runs the C++ twin of a benchmark (an nvcc-built program) with `args` and returns its
 /// standard output; a twin that cannot start or exits non-zero is an error carrying its output.
 pub fn run_twin<S: AsRef<std::ffi::OsStr>>(path: &str, args: &[S]) -> CliResult<String> {
@@ -161,4 +143,22 @@ pub fn run_twin<S: AsRef<std::ffi::OsStr>>(path: &str, args: &[S]) -> CliResult<
         )));
     }
     Ok(stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn util_counts_take_suffixes_and_separators() {
+        assert_eq!(parse_count("1G"), Ok(1 << 30));
+        assert_eq!(parse_count("16k"), Ok(16 << 10));
+        assert_eq!(parse_count("128M"), Ok(128 << 20));
+        assert_eq!(parse_count("10_000_000"), Ok(10_000_000));
+        assert!(parse_count("").is_err() && parse_count("x").is_err() && parse_count("-1").is_err());
+        assert!(parse_count("99999999999999G").is_err(), "overflow");
+        assert_eq!(parse_positive("3"), Ok(3));
+        assert!(parse_positive("0").is_err());
+        assert_eq!(parse_usize("0"), Ok(0));
+    }
 }
