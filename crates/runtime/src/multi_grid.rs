@@ -44,12 +44,12 @@ static LAST_LAUNCH: Mutex<Vec<Weak<Mark>>> = Mutex::new(Vec::new());
 /// # mod kernels { pub struct step; impl step {
 /// #   pub fn load(_: &cohort_runtime::Module) -> Result<Self, cohort_runtime::Error> { unimplemented!() }
 /// #   pub fn add_to<'g>(&'g self, _: &mut cohort_runtime::MultiGridLaunch<'g>, _: &cohort_runtime::Stream,
-/// #       _: &mut DeviceBuffer<f32>) -> Result<(), cohort_runtime::Error> { unimplemented!() } } }
-/// # static PTX: cohort_runtime::PtxSet = unimplemented!();
+/// #       _: &mut cohort_runtime::DeviceBuffer<f32>) -> Result<(), cohort_runtime::Error> { unimplemented!() } } }
+/// # fn ptx() -> &'static cohort_runtime::PtxSet { unimplemented!() }
 /// # fn main() -> Result<(), cohort_runtime::Error> {
 /// let gpus = Gpu::all()?;
 /// let group = MultiGrid::new(&gpus)?;
-/// let kernels = gpus.iter().map(|g| kernels::step::load(&g.load(&PTX)?)).collect::<Result<Vec<_>, _>>()?;
+/// let kernels = gpus.iter().map(|g| kernels::step::load(&g.load(ptx())?)).collect::<Result<Vec<_>, _>>()?;
 /// let mut outs = gpus.iter().map(|g| DeviceBuffer::<f32>::zeroed(g, 1 << 20)).collect::<Result<Vec<_>, _>>()?;
 /// let mut launch = group.launch(LaunchConfig::new(132, 256));
 /// for ((k, g), out) in kernels.iter().zip(&gpus).zip(&mut outs) {
