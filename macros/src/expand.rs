@@ -36,11 +36,22 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     body_fn.sig.ident = body_ident.clone();
     body_fn.attrs = others.iter().map(|a| (*a).clone()).collect();
     body_fn.vis = syn::Visibility::Inherited;
+    // On the host, the kernel's own visibility, so that the CPU device can run the body from
+    // other crates (the device copy stays private: the PTX does not change).
+    let mut host_body_fn = body_fn.clone();
+    host_body_fn.vis = item.vis.clone();
     let body_fn = quote! {
+        #[cfg(target_arch = "nvptx64")]
         #[doc(hidden)]
         #[allow(dead_code, non_snake_case, clippy::too_many_arguments)]
         #[inline(always)]
         #body_fn
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[doc(hidden)]
+        #[allow(dead_code, non_snake_case, clippy::too_many_arguments)]
+        #[inline(always)]
+        #host_body_fn
     };
 
     // Generic parameters (type and const), in order, and their instances.

@@ -355,6 +355,12 @@ macro_rules! atomic_common {
                     let bits: $bits = dispatch!(load order, scope, S::KIND, ld; $b, $class, self.addr(), $bits);
                     let from = $from;
                     from(bits)
+                } host => {
+                    use crate::host::HostAtomic;
+                    if matches!(order, Ordering::Release | Ordering::AcqRel) { panic!("there is no Release or AcqRel load") }
+                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
+                    // contract), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::load(self.v.get()) }
                 })
             }
 
@@ -379,6 +385,12 @@ macro_rules! atomic_common {
                     let to = $to;
                     let bits: $bits = to(v);
                     dispatch!(store order, scope, S::KIND, st; $b, $class, self.addr(), bits)
+                } host => {
+                    use crate::host::HostAtomic;
+                    if matches!(order, Ordering::Acquire | Ordering::AcqRel) { panic!("there is no Acquire or AcqRel store") }
+                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
+                    // contract), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::store(self.v.get(), v) }
                 })
             }
 
@@ -398,6 +410,11 @@ macro_rules! atomic_common {
                     let from = $from;
                     let bits: $bits = to(v);
                     from(dispatch!(order, scope, S::KIND, atom2; "exch", $b, $class, self.addr(), bits, $bits))
+                } host => {
+                    use crate::host::HostAtomic;
+                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
+                    // contract), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "exch", v) }
                 })
             }
 
@@ -432,6 +449,11 @@ macro_rules! atomic_common {
                 crate::host::on_device!("Atomic::compare_exchange" => {
                     let order = seq_cst_prefix(order, scope);
                     dispatch!(order, scope, S::KIND, cas; $b, $class, self.addr(), cur, new, $bits)
+                } host => {
+                    use crate::host::HostAtomic;
+                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
+                    // contract), aligned, and accessed only atomically.
+                    unsafe { <$bits as HostAtomic>::cas(self.v.get().cast::<$bits>(), cur, new) }
                 })
             }
 
@@ -529,6 +551,12 @@ macro_rules! atomic_int {
                         _ => panic!("`add` has no Acquire form; use `fetch_add`"),
                     };
                     dispatch!(store order, scope, S::KIND, red; "add", $add, $class, self.addr(), v)
+                } host => {
+                    use crate::host::HostAtomic;
+                    if matches!(order, Ordering::Acquire) { panic!("`add` has no Acquire form; use `fetch_add`") }
+                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
+                    // contract), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "add", v) };
                 })
             }
 
@@ -554,7 +582,12 @@ macro_rules! atomic_int {
                     crate::host::on_device!("Atomic::fetch_inc" => {
                         let order = seq_cst_prefix(order, scope);
                         dispatch!(order, scope, S::KIND, atom2; "inc", "u32", $class, self.addr(), limit, $t)
-                    })
+                } host => {
+                    use crate::host::HostAtomic;
+                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
+                    // contract), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "inc", limit) }
+                })
                 } else {
                     self.rmw_loop(order, scope, |old| if old >= limit { 0 } else { old + 1 })
                 }
@@ -567,7 +600,12 @@ macro_rules! atomic_int {
                     crate::host::on_device!("Atomic::fetch_dec" => {
                         let order = seq_cst_prefix(order, scope);
                         dispatch!(order, scope, S::KIND, atom2; "dec", "u32", $class, self.addr(), limit, $t)
-                    })
+                } host => {
+                    use crate::host::HostAtomic;
+                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
+                    // contract), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "dec", limit) }
+                })
                 } else {
                     self.rmw_loop(order, scope, |old| if old == 0 || old > limit { limit } else { old - 1 })
                 }
@@ -589,7 +627,12 @@ macro_rules! atomic_int {
             crate::host::on_device!(stringify!($name) => {
                 let order = seq_cst_prefix(order, scope);
                 dispatch!(order, scope, S::KIND, atom2; $op, $ty, $class, self.addr(), v, $t)
-            })
+                } host => {
+                    use crate::host::HostAtomic;
+                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
+                    // contract), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), $op, v) }
+                })
         }
     };
 }
@@ -618,6 +661,11 @@ macro_rules! atomic_float {
                 crate::host::on_device!("Atomic::fetch_add" => {
                     let order = seq_cst_prefix(order, scope);
                     dispatch!(order, scope, S::KIND, atom2; "add", $f, $class, self.addr(), v, $t)
+                } host => {
+                    use crate::host::HostAtomic;
+                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
+                    // contract), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "add", v) }
                 })
             }
 
@@ -650,6 +698,12 @@ macro_rules! atomic_float {
                         _ => panic!("`add` has no Acquire form; use `fetch_add`"),
                     };
                     dispatch!(store order, scope, S::KIND, red; "add", $f, $class, self.addr(), v)
+                } host => {
+                    use crate::host::HostAtomic;
+                    if matches!(order, Ordering::Acquire) { panic!("`add` has no Acquire form; use `fetch_add`") }
+                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
+                    // contract), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "add", v) };
                 })
             }
 

@@ -31,7 +31,7 @@ fn site(loc: &Location<'_>) -> u64 {
 
 /// Checks that every lane of `mask` is at this call of `op` (warp-level groups).
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub(crate) fn warp(op: &'static str, mask: u32) {
     #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
     warp_at(op, mask, Location::caller());
@@ -55,7 +55,7 @@ fn warp_at(op: &'static str, mask: u32, loc: &'static Location<'static>) {
 /// Checks that every thread of the block is at this call of `op` (block-level collectives).
 /// Every thread of the block must call it (it is made of block barriers).
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub(crate) fn block(op: &'static str) {
     #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
     block_at(op, Location::caller());

@@ -175,6 +175,8 @@ pub enum LaunchError {
     /// The launch budget of the host launch this grid descends from is spent: it has made as
     /// many device-side launches as the pending-launch limit (see the [module docs](self)).
     BudgetSpent,
+    /// The kernel runs on the CPU device, which does not run device-side launches yet.
+    NotOnCpuDevice,
 }
 
 impl LaunchError {
@@ -188,6 +190,7 @@ impl LaunchError {
             Self::NotGlobalMemory { .. } => 1_000_003,
             Self::NoParameterBuffer => 1_000_004,
             Self::BudgetSpent => 1_000_005,
+            Self::NotOnCpuDevice => 1_000_006,
             Self::Refused(c) => c,
         }
     }
@@ -204,6 +207,7 @@ impl core::fmt::Display for LaunchError {
             Self::BudgetSpent => {
                 f.write_str("the launch budget (the pending-launch limit) of this host launch is spent")
             }
+            Self::NotOnCpuDevice => f.write_str("device-side launches do not run on the CPU device yet"),
         }
     }
 }
@@ -379,6 +383,8 @@ impl ParamBuffer {
     #[inline(always)]
     pub unsafe fn new(entry: u64, config: &LaunchConfig) -> Result<Self, LaunchError> {
         config.check()?;
+        #[cfg(not(target_arch = "nvptx64"))]
+        return Err(LaunchError::NotOnCpuDevice);
         if !take_launch() {
             return Err(LaunchError::BudgetSpent);
         }

@@ -47,9 +47,33 @@
 //! | [`sync`], [`atomic`], [`thread`] | operations with a [`Scope`](sync::Scope) and an [`Ordering`](atomic::Ordering) | safe |
 //! | [`cg`], [`slice`](mod@slice), [`launch`] | typed groups, outputs that cannot alias, typed device-side launches | safe |
 //!
+//! ## On the CPU device
+//!
 //! On the host target this crate builds too (for rust-analyzer, clippy, rustdoc and the host
-//! half of `#[kernel]`); its device functions then panic with a message saying they run only
-//! on a GPU.
+//! half of `#[kernel]`), and there its device functions call the CPU device engine
+//! (`cohort-cpu`), so that a kernel body runs on the CPU with its GPU meaning: `#[kernel] fn
+//! k(..)` also emits the body as a host function `__cohort_kernel_k(..)` (with the kernel's
+//! visibility, `#[doc(hidden)]`), which `cohort_cpu::launch` runs once per CUDA thread:
+//!
+//! | on the CPU device | how |
+//! |---|---|
+//! | indices and dims ([`thread`], [`raw`]'s special registers), lane masks | the engine's per-thread context |
+//! | block barriers, `_count/_and/_or`, named barriers, [`cg::LargeTile`] | the engine's barriers (a deadlock is an `Err` naming both sites) |
+//! | shuffles, votes, ballot, match, redux, `activemask`, `__syncwarp`, every [`cg`] tile and coalesced group | the engine's warp collectives, over the lanes that really take part (divergence is an `Err` with the site and lanes) |
+//! | [`cg::GridGroup`] sync, [`GridVec`](slice::GridVec) phases | the engine's grid sync (cooperative launches) |
+//! | [`shared!`] statics, [`shared::dynamic`], `memcpy_async` | the block's shared window (a `shared!` static keyed by its address); `memcpy_async` copies at once |
+//! | [`atomic`] (every type, space, scope, ordering) | host atomics, `SeqCst` (float adds as CAS loops) |
+//! | fences, [`mutex::Mutex`] | `SeqCst` fences; spinning yields to the block's other threads |
+//! | `nanosleep`, `clock`, `clock64`, `globaltimer` | a yield; host clocks |
+//! | [`printf!`] | the C library's formatting, one write to stdout per call |
+//! | a panic, `trap` | the launch's `Err`: file, line, block, thread |
+//! | device-side launches | [`launch::LaunchError::NotOnCpuDevice`] |
+//!
+//! Not on the CPU device yet (they panic, which ends the launch with an `Err` naming them):
+//! [`constant!`] and [`global!`](macro@global) variables, `raw::exit`,
+//! `raw::total_smem_size`, and cross-grid [`cg::MultiGridGroup`] exchange (a one-grid
+//! multi-grid group works). Outside a CPU launch, the device functions that need a CUDA
+//! thread panic.
 
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics))]
@@ -61,6 +85,10 @@
     not(target_arch = "nvptx64"),
     allow(unused_variables, unreachable_code, unused_imports, unused_macros, dead_code)
 )]
+
+// The host build runs kernels on the CPU device (`host`), which needs `std`.
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
 
 #[doc(hidden)]
 pub mod abi;

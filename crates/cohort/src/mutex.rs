@@ -65,12 +65,14 @@ impl<S: Space> Mutex<S> {
     }
 
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn scope() -> Scope {
         S::DEFAULT_SCOPE
     }
 
     /// Takes the lock if it is free (`atom.cas` with acquire ordering).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, S>> {
         self.state
             .compare_exchange_scoped(0, 1, Ordering::Acquire, Ordering::Relaxed, Self::scope())
@@ -81,6 +83,7 @@ impl<S: Space> Mutex<S> {
     /// Takes the lock, spinning with exponential backoff (`nanosleep`, 8 ns doubling to
     /// 256 ns, as in the CUDA Programming Guide's mutex example) between attempts.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn lock(&self) -> MutexGuard<'_, S> {
         let mut wait = 8;
         loop {
@@ -97,11 +100,16 @@ impl<S: Space> Mutex<S> {
 
     /// Takes the lock, spinning without sleeping.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn lock_spin(&self) -> MutexGuard<'_, S> {
         loop {
             if let Some(g) = self.try_lock() {
                 return g;
             }
+            // On the CPU device a block's threads take turns only at barriers and yields: let
+            // the holder run.
+            #[cfg(not(target_arch = "nvptx64"))]
+            cohort_cpu::yield_now();
         }
     }
 
@@ -110,12 +118,14 @@ impl<S: Space> Mutex<S> {
     /// # Safety
     /// The calling thread holds the lock (and forgot its guard).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn force_unlock(&self) {
         self.state.store_scoped(0, Ordering::Release, Self::scope());
     }
 
     /// Whether the lock is held by someone (a racy snapshot).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn is_locked(&self) -> bool {
         self.state.load_scoped(Ordering::Relaxed, Self::scope()) != 0
@@ -124,6 +134,7 @@ impl<S: Space> Mutex<S> {
 
 impl<S: Space> Drop for MutexGuard<'_, S> {
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn drop(&mut self) {
         // SAFETY: the guard proves this thread holds the lock.
         unsafe { self.mutex.force_unlock() }

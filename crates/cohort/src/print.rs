@@ -168,6 +168,9 @@ pub unsafe fn vprintf_raw(format: *const u8, args: *const u8) -> i32 {
     crate::host::on_device!("printf" => {
         // SAFETY: the caller guarantees the format and the buffer agree.
         unsafe { vprintf(format, args) }
+    } host => {
+        // SAFETY: the caller guarantees the format and the buffer agree.
+        unsafe { crate::host::printf(format, args) }
     })
 }
 

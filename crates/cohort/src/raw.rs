@@ -103,90 +103,92 @@ unsafe extern "C" {
 }
 
 macro_rules! sreg_intrinsic {
-    ($($(#[$m:meta])* $name:ident => $intr:ident;)*) => {$(
+    ($($(#[$m:meta])* $name:ident => $intr:ident, $host:expr;)*) => {$(
         $(#[$m])*
         #[inline(always)]
         #[must_use]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         pub fn $name() -> u32 {
             on_device!(stringify!($name) => {
                 // SAFETY: reading a special register has no preconditions.
                 unsafe { nvptx::$intr() as u32 }
-            })
+            } host => { $host })
         }
     )*};
 }
 
 sreg_intrinsic! {
     /// `%tid.x`: this thread's x index in its block (`threadIdx.x`).
-    tid_x => _thread_idx_x;
+    tid_x => _thread_idx_x, cohort_cpu::thread_idx().x;
     /// `%tid.y` (`threadIdx.y`).
-    tid_y => _thread_idx_y;
+    tid_y => _thread_idx_y, cohort_cpu::thread_idx().y;
     /// `%tid.z` (`threadIdx.z`).
-    tid_z => _thread_idx_z;
+    tid_z => _thread_idx_z, cohort_cpu::thread_idx().z;
     /// `%ntid.x`: threads per block in x (`blockDim.x`).
-    ntid_x => _block_dim_x;
+    ntid_x => _block_dim_x, cohort_cpu::block_dim().x;
     /// `%ntid.y` (`blockDim.y`).
-    ntid_y => _block_dim_y;
+    ntid_y => _block_dim_y, cohort_cpu::block_dim().y;
     /// `%ntid.z` (`blockDim.z`).
-    ntid_z => _block_dim_z;
+    ntid_z => _block_dim_z, cohort_cpu::block_dim().z;
     /// `%ctaid.x`: this block's x index in the grid (`blockIdx.x`).
-    ctaid_x => _block_idx_x;
+    ctaid_x => _block_idx_x, cohort_cpu::block_idx().x;
     /// `%ctaid.y` (`blockIdx.y`).
-    ctaid_y => _block_idx_y;
+    ctaid_y => _block_idx_y, cohort_cpu::block_idx().y;
     /// `%ctaid.z` (`blockIdx.z`).
-    ctaid_z => _block_idx_z;
+    ctaid_z => _block_idx_z, cohort_cpu::block_idx().z;
     /// `%nctaid.x`: blocks in the grid in x (`gridDim.x`).
-    nctaid_x => _grid_dim_x;
+    nctaid_x => _grid_dim_x, cohort_cpu::grid_dim().x;
     /// `%nctaid.y` (`gridDim.y`).
-    nctaid_y => _grid_dim_y;
+    nctaid_y => _grid_dim_y, cohort_cpu::grid_dim().y;
     /// `%nctaid.z` (`gridDim.z`).
-    nctaid_z => _grid_dim_z;
+    nctaid_z => _grid_dim_z, cohort_cpu::grid_dim().z;
 }
 
 macro_rules! sreg_asm {
-    ($($(#[$m:meta])* $name:ident: $ty:ty => $reg:literal, $class:ident;)*) => {$(
+    ($($(#[$m:meta])* $name:ident: $ty:ty => $reg:literal, $class:ident, $host:expr;)*) => {$(
         $(#[$m])*
         #[inline(always)]
         #[must_use]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         pub fn $name() -> $ty {
             on_device!(stringify!($name) => {
                 let r: $ty;
                 // SAFETY: reading a special register has no preconditions.
                 unsafe { asm!(concat!("mov.", stringify!($ty), " {0}, ", $reg, ";"), out($class) r, options(nomem, nostack, pure)) };
                 r
-            })
+            } host => { $host })
         }
     )*};
 }
 
 sreg_asm! {
     /// `%laneid`: this thread's lane in its warp, 0..32.
-    laneid: u32 => "%laneid", reg32;
+    laneid: u32 => "%laneid", reg32, cohort_cpu::lane_id();
     /// `%warpid`: the hardware warp slot on the SM. It can change during execution; for the
     /// warp's index in its block use [`crate::thread::warp_id`].
-    warpid: u32 => "%warpid", reg32;
+    warpid: u32 => "%warpid", reg32, cohort_cpu::warp_id();
     /// `%lanemask_eq`: the bit of this lane.
-    lanemask_eq: u32 => "%lanemask_eq", reg32;
+    lanemask_eq: u32 => "%lanemask_eq", reg32, cohort_cpu::lanemask_eq();
     /// `%lanemask_lt`: bits of the lanes below this one.
-    lanemask_lt: u32 => "%lanemask_lt", reg32;
+    lanemask_lt: u32 => "%lanemask_lt", reg32, cohort_cpu::lanemask_lt();
     /// `%lanemask_le`: bits of the lanes at or below this one.
-    lanemask_le: u32 => "%lanemask_le", reg32;
+    lanemask_le: u32 => "%lanemask_le", reg32, cohort_cpu::lanemask_le();
     /// `%lanemask_gt`: bits of the lanes above this one.
-    lanemask_gt: u32 => "%lanemask_gt", reg32;
+    lanemask_gt: u32 => "%lanemask_gt", reg32, cohort_cpu::lanemask_gt();
     /// `%lanemask_ge`: bits of the lanes at or above this one.
-    lanemask_ge: u32 => "%lanemask_ge", reg32;
+    lanemask_ge: u32 => "%lanemask_ge", reg32, cohort_cpu::lanemask_ge();
     /// `%smid`: the SM this thread runs on (may change under preemption).
-    smid: u32 => "%smid", reg32;
+    smid: u32 => "%smid", reg32, 0;
     /// `%nsmid`: an upper bound on `%smid` + 1 (not the SM count: ids may be sparse).
-    nsmid: u32 => "%nsmid", reg32;
+    nsmid: u32 => "%nsmid", reg32, 1;
     /// `%envreg1`: set by the driver; the high 32 bits of the grid-sync workspace address.
-    envreg1: u32 => "%envreg1", reg32;
+    envreg1: u32 => "%envreg1", reg32, 0;
     /// `%envreg2`: set by the driver; the low 32 bits of the grid-sync workspace address.
-    envreg2: u32 => "%envreg2", reg32;
+    envreg2: u32 => "%envreg2", reg32, u32::from(cohort_cpu::is_cooperative());
     /// `%dynamic_smem_size`: bytes of dynamic shared memory this launch gave each block.
-    dynamic_smem_size: u32 => "%dynamic_smem_size", reg32;
+    dynamic_smem_size: u32 => "%dynamic_smem_size", reg32, cohort_cpu::dynamic_shared().1;
     /// `%total_smem_size`: static plus dynamic shared memory of this block, in bytes.
-    total_smem_size: u32 => "%total_smem_size", reg32;
+    total_smem_size: u32 => "%total_smem_size", reg32, crate::host::device_only("total_smem_size");
 }
 
 /// `%clock`: a 32-bit per-SM cycle counter (`clock()`).
@@ -198,7 +200,7 @@ pub fn clock() -> u32 {
         // SAFETY: reading a special register has no preconditions; volatile so it is not hoisted.
         unsafe { asm!("mov.u32 {0}, %clock;", out(reg32) r, options(nomem, nostack)) };
         r
-    })
+    } host => { crate::host::clock_ns() as u32 })
 }
 
 /// `%clock64`: a 64-bit per-SM cycle counter (`clock64()`).
@@ -210,7 +212,7 @@ pub fn clock64() -> u64 {
         // SAFETY: reading a special register has no preconditions; volatile so it is not hoisted.
         unsafe { asm!("mov.u64 {0}, %clock64;", out(reg64) r, options(nomem, nostack)) };
         r
-    })
+    } host => { crate::host::clock_ns() })
 }
 
 /// `%globaltimer`: nanoseconds, global to the GPU (coarse: updates about every µs).
@@ -222,7 +224,7 @@ pub fn globaltimer() -> u64 {
         // SAFETY: reading a special register has no preconditions; volatile so it is not hoisted.
         unsafe { asm!("mov.u64 {0}, %globaltimer;", out(reg64) r, options(nomem, nostack)) };
         r
-    })
+    } host => { crate::host::globaltimer_ns() })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -238,10 +240,13 @@ pub fn globaltimer() -> u64 {
 /// Every non-exited thread of the block must reach this same barrier, or the block deadlocks
 /// (or, on sm_70+, behaves as documented for divergent barriers: undefined).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn barrier_sync() {
     on_device!("barrier_sync" => {
         // SAFETY: the caller upholds the barrier contract.
         unsafe { nvvm_barrier_sync(0) }
+    } host => {
+        cohort_cpu::sync_threads()
     })
 }
 
@@ -250,10 +255,13 @@ pub unsafe fn barrier_sync() {
 /// # Safety
 /// Exactly `count` threads (whole warps) must arrive at barrier `id` (0..16).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn barrier_sync_named(id: u32, count: u32) {
     on_device!("barrier_sync_named" => {
         // SAFETY: the caller upholds the barrier contract.
         unsafe { nvvm_barrier_sync_cnt(id, count) }
+    } host => {
+        cohort_cpu::barrier_named(id, count)
     })
 }
 
@@ -264,10 +272,13 @@ pub unsafe fn barrier_sync_named(id: u32, count: u32) {
 /// As for [`barrier_sync`].
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn barrier_sync_count(pred: bool) -> u32 {
     on_device!("barrier_sync_count" => {
         // SAFETY: the caller upholds the barrier contract.
         unsafe { nvvm_barrier_red_popc(0, pred) }
+    } host => {
+        cohort_cpu::sync_threads_count(pred)
     })
 }
 
@@ -278,10 +289,13 @@ pub unsafe fn barrier_sync_count(pred: bool) -> u32 {
 /// As for [`barrier_sync`].
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn barrier_sync_and(pred: bool) -> bool {
     on_device!("barrier_sync_and" => {
         // SAFETY: the caller upholds the barrier contract.
         unsafe { nvvm_barrier_red_and(0, pred) }
+    } host => {
+        cohort_cpu::sync_threads_and(pred)
     })
 }
 
@@ -292,10 +306,13 @@ pub unsafe fn barrier_sync_and(pred: bool) -> bool {
 /// As for [`barrier_sync`].
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn barrier_sync_or(pred: bool) -> bool {
     on_device!("barrier_sync_or" => {
         // SAFETY: the caller upholds the barrier contract.
         unsafe { nvvm_barrier_red_or(0, pred) }
+    } host => {
+        cohort_cpu::sync_threads_or(pred)
     })
 }
 
@@ -306,10 +323,13 @@ pub unsafe fn barrier_sync_or(pred: bool) -> bool {
 /// Every lane in `mask` must execute a `bar.warp.sync` with the same mask, and the calling
 /// lane must be in `mask`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn bar_warp_sync(mask: u32) {
     on_device!("bar_warp_sync" => {
         // SAFETY: the caller upholds the warp-barrier contract.
         unsafe { nvvm_bar_warp_sync(mask) }
+    } host => {
+        cohort_cpu::sync_warp(mask)
     })
 }
 
@@ -317,7 +337,7 @@ pub unsafe fn bar_warp_sync(mask: u32) {
 // Warp shuffles, votes, matches, reductions
 
 macro_rules! shfl_b32 {
-    ($($(#[$m:meta])* $name:ident => $intr:ident;)*) => {$(
+    ($($(#[$m:meta])* $name:ident => $intr:ident, $host:ident;)*) => {$(
         $(#[$m])*
         ///
         /// `c` is PTX's packed clamp/segment operand; [`shfl_c`] builds it from a width.
@@ -327,24 +347,25 @@ macro_rules! shfl_b32 {
         /// calling lane must be in `mask`.
         #[inline(always)]
         #[must_use]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         pub unsafe fn $name(mask: u32, value: u32, b: u32, c: u32) -> u32 {
             on_device!(stringify!($name) => {
                 // SAFETY: the caller upholds the convergence contract of `shfl.sync`.
                 unsafe { $intr(mask, value, b, c) }
-            })
+            } host => { cohort_cpu::shfl(cohort_cpu::ShflMode::$host, mask, value, b, c) })
         }
     )*};
 }
 
 shfl_b32! {
     /// `shfl.sync.idx.b32`: read `value` from lane `b` of this lane's segment (`__shfl_sync`).
-    shfl_sync_idx_b32 => nvvm_shfl_idx;
+    shfl_sync_idx_b32 => nvvm_shfl_idx, Idx;
     /// `shfl.sync.up.b32`: read from the lane `b` below (`__shfl_up_sync`).
-    shfl_sync_up_b32 => nvvm_shfl_up;
+    shfl_sync_up_b32 => nvvm_shfl_up, Up;
     /// `shfl.sync.down.b32`: read from the lane `b` above (`__shfl_down_sync`).
-    shfl_sync_down_b32 => nvvm_shfl_down;
+    shfl_sync_down_b32 => nvvm_shfl_down, Down;
     /// `shfl.sync.bfly.b32`: read from lane `laneid ^ b` (`__shfl_xor_sync`).
-    shfl_sync_bfly_b32 => nvvm_shfl_bfly;
+    shfl_sync_bfly_b32 => nvvm_shfl_bfly, Bfly;
 }
 
 /// The `c` operand of `shfl.sync` for a segment of `width` lanes (a power of two ≤ 32):
@@ -357,7 +378,7 @@ pub const fn shfl_c(width: u32, up: bool) -> u32 {
 }
 
 macro_rules! vote_pred {
-    ($($(#[$m:meta])* $name:ident => $intr:ident;)*) => {$(
+    ($($(#[$m:meta])* $name:ident => $intr:ident, $host:path;)*) => {$(
         $(#[$m])*
         ///
         /// # Safety
@@ -365,22 +386,23 @@ macro_rules! vote_pred {
         /// calling lane must be in `mask`.
         #[inline(always)]
         #[must_use]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         pub unsafe fn $name(mask: u32, pred: bool) -> bool {
             on_device!(stringify!($name) => {
                 // SAFETY: the caller upholds the convergence contract of `vote.sync`.
                 unsafe { $intr(mask, pred) }
-            })
+            } host => { $host(mask, pred) })
         }
     )*};
 }
 
 vote_pred! {
     /// `vote.sync.all.pred` (`__all_sync`).
-    vote_sync_all => nvvm_vote_all;
+    vote_sync_all => nvvm_vote_all, cohort_cpu::vote_all;
     /// `vote.sync.any.pred` (`__any_sync`).
-    vote_sync_any => nvvm_vote_any;
+    vote_sync_any => nvvm_vote_any, cohort_cpu::vote_any;
     /// `vote.sync.uni.pred` (`__uni_sync`): whether `pred` is the same in every lane of `mask`.
-    vote_sync_uni => nvvm_vote_uni;
+    vote_sync_uni => nvvm_vote_uni, cohort_cpu::vote_uni;
 }
 
 /// `vote.sync.ballot.b32` (`__ballot_sync`): bit *i* set when lane *i* is in `mask` and its
@@ -391,10 +413,13 @@ vote_pred! {
 /// lane must be in `mask`.
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn vote_sync_ballot(mask: u32, pred: bool) -> u32 {
     on_device!("vote_sync_ballot" => {
         // SAFETY: the caller upholds the convergence contract of `vote.sync`.
         unsafe { nvvm_vote_ballot(mask, pred) }
+    } host => {
+        cohort_cpu::ballot(mask, pred)
     })
 }
 
@@ -404,10 +429,13 @@ pub unsafe fn vote_sync_ballot(mask: u32, pred: bool) -> u32 {
 /// Every lane in `mask` must execute this instruction with the same `mask`; sm_70+.
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn match_any_sync_b32(mask: u32, value: u32) -> u32 {
     on_device!("match_any_sync_b32" => {
         // SAFETY: the caller upholds the convergence contract of `match.sync`.
         unsafe { nvvm_match_any_i32(mask, value) }
+    } host => {
+        cohort_cpu::match_any_u32(mask, value)
     })
 }
 
@@ -417,10 +445,13 @@ pub unsafe fn match_any_sync_b32(mask: u32, value: u32) -> u32 {
 /// As for [`match_any_sync_b32`].
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn match_any_sync_b64(mask: u32, value: u64) -> u32 {
     on_device!("match_any_sync_b64" => {
         // SAFETY: the caller upholds the convergence contract of `match.sync`.
         unsafe { nvvm_match_any_i64(mask, value) }
+    } host => {
+        cohort_cpu::match_any_u64(mask, value)
     })
 }
 
@@ -432,6 +463,7 @@ pub unsafe fn match_any_sync_b64(mask: u32, value: u64) -> u32 {
 /// As for [`match_any_sync_b32`].
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn match_all_sync_b32(mask: u32, value: u32) -> (u32, bool) {
     // SAFETY: forwarded to the caller.
     let m = unsafe { match_any_sync_b32(mask, value) };
@@ -444,6 +476,7 @@ pub unsafe fn match_all_sync_b32(mask: u32, value: u32) -> (u32, bool) {
 /// As for [`match_any_sync_b32`].
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn match_all_sync_b64(mask: u32, value: u64) -> (u32, bool) {
     // SAFETY: forwarded to the caller.
     let m = unsafe { match_any_sync_b64(mask, value) };
@@ -453,15 +486,18 @@ pub unsafe fn match_all_sync_b64(mask: u32, value: u64) -> (u32, bool) {
 /// `activemask.b32` (`__activemask()`): the lanes executing this instruction together.
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn activemask() -> u32 {
     on_device!("activemask" => {
         // SAFETY: `activemask` has no preconditions.
         unsafe { nvvm_activemask() }
+    } host => {
+        cohort_cpu::activemask()
     })
 }
 
 macro_rules! redux {
-    ($($(#[$m:meta])* $name:ident: $ty:ty => $intr:ident;)*) => {$(
+    ($($(#[$m:meta])* $name:ident: $ty:ty => $intr:ident, $hf:ident $op:ident;)*) => {$(
         $(#[$m])*
         ///
         /// # Safety
@@ -469,44 +505,48 @@ macro_rules! redux {
         /// and the calling lane must be in `mask`.
         #[inline(always)]
         #[must_use]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         pub unsafe fn $name(mask: u32, value: $ty) -> $ty {
             on_device!(stringify!($name) => {
                 // SAFETY: the caller upholds the convergence contract of `redux.sync`.
                 unsafe { $intr(value, mask) }
-            })
+            } host => { cohort_cpu::$hf(cohort_cpu::ReduxOp::$op, mask, value) })
         }
     )*};
 }
 
 redux! {
     /// `redux.sync.add.u32` (`__reduce_add_sync`), also correct for `i32` bit patterns.
-    redux_sync_add_u32: u32 => nvvm_redux_add;
+    redux_sync_add_u32: u32 => nvvm_redux_add, redux_u32 Add;
     /// `redux.sync.min.u32` (`__reduce_min_sync`).
-    redux_sync_min_u32: u32 => nvvm_redux_umin;
+    redux_sync_min_u32: u32 => nvvm_redux_umin, redux_u32 Min;
     /// `redux.sync.max.u32` (`__reduce_max_sync`).
-    redux_sync_max_u32: u32 => nvvm_redux_umax;
+    redux_sync_max_u32: u32 => nvvm_redux_umax, redux_u32 Max;
     /// `redux.sync.min.s32` (`__reduce_min_sync` on `int`).
-    redux_sync_min_s32: i32 => nvvm_redux_min;
+    redux_sync_min_s32: i32 => nvvm_redux_min, redux_i32 Min;
     /// `redux.sync.max.s32` (`__reduce_max_sync` on `int`).
-    redux_sync_max_s32: i32 => nvvm_redux_max;
+    redux_sync_max_s32: i32 => nvvm_redux_max, redux_i32 Max;
     /// `redux.sync.and.b32` (`__reduce_and_sync`).
-    redux_sync_and_b32: u32 => nvvm_redux_and;
+    redux_sync_and_b32: u32 => nvvm_redux_and, redux_u32 And;
     /// `redux.sync.or.b32` (`__reduce_or_sync`).
-    redux_sync_or_b32: u32 => nvvm_redux_or;
+    redux_sync_or_b32: u32 => nvvm_redux_or, redux_u32 Or;
     /// `redux.sync.xor.b32` (`__reduce_xor_sync`).
-    redux_sync_xor_b32: u32 => nvvm_redux_xor;
+    redux_sync_xor_b32: u32 => nvvm_redux_xor, redux_u32 Xor;
 }
 
 /// `fns.b32`: the position of the `offset`-th (0-based) set bit of `mask`, counting up from
 /// bit `base`; 0xffffffff when there is none (`__fns(mask, base, offset + 1)`).
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn fns(mask: u32, base: u32, offset: i32) -> u32 {
     on_device!("fns" => {
         let r: u32;
         // SAFETY: `fns` is pure arithmetic.
         unsafe { asm!("fns.b32 {0}, {1}, {2}, {3};", out(reg32) r, in(reg32) mask, in(reg32) base, in(reg32) offset, options(pure, nomem, nostack)) };
         r
+    } host => {
+        crate::host::fns(mask, base, offset)
     })
 }
 
@@ -521,7 +561,7 @@ macro_rules! fence {
             on_device!(stringify!($name) => {
                 // SAFETY: a fence only orders this thread's memory accesses.
                 unsafe { asm!($ins, options(nostack)) }
-            })
+            } host => { core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst) })
         }
     )*};
 }
@@ -544,20 +584,26 @@ fence! {
 
 /// `nanosleep.u32`: suspends the thread for about `ns` nanoseconds (0..=1_000_000); sm_70+.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn nanosleep(ns: u32) {
     on_device!("nanosleep" => {
         // SAFETY: sleeping has no memory effects.
         unsafe { asm!("nanosleep.u32 {0};", in(reg32) ns, options(nomem, nostack)) }
+    } host => {
+        cohort_cpu::yield_now()
     })
 }
 
 /// `trap`: aborts the kernel. The host sees `CUDA_ERROR_LAUNCH_FAILED` (or
 /// `ILLEGAL_INSTRUCTION`), and the CUDA context is unusable afterwards.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn trap() -> ! {
     on_device!("trap" => {
         // SAFETY: `trap` ends the kernel; nothing after it runs.
         unsafe { nvptx::trap() }
+    } host => {
+        panic!("trap: the kernel executed `trap`")
     })
 }
 
@@ -591,45 +637,57 @@ unsafe extern "C" {
 /// `sqrt.rn.f32`: √x correctly rounded (what nvcc's `sqrtf` compiles to without fast math).
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sqrt_rn_f32(x: f32) -> f32 {
     on_device!("raw::sqrt_rn_f32" => {
         // SAFETY: arithmetic only.
         unsafe { llvm_sqrt_f32(x) }
+    } host => {
+        x.sqrt()
     })
 }
 
 /// `sqrt.rn.f64`: √x correctly rounded (`sqrt`).
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sqrt_rn_f64(x: f64) -> f64 {
     on_device!("raw::sqrt_rn_f64" => {
         // SAFETY: arithmetic only.
         unsafe { llvm_sqrt_f64(x) }
+    } host => {
+        x.sqrt()
     })
 }
 
 /// `fma.rn.f32`: `a * b + c` rounded once (LLVM's `llvm.fma`, so it folds and schedules).
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn fma_rn_f32(a: f32, b: f32, c: f32) -> f32 {
     on_device!("raw::fma_rn_f32" => {
         // SAFETY: arithmetic only.
         unsafe { llvm_fma_f32(a, b, c) }
+    } host => {
+        a.mul_add(b, c)
     })
 }
 
 /// `fma.rn.f64`: `a * b + c` rounded once.
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn fma_rn_f64(a: f64, b: f64, c: f64) -> f64 {
     on_device!("raw::fma_rn_f64" => {
         // SAFETY: arithmetic only.
         unsafe { llvm_fma_f64(a, b, c) }
+    } host => {
+        a.mul_add(b, c)
     })
 }
 
 macro_rules! approx_unary {
-    ($($(#[$m:meta])* $name:ident => $ptx:literal;)*) => {$(
+    ($($(#[$m:meta])* $name:ident => $ptx:literal, $host:expr;)*) => {$(
         $(#[$m])*
         #[inline(always)]
         #[must_use]
@@ -639,6 +697,9 @@ macro_rules! approx_unary {
                 // SAFETY: arithmetic only.
                 unsafe { asm!(concat!($ptx, " {0}, {1};"), out(reg32) r, in(reg32) x, options(pure, nomem, nostack)) };
                 r
+            } host => {
+                let f: fn(f32) -> f32 = $host;
+                f(x)
             })
         }
     )*};
@@ -646,28 +707,31 @@ macro_rules! approx_unary {
 
 approx_unary! {
     /// `sin.approx.f32` (what `__sinf` compiles to).
-    sin_approx_f32 => "sin.approx.f32";
+    sin_approx_f32 => "sin.approx.f32", f32::sin;
     /// `cos.approx.f32` (`__cosf`).
-    cos_approx_f32 => "cos.approx.f32";
+    cos_approx_f32 => "cos.approx.f32", f32::cos;
     /// `ex2.approx.f32`: 2^x.
-    ex2_approx_f32 => "ex2.approx.f32";
+    ex2_approx_f32 => "ex2.approx.f32", f32::exp2;
     /// `lg2.approx.f32`: log2 x.
-    lg2_approx_f32 => "lg2.approx.f32";
+    lg2_approx_f32 => "lg2.approx.f32", f32::log2;
     /// `rsqrt.approx.f32`: 1/√x.
-    rsqrt_approx_f32 => "rsqrt.approx.f32";
+    rsqrt_approx_f32 => "rsqrt.approx.f32", |x| 1.0 / x.sqrt();
     /// `sqrt.approx.f32`.
-    sqrt_approx_f32 => "sqrt.approx.f32";
+    sqrt_approx_f32 => "sqrt.approx.f32", f32::sqrt;
 }
 
 /// `div.approx.f32`: `a / b` (what `__fdividef` compiles to).
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn div_approx_f32(a: f32, b: f32) -> f32 {
     on_device!("raw::div_approx_f32" => {
         let r: f32;
         // SAFETY: arithmetic only.
         unsafe { asm!("div.approx.f32 {0}, {1}, {2};", out(reg32) r, in(reg32) a, in(reg32) b, options(pure, nomem, nostack)) };
         r
+    } host => {
+        a / b
     })
 }
 
@@ -678,6 +742,7 @@ pub fn div_approx_f32(a: f32, b: f32) -> f32 {
 /// opposed to shared, local, constant or parameter memory (`__isGlobal`).
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn isspacep_global(ptr: *const u8) -> bool {
     on_device!("isspacep_global" => {
         let r: u32;
@@ -691,6 +756,8 @@ pub fn isspacep_global(ptr: *const u8) -> bool {
             )
         };
         r != 0
+    } host => {
+        crate::host::is_global(ptr)
     })
 }
 
@@ -704,12 +771,16 @@ pub fn isspacep_global(ptr: *const u8) -> bool {
 /// `st.relaxed` / atomic of the same size), or the load races.
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn ld_acquire_sys_u32(addr: *const u32) -> u32 {
     on_device!("ld_acquire_sys_u32" => {
         let v: u32;
         // SAFETY: the caller's contract.
         unsafe { asm!("ld.acquire.sys.u32 {0}, [{1}];", out(reg32) v, in(reg64) addr, options(nostack)) };
         v
+    } host => {
+        // SAFETY: the caller's contract: valid, aligned, accessed only atomically.
+        unsafe { core::sync::atomic::AtomicU32::from_ptr(addr.cast_mut()) }.load(core::sync::atomic::Ordering::Acquire)
     })
 }
 
@@ -720,10 +791,14 @@ pub unsafe fn ld_acquire_sys_u32(addr: *const u32) -> u32 {
 /// `addr` must be a valid, 4-byte aligned address of memory this thread may write (global,
 /// peer or host-mapped), and every concurrent access to it must be atomic.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn st_release_sys_u32(addr: *mut u32, value: u32) {
     on_device!("st_release_sys_u32" => {
         // SAFETY: the caller's contract.
         unsafe { asm!("st.release.sys.u32 [{0}], {1};", in(reg64) addr, in(reg32) value, options(nostack)) }
+    } host => {
+        // SAFETY: the caller's contract: valid, aligned, accessed only atomically.
+        unsafe { core::sync::atomic::AtomicU32::from_ptr(addr) }.store(value, core::sync::atomic::Ordering::Release)
     })
 }
 

@@ -82,6 +82,7 @@ impl<T: DeviceCopy, const N: usize> SharedStatic<T, N> {
 
     /// The array, in this block's shared memory.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn get(&self) -> SharedArray<T, N> {
         SharedArray { addr: (self.addr)(), _t: PhantomData }
@@ -139,6 +140,7 @@ macro_rules! shared {
         #[allow(non_upper_case_globals)]
         $vis static $name: $crate::shared::SharedStatic<$t, { $n }> = {
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn __cohort_shared_addr() -> u32 {
                 #[cfg(target_arch = "nvptx64")]
                 {
@@ -156,7 +158,12 @@ macro_rules! shared {
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
-                    $crate::host::device_only("shared!")
+                    // On the CPU device: this block's copy, keyed by the static's address.
+                    $crate::host::shared_static(
+                        ::core::ptr::addr_of!($name) as usize,
+                        $crate::shared::__size::<$t, { $n }>(),
+                        $crate::shared::__align::<$t>(),
+                    )
                 }
             }
             $crate::shared::SharedStatic::<$t, { $n }>::__new(__cohort_shared_addr)
@@ -170,6 +177,7 @@ core::arch::global_asm!(".extern .shared .align 16 .b8 cohort_dynamic_smem[];");
 /// This launch's dynamic shared memory (`extern __shared__`) as `T`s: as many as fit in the
 /// bytes the launch asked for (`LaunchConfig::with_shared_mem`).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn dynamic<T: DeviceCopy>() -> SharedSlice<T> {
     const { assert!(align_of::<T>() <= 16, "dynamic shared memory is 16-byte aligned") };
@@ -178,6 +186,9 @@ pub fn dynamic<T: DeviceCopy>() -> SharedSlice<T> {
         // SAFETY: takes the shared-window address of the extern dynamic array.
         unsafe { core::arch::asm!("mov.u32 {0}, cohort_dynamic_smem;", out(reg32) a, options(pure, nomem, nostack)) };
         let bytes = crate::raw::dynamic_smem_size();
+        SharedSlice { addr: a, len: if size_of::<T>() == 0 { 0 } else { bytes / size_of::<T>() as u32 }, _t: PhantomData }
+    } host => {
+        let (a, bytes) = cohort_cpu::dynamic_shared();
         SharedSlice { addr: a, len: if size_of::<T>() == 0 { 0 } else { bytes / size_of::<T>() as u32 }, _t: PhantomData }
     })
 }
@@ -199,6 +210,7 @@ impl<T: DeviceCopy, const N: usize> SharedArray<T, N> {
 
     /// The whole array as a slice handle.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn as_slice(&self) -> SharedSlice<T> {
         SharedSlice { addr: self.addr, len: N as u32, _t: PhantomData }
@@ -355,6 +367,7 @@ impl<T: DeviceCopy> SharedSlice<T> {
     /// # Safety
     /// `i < self.len()`.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub unsafe fn load_unchecked(&self, i: usize) -> T {
         // SAFETY: the caller keeps `i` in bounds.
@@ -366,6 +379,7 @@ impl<T: DeviceCopy> SharedSlice<T> {
     /// # Safety
     /// `i < self.len()`.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn store_unchecked(&self, i: usize, v: T) {
         // SAFETY: the caller keeps `i` in bounds.
         unsafe { st_shared(self.addr + (i * size_of::<T>()) as u32, v) }
@@ -393,6 +407,7 @@ impl<T: DeviceCopy> SharedSlice<T> {
     /// # Safety
     /// `i < self.len()`.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub unsafe fn atomic_unchecked(&self, i: usize) -> &'static Atomic<T, Shared> {
         let generic = generic_from_shared(self.addr + (i * size_of::<T>()) as u32);
@@ -407,6 +422,7 @@ impl<T: DeviceCopy> SharedSlice<T> {
 /// Computed as [`shared_window_base`]` + addr` so that code which turns the generic address back
 /// into a shared-window one (shared-space atomics) folds to the original 32-bit address.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn generic_from_shared(addr: u32) -> u64 {
     shared_window_base().wrapping_add(u64::from(addr))
@@ -415,6 +431,7 @@ pub fn generic_from_shared(addr: u32) -> u64 {
 /// The generic address at which the shared window begins (`cvta.shared.u64` of 0); a shared
 /// address `a` is the generic address `shared_window_base() + a`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn shared_window_base() -> u64 {
     crate::host::on_device!("shared::shared_window_base" => {
@@ -422,7 +439,7 @@ pub fn shared_window_base() -> u64 {
         // SAFETY: address arithmetic only.
         unsafe { core::arch::asm!("mov.u64 {0}, 0; cvta.shared.u64 {0}, {0};", out(reg64) r, options(pure, nomem, nostack)) };
         r
-    })
+    } host => { cohort_cpu::shared_window() as u64 })
 }
 
 macro_rules! ld_st {
@@ -431,6 +448,7 @@ macro_rules! ld_st {
         /// `addr` is a valid, aligned shared-memory address.
         #[cfg(target_arch = "nvptx64")]
         #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         unsafe fn $ld(addr: u32) -> $ty {
             let v: $ty;
             // SAFETY: guaranteed by the caller.
@@ -441,6 +459,7 @@ macro_rules! ld_st {
         /// `addr` is a valid, aligned shared-memory address.
         #[cfg(target_arch = "nvptx64")]
         #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         unsafe fn $st(addr: u32, v: $ty) {
             // SAFETY: guaranteed by the caller.
             unsafe { core::arch::asm!(concat!("st.shared.", $ptx, " [{0}], {1};"), in(reg32) addr, in($class) v, options(nostack)) };
@@ -456,6 +475,7 @@ ld_st!(ld_b64, st_b64, u64, "b64", reg64);
 /// `addr` is a valid, 16-byte aligned shared-memory address.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 unsafe fn ld_v4_b32(addr: u32) -> [u32; 4] {
     let (a, b, c, d): (u32, u32, u32, u32);
     // SAFETY: guaranteed by the caller.
@@ -473,6 +493,7 @@ unsafe fn ld_v4_b32(addr: u32) -> [u32; 4] {
 /// `addr` is a valid, 16-byte aligned shared-memory address.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 unsafe fn st_v4_b32(addr: u32, [a, b, c, d]: [u32; 4]) {
     // SAFETY: guaranteed by the caller.
     unsafe {
@@ -488,6 +509,7 @@ unsafe fn st_v4_b32(addr: u32, [a, b, c, d]: [u32; 4]) {
 /// `addr` is a valid, aligned shared-memory address.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 unsafe fn ld_b8(addr: u32) -> u8 {
     let v: u16;
     // SAFETY: guaranteed by the caller.
@@ -501,6 +523,7 @@ unsafe fn ld_b8(addr: u32) -> u8 {
 /// `addr` is a valid shared-memory address.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 unsafe fn st_b8(addr: u32, v: u8) {
     // SAFETY: guaranteed by the caller.
     unsafe { core::arch::asm!("st.shared.u8 [{0}], {1};", in(reg32) addr, in(reg16) v as u16, options(nostack)) };
@@ -511,6 +534,7 @@ unsafe fn st_b8(addr: u32, v: u8) {
 /// # Safety
 /// `addr` is a valid, 4-byte aligned shared-memory address with room for the words.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn store_words<T: DeviceCopy>(addr: u32, v: T) {
     crate::host::on_device!("shared store" => {
         let mut i = 0u32;
@@ -520,6 +544,9 @@ pub(crate) unsafe fn store_words<T: DeviceCopy>(addr: u32, v: T) {
             i += 1;
             w
         });
+    } host => {
+        // SAFETY: as `st_shared`: the caller's slot is valid shared memory of this block.
+        unsafe { st_shared(addr, v) }
     })
 }
 
@@ -528,6 +555,7 @@ pub(crate) unsafe fn store_words<T: DeviceCopy>(addr: u32, v: T) {
 /// # Safety
 /// `addr` holds the words of a `T` written by `store_words`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn load_words<T: DeviceCopy>(addr: u32, like: T) -> T {
     crate::host::on_device!("shared load" => {
         let mut i = 0u32;
@@ -537,6 +565,10 @@ pub(crate) unsafe fn load_words<T: DeviceCopy>(addr: u32, like: T) -> T {
             i += 1;
             w
         })
+    } host => {
+        let _ = like;
+        // SAFETY: the caller's slot holds a `T` written by `store_words`.
+        unsafe { ld_shared(addr) }
     })
 }
 
@@ -545,6 +577,7 @@ pub(crate) unsafe fn load_words<T: DeviceCopy>(addr: u32, like: T) -> T {
 /// # Safety
 /// `addr` is a valid shared-memory address of a `T`, aligned for `T`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn ld_shared<T: DeviceCopy>(addr: u32) -> T {
     crate::host::on_device!("shared load" => {
         let mut out = core::mem::MaybeUninit::<T>::uninit();
@@ -576,6 +609,12 @@ pub(crate) unsafe fn ld_shared<T: DeviceCopy>(addr: u32) -> T {
             }
             out.assume_init()
         }
+    } host => {
+        cohort_cpu::shared_access(addr, size_of::<T>() as u32, false);
+        // SAFETY: `addr` is a valid shared address of a `T` (caller), so the bytes lie in this
+        // block's window; a block's threads run on one OS thread, one at a time, so the read
+        // races with no write; every bit pattern is a valid `T` (`DeviceCopy`).
+        unsafe { crate::host::shared_ptr(addr).cast::<T>().read_unaligned() }
     })
 }
 
@@ -584,6 +623,7 @@ pub(crate) unsafe fn ld_shared<T: DeviceCopy>(addr: u32) -> T {
 /// # Safety
 /// `addr` is a valid shared-memory address of a `T`, aligned for `T`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn st_shared<T: DeviceCopy>(addr: u32, v: T) {
     crate::host::on_device!("shared store" => {
         #[allow(clippy::let_unit_value)]
@@ -616,5 +656,10 @@ pub(crate) unsafe fn st_shared<T: DeviceCopy>(addr: u32, v: T) {
                 }
             }
         }
+    } host => {
+        cohort_cpu::shared_access(addr, size_of::<T>() as u32, true);
+        // SAFETY: `addr` is a valid shared address of a `T` (caller), in this block's window;
+        // the block's threads run one at a time on one OS thread, so no access races.
+        unsafe { crate::host::shared_ptr(addr).cast::<T>().write_unaligned(v) }
     })
 }

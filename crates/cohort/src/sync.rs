@@ -17,6 +17,7 @@
 /// A block barrier without checked mode's check: for the library's own barriers, whose
 /// threads are all at one call by construction.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn barrier_unchecked() {
     // SAFETY: used only where every thread of the block reaches the same call.
     unsafe { raw::barrier_sync() }
@@ -40,7 +41,7 @@ pub enum Scope {
 /// Every thread of the block must reach this call (the [convergence rule](crate::cg#convergence)).
 #[doc(alias = "__syncthreads")]
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn sync_threads() {
     crate::check::block("sync_threads");
     // SAFETY: a block barrier in divergent code is a liveness bug (hang or fault), not a memory
@@ -52,7 +53,7 @@ pub fn sync_threads() {
 #[doc(alias = "__syncthreads_count")]
 #[inline(always)]
 #[must_use]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn sync_threads_count(pred: bool) -> u32 {
     crate::check::block("sync_threads_count");
     // SAFETY: as for `sync_threads`.
@@ -63,7 +64,7 @@ pub fn sync_threads_count(pred: bool) -> u32 {
 #[doc(alias = "__syncthreads_and")]
 #[inline(always)]
 #[must_use]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn sync_threads_and(pred: bool) -> bool {
     crate::check::block("sync_threads_and");
     // SAFETY: as for `sync_threads`.
@@ -74,7 +75,7 @@ pub fn sync_threads_and(pred: bool) -> bool {
 #[doc(alias = "__syncthreads_or")]
 #[inline(always)]
 #[must_use]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn sync_threads_or(pred: bool) -> bool {
     crate::check::block("sync_threads_or");
     // SAFETY: as for `sync_threads`.
@@ -88,6 +89,7 @@ pub fn sync_threads_or(pred: bool) -> bool {
 /// the same mask.
 #[doc(alias = "__syncwarp")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn sync_warp(mask: u32) {
     // SAFETY: guaranteed by the caller.
     unsafe { raw::bar_warp_sync(mask) }
@@ -95,6 +97,7 @@ pub unsafe fn sync_warp(mask: u32) {
 
 /// A sequentially consistent fence at `scope` (`fence.sc.{cta,gpu,sys}`).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn fence(scope: Scope) {
     match scope {
         Scope::Block => raw::fence_sc_cta(),
@@ -106,6 +109,7 @@ pub fn fence(scope: Scope) {
 /// An acquire-release fence at `scope` (`fence.acq_rel.{cta,gpu,sys}`): cheaper than
 /// [`fence`], enough to pair a relaxed flag with the data it guards.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn fence_acq_rel(scope: Scope) {
     match scope {
         Scope::Block => raw::fence_acq_rel_cta(),
@@ -117,6 +121,7 @@ pub fn fence_acq_rel(scope: Scope) {
 /// `__threadfence_block()`.
 #[doc(alias = "__threadfence_block")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn fence_block() {
     raw::fence_sc_cta()
 }
@@ -124,6 +129,7 @@ pub fn fence_block() {
 /// `__threadfence()`.
 #[doc(alias = "__threadfence")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn fence_device() {
     raw::fence_sc_gpu()
 }
@@ -131,6 +137,7 @@ pub fn fence_device() {
 /// `__threadfence_system()`.
 #[doc(alias = "__threadfence_system")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn fence_system() {
     raw::fence_sc_sys()
 }

@@ -58,18 +58,21 @@ pub const fn warp_size() -> u32 {
 /// `threadIdx.x`.
 #[doc(alias = "threadIdx")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn thread_idx_x() -> u32 {
     raw::tid_x()
 }
 /// `threadIdx.y`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn thread_idx_y() -> u32 {
     raw::tid_y()
 }
 /// `threadIdx.z`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn thread_idx_z() -> u32 {
     raw::tid_z()
@@ -77,18 +80,21 @@ pub fn thread_idx_z() -> u32 {
 /// `blockIdx.x`.
 #[doc(alias = "blockIdx")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn block_idx_x() -> u32 {
     raw::ctaid_x()
 }
 /// `blockIdx.y`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn block_idx_y() -> u32 {
     raw::ctaid_y()
 }
 /// `blockIdx.z`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn block_idx_z() -> u32 {
     raw::ctaid_z()
@@ -96,18 +102,21 @@ pub fn block_idx_z() -> u32 {
 /// `blockDim.x`.
 #[doc(alias = "blockDim")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn block_dim_x() -> u32 {
     raw::ntid_x()
 }
 /// `blockDim.y`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn block_dim_y() -> u32 {
     raw::ntid_y()
 }
 /// `blockDim.z`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn block_dim_z() -> u32 {
     raw::ntid_z()
@@ -115,18 +124,21 @@ pub fn block_dim_z() -> u32 {
 /// `gridDim.x`.
 #[doc(alias = "gridDim")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn grid_dim_x() -> u32 {
     raw::nctaid_x()
 }
 /// `gridDim.y`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn grid_dim_y() -> u32 {
     raw::nctaid_y()
 }
 /// `gridDim.z`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn grid_dim_z() -> u32 {
     raw::nctaid_z()
@@ -134,24 +146,28 @@ pub fn grid_dim_z() -> u32 {
 
 /// `threadIdx`: this thread's index in its block.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn thread_idx() -> Dim3 {
     Dim3::new(raw::tid_x(), raw::tid_y(), raw::tid_z())
 }
 /// `blockIdx`: this block's index in the grid.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn block_idx() -> Dim3 {
     Dim3::new(raw::ctaid_x(), raw::ctaid_y(), raw::ctaid_z())
 }
 /// `blockDim`: the block's extent in threads.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn block_dim() -> Dim3 {
     Dim3::new(raw::ntid_x(), raw::ntid_y(), raw::ntid_z())
 }
 /// `gridDim`: the grid's extent in blocks.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn grid_dim() -> Dim3 {
     Dim3::new(raw::nctaid_x(), raw::nctaid_y(), raw::nctaid_z())
@@ -159,6 +175,7 @@ pub fn grid_dim() -> Dim3 {
 
 /// Threads per block (`blockDim.x * blockDim.y * blockDim.z`, at most 1024).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn block_size() -> u32 {
     raw::ntid_x() * raw::ntid_y() * raw::ntid_z()
@@ -166,6 +183,7 @@ pub fn block_size() -> u32 {
 
 /// This thread's rank in its block, x fastest (`thread_block::thread_rank()`).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn thread_rank_in_block() -> u32 {
     raw::tid_x() + raw::ntid_x() * (raw::tid_y() + raw::ntid_y() * raw::tid_z())
@@ -173,6 +191,7 @@ pub fn thread_rank_in_block() -> u32 {
 
 /// This block's rank in the grid, x fastest (`grid_group::block_rank()`).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn block_rank() -> u64 {
     block_idx().linear_in(grid_dim())
@@ -180,6 +199,7 @@ pub fn block_rank() -> u64 {
 
 /// Blocks in the grid (`grid_group::num_blocks()`).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn num_blocks() -> u64 {
     grid_dim().volume()
@@ -187,6 +207,7 @@ pub fn num_blocks() -> u64 {
 
 /// Threads in the grid (`grid_group::num_threads()`).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn grid_size() -> u64 {
     num_blocks() * block_size() as u64
@@ -196,8 +217,12 @@ pub fn grid_size() -> u64 {
 /// (`grid_group::thread_rank()`). For a 1-D launch it is
 /// `blockIdx.x * blockDim.x + threadIdx.x`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn global_id() -> u64 {
+    // On the CPU device: the engine keeps the rank (one context read instead of seven).
+    #[cfg(not(target_arch = "nvptx64"))]
+    return cohort_cpu::global_rank();
     // All four are >= 1, so their bitwise OR is 1 exactly when each is: one test instead of
     // four, on values the SASS reads from the constant bank (uniform registers, no multiply).
     if raw::nctaid_y() | raw::nctaid_z() | raw::ntid_y() | raw::ntid_z() == 1 {
@@ -218,6 +243,7 @@ fn global_id_nd() -> u64 {
 /// This thread's lane in its warp, 0..32.
 #[doc(alias = "__lane_id")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn lane_id() -> u32 {
     raw::laneid()
@@ -225,6 +251,7 @@ pub fn lane_id() -> u32 {
 
 /// This thread's warp in its block: `thread_rank_in_block() / 32`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn warp_id() -> u32 {
     thread_rank_in_block() / WARP_SIZE
@@ -232,6 +259,7 @@ pub fn warp_id() -> u32 {
 
 /// Warps in this block, counting a partial last warp.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn warps_per_block() -> u32 {
     block_size().div_ceil(WARP_SIZE)
@@ -243,6 +271,7 @@ pub fn warps_per_block() -> u32 {
 /// The index is the thread's full linear rank in the grid (see [`global_id`]), so it is
 /// unique to this thread whatever the launch's shape.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn index_1d() -> ThreadIndex {
     ThreadIndex::from_rank(global_id() as usize)
@@ -251,6 +280,7 @@ pub fn index_1d() -> ThreadIndex {
 /// A grid-stride loop over `0..n`: yields `global_id()`, `global_id() + grid_size()`, …
 /// as owning [`ThreadIndex`]es. Different threads never yield the same index.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn grid_stride(n: usize) -> GridStride {
     GridStride { next: global_id() as usize, step: grid_size() as usize, end: n }
@@ -267,6 +297,7 @@ pub struct GridStride {
 impl Iterator for GridStride {
     type Item = ThreadIndex;
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn next(&mut self) -> Option<ThreadIndex> {
         if self.next < self.end {
             let i = self.next;

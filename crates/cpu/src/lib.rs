@@ -77,10 +77,15 @@
 //!
 //! # For the device library's host build
 //!
-//! Each `raw` function's host arm calls one function here; every call site should be
-//! `#[track_caller]` on the host (today that is `cfg_attr(cohort_checked, …)`), so that errors
-//! name the user's line. The engine checks convergence on every call, so the host arms of
-//! `check::*` can be empty.
+//! Each `raw` function's host arm calls one function here (the device library's `host` module
+//! and its `on_device!(name => { device } host => { host })` arms). The device library's
+//! functions on the way from a kernel to these calls are `#[track_caller]` on the host
+//! (`cfg_attr(not(target_arch = "nvptx64"), track_caller)`, so the PTX does not change), so that
+//! errors name the kernel's line; a library function that shuffles the words of a value does so
+//! in a loop, not a closure, for the same reason. The engine checks convergence on every call,
+//! so the host arms of `check::*` are empty. A `#[kernel]`'s body is the host function
+//! `__cohort_kernel_<name>` (with the kernel's visibility, `#[doc(hidden)]`): run it with
+//! [`launch`], building its slice parameters from host memory (`crates/cohort/tests/cpu.rs`).
 //!
 //! | `cohort::raw` / device library | `cohort_cpu` |
 //! |---|---|

@@ -24,6 +24,7 @@ pub struct CoalescedGroup {
 
 /// `cg::coalesced_threads()`: the lanes running this code together (`__activemask()`).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn coalesced_threads() -> CoalescedGroup {
     CoalescedGroup { mask: raw::activemask(), meta_rank: 0, meta_size: 1 }
@@ -36,6 +37,7 @@ impl CoalescedGroup {
     /// The calling lane is in `mask`, and every lane in `mask` uses the group the same way
     /// (its collectives are `*.sync` instructions on `mask`).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub unsafe fn from_mask(mask: u32) -> Self {
         Self { mask, meta_rank: 0, meta_size: 1 }
@@ -43,6 +45,7 @@ impl CoalescedGroup {
 
     /// The group's lanes (bit *i* = lane *i*).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn mask(&self) -> u32 {
         self.mask
@@ -50,6 +53,7 @@ impl CoalescedGroup {
 
     /// The lane of the member of rank `rank` (32 if there is none).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn lane_of(&self, rank: u32) -> u32 {
         if self.mask == u32::MAX {
             if rank < 32 { rank } else { 32 }
@@ -62,6 +66,7 @@ impl CoalescedGroup {
 
 /// Packs the bits of `bits` at the lanes of `mask` into rank order (bit *r* for rank *r*).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn pack_lanes(mask: u32, bits: u32) -> u32 {
     if mask == u32::MAX {
         return bits;
@@ -79,15 +84,17 @@ pub(crate) fn pack_lanes(mask: u32, bits: u32) -> u32 {
 impl ThreadGroup for CoalescedGroup {
     type Size = u32;
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn thread_rank(&self) -> u32 {
         (self.mask & raw::lanemask_lt()).count_ones()
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn num_threads(&self) -> u32 {
         self.mask.count_ones()
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn sync(&self) {
         crate::check::warp("sync", self.lane_mask());
         // SAFETY: the group's lanes reach its sync together with its mask.
@@ -97,19 +104,22 @@ impl ThreadGroup for CoalescedGroup {
 
 impl WarpGroup for CoalescedGroup {
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn lane_mask(&self) -> u32 {
         self.mask
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn meta_group_rank(&self) -> u32 {
         self.meta_rank
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn meta_group_size(&self) -> u32 {
         self.meta_size
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
         crate::check::warp("shfl", self.lane_mask());
         // A rank the group does not have reads the caller's own value (a lane outside the
@@ -120,7 +130,7 @@ impl WarpGroup for CoalescedGroup {
         unsafe { shfl::idx(self.mask, v, lane, raw::shfl_c(32, false)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         crate::check::warp("shfl_up", self.lane_mask());
         if self.mask == u32::MAX {
@@ -134,7 +144,7 @@ impl WarpGroup for CoalescedGroup {
         unsafe { shfl::idx(self.mask, v, lane, raw::shfl_c(32, false)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         crate::check::warp("shfl_down", self.lane_mask());
         if self.mask == u32::MAX {
@@ -148,35 +158,35 @@ impl WarpGroup for CoalescedGroup {
         unsafe { shfl::idx(self.mask, v, lane, raw::shfl_c(32, false)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn any(&self, pred: bool) -> bool {
         crate::check::warp("any", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_any(self.mask, pred) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn all(&self, pred: bool) -> bool {
         crate::check::warp("all", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_all(self.mask, pred) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn ballot(&self, pred: bool) -> u32 {
         crate::check::warp("ballot", self.lane_mask());
         // SAFETY: as for `shfl`.
         pack_lanes(self.mask, unsafe { raw::vote_sync_ballot(self.mask, pred) })
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn match_any<T: MatchValue>(&self, v: T) -> u32 {
         crate::check::warp("match_any", self.lane_mask());
         // SAFETY: as for `shfl`.
         pack_lanes(self.mask, unsafe { shfl::match_any(self.mask, v) })
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool) {
         crate::check::warp("match_all", self.lane_mask());
         // SAFETY: as for `shfl`.
@@ -184,10 +194,12 @@ impl WarpGroup for CoalescedGroup {
         (pack_lanes(self.mask, m), p)
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn redux_mask(&self) -> Option<u32> {
         Some(self.mask)
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn is_tile(&self) -> bool {
         self.mask == u32::MAX
     }
@@ -202,7 +214,7 @@ impl WarpGroup for CoalescedGroup {
 /// dense rank `0..meta_group_size`.)
 #[inline(always)]
 #[must_use]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn labeled_partition<G: WarpGroup, L: MatchValue>(group: &G, label: L) -> CoalescedGroup {
     let parent = group.lane_mask();
     crate::check::warp("labeled_partition", parent);
@@ -221,7 +233,7 @@ pub fn labeled_partition<G: WarpGroup, L: MatchValue>(group: &G, label: L) -> Co
 /// rank 0 of 1.
 #[inline(always)]
 #[must_use]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn binary_partition<G: WarpGroup>(group: &G, pred: bool) -> CoalescedGroup {
     let parent = group.lane_mask();
     crate::check::warp("binary_partition", parent);

@@ -25,6 +25,7 @@ pub struct Grid {
 
 /// `cg::this_grid()` without grid sync; see [`GridGroup`] for the synchronizing handle.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn this_grid() -> Grid {
     Grid { _private: () }
@@ -34,42 +35,49 @@ impl Grid {
     /// Whether the driver set up a grid workspace for this launch. On driver 580 this is true
     /// for normal launches as well, so it does not prove the launch was cooperative.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn is_valid(&self) -> bool {
         workspace() != 0
     }
     /// This thread's rank in the grid.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn thread_rank(&self) -> u64 {
         thread::global_id()
     }
     /// This block's rank in the grid.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn block_rank(&self) -> u64 {
         thread::block_rank()
     }
     /// Threads in the grid.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn num_threads(&self) -> u64 {
         thread::grid_size()
     }
     /// Blocks in the grid.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn num_blocks(&self) -> u64 {
         thread::num_blocks()
     }
     /// `gridDim`.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn dim_blocks(&self) -> Dim3 {
         thread::grid_dim()
     }
     /// `blockIdx`.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn block_index(&self) -> Dim3 {
         thread::block_idx()
@@ -92,42 +100,49 @@ impl GridGroup {
     /// The kernel must have been launched cooperatively (`cuLaunchCooperativeKernel`), so that
     /// every block of the grid is resident at once; otherwise `sync` can hang.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub unsafe fn new_unchecked() -> Self {
         Self { grid: this_grid() }
     }
     /// Always true: a `GridGroup` exists only in cooperative launches.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn is_valid(&self) -> bool {
         true
     }
     /// This block's rank in the grid.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn block_rank(&self) -> u64 {
         self.grid.block_rank()
     }
     /// Blocks in the grid.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn num_blocks(&self) -> u64 {
         self.grid.num_blocks()
     }
     /// `gridDim`.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn dim_blocks(&self) -> Dim3 {
         self.grid.dim_blocks()
     }
     /// `blockIdx`.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn block_index(&self) -> Dim3 {
         self.grid.block_index()
     }
     /// The same grid without `sync`.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn as_grid(&self) -> Grid {
         self.grid
@@ -137,10 +152,12 @@ impl GridGroup {
 impl ThreadGroup for GridGroup {
     type Size = u64;
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn thread_rank(&self) -> u64 {
         self.grid.thread_rank()
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn num_threads(&self) -> u64 {
         self.grid.num_threads()
     }
@@ -149,11 +166,13 @@ impl ThreadGroup for GridGroup {
     /// arrives (it skipped the sync or exited) ends the kernel with an `Err` after 5 s instead
     /// of a hang.
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn sync(&self) {
         crate::check::block("grid.sync");
         crate::host::on_device!("GridGroup::sync" => {
             grid_sync(workspace())
+        } host => {
+            cohort_cpu::grid_sync()
         })
     }
 }
@@ -161,6 +180,7 @@ impl ThreadGroup for GridGroup {
 /// The grid workspace address: `%envreg2` is the low half and `%envreg1` the high half
 /// (CUDA packs them as `mov.b64 %r, {%envreg2, %envreg1}`).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn workspace() -> u64 {
     (raw::envreg1() as u64) << 32 | raw::envreg2() as u64
 }
@@ -168,7 +188,7 @@ fn workspace() -> u64 {
 /// CUDA's `sync_grids`, on the driver's barrier word at `workspace + 4`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 fn grid_sync(workspace: u64) {
     grid_barrier(workspace + 4, "grid.sync")
 }
@@ -180,7 +200,7 @@ fn grid_sync(workspace: u64) {
 /// found them (0), so a word can serve any number of rounds and launches.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 fn grid_barrier(barrier: u64, op: &'static str) {
     use core::arch::asm;
     let _ = op;
@@ -213,11 +233,12 @@ fn grid_barrier(barrier: u64, op: &'static str) {
     crate::sync::barrier_unchecked();
 }
 
+/// On the CPU device: the engine's grid barrier (every thread of every block).
 #[cfg(not(target_arch = "nvptx64"))]
-fn grid_sync(_workspace: u64) {}
-
-#[cfg(not(target_arch = "nvptx64"))]
-fn grid_barrier(_barrier: u64, _op: &'static str) {}
+#[track_caller]
+fn grid_barrier(_barrier: u64, _op: &'static str) {
+    cohort_cpu::grid_sync()
+}
 
 crate::shared! {
     /// The barrier word a block's thread 0 is about to use, for the `GridVec` phase check.
@@ -232,7 +253,9 @@ impl GridGroup {
     #[track_caller]
     pub(crate) fn phase_barrier(&self, barrier: u64, op: &'static str) {
         crate::check::block(op);
-        crate::host::on_device!("GridVec phase" => {
+        // The same code on both targets: the block check on shared memory and barriers, then
+        // the grid barrier (on the host, the CPU engine's).
+        {
             let cell = PHASE_WORD.get();
             crate::sync::barrier_unchecked();
             let rank = crate::thread::thread_rank_in_block();
@@ -258,6 +281,6 @@ impl GridGroup {
                 }
             }
             grid_barrier(barrier, op)
-        })
+        }
     }
 }

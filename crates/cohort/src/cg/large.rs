@@ -47,6 +47,7 @@ impl<const N: u32, P: Copy> Copy for LargeTile<N, P> {}
 impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
     /// Sets up this tile's barrier; every thread of `parent` calls it.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub(crate) fn new(parent: P) -> Self {
         let tile = Self { parent };
         // Nobody may still be using an older large tile's scratch when it is reset.
@@ -63,17 +64,20 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
     /// This tile's index in the block: below 16 (1024 threads at most, N ≥ 64). The modulo
     /// says so to LLVM, so indexing the per-tile scratch needs no bounds check.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn index(&self) -> u32 {
         thread::thread_rank_in_block() / N % 16
     }
 
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn first_warp(&self) -> u32 {
         self.index() * (N / 32)
     }
 
     /// How many tiles of this size the parent holds.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn meta_group_size(&self) -> u32 {
         self.parent.num_threads().div_ceil(N)
@@ -81,6 +85,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
 
     /// This tile's index among them.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn meta_group_rank(&self) -> u32 {
         self.parent.thread_rank() / N
@@ -90,6 +95,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
     /// (its rank among all tiles of `N` in the grid), held by the tile's leader (rank 0) alone;
     /// `None` in the other members.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn leader_index(&self) -> Option<crate::slice::ThreadIndex<crate::slice::PerTile<N>>> {
         (self.thread_rank() == 0).then(|| crate::slice::ThreadIndex::from_rank(super::tile::global_tile_rank(N)))
@@ -98,6 +104,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
     /// The value of `v` held by the member of rank `src_rank` (every member passes the same
     /// `src_rank`).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
         let slot = LT_BROADCAST.get().as_slice().sub(self.index() as usize, 1).shared_addr();
@@ -114,6 +121,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
 
     /// Whether `pred` holds for any member.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn any(&self, pred: bool) -> bool {
         self.vote(pred, false)
@@ -121,12 +129,14 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
 
     /// Whether `pred` holds for every member.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn all(&self, pred: bool) -> bool {
         self.vote(pred, true)
     }
 
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn vote(&self, pred: bool, all: bool) -> bool {
         // SAFETY: a large tile consists of whole warps, all of whose lanes are here.
         let w = unsafe { if all { raw::vote_sync_all(u32::MAX, pred) } else { raw::vote_sync_any(u32::MAX, pred) } };
@@ -152,6 +162,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
 
     /// Combines every member's `v` with `op`; every member gets the result.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub(crate) fn reduce_impl<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         let part = tile_reduce(u32::MAX, 32, v, op);
         let warps = LT_WARP.get().as_slice();
@@ -169,6 +180,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
 
     /// Inclusive (or, with `exclusive`, exclusive) scan over the tile's ranks.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub(crate) fn scan_impl<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op, exclusive: Option<T>) -> T {
         let lane = raw::laneid();
         let incl = scan_incl_warp(u32::MAX, 32, lane, v, op);
@@ -193,14 +205,17 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
 impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> ThreadGroup for LargeTile<N, P> {
     type Size = u32;
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn thread_rank(&self) -> u32 {
         thread::thread_rank_in_block() % N
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn num_threads(&self) -> u32 {
         N
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn sync(&self) {
         let tiles = thread::block_size() / N;
         if tiles <= 15 {
@@ -215,6 +230,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> ThreadGroup for LargeTile<
 
 /// The warp-leader barrier of large tile `tile` made of `warps` warps.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn barrier(tile: u32, warps: u32) {
     let tile = tile % 16; // tile indices are below 16 (see `LargeTile::index`)
     // SAFETY: a large tile is made of whole warps, all present.
@@ -228,7 +244,12 @@ fn barrier(tile: u32, warps: u32) {
             count.store_scoped(0, Ordering::Relaxed, Scope::Block);
             generation.store_scoped(gen_now.wrapping_add(1), Ordering::Release, Scope::Block);
         } else {
-            while generation.load_scoped(Ordering::Acquire, Scope::Block) == gen_now {}
+            while generation.load_scoped(Ordering::Acquire, Scope::Block) == gen_now {
+                // On the CPU device the other threads of the block run only when this one
+                // yields.
+                #[cfg(not(target_arch = "nvptx64"))]
+                cohort_cpu::yield_now();
+            }
         }
     }
     // SAFETY: as above.

@@ -39,7 +39,7 @@ impl<'a, T: DeviceCopy> AsyncCopy<'a, T> {
     /// Waits for every outstanding copy of this thread, synchronizes `group` (so each member
     /// sees every member's part), and ends the borrow of the destination (`cg::wait(group)`).
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     pub fn wait<G: ThreadGroup>(self, group: &G) {
         wait_all_and_sync(group);
     }
@@ -114,7 +114,7 @@ impl AsyncCopies {
     /// Waits for `copy` (and every copy of this thread started before it), leaving the copies
     /// started after it in flight; synchronizes `group`; ends the borrow of its destination.
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     pub fn wait<G: ThreadGroup, T: DeviceCopy>(&mut self, group: &G, copy: AsyncCopy<'_, T>) {
         // Only this queue's own count says how many copies are newer; for a copy of another
         // queue (or none) wait for all, which is always enough.
@@ -147,6 +147,7 @@ fn start<'a, G: ThreadGroup, T: DeviceCopy>(
 }
 
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn copy(d: u32, s: u64, bytes: u64, rank: u64, n: u64) {
     crate::host::on_device!("memcpy_async" => {
         let a = d as u64 | s | bytes;
@@ -165,11 +166,29 @@ fn copy(d: u32, s: u64, bytes: u64, rank: u64, n: u64) {
         unsafe {
             core::arch::asm!("cp.async.commit_group;", options(nostack))
         };
+    } host => {
+        // On the CPU device the copy is synchronous: this thread's chunks, byte by byte.
+        let a = d as u64 | s | bytes;
+        let chunk = if a % 16 == 0 { 16 } else if a % 8 == 0 { 8 } else if a % 4 == 0 { 4 } else { 1 };
+        let count = bytes / chunk;
+        let mut i = rank;
+        while i < count {
+            let (dd, ss) = (d + (i * chunk) as u32, s + i * chunk);
+            cohort_cpu::shared_access(dd, chunk as u32, true);
+            // SAFETY: `dd..dd + chunk` is inside the destination slice of this block's shared
+            // window and `ss..ss + chunk` inside the source slice (both lengths checked by
+            // `start`); the two do not overlap (one is shared memory, the other is not).
+            unsafe {
+                core::ptr::copy_nonoverlapping(ss as usize as *const u8, crate::host::shared_ptr(dd), chunk as usize)
+            };
+            i += n;
+        }
     })
 }
 
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 unsafe fn copy_chunk(d: u32, s: u64, chunk: u64) {
     use core::arch::asm;
     #[cfg(target_feature = "sm_80")]
@@ -214,6 +233,7 @@ unsafe fn copy_chunk(d: u32, s: u64, chunk: u64) {
 
 /// `cp.async.wait_all`, then `group.sync()`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn wait_all_and_sync<G: ThreadGroup>(group: &G) {
     crate::host::on_device!("wait" => {
         #[cfg(target_feature = "sm_80")]
@@ -222,12 +242,13 @@ fn wait_all_and_sync<G: ThreadGroup>(group: &G) {
             core::arch::asm!("cp.async.wait_all;", options(nostack))
         };
         group.sync()
-    })
+    } host => { group.sync() })
 }
 
 /// `cp.async.wait_group newer` (the immediate must be a constant: one arm per depth; deeper
 /// than 7 waits for all), then `group.sync()`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn wait_newer_and_sync<G: ThreadGroup>(group: &G, newer: u32) {
     crate::host::on_device!("wait" => {
         #[cfg(target_feature = "sm_80")]
@@ -246,6 +267,9 @@ fn wait_newer_and_sync<G: ThreadGroup>(group: &G, newer: u32) {
                 _ => asm!("cp.async.wait_all;", options(nostack)),
             }
         };
+        let _ = newer;
+        group.sync()
+    } host => {
         let _ = newer;
         group.sync()
     })

@@ -92,7 +92,7 @@ pub trait ThreadGroup {
 
     /// Waits until every thread of the group arrives (and orders their memory accesses).
     /// Every thread of the group must call it at the same site (the [convergence rule](crate::cg#convergence)).
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn sync(&self);
 
     /// Legacy name of [`num_threads`](Self::num_threads).
@@ -113,37 +113,37 @@ pub trait WarpGroup: ThreadGroup<Size = u32> + Copy {
     fn meta_group_size(&self) -> u32;
     /// The value `v` of the member of rank `src_rank` (`shfl`).
     #[doc(alias = "__shfl_sync")]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T;
     /// The value of the member `delta` ranks lower; members with no such member keep their
     /// own (`shfl_up`).
     #[doc(alias = "__shfl_up_sync")]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T;
     /// The value of the member `delta` ranks higher; members with no such member keep their
     /// own (`shfl_down`).
     #[doc(alias = "__shfl_down_sync")]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T;
     /// Whether `pred` holds for any member.
     #[doc(alias = "__any_sync")]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn any(&self, pred: bool) -> bool;
     /// Whether `pred` holds for every member.
     #[doc(alias = "__all_sync")]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn all(&self, pred: bool) -> bool;
     /// Bit *r* set when the member of rank *r* passed `true`.
     #[doc(alias = "__ballot_sync")]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn ballot(&self, pred: bool) -> u32;
     /// The members (bit per rank) whose `v` equals this member's.
     #[doc(alias = "__match_any_sync")]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn match_any<T: MatchValue>(&self, v: T) -> u32;
     /// `(all members, true)` when every member's `v` is equal, else `(0, false)`.
     #[doc(alias = "__match_all_sync")]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool);
     #[doc(hidden)]
     fn redux_mask(&self) -> Option<u32>;
@@ -153,19 +153,21 @@ pub trait WarpGroup: ThreadGroup<Size = u32> + Copy {
 
 /// `cg::sync(group)`.
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn sync<G: ThreadGroup>(group: &G) {
     group.sync()
 }
 
 /// `cg::thread_rank(group)`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn thread_rank<G: ThreadGroup>(group: &G) -> G::Size {
     group.thread_rank()
 }
 
 /// `cg::num_threads(group)`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn num_threads<G: ThreadGroup>(group: &G) -> G::Size {
     group.num_threads()
 }
@@ -178,6 +180,7 @@ pub struct ThreadBlock {
 
 /// `cg::this_thread_block()`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn this_thread_block() -> ThreadBlock {
     ThreadBlock { _private: () }
@@ -186,6 +189,7 @@ pub fn this_thread_block() -> ThreadBlock {
 impl ThreadBlock {
     /// `blockIdx`: this block's index in the grid.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn group_index(&self) -> Dim3 {
         thread::block_idx()
@@ -193,6 +197,7 @@ impl ThreadBlock {
 
     /// `threadIdx`: this thread's index in the block.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn thread_index(&self) -> Dim3 {
         thread::thread_idx()
@@ -200,6 +205,7 @@ impl ThreadBlock {
 
     /// `blockDim`: the block's extent.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn dim_threads(&self) -> Dim3 {
         thread::block_dim()
@@ -207,6 +213,7 @@ impl ThreadBlock {
 
     /// Legacy name of [`dim_threads`](Self::dim_threads).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn group_dim(&self) -> Dim3 {
         self.dim_threads()
@@ -216,6 +223,7 @@ impl ThreadBlock {
     /// (its rank in the grid), held by the block's leader (thread rank 0) alone; `None` in
     /// every other thread. CUDA's `if (threadIdx.x == 0) out[blockIdx.x] = v;`, safely.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn leader_index(&self) -> Option<crate::slice::ThreadIndex<crate::slice::PerBlock>> {
         (thread::thread_rank_in_block() == 0)
@@ -226,15 +234,17 @@ impl ThreadBlock {
 impl ThreadGroup for ThreadBlock {
     type Size = u32;
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn thread_rank(&self) -> u32 {
         thread::thread_rank_in_block()
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn num_threads(&self) -> u32 {
         thread::block_size()
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn sync(&self) {
         crate::sync::sync_threads()
     }

@@ -75,6 +75,7 @@ impl MultiGridGroup {
     /// the generic address of one [`MultiGridWords`] in memory every grid can reach, used by no
     /// other launch while this one runs and initialized with [`MultiGridWords::new`].
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub unsafe fn new_unchecked(words: u64, rank: u32, grids: u32) -> Self {
         // SAFETY: a multi-grid launch is a cooperative launch on each GPU (the contract).
@@ -83,24 +84,28 @@ impl MultiGridGroup {
     }
     /// Always true: a `MultiGridGroup` exists only in multi-grid launches.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn is_valid(&self) -> bool {
         true
     }
     /// How many grids (GPUs) the launch has.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn num_grids(&self) -> u32 {
         self.grids
     }
     /// This grid's rank, `0..num_grids()` (the position of its GPU in the `MultiGrid`).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn grid_rank(&self) -> u32 {
         self.rank
     }
     /// This GPU's grid, with grid sync.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn grid(&self) -> GridGroup {
         self.grid
@@ -126,15 +131,17 @@ impl MultiGridGroup {
 impl ThreadGroup for MultiGridGroup {
     type Size = u64;
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn thread_rank(&self) -> u64 {
         self.rank as u64 * self.grid.num_threads() + self.grid.thread_rank()
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn num_threads(&self) -> u64 {
         self.grids as u64 * self.grid.num_threads()
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn sync(&self) {
         MultiGridGroup::sync(self)
     }
@@ -238,6 +245,7 @@ pub struct MultiGridIndex {
 impl core::ops::Deref for MultiGridIndex {
     type Target = usize;
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn deref(&self) -> &usize {
         &self.rank
     }
@@ -255,6 +263,7 @@ pub struct MultiGridStride {
 impl Iterator for MultiGridStride {
     type Item = MultiGridIndex;
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn next(&mut self) -> Option<MultiGridIndex> {
         (self.next < self.len).then(|| {
             let rank = self.next as usize;
@@ -267,6 +276,7 @@ impl Iterator for MultiGridStride {
 impl MultiGridGroup {
     /// This thread's own element index across every grid: [`thread_rank`](ThreadGroup::thread_rank).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn thread_index(&self) -> MultiGridIndex {
         MultiGridIndex { rank: ThreadGroup::thread_rank(self) as usize }
@@ -274,6 +284,7 @@ impl MultiGridGroup {
     /// This thread's elements of a vector of `len`: a grid-stride loop over the threads of
     /// every grid (no two threads of the launch get the same element).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn stride(&self, len: usize) -> MultiGridStride {
         MultiGridStride { next: ThreadGroup::thread_rank(self), step: ThreadGroup::num_threads(self), len: len as u64 }
@@ -320,6 +331,7 @@ impl<'a, T: Copy> MultiGridVec<'a, T> {
     /// (at least 1, below 2³¹) must be the same in every grid and differ from every other
     /// vector's of the launch; nothing else may access them during the launch.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub unsafe fn from_raw_parts(
         table: *const u64,
@@ -348,6 +360,7 @@ impl<'a, T: Copy> MultiGridVec<'a, T> {
     /// Writes `value` to the element `index` owns, in every GPU's replica; `false` (nothing
     /// written) past the end.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn set(&mut self, index: &MultiGridIndex, value: T) -> bool {
         let i = index.rank;
         if i >= self.len {
@@ -409,6 +422,7 @@ impl<'a, T: Copy> MultiGridVecView<'a, T> {
 impl<T> core::ops::Deref for MultiGridVecView<'_, T> {
     type Target = [T];
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn deref(&self) -> &[T] {
         // SAFETY: this GPU's replica of `len` elements; in the read phase no thread of any
         // grid writes it (writes resume only after `reclaim`'s barrier).

@@ -36,6 +36,7 @@ pub trait ReduceOp<T>: Copy {
     fn combine(self, a: T, b: T) -> T;
     /// The whole reduction in one `redux.sync` over `mask`, where the hardware has it.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn redux(self, mask: u32, v: T) -> Option<T> {
         let _ = (mask, v);
         None
@@ -44,6 +45,7 @@ pub trait ReduceOp<T>: Copy {
 
 impl<T, F: Fn(T, T) -> T + Copy> ReduceOp<T> for F {
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn combine(self, a: T, b: T) -> T {
         self(a, b)
     }
@@ -51,6 +53,7 @@ impl<T, F: Fn(T, T) -> T + Copy> ReduceOp<T> for F {
 
 /// Reinterprets `v` as `U` when `T` is `U`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[cfg_attr(not(all(target_arch = "nvptx64", target_feature = "sm_80")), allow(dead_code))]
 fn cast<T: 'static + Copy, U: 'static + Copy>(v: T) -> Option<U> {
     if TypeId::of::<T>() == TypeId::of::<U>() {
@@ -63,6 +66,7 @@ fn cast<T: 'static + Copy, U: 'static + Copy>(v: T) -> Option<U> {
 
 /// `redux.sync` for `u32` or `i32` values, given the two instruction forms.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn redux_32<T: 'static + Copy>(
     mask: u32,
     v: T,
@@ -93,10 +97,12 @@ macro_rules! ops {
 
         impl<T: DeviceCopy + $bound> ReduceOp<T> for $name {
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn combine(self, $a: T, $b: T) -> T {
                 $e
             }
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn redux(self, mask: u32, v: T) -> Option<T> {
                 redux_32(mask, v, $ru, $ri)
             }
@@ -153,6 +159,7 @@ ops! {
 
 /// Butterfly reduction over a tile of `n` lanes (power of two ≤ 32) with lane mask `mask`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn tile_reduce<T: DeviceCopy, Op: ReduceOp<T>>(mask: u32, n: u32, v: T, op: Op) -> T {
     if (n == 16 || n == 32)
         && let Some(r) = op.redux(mask, v)
@@ -174,6 +181,7 @@ pub(crate) fn tile_reduce<T: DeviceCopy, Op: ReduceOp<T>>(mask: u32, n: u32, v: 
 /// Inclusive scan over a tile of `n` lanes (power of two ≤ 32); `rank` is the lane's rank in
 /// the tile.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn scan_incl_warp<T: DeviceCopy, Op: ReduceOp<T>>(mask: u32, n: u32, rank: u32, v: T, op: Op) -> T {
     let c = raw::shfl_c(n, true);
     let mut x = v;
@@ -191,7 +199,7 @@ pub(crate) fn scan_incl_warp<T: DeviceCopy, Op: ReduceOp<T>>(mask: u32, n: u32, 
 
 /// Reduction over any warp-level group through its rank-relative shuffles.
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 fn group_reduce<G: WarpGroup, T: DeviceCopy, Op: ReduceOp<T>>(g: &G, v: T, op: Op) -> T {
     if let Some(mask) = g.redux_mask()
         && let Some(r) = op.redux(mask, v)
@@ -213,7 +221,7 @@ fn group_reduce<G: WarpGroup, T: DeviceCopy, Op: ReduceOp<T>>(g: &G, v: T, op: O
 
 /// Inclusive scan over any warp-level group through its rank-relative shuffles.
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 fn group_scan<G: WarpGroup, T: DeviceCopy, Op: ReduceOp<T>>(g: &G, v: T, op: Op) -> T {
     let (rank, n) = (g.thread_rank(), g.num_threads());
     let mut x = v;
@@ -231,19 +239,20 @@ fn group_scan<G: WarpGroup, T: DeviceCopy, Op: ReduceOp<T>>(g: &G, v: T, op: Op)
 /// Groups that support `reduce` and the scans.
 pub trait Collective: ThreadGroup {
     /// See [`reduce`].
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
     /// See [`inclusive_scan`].
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
     /// See [`exclusive_scan`].
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T;
 }
 
 /// A warp-level group's exclusive scan from its inclusive one: the previous rank's value,
 /// `T::default()` at rank 0.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn exclusive_from_inclusive<G: WarpGroup, T: DeviceCopy + Default>(group: &G, incl: T) -> T {
     let ex = group.shfl_up(incl, 1);
     if group.thread_rank() == 0 { T::default() } else { ex }
@@ -251,19 +260,19 @@ fn exclusive_from_inclusive<G: WarpGroup, T: DeviceCopy + Default>(group: &G, in
 
 impl<const N: u32, P: TileParent> Collective for ThreadBlockTile<N, P> {
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::warp("reduce", self.lane_mask());
         tile_reduce(self.lane_mask(), N, v, op)
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::warp("inclusive_scan", self.lane_mask());
         scan_incl_warp(self.lane_mask(), N, self.thread_rank(), v, op)
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::warp("exclusive_scan", self.lane_mask());
         exclusive_from_inclusive(self, self.inclusive_scan_with(v, op))
@@ -272,19 +281,19 @@ impl<const N: u32, P: TileParent> Collective for ThreadBlockTile<N, P> {
 
 impl Collective for DynTile {
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::warp("reduce", self.lane_mask());
         tile_reduce(self.lane_mask(), self.num_threads(), v, op)
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::warp("inclusive_scan", self.lane_mask());
         scan_incl_warp(self.lane_mask(), self.num_threads(), self.thread_rank(), v, op)
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::warp("exclusive_scan", self.lane_mask());
         exclusive_from_inclusive(self, self.inclusive_scan_with(v, op))
@@ -293,19 +302,19 @@ impl Collective for DynTile {
 
 impl Collective for CoalescedGroup {
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::warp("reduce", self.lane_mask());
         if self.mask() == u32::MAX { tile_reduce(u32::MAX, 32, v, op) } else { group_reduce(self, v, op) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::warp("inclusive_scan", self.lane_mask());
         group_scan(self, v, op)
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::warp("exclusive_scan", self.lane_mask());
         exclusive_from_inclusive(self, group_scan(self, v, op))
@@ -314,17 +323,17 @@ impl Collective for CoalescedGroup {
 
 impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N, P> {
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         self.reduce_impl(v, op)
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         self.scan_impl(v, op, None)
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         self.scan_impl(v, op, Some(T::default()))
     }
@@ -338,6 +347,7 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N
 /// Those slots (of the 32 in `slots`) hold `T`s written before a barrier that every caller has
 /// passed since.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn fold_warp_slots<T: DeviceCopy, Op: ReduceOp<T>>(
     slots: &SharedSlice<[u32; 8]>,
     first: u32,
@@ -361,6 +371,7 @@ pub(crate) unsafe fn fold_warp_slots<T: DeviceCopy, Op: ReduceOp<T>>(
 /// warp), and for an exclusive scan `exclusive` is `Some((zero, ex))`, `ex` being the previous
 /// lane's `incl` and `zero` rank 0's value.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn finish_two_level_scan<T: DeviceCopy, Op: ReduceOp<T>>(
     op: Op,
     first_warp: bool,
@@ -395,12 +406,14 @@ crate::shared! {
 /// block can have). `w` is below 32 for every warp of a block (1024 threads at most); taking it
 /// modulo 32 tells LLVM so, which removes the bounds check and its panic path.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn warp_slot(slots: &SharedSlice<[u32; 8]>, w: u32) -> u32 {
     slots.sub((w % 32) as usize, 1).shared_addr()
 }
 
 /// This warp's lanes that exist in the block (all 32, except in a last partial warp).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn warp_in_block(active: u32) -> CoalescedGroup {
     let base = thread::warp_id() * 32;
     let n = active.saturating_sub(base).min(32);
@@ -413,6 +426,7 @@ fn warp_in_block(active: u32) -> CoalescedGroup {
 /// Block-level reduction over the threads of rank `< active` (the others pass through and
 /// receive the result too). Every thread of the block must call it.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn block_reduce<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, active: u32) -> T {
     let rank = thread::thread_rank_in_block();
     let slots = BLOCK_WARP.get().as_slice();
@@ -433,6 +447,7 @@ fn block_reduce<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, active: u32) -> T 
 
 /// Block-level scan; `exclusive` holds rank 0's value for an exclusive scan.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn block_scan<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, exclusive: Option<T>) -> T {
     let size = thread::block_size();
     let warp = warp_in_block(size);
@@ -455,19 +470,19 @@ impl Collective for ThreadBlock {
     /// Block-wide reduction; every thread gets the result. Uses 1 KiB of library-allocated
     /// shared memory and two block barriers.
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::block("reduce");
         block_reduce(v, op, thread::block_size())
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::block("inclusive_scan");
         block_scan(v, op, None)
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         crate::check::block("exclusive_scan");
         block_scan(v, op, Some(T::default()))
@@ -478,7 +493,7 @@ impl Collective for ThreadBlock {
 /// gets the result. See the module table for how each group does it.
 /// Every member must call it at the same site (the [convergence rule](crate::cg#convergence)).
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn reduce<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
     group.reduce_with(value, op)
 }
@@ -486,7 +501,7 @@ pub fn reduce<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, value: T
 /// `cg::inclusive_scan(group, value, op)`: member *r* gets `v0 op v1 op … op vr`.
 /// Every member must call it at the same site (the [convergence rule](crate::cg#convergence)).
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn inclusive_scan<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
     group.inclusive_scan_with(value, op)
 }
@@ -495,7 +510,7 @@ pub fn inclusive_scan<G: Collective, T: DeviceCopy, Op: ReduceOp<T>>(group: &G, 
 /// `T::default()`.
 /// Every member must call it at the same site (the [convergence rule](crate::cg#convergence)).
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn exclusive_scan<G: Collective, T: DeviceCopy + Default, Op: ReduceOp<T>>(group: &G, value: T, op: Op) -> T {
     group.exclusive_scan_with(value, op)
 }
@@ -503,7 +518,7 @@ pub fn exclusive_scan<G: Collective, T: DeviceCopy + Default, Op: ReduceOp<T>>(g
 /// `cg::inclusive_scan(group, value)` with the default `plus`.
 #[doc(alias = "inclusive_scan")]
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn inclusive_sum<G: Collective, T: DeviceCopy + Add<Output = T>>(group: &G, value: T) -> T {
     group.inclusive_scan_with(value, plus)
 }
@@ -511,7 +526,7 @@ pub fn inclusive_sum<G: Collective, T: DeviceCopy + Add<Output = T>>(group: &G, 
 /// `cg::exclusive_scan(group, value)` with the default `plus`.
 #[doc(alias = "exclusive_scan")]
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn exclusive_sum<G: Collective, T: DeviceCopy + Default + Add<Output = T>>(group: &G, value: T) -> T {
     group.exclusive_scan_with(value, plus)
 }
@@ -526,6 +541,7 @@ macro_rules! atomic_add {
     ($($t:ty)*) => {$(
         impl AtomicAdd for $t {
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn fetch_add_on<S: Space>(a: &Atomic<$t, S>, v: $t) -> $t {
                 a.fetch_add(v, Ordering::Relaxed)
             }
@@ -538,7 +554,7 @@ atomic_add!(u32 i32 u64 i64 f32 f64);
 /// atomic's value before the group's total was added to it (one atomic per group, by the last
 /// member, broadcast to all).
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 fn scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(group: &G, dst: &Atomic<T, S>, value: T) -> (T, T) {
     let incl = group.inclusive_scan_with(value, plus);
     let last = group.num_threads() - 1;
@@ -553,7 +569,7 @@ fn scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(group: &G, dst
 /// by the atomic's value, which grows by the group's total (one atomic per group). The classic
 /// use is carving a shared buffer: each member gets where its part starts.
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn exclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
     group: &G,
     dst: &Atomic<T, S>,
@@ -566,7 +582,7 @@ pub fn exclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
 
 /// `cg::inclusive_scan_update(group, atomic, value)`: as [`exclusive_scan_update`], inclusive.
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn inclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
     group: &G,
     dst: &Atomic<T, S>,
@@ -608,6 +624,7 @@ impl<'a, T: DeviceCopy> GridScratch<'a, T> {
 
     /// Gives the slice back, after a grid sync (so that every reduction's reads have finished).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn into_inner(self, grid: &GridGroup) -> DisjointSlice<'a, T> {
         grid.sync();

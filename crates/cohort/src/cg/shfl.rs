@@ -11,6 +11,7 @@ use crate::DeviceCopy;
 
 /// Applies `f` to each 32-bit word of `v` and reassembles a `T`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn map_words<T: DeviceCopy>(v: T, mut f: impl FnMut(u32) -> u32) -> T {
     const { assert!(size_of::<T>() <= 32, "cooperative-groups shuffles move at most 32 bytes") };
     #[allow(clippy::let_unit_value)]
@@ -34,14 +35,58 @@ pub(crate) fn map_words<T: DeviceCopy>(v: T, mut f: impl FnMut(u32) -> u32) -> T
     }
 }
 
+/// The 32-bit words of `v` (zero-padded) and how many of them hold its bytes.
+#[cfg(not(target_arch = "nvptx64"))]
+fn host_words<T: DeviceCopy>(v: T) -> ([u32; 8], usize) {
+    const { assert!(size_of::<T>() <= 32, "cooperative-groups shuffles move at most 32 bytes") };
+    #[allow(clippy::let_unit_value)]
+    let () = const { T::__NO_PADDING };
+    let mut words = [0u32; 8];
+    // SAFETY: copies the `size_of::<T>()` (≤ 32) initialized bytes of `v` (no padding) into
+    // the 32-byte buffer.
+    unsafe {
+        core::ptr::copy_nonoverlapping(&v as *const T as *const u8, words.as_mut_ptr() as *mut u8, size_of::<T>())
+    };
+    (words, size_of::<T>().div_ceil(4))
+}
+
+/// The `T` whose bytes begin `words`.
+///
+/// # Safety
+/// The first `size_of::<T>()` bytes of `words` are the bytes of a `T`.
+#[cfg(not(target_arch = "nvptx64"))]
+unsafe fn from_host_words<T: DeviceCopy>(words: [u32; 8]) -> T {
+    let mut out = MaybeUninit::<T>::uninit();
+    // SAFETY: the caller's contract; `T` is at most 32 bytes (checked in `host_words`).
+    unsafe {
+        core::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, out.as_mut_ptr() as *mut u8, size_of::<T>());
+        out.assume_init()
+    }
+}
+
 /// `shfl.sync.idx` of a whole `T`.
 ///
 /// # Safety
 /// As `raw::shfl_sync_idx_b32`: every lane of `mask` executes this with the same `mask`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn idx<T: DeviceCopy>(mask: u32, v: T, src: u32, c: u32) -> T {
-    // SAFETY: forwarded to the caller.
-    map_words(v, |w| unsafe { crate::raw::shfl_sync_idx_b32(mask, w, src, c) })
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: forwarded to the caller.
+        map_words(v, |w| unsafe { crate::raw::shfl_sync_idx_b32(mask, w, src, c) })
+    }
+    // On the host, a loop rather than a closure, so that the engine sees the caller's site.
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let (mut words, n) = host_words(v);
+        for w in &mut words[..n] {
+            // SAFETY: forwarded to the caller.
+            *w = unsafe { crate::raw::shfl_sync_idx_b32(mask, *w, src, c) };
+        }
+        // SAFETY: the words hold the bytes of a `T` (one lane's `v`).
+        unsafe { from_host_words(words) }
+    }
 }
 
 /// `shfl.sync.up` of a whole `T`.
@@ -49,9 +94,24 @@ pub(crate) unsafe fn idx<T: DeviceCopy>(mask: u32, v: T, src: u32, c: u32) -> T 
 /// # Safety
 /// As `raw::shfl_sync_up_b32`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn up<T: DeviceCopy>(mask: u32, v: T, delta: u32, c: u32) -> T {
-    // SAFETY: forwarded to the caller.
-    map_words(v, |w| unsafe { crate::raw::shfl_sync_up_b32(mask, w, delta, c) })
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: forwarded to the caller.
+        map_words(v, |w| unsafe { crate::raw::shfl_sync_up_b32(mask, w, delta, c) })
+    }
+    // On the host, a loop rather than a closure, so that the engine sees the caller's site.
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let (mut words, n) = host_words(v);
+        for w in &mut words[..n] {
+            // SAFETY: forwarded to the caller.
+            *w = unsafe { crate::raw::shfl_sync_up_b32(mask, *w, delta, c) };
+        }
+        // SAFETY: the words hold the bytes of a `T` (one lane's `v`).
+        unsafe { from_host_words(words) }
+    }
 }
 
 /// `shfl.sync.down` of a whole `T`.
@@ -59,9 +119,24 @@ pub(crate) unsafe fn up<T: DeviceCopy>(mask: u32, v: T, delta: u32, c: u32) -> T
 /// # Safety
 /// As `raw::shfl_sync_down_b32`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn down<T: DeviceCopy>(mask: u32, v: T, delta: u32, c: u32) -> T {
-    // SAFETY: forwarded to the caller.
-    map_words(v, |w| unsafe { crate::raw::shfl_sync_down_b32(mask, w, delta, c) })
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: forwarded to the caller.
+        map_words(v, |w| unsafe { crate::raw::shfl_sync_down_b32(mask, w, delta, c) })
+    }
+    // On the host, a loop rather than a closure, so that the engine sees the caller's site.
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let (mut words, n) = host_words(v);
+        for w in &mut words[..n] {
+            // SAFETY: forwarded to the caller.
+            *w = unsafe { crate::raw::shfl_sync_down_b32(mask, *w, delta, c) };
+        }
+        // SAFETY: the words hold the bytes of a `T` (one lane's `v`).
+        unsafe { from_host_words(words) }
+    }
 }
 
 /// `shfl.sync.bfly` of a whole `T`.
@@ -69,9 +144,24 @@ pub(crate) unsafe fn down<T: DeviceCopy>(mask: u32, v: T, delta: u32, c: u32) ->
 /// # Safety
 /// As `raw::shfl_sync_bfly_b32`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn bfly<T: DeviceCopy>(mask: u32, v: T, lane_mask: u32, c: u32) -> T {
-    // SAFETY: forwarded to the caller.
-    map_words(v, |w| unsafe { crate::raw::shfl_sync_bfly_b32(mask, w, lane_mask, c) })
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: forwarded to the caller.
+        map_words(v, |w| unsafe { crate::raw::shfl_sync_bfly_b32(mask, w, lane_mask, c) })
+    }
+    // On the host, a loop rather than a closure, so that the engine sees the caller's site.
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let (mut words, n) = host_words(v);
+        for w in &mut words[..n] {
+            // SAFETY: forwarded to the caller.
+            *w = unsafe { crate::raw::shfl_sync_bfly_b32(mask, *w, lane_mask, c) };
+        }
+        // SAFETY: the words hold the bytes of a `T` (one lane's `v`).
+        unsafe { from_host_words(words) }
+    }
 }
 
 /// Values `match.sync` can compare: 32- and 64-bit integers and floats (compared by bits).
@@ -93,6 +183,7 @@ macro_rules! match_value {
     ($($t:ty => $v:ident => $e:expr;)*) => {$(
         impl MatchValue for $t {
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn match_bits(self) -> MatchBits {
                 let $v = self;
                 $e
@@ -116,6 +207,7 @@ match_value! {
 /// # Safety
 /// As `raw::match_any_sync_b32`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn match_any<T: MatchValue>(mask: u32, v: T) -> u32 {
     // SAFETY: forwarded to the caller.
     unsafe {
@@ -131,6 +223,7 @@ pub(crate) unsafe fn match_any<T: MatchValue>(mask: u32, v: T) -> u32 {
 /// # Safety
 /// As `raw::match_all_sync_b32`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn match_all<T: MatchValue>(mask: u32, v: T) -> (u32, bool) {
     // SAFETY: forwarded to the caller.
     unsafe {

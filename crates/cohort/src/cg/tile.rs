@@ -135,6 +135,7 @@ macro_rules! warp_tile_sizes {
         impl<P: TileParent> TileSize<P> for Size<$n> {
             type Tile = ThreadBlockTile<$n, P>;
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn make(parent: &P) -> Self::Tile {
                 ThreadBlockTile { parent: *parent }
             }
@@ -148,6 +149,7 @@ macro_rules! large_tile_sizes {
         impl<P: TileParent> TileSize<P> for Size<$n> {
             type Tile = LargeTile<$n, P>;
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn make(parent: &P) -> Self::Tile {
                 LargeTile::new(*parent)
             }
@@ -158,6 +160,7 @@ large_tile_sizes!(64 128 256 512);
 
 /// `cg::this_thread()`: a tile of one thread.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn this_thread() -> ThreadBlockTile<1, ThreadBlock> {
     ThreadBlockTile { parent: super::this_thread_block() }
@@ -166,6 +169,7 @@ pub fn this_thread() -> ThreadBlockTile<1, ThreadBlock> {
 impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
     /// How many tiles of this size the parent was cut into (`meta_group_size()`).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn meta_group_size(&self) -> u32 {
         self.parent.num_threads().div_ceil(N)
@@ -173,6 +177,7 @@ impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
 
     /// This tile's index among them (`meta_group_rank()`).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn meta_group_rank(&self) -> u32 {
         self.parent.thread_rank() / N
@@ -180,6 +185,7 @@ impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
 
     /// The parent group.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn parent(&self) -> &P {
         &self.parent
@@ -189,6 +195,7 @@ impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
     /// (its rank among all tiles of `N` in the grid), held by the tile's leader (rank 0) alone;
     /// `None` in the other members.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn leader_index(&self) -> Option<crate::slice::ThreadIndex<crate::slice::PerTile<N>>> {
         (self.thread_rank() == 0).then(|| crate::slice::ThreadIndex::from_rank(global_tile_rank(N)))
@@ -199,7 +206,7 @@ impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
     #[doc(alias = "__shfl_xor_sync")]
     #[inline(always)]
     #[must_use]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     pub fn shfl_xor<T: DeviceCopy>(&self, v: T, mask: u32) -> T {
         crate::check::warp("shfl_xor", self.lane_mask());
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
@@ -210,6 +217,7 @@ impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
 impl<const N: u32, P: TileParent> ThreadGroup for ThreadBlockTile<N, P> {
     type Size = u32;
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn thread_rank(&self) -> u32 {
         // Warps are cut from the block's linear thread ranks, so the lane id is that rank
         // modulo 32; N divides 32 (and the parent tile's size). One special-register read
@@ -217,11 +225,12 @@ impl<const N: u32, P: TileParent> ThreadGroup for ThreadBlockTile<N, P> {
         raw::laneid() % N
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn num_threads(&self) -> u32 {
         N
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn sync(&self) {
         crate::check::warp("sync", self.lane_mask());
         // SAFETY: the tile's lanes all reach their tile's sync with the tile's mask.
@@ -231,60 +240,64 @@ impl<const N: u32, P: TileParent> ThreadGroup for ThreadBlockTile<N, P> {
 
 /// Lane mask of the `n`-thread tile (`n` a power of two ≤ 32) holding this lane.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn tile_lane_mask(n: u32) -> u32 {
     if n >= 32 { u32::MAX } else { ((1u32 << n) - 1) << (raw::laneid() & !(n - 1)) }
 }
 
 impl<const N: u32, P: TileParent> WarpGroup for ThreadBlockTile<N, P> {
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn lane_mask(&self) -> u32 {
         tile_lane_mask(N)
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn meta_group_rank(&self) -> u32 {
         ThreadBlockTile::meta_group_rank(self)
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn meta_group_size(&self) -> u32 {
         ThreadBlockTile::meta_group_size(self)
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
         crate::check::warp("shfl", self.lane_mask());
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
         unsafe { shfl::idx(tile_lane_mask(N), v, src_rank, raw::shfl_c(N, false)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         crate::check::warp("shfl_up", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { shfl::up(self.lane_mask(), v, delta, raw::shfl_c(N, true)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         crate::check::warp("shfl_down", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { shfl::down(self.lane_mask(), v, delta, raw::shfl_c(N, false)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn any(&self, pred: bool) -> bool {
         crate::check::warp("any", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_any(tile_lane_mask(N), pred) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn all(&self, pred: bool) -> bool {
         crate::check::warp("all", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_all(tile_lane_mask(N), pred) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn ballot(&self, pred: bool) -> u32 {
         crate::check::warp("ballot", self.lane_mask());
         let mask = self.lane_mask();
@@ -293,7 +306,7 @@ impl<const N: u32, P: TileParent> WarpGroup for ThreadBlockTile<N, P> {
         b >> (raw::laneid() & !(N - 1))
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn match_any<T: MatchValue>(&self, v: T) -> u32 {
         crate::check::warp("match_any", self.lane_mask());
         let mask = self.lane_mask();
@@ -302,7 +315,7 @@ impl<const N: u32, P: TileParent> WarpGroup for ThreadBlockTile<N, P> {
         m >> (raw::laneid() & !(N - 1))
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool) {
         crate::check::warp("match_all", self.lane_mask());
         let mask = self.lane_mask();
@@ -311,11 +324,13 @@ impl<const N: u32, P: TileParent> WarpGroup for ThreadBlockTile<N, P> {
         (m >> (raw::laneid() & !(N - 1)), p)
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn redux_mask(&self) -> Option<u32> {
         // CUDA uses redux.sync for full tiles of 16 or 32.
         if N == 16 || N == 32 { Some(self.lane_mask()) } else { None }
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn is_tile(&self) -> bool {
         true
     }
@@ -345,15 +360,17 @@ pub fn tiled_partition_dyn<P: TileParent>(parent: &P, n: u32) -> DynTile {
 impl ThreadGroup for DynTile {
     type Size = u32;
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn thread_rank(&self) -> u32 {
         self.parent_rank % self.n
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn num_threads(&self) -> u32 {
         self.n
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn sync(&self) {
         crate::check::warp("sync", self.lane_mask());
         // SAFETY: the tile's lanes all reach their tile's sync with the tile's mask.
@@ -363,68 +380,71 @@ impl ThreadGroup for DynTile {
 
 impl WarpGroup for DynTile {
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn lane_mask(&self) -> u32 {
         tile_lane_mask(self.n)
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn meta_group_rank(&self) -> u32 {
         self.parent_rank / self.n
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn meta_group_size(&self) -> u32 {
         self.parent_size.div_ceil(self.n)
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl<T: DeviceCopy>(&self, v: T, src_rank: u32) -> T {
         crate::check::warp("shfl", self.lane_mask());
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
         unsafe { shfl::idx(self.lane_mask(), v, src_rank, raw::shfl_c(self.n, false)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl_up<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         crate::check::warp("shfl_up", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { shfl::up(self.lane_mask(), v, delta, raw::shfl_c(self.n, true)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn shfl_down<T: DeviceCopy>(&self, v: T, delta: u32) -> T {
         crate::check::warp("shfl_down", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { shfl::down(self.lane_mask(), v, delta, raw::shfl_c(self.n, false)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn any(&self, pred: bool) -> bool {
         crate::check::warp("any", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_any(self.lane_mask(), pred) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn all(&self, pred: bool) -> bool {
         crate::check::warp("all", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_all(self.lane_mask(), pred) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn ballot(&self, pred: bool) -> u32 {
         crate::check::warp("ballot", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { raw::vote_sync_ballot(self.lane_mask(), pred) >> (raw::laneid() & !(self.n - 1)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn match_any<T: MatchValue>(&self, v: T) -> u32 {
         crate::check::warp("match_any", self.lane_mask());
         // SAFETY: as for `shfl`.
         unsafe { shfl::match_any(self.lane_mask(), v) >> (raw::laneid() & !(self.n - 1)) }
     }
     #[inline(always)]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn match_all<T: MatchValue>(&self, v: T) -> (u32, bool) {
         crate::check::warp("match_all", self.lane_mask());
         // SAFETY: as for `shfl`.
@@ -432,10 +452,12 @@ impl WarpGroup for DynTile {
         (m >> (raw::laneid() & !(self.n - 1)), p)
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn redux_mask(&self) -> Option<u32> {
         if self.n >= 16 { Some(self.lane_mask()) } else { None }
     }
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn is_tile(&self) -> bool {
         true
     }
@@ -445,7 +467,7 @@ impl DynTile {
     /// `shfl_xor` within the tile.
     #[inline(always)]
     #[must_use]
-    #[cfg_attr(cohort_checked, track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     pub fn shfl_xor<T: DeviceCopy>(&self, v: T, mask: u32) -> T {
         crate::check::warp("shfl_xor", self.lane_mask());
         // SAFETY: every lane of the tile executes the tile's collective with the tile's mask.
@@ -457,6 +479,7 @@ impl DynTile {
 /// are cut from the block's linear thread ranks and the block's size is a multiple of `n`
 /// (checked by `tiled_partition`), so this is the thread's grid rank divided by `n`.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn global_tile_rank(n: u32) -> usize {
     (crate::thread::global_id() / u64::from(n)) as usize
 }

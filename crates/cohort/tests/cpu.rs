@@ -1,0 +1,716 @@
+//! `#[kernel]`s of the device library executed on the CPU device (issue 12): the kernel bodies
+//! (`__cohort_kernel_<name>`, what `#[kernel]` emits on the host) run through
+//! `cohort_cpu::launch`, and every element is checked against a CPU reference.
+//!
+//! The kernels are the tour's and the test kernels' (copied here: `cohort-kernels` depends on
+//! this crate, so it can't be a dev-dependency), plus the failure cases: a panic, a divergent
+//! collective and a deadlock, each an `Err` naming where.
+
+#![allow(clippy::needless_range_loop)]
+
+use std::sync::atomic::AtomicU32 as StdAtomicU32;
+use std::sync::atomic::Ordering::Relaxed as StdRelaxed;
+
+use cohort::prelude::*;
+use cohort_cpu::{CpuError, LaunchSpec, launch, launch_typed};
+
+/// A buffer the kernel's threads write through per-thread views (`DisjointSlice`, `GridVec`),
+/// as the runtime passes a device buffer: borrowed exclusively for the launch (`'a`), so
+/// nothing else touches it meanwhile.
+struct Ptr<'a, T>(*mut T, usize, core::marker::PhantomData<&'a mut [T]>);
+// SAFETY: the pointer is only turned into `DisjointSlice`/`GridVec` views, whose element
+// ownership rules keep the threads' writes disjoint.
+unsafe impl<T: Send> Sync for Ptr<'_, T> {}
+
+impl<'a, T> Ptr<'a, T> {
+    fn of(v: &'a mut [T]) -> Self {
+        Self(v.as_mut_ptr(), v.len(), core::marker::PhantomData)
+    }
+    /// The pointer (a method, so that closures capture the whole `Ptr`, which is `Sync`).
+    fn get(&self) -> *mut T {
+        self.0
+    }
+    /// A thread's view of the whole buffer.
+    fn disjoint<K: cohort::slice::IndexKind>(&self) -> DisjointSlice<'a, T, K> {
+        // SAFETY: `self.0` points at `self.1` elements borrowed exclusively for `'a`; every
+        // thread's view hands it only the elements of its own index (the kernel's
+        // `DisjointSlice` contract, as for a device buffer).
+        unsafe { DisjointSlice::from_raw_parts(self.0, self.1) }
+    }
+}
+
+/// Global-memory atomics (on the CPU device, host memory is the device's global memory).
+fn atomics<T: Copy, S: cohort::atomic::Space>(init: &[T]) -> Vec<cohort::atomic::Atomic<T, S>> {
+    // SAFETY: on the CPU device every atomic operation is a host atomic on the value's own
+    // memory (a `Vec`'s element here), whatever its space.
+    init.iter().map(|&v| unsafe { cohort::atomic::Atomic::new(v) }).collect()
+}
+
+fn data(n: usize, seed: u32) -> Vec<u32> {
+    (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(seed) % 1000).collect()
+}
+
+// --- Tour kernels -------------------------------------------------------------------------------
+
+/// `out[i] = a[i] + b[i]`.
+#[kernel]
+pub fn vector_add(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
+    let i = thread::index_1d();
+    if let Some(o) = out.get_mut(&i) {
+        *o = a[*i] + b[*i];
+    }
+}
+
+/// What SAXPY needs of its element type.
+pub trait Axpy: Copy + core::ops::Mul<Output = Self> + core::ops::Add<Output = Self> {}
+impl Axpy for f32 {}
+impl Axpy for f64 {}
+
+/// `y[i] = a * x[i] + y[i]`.
+#[kernel(instances(f32, f64))]
+pub fn saxpy<T: Axpy>(a: T, x: &[T], mut y: DisjointSlice<T>) {
+    let i = thread::index_1d();
+    if let Some(yi) = y.get_mut(&i) {
+        *yi = a * x[*i] + *yi;
+    }
+}
+
+/// Sums `data` into `total[0]`: grid-stride loop, warp reduce, one atomic add per warp.
+#[kernel]
+pub fn sum_u32(data: &[u32], total: &[AtomicU64]) {
+    let mut acc = 0u64;
+    for i in thread::grid_stride(data.len()) {
+        acc += data[*i] as u64;
+    }
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let acc = cg::reduce(&warp, acc, cg::plus);
+    if warp.thread_rank() == 0 {
+        total[0].add(acc, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn tour_vector_add_and_saxpy_fast_path() {
+    let n = 10_000;
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 3.0 - i as f32).collect();
+    let mut out = vec![f32::NAN; n];
+    let p = Ptr::of(&mut out);
+    let blocks = n.div_ceil(256) as u32;
+    launch_typed(&LaunchSpec::new(blocks, 256u32).fast_path(), &|| __cohort_kernel_vector_add(&a, &b, p.disjoint()))
+        .unwrap();
+    for i in 0..n {
+        assert_eq!(out[i], a[i] + b[i], "vector_add element {i}");
+    }
+
+    let x: Vec<f64> = (0..n).map(|i| (i as f64).sin()).collect();
+    let mut y: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let y0 = y.clone();
+    let p = Ptr::of(&mut y);
+    launch_typed(&LaunchSpec::new(blocks, 256u32).fast_path(), &|| __cohort_kernel_saxpy::<f64>(1.5, &x, p.disjoint()))
+        .unwrap();
+    for i in 0..n {
+        assert_eq!(y[i], 1.5 * x[i] + y0[i], "saxpy element {i}");
+    }
+}
+
+#[test]
+fn tour_sum_u32_warp_reduce_and_atomic() {
+    let d = data(100_003, 7);
+    let total = atomics::<u64, cohort::atomic::Global>(&[0]);
+    launch(&LaunchSpec::new(13u32, 128u32), &|| __cohort_kernel_sum_u32(&d, &total)).unwrap();
+    let want: u64 = d.iter().map(|&v| u64::from(v)).sum();
+    assert_eq!(total[0].load(Ordering::Relaxed), want);
+}
+
+// --- Block: shared memory and barriers ---------------------------------------------------------
+
+cohort::shared! {
+    static PARTIAL: [u32; 256];
+}
+
+/// Each block sums its 256 elements with a shared-memory tree and `sync_threads`; also counts
+/// its odd elements with `sync_threads_count`.
+#[kernel]
+pub fn block_sum(data: &[u32], mut sums: DisjointSlice<[u32; 2], PerBlock>) {
+    let t = thread::thread_idx_x() as usize;
+    let v = data.get(thread::global_id() as usize).copied().unwrap_or(0);
+    let p = PARTIAL.get();
+    p.store(t, v);
+    let odd = cohort::sync::sync_threads_count(v % 2 == 1);
+    let mut s = 128;
+    while s > 0 {
+        if t < s {
+            p.store(t, p.load(t) + p.load(t + s));
+        }
+        sync_threads();
+        s /= 2;
+    }
+    if let Some(leader) = cg::this_thread_block().leader_index() {
+        sums.set(leader, [p.load(0), odd]);
+    }
+}
+
+/// Reverses each block's elements through dynamic shared memory.
+#[kernel]
+pub fn reverse_blocks(data: &[u32], mut out: DisjointSlice<u32>) {
+    let buf = cohort::shared::dynamic::<u32>();
+    let t = thread::thread_idx_x() as usize;
+    let n = thread::block_dim_x() as usize;
+    let i = thread::index_1d();
+    buf.store(t, data[*i]);
+    sync_threads();
+    out.set(&i, buf.load(n - 1 - t));
+}
+
+#[test]
+fn block_reduce_shared_and_sync_threads() {
+    let blocks = 37usize;
+    let d = data(blocks * 256 - 100, 3);
+    let mut sums = vec![[0u32; 2]; blocks];
+    let p = Ptr::of(&mut sums);
+    launch(&LaunchSpec::new(blocks as u32, 256u32), &|| __cohort_kernel_block_sum(&d, p.disjoint())).unwrap();
+    for (b, s) in sums.iter().enumerate() {
+        let part = &d[(b * 256).min(d.len())..((b + 1) * 256).min(d.len())];
+        let want_sum: u32 = part.iter().sum();
+        let want_odd = part.iter().filter(|&&v| v % 2 == 1).count() as u32;
+        assert_eq!(*s, [want_sum, want_odd], "block {b}");
+    }
+
+    let d = data(64 * 9, 11);
+    let mut out = vec![0u32; d.len()];
+    let p = Ptr::of(&mut out);
+    launch(&LaunchSpec::new(9u32, 64u32).dynamic_shared(64 * 4), &|| __cohort_kernel_reverse_blocks(&d, p.disjoint()))
+        .unwrap();
+    for i in 0..d.len() {
+        let (b, t) = (i / 64, i % 64);
+        assert_eq!(out[i], d[b * 64 + 63 - t], "element {i}");
+    }
+}
+
+// --- Warp: tiles, coalesced groups ---------------------------------------------------------------
+
+/// Tile-of-16 collectives: shuffles, votes, ballot, reduce, scan.
+#[kernel]
+pub fn tile_ops(data: &[u32], mut out: DisjointSlice<[u32; 6]>) {
+    let i = thread::index_1d();
+    let v = data[*i];
+    let t = cg::tiled_partition::<16>(&cg::this_thread_block());
+    let r = t.thread_rank();
+    let sh = t.shfl(v, (r + 3) % 16);
+    let down = t.shfl_down(v, 1);
+    let votes = u32::from(t.any(v % 7 == 0)) | u32::from(t.all(v < 990)) << 1;
+    let ballot = t.ballot(v % 2 == 0);
+    let sum = cg::reduce(&t, v, cg::plus);
+    let scan = cg::inclusive_scan(&t, v, cg::plus);
+    out.set(&i, [sh, down, votes, ballot, sum, scan]);
+}
+
+#[test]
+fn tile_shuffles_votes_reduce_scan() {
+    let n = 64 * 5;
+    let d = data(n, 5);
+    let mut out = vec![[0u32; 6]; n];
+    let p = Ptr::of(&mut out);
+    launch(&LaunchSpec::new(5u32, 64u32), &|| __cohort_kernel_tile_ops(&d, p.disjoint())).unwrap();
+    for i in 0..n {
+        let base = i / 16 * 16;
+        let tile = &d[base..base + 16];
+        let r = i % 16;
+        let down = if r + 1 < 16 { tile[r + 1] } else { tile[r] };
+        let votes = u32::from(tile.iter().any(|v| v % 7 == 0)) | u32::from(tile.iter().all(|&v| v < 990)) << 1;
+        let ballot = tile.iter().enumerate().filter(|(_, v)| *v % 2 == 0).map(|(k, _)| 1u32 << k).sum::<u32>();
+        let sum: u32 = tile.iter().sum();
+        let scan: u32 = tile[..=r].iter().sum();
+        assert_eq!(out[i], [tile[(r + 3) % 16], down, votes, ballot, sum, scan], "thread {i}");
+    }
+}
+
+/// After a branch, the lanes that took it form a coalesced group.
+#[kernel]
+pub fn coalesced(data: &[u32], mut out: DisjointSlice<[u32; 3]>) {
+    let i = thread::index_1d();
+    let v = data[*i];
+    if v % 3 == 0 {
+        let g = cg::coalesced_threads();
+        let s = cg::reduce(&g, v, cg::plus);
+        out.set(&i, [g.thread_rank(), g.num_threads(), s]);
+    } else {
+        out.set(&i, [u32::MAX, 0, 0]);
+    }
+}
+
+#[test]
+fn coalesced_group_after_divergence() {
+    let n = 96 * 4;
+    let d = data(n, 1);
+    let mut out = vec![[0u32; 3]; n];
+    let p = Ptr::of(&mut out);
+    launch(&LaunchSpec::new(4u32, 96u32), &|| __cohort_kernel_coalesced(&d, p.disjoint())).unwrap();
+    for i in 0..n {
+        let warp = &d[i / 32 * 32..i / 32 * 32 + 32];
+        let lane = i % 32;
+        let want = if d[i] % 3 == 0 {
+            let rank = warp[..lane].iter().filter(|v| *v % 3 == 0).count() as u32;
+            let num = warp.iter().filter(|v| *v % 3 == 0).count() as u32;
+            let sum = warp.iter().filter(|v| *v % 3 == 0).sum();
+            [rank, num, sum]
+        } else {
+            [u32::MAX, 0, 0]
+        };
+        assert_eq!(out[i], want, "thread {i}");
+    }
+}
+
+// --- Grid sync, GridVec ------------------------------------------------------------------------
+
+/// The tour's cooperative kernel: block sums published, read by the neighbour after grid sync.
+#[kernel(cooperative)]
+pub fn neighbour_sums(grid: GridGroup, data: &[u32], published: &[AtomicU64], mut out: DisjointSlice<u64>) {
+    let block = cg::this_thread_block();
+    let b = grid.block_rank() as usize;
+    let nb = grid.num_blocks() as usize;
+    let mut acc = 0u64;
+    let mut i = b + nb * block.thread_rank() as usize;
+    while i < data.len() {
+        acc += data[i] as u64;
+        i += nb * block.num_threads() as usize;
+    }
+    let acc = cg::reduce(&block, acc, cg::plus);
+    if block.thread_rank() == 0 {
+        published[b].store(acc, Ordering::Relaxed);
+    }
+    grid.sync();
+    if block.thread_rank() == 0 {
+        let theirs = published[(b + 1) % nb].load(Ordering::Relaxed);
+        // SAFETY: only thread 0 of block b writes element b.
+        unsafe { *out.get_unchecked_mut(b) = theirs };
+    }
+}
+
+/// 1-D Jacobi sweeps `x[i] = (x[i-1] + x[i+1] + b[i]) / 2` on a `GridVec` (publish, read the
+/// neighbours, reclaim, write: no `unsafe`).
+#[kernel(cooperative)]
+pub fn jacobi_1d(grid: GridGroup, b: &[f32], mut x: GridVec<f32>, iters: u32) {
+    let i = thread::index_1d();
+    let n = x.len();
+    for _ in 0..iters {
+        let all = x.publish(&grid);
+        let v = if *i < n {
+            let l = if *i > 0 { all[*i - 1] } else { 0.0 };
+            let r = if *i + 1 < n { all[*i + 1] } else { 0.0 };
+            (l + r + b[*i]) * 0.5
+        } else {
+            0.0
+        };
+        x = all.reclaim(&grid);
+        x.set(&i, v);
+    }
+}
+
+#[test]
+fn grid_sync_neighbour_sums_and_gridvec_jacobi() {
+    let nb = 6usize;
+    let d = data(5000, 9);
+    let published = atomics::<u64, cohort::atomic::Global>(&[0; 6]);
+    let mut out = vec![0u64; nb];
+    let p = Ptr::of(&mut out);
+    launch(&LaunchSpec::new(nb as u32, 128u32).cooperative(), &|| {
+        // SAFETY: the launch is cooperative.
+        let grid = unsafe { GridGroup::new_unchecked() };
+        __cohort_kernel_neighbour_sums(grid, &d, &published, p.disjoint())
+    })
+    .unwrap();
+    for b in 0..nb {
+        let theirs = (b + 1) % nb;
+        let want: u64 = d.iter().enumerate().filter(|(i, _)| i % nb == theirs).map(|(_, &v)| u64::from(v)).sum();
+        assert_eq!(out[b], want, "block {b}");
+    }
+
+    let n = 500usize;
+    let bvec: Vec<f32> = (0..n).map(|i| (i % 17) as f32 - 8.0).collect();
+    let mut x = vec![0f32; n];
+    let mut barrier = 0u32;
+    let (px, pb) = (Ptr::of(&mut x), Ptr::of(core::slice::from_mut(&mut barrier)));
+    let iters = 20;
+    launch(&LaunchSpec::new(4u32, 128u32).cooperative(), &|| {
+        // SAFETY: the launch is cooperative.
+        let grid = unsafe { GridGroup::new_unchecked() };
+        // SAFETY: `x` (`n` elements) and `barrier` are borrowed exclusively for the launch
+        // (`Ptr`); the vector's phases keep the threads' accesses apart.
+        let x = unsafe { GridVec::from_raw_parts(px.get(), n, pb.get()) };
+        __cohort_kernel_jacobi_1d(grid, &bvec, x, iters)
+    })
+    .unwrap();
+    let mut want = vec![0f32; n];
+    for _ in 0..iters {
+        let old = want.clone();
+        for i in 0..n {
+            let l = if i > 0 { old[i - 1] } else { 0.0 };
+            let r = if i + 1 < n { old[i + 1] } else { 0.0 };
+            want[i] = (l + r + bvec[i]) * 0.5;
+        }
+    }
+    for i in 0..n {
+        assert_eq!(x[i].to_bits(), want[i].to_bits(), "x[{i}]");
+    }
+}
+
+#[test]
+fn grid_too_large_for_cooperative_launch_is_refused() {
+    let blocks = cohort_cpu::max_coresident_blocks(1024) + 1;
+    let r = launch(&LaunchSpec::new(blocks as u32, 1024u32).cooperative(), &|| {
+        // SAFETY: never runs (the launch is refused).
+        unsafe { GridGroup::new_unchecked() }.sync()
+    });
+    assert!(r.is_err(), "{r:?}");
+}
+
+// --- Atomics, mutex ----------------------------------------------------------------------------
+
+/// Atomics of every type: integer add/min/max/and/or/xor/inc/dec/CAS, float add and min/max.
+#[kernel]
+pub fn atomic_mix(
+    u: &[AtomicU32],
+    s: &[AtomicI32],
+    w: &[AtomicU64],
+    l: &[AtomicI64],
+    f: &[AtomicF32],
+    d: &[AtomicF64],
+) {
+    let id = thread::global_id() as u32;
+    u[0].fetch_add(1, Ordering::Relaxed);
+    u[1].fetch_max(id, Ordering::Relaxed);
+    u[2].fetch_min(id + 5, Ordering::Relaxed);
+    u[3].fetch_or(1 << (id % 32), Ordering::Relaxed);
+    u[4].fetch_xor(id, Ordering::Relaxed);
+    u[5].fetch_inc(9, Ordering::Relaxed);
+    u[6].fetch_and(!(1 << (id % 31)), Ordering::Relaxed);
+    let _ = u[7].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| Some(x + 2));
+    u[8].fetch_dec(1000, Ordering::Relaxed);
+    s[0].fetch_add(-(id as i32), Ordering::Relaxed);
+    s[1].fetch_min(-(id as i32), Ordering::Relaxed);
+    s[2].fetch_max(id as i32 - 500, Ordering::Relaxed);
+    w[0].fetch_add(u64::from(id) * 1_000_000_007, Ordering::Relaxed);
+    w[1].fetch_max(u64::from(id) << 33, Ordering::Relaxed);
+    l[0].fetch_sub(i64::from(id) << 31, Ordering::Relaxed);
+    l[1].fetch_min(-(i64::from(id) << 40), Ordering::Relaxed);
+    f[0].fetch_add(0.5, Ordering::Relaxed);
+    f[1].fetch_max(id as f32, Ordering::Relaxed);
+    f[2].fetch_min(if id == 3 { f32::NAN } else { id as f32 + 1.0 }, Ordering::Relaxed);
+    d[0].fetch_add(0.25, Ordering::Relaxed);
+    d[1].fetch_max_nan(if id == 7 { f64::NAN } else { f64::from(id) }, Ordering::Relaxed);
+}
+
+#[test]
+fn atomics_of_several_types() {
+    use cohort::atomic::Global;
+    let n = 1000u32;
+    let u = atomics::<u32, Global>(&[0, 0, u32::MAX, 0, 0, 0, u32::MAX, 0, 0]);
+    let s = atomics::<i32, Global>(&[0, 0, i32::MIN]);
+    let w = atomics::<u64, Global>(&[0, 0]);
+    let l = atomics::<i64, Global>(&[0, 0]);
+    let f = atomics::<f32, Global>(&[0.0, f32::MIN, f32::MAX]);
+    let d = atomics::<f64, Global>(&[0.0, 0.0]);
+    launch(&LaunchSpec::new(n / 100, 100u32), &|| __cohort_kernel_atomic_mix(&u, &s, &w, &l, &f, &d)).unwrap();
+    let ids = 0..n;
+    let get = |a: &cohort::atomic::AtomicU32| a.load(Ordering::Relaxed);
+    assert_eq!(get(&u[0]), n);
+    assert_eq!(get(&u[1]), n - 1);
+    assert_eq!(get(&u[2]), 5);
+    assert_eq!(get(&u[3]), u32::MAX);
+    assert_eq!(get(&u[4]), ids.clone().fold(0, |a, i| a ^ i));
+    // atomicInc with limit 9 wraps to 0 after 9: 1000 increments from 0 leave 1000 % 10.
+    assert_eq!(get(&u[5]), n % 10);
+    assert_eq!(get(&u[6]), 1 << 31);
+    assert_eq!(get(&u[7]), 2 * n);
+    // atomicDec with limit 1000 from 0: 0 -> 1000 -> 999 -> … ; after 1000 decrements: 1.
+    assert_eq!(get(&u[8]), 1);
+    assert_eq!(s[0].load(Ordering::Relaxed), -(ids.clone().sum::<u32>() as i32));
+    assert_eq!(s[1].load(Ordering::Relaxed), -(n as i32 - 1));
+    assert_eq!(s[2].load(Ordering::Relaxed), n as i32 - 1 - 500);
+    assert_eq!(w[0].load(Ordering::Relaxed), ids.clone().map(|i| u64::from(i) * 1_000_000_007).sum::<u64>());
+    assert_eq!(w[1].load(Ordering::Relaxed), u64::from(n - 1) << 33);
+    assert_eq!(l[0].load(Ordering::Relaxed), -ids.clone().map(|i| i64::from(i) << 31).sum::<i64>());
+    assert_eq!(l[1].load(Ordering::Relaxed), -(i64::from(n - 1) << 40));
+    assert_eq!(f[0].load(Ordering::Relaxed), 0.5 * n as f32);
+    assert_eq!(f[1].load(Ordering::Relaxed), (n - 1) as f32);
+    // `fetch_min` ignores NaN (fmin): the smallest number wins.
+    assert_eq!(f[2].load(Ordering::Relaxed), 1.0);
+    assert_eq!(d[0].load(Ordering::Relaxed), 0.25 * f64::from(n));
+    // `fetch_max_nan` propagates NaN.
+    assert!(d[1].load(Ordering::Relaxed).is_nan());
+}
+
+/// Every thread takes the mutex and does a non-atomic read-modify-write under it.
+#[kernel]
+pub fn mutex_add_one(mutex: &[Mutex], x: &[AtomicU32], spin: u32) {
+    let _guard = if spin != 0 { mutex[0].lock_spin() } else { mutex[0].lock() };
+    let v = x[0].load(Ordering::Relaxed);
+    // Let the other threads of the block run while the lock is held.
+    cohort::raw::nanosleep(100);
+    x[0].store(v + 1, Ordering::Relaxed);
+}
+
+#[test]
+fn mutex_serializes_threads() {
+    for spin in [0, 1] {
+        // SAFETY: on the CPU device the mutex's word is host memory, used atomically.
+        let m = vec![unsafe { Mutex::new() }];
+        let x = atomics::<u32, cohort::atomic::Global>(&[0]);
+        launch(&LaunchSpec::new(8u32, 64u32), &|| __cohort_kernel_mutex_add_one(&m, &x, spin)).unwrap();
+        assert_eq!(x[0].load(Ordering::Relaxed), 8 * 64, "spin {spin}");
+    }
+}
+
+// --- printf ------------------------------------------------------------------------------------
+
+/// Prints one line from each of the first `lines` threads (the tour's `hello`).
+#[kernel]
+pub fn hello(lines: u32, tag: f32) {
+    let id = thread::global_id();
+    if id < lines as u64 {
+        printf!(
+            "hello from thread %u of block %u: tag %.2f, id %llu, %d %5s|%-4x|%c %n\n",
+            thread::thread_idx_x(),
+            thread::block_idx_x(),
+            tag,
+            id,
+            -(id as i32),
+            c"ab",
+            255u32,
+            'Z',
+            core::ptr::null_mut::<i32>()
+        );
+    }
+}
+
+/// Runs `hello` in a child process (this test binary, filtered to `printf_child`) and checks
+/// its stdout, line by line, against what the GPU's `printf` prints (`%n`, which would write
+/// through its argument, is printed as it is).
+#[test]
+fn printf_prints_the_gpus_format() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "printf_child", "--nocapture", "--test-threads=1"])
+        .env("COHORT_PRINTF_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    // (The harness prints `test printf_child ... ` before the kernel's first line.)
+    let mut lines: Vec<&str> = text.lines().filter_map(|l| l.find("hello from").map(|at| &l[at..])).collect();
+    lines.sort_unstable();
+    let mut want: Vec<String> = (0..6u32)
+        .map(|id| {
+            format!(
+                "hello from thread {} of block {}: tag 2.50, id {id}, {} {:>5}|{:<4x}|Z %n",
+                id % 4,
+                id / 4,
+                -(id as i32),
+                "ab",
+                255
+            )
+        })
+        .collect();
+    want.sort_unstable();
+    assert_eq!(lines, want, "stdout:\n{text}");
+}
+
+#[test]
+fn printf_child() {
+    if std::env::var_os("COHORT_PRINTF_CHILD").is_none() {
+        return;
+    }
+    launch(&LaunchSpec::new(3u32, 4u32), &|| __cohort_kernel_hello(6, 2.5)).unwrap();
+}
+
+// --- Errors with sites -------------------------------------------------------------------------
+
+static PANIC_LINE: StdAtomicU32 = StdAtomicU32::new(0);
+
+/// Thread 5 of block 1 panics.
+#[kernel]
+pub fn panics(out: &[AtomicU32]) {
+    if thread::thread_idx_x() == 5 && thread::block_idx_x() == 1 {
+        PANIC_LINE.store(line!() + 1, StdRelaxed);
+        panic!("boom {}", 7);
+    }
+    out[0].add(1, Ordering::Relaxed);
+}
+
+#[test]
+fn kernel_panic_is_an_err_with_file_line_block_thread() {
+    let out = atomics::<u32, cohort::atomic::Global>(&[0]);
+    let err = launch(&LaunchSpec::new(3u32, 32u32), &|| __cohort_kernel_panics(&out)).unwrap_err();
+    let CpuError::Panic { block, thread, location, message } = &err else { panic!("{err}") };
+    assert_eq!((*block, *thread), (cohort_cpu::Dim3::new(1, 0, 0), cohort_cpu::Dim3::new(5, 0, 0)), "{err}");
+    let (file, line, _) = location.clone().unwrap();
+    assert!(file.ends_with("tests/cpu.rs"), "{err}");
+    assert_eq!(line, PANIC_LINE.load(StdRelaxed), "{err}");
+    assert_eq!(message, "boom 7");
+}
+
+/// Half a tile reaches a reduce over the whole tile.
+#[kernel]
+pub fn divergent_reduce(out: &[AtomicU32]) {
+    let t = cg::tiled_partition::<32>(&cg::this_thread_block());
+    if t.thread_rank() < 16 {
+        let s = cg::reduce(&t, 1u32, cg::plus);
+        out[0].add(s, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn divergent_collective_is_an_err_with_site_and_lanes() {
+    let out = atomics::<u32, cohort::atomic::Global>(&[0]);
+    let err = launch(&LaunchSpec::new(1u32, 32u32), &|| __cohort_kernel_divergent_reduce(&out)).unwrap_err();
+    let CpuError::WarpDivergence { mask, arrived, site, .. } = &err else { panic!("{err}") };
+    assert_eq!((*mask, *arrived), (u32::MAX, 0xffff), "{err}");
+    assert!(site.file().ends_with("tests/cpu.rs"), "the site is the kernel's line: {err}");
+}
+
+/// Two halves of a block at two different `sync_threads`.
+#[allow(clippy::if_same_then_else)]
+#[kernel]
+pub fn two_barriers(out: &[AtomicU32]) {
+    if thread::thread_idx_x() < 32 {
+        sync_threads();
+    } else {
+        sync_threads();
+    }
+    out[0].add(1, Ordering::Relaxed);
+}
+
+#[test]
+fn deadlock_at_two_barriers_is_an_err_naming_both() {
+    let out = atomics::<u32, cohort::atomic::Global>(&[0]);
+    let err = launch(&LaunchSpec::new(2u32, 64u32), &|| __cohort_kernel_two_barriers(&out)).unwrap_err();
+    let CpuError::BarrierMismatch { first, second, .. } = &err else { panic!("{err}") };
+    for at in [first, second] {
+        assert!(at.site.file().ends_with("tests/cpu.rs"), "{err}");
+    }
+    assert_ne!(first.site.line(), second.site.line(), "{err}");
+}
+
+// --- More of the device library ----------------------------------------------------------------
+
+cohort::shared! {
+    static STAGE: [u32; 128];
+}
+
+/// Stages the block's 128 elements with `memcpy_async`, reads them reversed, then labeled
+/// partitions, `match_any` and a 64-thread (large) tile reduce.
+#[kernel]
+pub fn staged(data: &[u32], mut out: DisjointSlice<[u32; 4]>) {
+    let block = cg::this_thread_block();
+    let mut dst = STAGE.get().as_slice();
+    let b = thread::block_idx_x() as usize;
+    cg::memcpy_async(&block, &mut dst, &data[b * 128..(b + 1) * 128]).wait(&block);
+    let t = thread::thread_idx_x() as usize;
+    let v = dst.load(127 - t);
+    let warp = cg::tiled_partition::<32>(&block);
+    let part = cg::labeled_partition(&warp, v % 4);
+    let psum = cg::reduce(&part, v, cg::plus);
+    let same = warp.match_any(v % 4);
+    let big = cg::tiled_partition::<64>(&block);
+    let bsum = cg::reduce(&big, v, cg::plus);
+    out.set(thread::index_1d(), [v, psum, same, bsum]);
+}
+
+#[test]
+fn memcpy_async_partitions_match_and_large_tiles() {
+    let blocks = 5;
+    let d = data(blocks * 128, 21);
+    let mut out = vec![[0u32; 4]; d.len()];
+    let p = Ptr::of(&mut out);
+    launch(&LaunchSpec::new(blocks as u32, 128u32), &|| __cohort_kernel_staged(&d, p.disjoint())).unwrap();
+    let vals: Vec<u32> = (0..d.len()).map(|i| d[i / 128 * 128 + 127 - i % 128]).collect();
+    for i in 0..d.len() {
+        let v = vals[i];
+        let warp = &vals[i / 32 * 32..i / 32 * 32 + 32];
+        let psum = warp.iter().filter(|w| *w % 4 == v % 4).sum();
+        let same = warp.iter().enumerate().filter(|(_, w)| *w % 4 == v % 4).map(|(k, _)| 1u32 << k).sum();
+        let bsum = vals[i / 64 * 64..i / 64 * 64 + 64].iter().sum();
+        assert_eq!(out[i], [v, psum, same, bsum], "thread {i}");
+    }
+}
+
+#[test]
+fn random_schedules_give_the_same_results() {
+    let blocks = 8usize;
+    let d = data(blocks * 256, 4);
+    for seed in [1, 2, 3] {
+        let mut sums = vec![[0u32; 2]; blocks];
+        let p = Ptr::of(&mut sums);
+        launch(&LaunchSpec::new(blocks as u32, 256u32).random_schedule(seed), &|| {
+            __cohort_kernel_block_sum(&d, p.disjoint())
+        })
+        .unwrap();
+        for (b, s) in sums.iter().enumerate() {
+            let part = &d[b * 256..(b + 1) * 256];
+            assert_eq!(*s, [part.iter().sum(), part.iter().filter(|&&v| v % 2 == 1).count() as u32], "seed {seed}");
+        }
+    }
+}
+
+/// Writes each thread's `threadIdx` and `blockIdx` (3-D launch).
+#[kernel]
+pub fn indices_3d(mut out: DisjointSlice<[u32; 6]>) {
+    let (t, b) = (thread::thread_idx(), thread::block_idx());
+    let (bd, gd) = (thread::block_dim(), thread::grid_dim());
+    let block_rank = (b.z * gd.y + b.y) * gd.x + b.x;
+    let rank = (t.z * bd.y + t.y) * bd.x + t.x;
+    // SAFETY: `block_rank * threads + rank` is this thread's own element.
+    unsafe {
+        *out.get_unchecked_mut((block_rank * bd.x * bd.y * bd.z + rank) as usize) = [t.x, t.y, t.z, b.x, b.y, b.z]
+    };
+}
+
+#[test]
+fn indices_of_a_3d_launch() {
+    let (g, b) = ((2u32, 3u32, 2u32), (4u32, 3u32, 5u32));
+    let n = (2 * 3 * 2 * 4 * 3 * 5) as usize;
+    let mut out = vec![[u32::MAX; 6]; n];
+    let p = Ptr::of(&mut out);
+    launch_typed(&LaunchSpec::new(g, b).fast_path(), &|| __cohort_kernel_indices_3d(p.disjoint())).unwrap();
+    let mut i = 0;
+    for (bz, by, bx) in (0..2).flat_map(|z| (0..3).flat_map(move |y| (0..2).map(move |x| (z, y, x)))) {
+        for (tz, ty, tx) in (0..5).flat_map(|z| (0..3).flat_map(move |y| (0..4).map(move |x| (z, y, x)))) {
+            assert_eq!(out[i], [tx, ty, tz, bx, by, bz], "element {i}");
+            i += 1;
+        }
+    }
+}
+
+cohort::shared! {
+    static CELL: [u32; 1];
+}
+
+/// Every thread stores to the same shared cell with no barrier in between: a race.
+#[kernel]
+pub fn shared_race(out: &[AtomicU32]) {
+    let c = CELL.get();
+    c.store(0, thread::thread_idx_x());
+    sync_threads();
+    if thread::thread_idx_x() == 0 {
+        out[0].store(c.load(0), Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn shared_memory_race_is_an_err_with_race_check() {
+    let out = atomics::<u32, cohort::atomic::Global>(&[0]);
+    launch(&LaunchSpec::new(1u32, 64u32), &|| __cohort_kernel_shared_race(&out)).unwrap();
+    let err = launch(&LaunchSpec::new(1u32, 64u32).race_check(), &|| __cohort_kernel_shared_race(&out)).unwrap_err();
+    assert!(matches!(err, CpuError::SharedRace { .. }), "{err}");
+}
+
+#[test]
+fn a_collective_on_the_fast_path_is_an_err() {
+    let d = data(256, 0);
+    let mut sums = vec![[0u32; 2]; 1];
+    let p = Ptr::of(&mut sums);
+    let err = launch(&LaunchSpec::new(1u32, 256u32).fast_path(), &|| __cohort_kernel_block_sum(&d, p.disjoint()))
+        .unwrap_err();
+    assert!(matches!(err, CpuError::Misuse { .. }), "{err}");
+}
