@@ -467,6 +467,21 @@ impl Gpu {
         Ok(Self { inner, stream })
     }
 
+    /// The CPU device: kernels run on this machine's cores through `cohort-cpu`, with the
+    /// same host API as a GPU (see the crate docs, "The CPU device").
+    ///
+    /// # Errors
+    /// Not yet available (in progress).
+    pub fn cpu() -> Result<Self> {
+        Err(Error::Argument("the CPU device is not available yet".into()))
+    }
+
+    /// Whether this is the CPU device ([`Gpu::cpu`]).
+    #[must_use]
+    pub fn is_cpu(&self) -> bool {
+        false
+    }
+
     /// The device's properties.
     #[must_use]
     pub fn info(&self) -> &DeviceInfo {

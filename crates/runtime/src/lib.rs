@@ -75,6 +75,7 @@ mod abi;
 mod append;
 mod budget;
 mod capture;
+mod cpu;
 mod device;
 mod error;
 mod launch;
@@ -94,6 +95,7 @@ mod track;
 pub use append::{AppendArg, AppendBuffer, GridVecArg, GridVecBuffer};
 #[cfg(unix)]
 pub use capture::capture_stdout;
+pub use cpu::CpuEntry;
 pub use device::{DeviceInfo, Gpu};
 pub use error::{Error, Result};
 pub use launch::{Dim3, LaunchConfig};

@@ -260,6 +260,24 @@ impl Module {
         f.required_block = crate::abi::required_block(abi).map(|[x, y, z]| Dim3::new(x, y, z));
         Ok(f)
     }
+
+    /// [`Module::kernel`], with the kernel's host entry `cpu` (generated `load` functions call
+    /// this), which runs it on the CPU device.
+    ///
+    /// # Errors
+    /// As [`Module::kernel`].
+    #[doc(hidden)]
+    pub fn kernel_with_entry(
+        &self,
+        name: &str,
+        cooperative: bool,
+        abi: &[u8],
+        cpu: crate::cpu::CpuEntry,
+    ) -> Result<Function> {
+        let mut f = self.kernel(name, cooperative, abi)?;
+        f.cpu_entry = Some(cpu);
+        Ok(f)
+    }
 }
 
 /// Loads a module that calls the device runtime: the driver's JIT linker compiles the PTX and
@@ -462,6 +480,8 @@ pub struct Function {
     vars: Option<crate::symbol::KernelVars>,
     /// Whether the kernel can launch kernels from the device: its host launches are budgeted.
     device_launches: bool,
+    /// The kernel's host entry, which runs it on the CPU device (set by generated launchers).
+    pub(crate) cpu_entry: Option<crate::cpu::CpuEntry>,
     module: Arc<ModuleInner>,
 }
 
@@ -515,6 +535,7 @@ impl Function {
             occupancy: Mutex::new(Vec::new()),
             vars,
             device_launches: m.launch_budget.as_ref().is_some_and(|(_, names)| names.iter().any(|n| n == name)),
+            cpu_entry: None,
             module: m.clone(),
         })
     }
