@@ -64,7 +64,7 @@ impl Drop for Event {
     fn drop(&mut self) {
         // SAFETY: our event, not used after this. Its context is still alive: the
         // `LaunchSerial` that owns it is dropped before the last `GpuInner` releases it.
-        let _ = unsafe { sys::cuEventDestroy_v2(self.0) };
+        let _ = unsafe { crate::drv::cuEventDestroy_v2(self.0) };
     }
 }
 
@@ -78,7 +78,7 @@ impl LaunchBudget {
         let sym = std::ffi::CString::new(cohort::launch::LAUNCH_BUDGET_SYMBOL).expect("no NUL in the symbol");
         let (mut counter, mut size) = (0, 0usize);
         // SAFETY: live module of the current context; the out-pointers are locals.
-        let found = unsafe { sys::cuModuleGetGlobal_v2(&mut counter, &mut size, module, sym.as_ptr()) }.result();
+        let found = unsafe { crate::drv::cuModuleGetGlobal_v2(&mut counter, &mut size, module, sym.as_ptr()) }.result();
         (found.is_ok() && size == 4).then_some(Self { counter })
     }
 
@@ -95,31 +95,31 @@ impl LaunchBudget {
         let mut last = serial.last.lock().unwrap_or_else(|p| p.into_inner());
         let mut limit = 0usize;
         // SAFETY: out-pointer to a local; the context is current.
-        unsafe { sys::cuCtxGetLimit(&mut limit, sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT) }
+        unsafe { crate::drv::cuCtxGetLimit(&mut limit, sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT) }
             .result()
             .map_err(driver("reading the pending-launch limit"))?;
         let budget = u32::try_from(limit).unwrap_or(u32::MAX).min(i32::MAX as u32);
         if let Some(ev) = last.as_ref() {
             // SAFETY: a live stream and event of the current context.
-            unsafe { sys::cuStreamWaitEvent(stream, ev.0, 0) }
+            unsafe { crate::drv::cuStreamWaitEvent(stream, ev.0, 0) }
                 .result()
                 .map_err(driver("ordering a device-launching kernel after the previous one"))?;
         }
         // SAFETY: `counter` is the module's 4-byte global, live while the module is.
-        unsafe { sys::cuMemsetD32Async(self.counter, budget, 1, stream) }
+        unsafe { crate::drv::cuMemsetD32Async(self.counter, budget, 1, stream) }
             .result()
             .map_err(driver("setting the device-launch budget"))?;
         launch()?;
         if last.is_none() {
             let mut ev = std::ptr::null_mut();
             // SAFETY: out-pointer to a local.
-            unsafe { sys::cuEventCreate(&mut ev, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
+            unsafe { crate::drv::cuEventCreate(&mut ev, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
                 .result()
                 .map_err(driver("creating the device-launch budget's event"))?;
             *last = Some(Event(ev));
         }
         let ev = last.as_ref().map(|e| e.0).expect("set above");
         // SAFETY: a live event and stream of the current context.
-        unsafe { sys::cuEventRecord(ev, stream) }.result().map_err(driver("recording a device-launching kernel"))
+        unsafe { crate::drv::cuEventRecord(ev, stream) }.result().map_err(driver("recording a device-launching kernel"))
     }
 }

@@ -92,22 +92,55 @@ pub(crate) struct GpuInner {
     /// The context's device-launch serialization (see `budget`): before `ctx`, so that it
     /// is dropped while the context lives.
     pub(crate) launch_serial: Arc<crate::budget::LaunchSerial>,
-    pub(crate) ctx: Arc<CudaContext>,
+    /// The CUDA context; `None` for the CPU device.
+    pub(crate) ctx: Option<Arc<CudaContext>>,
     pub(crate) info: DeviceInfo,
     pub(crate) panic_records: Mutex<Vec<crate::module::PanicSlot>>,
     pub(crate) launches: Mutex<Unfinished>,
 }
 
 impl GpuInner {
-    /// Makes the context current on this thread.
+    /// The CPU device's state ([`Gpu::cpu`]).
+    pub(crate) fn new_cpu(info: DeviceInfo) -> Self {
+        Self {
+            launch_serial: Arc::default(),
+            ctx: None,
+            info,
+            panic_records: Mutex::new(Vec::new()),
+            launches: Mutex::new(Unfinished::default()),
+        }
+    }
+
+    /// Whether this is the CPU device.
+    #[inline]
+    pub(crate) fn is_cpu(&self) -> bool {
+        self.ctx.is_none()
+    }
+
+    /// The raw CUDA context (null for the CPU device: no CUDA context equals it).
+    #[inline]
+    pub(crate) fn cu_ctx(&self) -> sys::CUcontext {
+        self.ctx.as_ref().map_or(std::ptr::null_mut(), |c| c.cu_ctx())
+    }
+
+    /// The CUDA context, or [`Error::NotOnCpu`] naming `what` on the CPU device.
+    pub(crate) fn cuda(&self, what: &str) -> Result<&Arc<CudaContext>> {
+        self.ctx.as_ref().ok_or_else(|| crate::cpu::not_on_cpu(what))
+    }
+
+    /// Makes the context current on this thread (for the CPU device: makes the driver calls
+    /// of this thread go to it, see `crate::drv`).
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
         if crate::stream::in_host_fn() {
             return Err(crate::stream::host_fn_error("a CUDA call"));
         }
-        self.ctx
-            .bind_to_thread()
-            .map_err(|code| self.error(code, Doing::Call("making the CUDA context current".into())))
+        let Some(ctx) = &self.ctx else {
+            crate::cpu::set_current(true);
+            return Ok(());
+        };
+        crate::cpu::set_current(false);
+        ctx.bind_to_thread().map_err(|code| self.error(code, Doing::Call("making the CUDA context current".into())))
     }
 
     /// The first panic recorded by any module of this context, as text.
@@ -140,6 +173,10 @@ impl GpuInner {
     /// such a failure was recorded before on this device: every later error names it.
     /// Otherwise `Err(doing)`, for the caller's own error.
     pub(crate) fn lost(&self, code: DriverError, doing: Doing) -> Result<Error, Doing> {
+        if self.is_cpu() {
+            // Nothing is sticky on the CPU device: a kernel's failure is its launch's error.
+            return Err(doing);
+        }
         let (lost, first) = match lost_on(self.info.ordinal) {
             Some(lost) => (lost, false),
             None if is_sticky(&code) => {
@@ -458,28 +495,18 @@ impl Gpu {
         let info = read_info(&ctx, ordinal)?;
         let inner = Arc::new(GpuInner {
             launch_serial,
-            ctx,
+            ctx: Some(ctx),
             info,
             panic_records: Mutex::new(Vec::new()),
             launches: Mutex::new(Unfinished::default()),
         });
+        Self::with_inner(inner)
+    }
+
+    /// A handle to `inner` with a new own stream.
+    pub(crate) fn with_inner(inner: Arc<GpuInner>) -> Result<Self> {
         let stream = Arc::new(Stream::create(&inner, StreamOptions::new())?);
         Ok(Self { inner, stream })
-    }
-
-    /// The CPU device: kernels run on this machine's cores through `cohort-cpu`, with the
-    /// same host API as a GPU (see the crate docs, "The CPU device").
-    ///
-    /// # Errors
-    /// Not yet available (in progress).
-    pub fn cpu() -> Result<Self> {
-        Err(Error::Argument("the CPU device is not available yet".into()))
-    }
-
-    /// Whether this is the CPU device ([`Gpu::cpu`]).
-    #[must_use]
-    pub fn is_cpu(&self) -> bool {
-        false
     }
 
     /// The device's properties.
@@ -535,7 +562,7 @@ impl Gpu {
         let (mut least, mut greatest) = (0, 0);
         self.inner.bind()?;
         // SAFETY: the context is current.
-        unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
+        unsafe { crate::drv::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
             .result()
             .map_err(|code| self.inner.error(code, Doing::Call("reading stream priorities".into())))?;
         Ok((least, greatest))
@@ -549,7 +576,7 @@ impl Gpu {
         let (mut free, mut total) = (0, 0);
         self.inner.bind()?;
         // SAFETY: the context is current.
-        unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }
+        unsafe { crate::drv::cuMemGetInfo_v2(&mut free, &mut total) }
             .result()
             .map_err(|code| self.inner.error(code, Doing::Call("reading free memory".into())))?;
         Ok((free, total))
@@ -607,7 +634,7 @@ impl Gpu {
     pub fn set_pending_launch_limit(&self, launches: usize) -> Result<()> {
         self.inner.bind()?;
         // SAFETY: the context is current on this thread; the limit is a plain value.
-        unsafe { sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, launches) }
+        unsafe { crate::drv::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, launches) }
             .result()
             .map_err(|code| {
                 self.inner.error(code, Doing::Call(format!("setting the pending-launch limit to {launches}")))
@@ -622,7 +649,7 @@ impl Gpu {
         self.inner.bind()?;
         let mut v = 0usize;
         // SAFETY: the context is current on this thread; `v` receives the value.
-        unsafe { sys::cuCtxGetLimit(&mut v, sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT) }
+        unsafe { crate::drv::cuCtxGetLimit(&mut v, sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT) }
             .result()
             .map_err(|code| self.inner.error(code, Doing::Call("reading the pending-launch limit".into())))?;
         Ok(v)
@@ -636,17 +663,17 @@ impl Gpu {
     pub fn synchronize(&self) -> Result<()> {
         self.inner.bind()?;
         // SAFETY: the context is current on this thread.
-        unsafe { sys::cuCtxSynchronize() }
+        unsafe { crate::drv::cuCtxSynchronize() }
             .result()
             .map_err(|code| self.inner.error(code, Doing::Wait("synchronizing the device")))?;
         self.inner.note_finished(Finished::All);
         Ok(())
     }
 
-    /// The underlying cudarc context, for interop.
+    /// The underlying cudarc context, for interop (`None` on the CPU device).
     #[must_use]
-    pub fn cuda_context(&self) -> &Arc<CudaContext> {
-        &self.inner.ctx
+    pub fn cuda_context(&self) -> Option<&Arc<CudaContext>> {
+        self.inner.ctx.as_ref()
     }
 }
 
@@ -660,7 +687,7 @@ fn read_info(ctx: &CudaContext, ordinal: usize) -> Result<DeviceInfo> {
     let total_memory = ctx.total_mem().map_err(|code| device_error(ordinal, code, "reading the memory size".into()))?;
     let mut driver_version = 0;
     // SAFETY: writes one int.
-    unsafe { sys::cuDriverGetVersion(&mut driver_version) }
+    unsafe { crate::drv::cuDriverGetVersion(&mut driver_version) }
         .result()
         .map_err(|code| device_error(ordinal, code, "reading the driver version".into()))?;
     Ok(DeviceInfo {

@@ -180,6 +180,24 @@ pub enum Error {
         /// Why it is refused, and what to do.
         reason: String,
     },
+    /// A kernel failed on the CPU device ([`Gpu::cpu`](crate::Gpu::cpu)): a panic (file, line,
+    /// block, thread), threads waiting at different barriers (both sites), a warp collective
+    /// missing lanes (the call site, the mask, the lanes that arrived), a spin that never ends.
+    /// Unlike a GPU's failure, it is not sticky: the device goes on working.
+    CpuKernel {
+        /// The kernel.
+        kernel: Arc<str>,
+        /// Its configuration.
+        config: LaunchConfig,
+        /// What the CPU engine found.
+        error: Box<cohort_cpu::CpuError>,
+    },
+    /// Something the CPU device does not do (graphs, device-side launches, module variables,
+    /// peer access, NCCL, multi-grid launches).
+    NotOnCpu {
+        /// What was asked, and why it is refused.
+        what: String,
+    },
     /// Peer access between two devices is not possible (`cuDeviceCanAccessPeer` says no).
     PeerAccessUnsupported {
         /// The device that would read the other's memory.
@@ -312,8 +330,15 @@ impl fmt::Display for Error {
                 write!(f, "{what} on device {device} was given memory or a stream of another context of it: {reason}")
             }
             Error::CrossDevice { what, device, other, reason } => {
-                write!(f, "{what} on device {device} was given memory or a stream of device {other}: {reason}")
+                let name = |o: usize| {
+                    if o == crate::cpu::CPU_ORDINAL { "the CPU device".to_string() } else { format!("device {o}") }
+                };
+                write!(f, "{what} on {} was given memory or a stream of {}: {reason}", name(*device), name(*other))
             }
+            Error::CpuKernel { kernel, config, error } => {
+                write!(f, "kernel `{kernel}` ({config}) failed on the CPU device: {error}")
+            }
+            Error::NotOnCpu { what } => write!(f, "not available on the CPU device: {what}"),
             Error::PeerAccessUnsupported { device, peer } => write!(
                 f,
                 "device {device} cannot access device {peer}'s memory (cuDeviceCanAccessPeer: no peer path between \

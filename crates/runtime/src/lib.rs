@@ -77,6 +77,7 @@ mod budget;
 mod capture;
 mod cpu;
 mod device;
+mod drv;
 mod error;
 mod launch;
 mod memory;

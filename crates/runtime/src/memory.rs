@@ -15,7 +15,6 @@ use std::sync::Arc;
 use cohort::DeviceCopy;
 use cohort::atomic::{Atomic, Space};
 use cohort::mutex::Mutex;
-use cudarc::driver::sys;
 
 use crate::device::{Doing, Finished, Gpu, GpuInner};
 use crate::error::{Error, Result};
@@ -45,7 +44,7 @@ fn copy_error(gpu: &GpuInner, what: &str, code: cudarc::driver::DriverError) -> 
 /// for every blocking stream's work before them.
 fn sync_legacy(gpu: &GpuInner) -> Result<()> {
     // SAFETY: the context is current (callers bind it); `CU_STREAM_LEGACY` is always valid.
-    unsafe { sys::cuStreamSynchronize(std::ptr::without_provenance_mut(0x1)) }
+    unsafe { crate::drv::cuStreamSynchronize(std::ptr::without_provenance_mut(0x1)) }
         .result()
         .map_err(|code| gpu.error(code, Doing::Wait("waiting for a copy")))?;
     gpu.note_finished(Finished::Blocking);
@@ -74,7 +73,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         let mut ptr = 0;
         if bytes > 0 {
             // SAFETY: the context is current; `ptr` receives the allocation.
-            unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }
+            unsafe { crate::drv::cuMemAlloc_v2(&mut ptr, bytes) }
                 .result()
                 .map_err(|code| gpu.inner.error(code, Doing::Call(format!("allocating {bytes} B of device memory"))))?;
         }
@@ -162,7 +161,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         gpu.bind()?;
         self.alloc.host_access(byte_range::<T>(&self.alloc, self.ptr, self.len), true, "clearing device memory", || {
             // SAFETY: our allocation, `num_bytes` long; nothing pending uses it (waited above).
-            unsafe { sys::cuMemsetD8_v2(self.ptr, 0, self.num_bytes()) }
+            unsafe { crate::drv::cuMemsetD8_v2(self.ptr, 0, self.num_bytes()) }
                 .result()
                 .map_err(|code| copy_error(gpu, "clearing device memory", code))?;
             sync_legacy(gpu)
@@ -356,7 +355,7 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
             || {
                 // SAFETY: `out` has room for exactly the view's bytes; the view is inside a live
                 // allocation, and no pending operation writes it (waited above).
-                unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr, std::mem::size_of_val(out)) }
+                unsafe { crate::drv::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr, std::mem::size_of_val(out)) }
                     .result()
                     .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
                 // The copy ran on the legacy default stream, after every blocking stream's work,
@@ -383,7 +382,7 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
                     // SAFETY: `v` has capacity for `len` elements, all written by the copy before
                     // `set_len`; no pending operation writes the view (waited above).
                     unsafe {
-                        sys::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), self.ptr, self.len * size_of::<T>())
+                        crate::drv::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), self.ptr, self.len * size_of::<T>())
                             .result()
                             .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
                         v.set_len(self.len);
@@ -464,7 +463,7 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
             || {
                 // SAFETY: `data` holds exactly the view's bytes; the view is inside a live
                 // allocation that no pending operation uses (waited above).
-                unsafe { sys::cuMemcpyHtoD_v2(self.ptr, data.as_ptr().cast(), std::mem::size_of_val(data)) }
+                unsafe { crate::drv::cuMemcpyHtoD_v2(self.ptr, data.as_ptr().cast(), std::mem::size_of_val(data)) }
                     .result()
                     .map_err(|code| copy_error(gpu, "copying host memory to the device", code))?;
                 // A pageable copy may return before its DMA has finished: wait for it, so that

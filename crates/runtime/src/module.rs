@@ -63,6 +63,8 @@ pub(crate) struct ModuleInner {
     /// The device-side launch budget, for a module whose kernels launch kernels, with the
     /// kernels that can (from the PTX's call graph).
     launch_budget: Option<(crate::budget::LaunchBudget, Vec<String>)>,
+    /// The options it was loaded with (the CPU device applies `threads_per_block` itself).
+    options: LoadOptions,
 }
 
 // SAFETY: module handles are usable from any thread; `panic_host` is only freed on drop.
@@ -83,9 +85,9 @@ impl Drop for ModuleInner {
         if self.gpu.bind().is_ok() {
             // SAFETY: handles we own, not used after this.
             unsafe {
-                let _ = sys::cuModuleUnload(self.raw);
+                let _ = crate::drv::cuModuleUnload(self.raw);
                 if !self.panic_host.is_null() {
-                    let _ = sys::cuMemFreeHost(self.panic_host.cast());
+                    let _ = crate::drv::cuMemFreeHost(self.panic_host.cast());
                 }
             }
         }
@@ -158,7 +160,7 @@ impl Module {
             opts.push(sys::CUjit_option::CU_JIT_MAX_REGISTERS);
             vals.push(n as usize as *mut std::ffi::c_void);
         }
-        let r = if ptx.needs_device_runtime() {
+        let r = if ptx.needs_device_runtime() && !gpu.is_cpu() {
             let library =
                 ptx.device_runtime.ok_or(Error::NoDeviceRuntime { crate_name: set.crate_name, arch: ptx.arch })?;
             link_with_device_runtime(&mut raw, ptx, library, &mut opts, &mut vals)
@@ -166,7 +168,7 @@ impl Module {
             // SAFETY: `as_c_str` is NUL-terminated PTX text (`PtxModule::new` checked the final
             // NUL); the options are values or point at a live buffer, as each option requires.
             unsafe {
-                sys::cuModuleLoadDataEx(
+                crate::drv::cuModuleLoadDataEx(
                     &mut raw,
                     ptx.as_c_str().as_ptr().cast(),
                     opts.len() as u32,
@@ -193,7 +195,7 @@ impl Module {
             Err(e) => {
                 // SAFETY: the module was loaded above and nothing else holds it yet.
                 unsafe {
-                    let _ = sys::cuModuleUnload(raw);
+                    let _ = crate::drv::cuModuleUnload(raw);
                 }
                 return Err(e);
             }
@@ -213,6 +215,7 @@ impl Module {
                 abi_index: std::sync::OnceLock::new(),
                 vars,
                 launch_budget,
+                options,
             }),
         })
     }
@@ -298,7 +301,7 @@ fn link_with_device_runtime(
     let mut state: sys::CUlinkState = std::ptr::null_mut();
     // SAFETY: the options are values or point at a buffer that outlives the link state (the
     // caller's log), as each option requires; `state` receives the new link state.
-    unsafe { sys::cuLinkCreate_v2(opts.len() as u32, opts.as_mut_ptr(), vals.as_mut_ptr(), &mut state) }
+    unsafe { crate::drv::cuLinkCreate_v2(opts.len() as u32, opts.as_mut_ptr(), vals.as_mut_ptr(), &mut state) }
         .result()
         .map_err(step("cuLinkCreate"))?;
     let text = ptx.text_with_nul();
@@ -306,7 +309,7 @@ fn link_with_device_runtime(
         // SAFETY: `state` is live; the data is the NUL-terminated PTX text (its size counts the
         // NUL), which the driver only reads; the name is a C string; no per-input options.
         unsafe {
-            sys::cuLinkAddData_v2(
+            crate::drv::cuLinkAddData_v2(
                 state,
                 sys::CUjitInputType::CU_JIT_INPUT_PTX,
                 text.as_ptr().cast_mut().cast(),
@@ -328,7 +331,7 @@ fn link_with_device_runtime(
         })?;
         // SAFETY: `state` is live; `path` is a NUL-terminated path of a complete file.
         unsafe {
-            sys::cuLinkAddFile_v2(
+            crate::drv::cuLinkAddFile_v2(
                 state,
                 sys::CUjitInputType::CU_JIT_INPUT_LIBRARY,
                 path.as_ptr(),
@@ -343,13 +346,15 @@ fn link_with_device_runtime(
         let mut size = 0usize;
         // SAFETY: `state` is live; the image it returns belongs to it and is loaded below,
         // before the state is destroyed.
-        unsafe { sys::cuLinkComplete(state, &mut image, &mut size) }.result().map_err(step("cuLinkComplete"))?;
+        unsafe { crate::drv::cuLinkComplete(state, &mut image, &mut size) }.result().map_err(step("cuLinkComplete"))?;
         // SAFETY: `image` is the linked cubin, live until `cuLinkDestroy` below.
-        unsafe { sys::cuModuleLoadData(raw, image) }.result().map_err(step("cuModuleLoadData (the linked image)"))
+        unsafe { crate::drv::cuModuleLoadData(raw, image) }
+            .result()
+            .map_err(step("cuModuleLoadData (the linked image)"))
     })();
     // SAFETY: `state` is live and destroyed once; the module loaded from its image is
     // independent of it.
-    let destroyed = unsafe { sys::cuLinkDestroy(state) }.result().map_err(step("cuLinkDestroy"));
+    let destroyed = unsafe { crate::drv::cuLinkDestroy(state) }.result().map_err(step("cuLinkDestroy"));
     linked.map_err(|(code, what)| (code, with_runtime_hint(code, what))).and(destroyed)
 }
 
@@ -363,7 +368,7 @@ fn with_runtime_hint(code: cudarc::driver::DriverError, what: String) -> String 
     }
     let mut version = 0;
     // SAFETY: out-pointer to a local.
-    let driver = match unsafe { sys::cuDriverGetVersion(&mut version) }.result() {
+    let driver = match unsafe { crate::drv::cuDriverGetVersion(&mut version) }.result() {
         Ok(()) => format!("CUDA {}.{}", version / 1000, version % 1000 / 10),
         Err(_) => "the driver's CUDA version".to_string(),
     };
@@ -415,7 +420,7 @@ fn register_panic_record(gpu: &Arc<GpuInner>, module: sys::CUmodule) -> Result<*
     let sym = CString::new(PANIC_RECORD_SYMBOL).expect("no NUL in the symbol");
     let (mut global, mut size) = (0u64, 0usize);
     // SAFETY: live module of the current context; the out-pointers are locals.
-    if unsafe { sys::cuModuleGetGlobal_v2(&mut global, &mut size, module, sym.as_ptr()) }.result().is_err()
+    if unsafe { crate::drv::cuModuleGetGlobal_v2(&mut global, &mut size, module, sym.as_ptr()) }.result().is_err()
         || size != std::mem::size_of::<u64>()
     {
         return Ok(std::ptr::null_mut());
@@ -426,19 +431,21 @@ fn register_panic_record(gpu: &Arc<GpuInner>, module: sys::CUmodule) -> Result<*
     };
     let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
     // SAFETY: allocates pinned, device-mapped host memory of the record's size.
-    unsafe { sys::cuMemHostAlloc(&mut host, std::mem::size_of::<PanicRecord>(), sys::CU_MEMHOSTALLOC_DEVICEMAP) }
-        .result()
-        .map_err(drv("allocating the panic record"))?;
+    unsafe {
+        crate::drv::cuMemHostAlloc(&mut host, std::mem::size_of::<PanicRecord>(), sys::CU_MEMHOSTALLOC_DEVICEMAP)
+    }
+    .result()
+    .map_err(drv("allocating the panic record"))?;
     let host = host.cast::<PanicRecord>();
     // SAFETY: `host` is a fresh allocation of the right size and alignment (pinned pages).
     unsafe { host.write(PanicRecord::EMPTY) };
     let mut dev = 0u64;
     // SAFETY: `host` was allocated with DEVICEMAP.
-    unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0) }
+    unsafe { crate::drv::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0) }
         .result()
         .map_err(drv("mapping the panic record"))?;
     // SAFETY: `global` is the module's 8-byte pointer variable.
-    unsafe { sys::cuMemcpyHtoD_v2(global, (&raw const dev).cast(), 8) }
+    unsafe { crate::drv::cuMemcpyHtoD_v2(global, (&raw const dev).cast(), 8) }
         .result()
         .map_err(drv("registering the panic record"))?;
     gpu.panic_records.lock().unwrap_or_else(|p| p.into_inner()).push(PanicSlot { host });
@@ -482,6 +489,11 @@ pub struct Function {
     device_launches: bool,
     /// The kernel's host entry, which runs it on the CPU device (set by generated launchers).
     pub(crate) cpu_entry: Option<crate::cpu::CpuEntry>,
+    /// On the CPU device: why it cannot run there (it launches kernels, or uses module
+    /// variables), if so.
+    pub(crate) cpu_refusal: Option<String>,
+    /// On the CPU device: whether its PTX reaches no barrier or collective (the fast path).
+    pub(crate) cpu_fast_path: bool,
     module: Arc<ModuleInner>,
 }
 
@@ -503,13 +515,16 @@ impl Function {
         let cname = CString::new(name).map_err(|_| Error::Argument(format!("kernel name {name:?} contains NUL")))?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: live module; `raw` receives the handle.
-        unsafe { sys::cuModuleGetFunction(&mut raw, m.raw, cname.as_ptr()) }
+        unsafe { crate::drv::cuModuleGetFunction(&mut raw, m.raw, cname.as_ptr()) }
             .result()
             .map_err(|_| Error::KernelNotFound { name: name.to_string(), crate_name: m.set.crate_name })?;
+        if m.gpu.is_cpu() {
+            return Self::new_cpu(module, name, cooperative);
+        }
         let get = |a: FA| -> Result<u32> {
             let mut v = 0;
             // SAFETY: live function handle.
-            unsafe { sys::cuFuncGetAttribute(&mut v, a, raw) }
+            unsafe { crate::drv::cuFuncGetAttribute(&mut v, a, raw) }
                 .result()
                 .map_err(|code| Error::Driver { what: format!("reading attribute {a:?} of kernel `{name}`"), code })?;
             Ok(v.max(0) as u32)
@@ -536,6 +551,55 @@ impl Function {
             vars,
             device_launches: m.launch_budget.as_ref().is_some_and(|(_, names)| names.iter().any(|n| n == name)),
             cpu_entry: None,
+            cpu_refusal: None,
+            cpu_fast_path: false,
+            module: m.clone(),
+        })
+    }
+
+    /// [`Function::new`] on the CPU device: the attributes are the CPU device's limits (and the
+    /// module's `threads_per_block`); the PTX says whether the kernel can run there and whether
+    /// it takes the fast path.
+    fn new_cpu(module: &Module, name: &str, cooperative: bool) -> Result<Self> {
+        let m = &module.inner;
+        let text = m.ptx.ptx;
+        if !m.ptx.kernels().contains(&name) {
+            return Err(Error::KernelNotFound { name: name.to_string(), crate_name: m.set.crate_name });
+        }
+        let info = &m.gpu.info;
+        let max_threads = m.options.threads_per_block.map_or(info.max_threads_per_block, |n| n.min(1024));
+        let attrs = FunctionAttributes {
+            max_threads_per_block: max_threads,
+            registers: 0,
+            static_shared_bytes: 0,
+            local_bytes: 0,
+            const_bytes: 0,
+            ptx_version: 0,
+            binary_version: 0,
+        };
+        let cpu_refusal = if m.ptx.needs_device_runtime() && m.ptx.device_launching_kernels().iter().any(|k| k == name)
+        {
+            Some("launches kernels from the device, which the CPU device does not do".to_string())
+        } else {
+            crate::symbol::module_variable_used(text, name).map(|var| {
+                format!("uses the module variable `{var}` (constant! / global!), which the CPU device does not have")
+            })
+        };
+        let cpu_fast_path =
+            !cooperative && !crate::ptx::entries_where(text, crate::cpu::needs_threads).iter().any(|k| k == name);
+        Ok(Self {
+            raw: std::ptr::null_mut(),
+            name: Arc::from(name),
+            cooperative,
+            required_block: None,
+            attrs,
+            dyn_smem_limit: AtomicU32::new(info.shared_per_block_optin),
+            occupancy: Mutex::new(Vec::new()),
+            vars: None,
+            device_launches: false,
+            cpu_entry: None,
+            cpu_refusal,
+            cpu_fast_path,
             module: m.clone(),
         })
     }
@@ -586,12 +650,23 @@ impl Function {
                 return Ok(n);
             }
         }
+        if self.module.gpu.is_cpu() {
+            // The CPU device runs `max_coresident_blocks` blocks at once, over its cores.
+            let all = cohort_cpu::max_coresident_blocks(block_threads);
+            let smem_ok = u64::from(dynamic_smem) <= cohort_cpu::SHARED_CAPACITY as u64;
+            let sms = u64::from(self.module.gpu.info.sms.max(1));
+            return Ok(if smem_ok && block_threads <= self.attrs.max_threads_per_block {
+                all.div_ceil(sms) as u32
+            } else {
+                0
+            });
+        }
         self.module.gpu.bind()?;
         self.ensure_dynamic_smem(dynamic_smem)?;
         let mut n = 0;
         // SAFETY: live function handle.
         unsafe {
-            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            crate::drv::cuOccupancyMaxActiveBlocksPerMultiprocessor(
                 &mut n,
                 self.raw,
                 block_threads as i32,
@@ -615,11 +690,23 @@ impl Function {
     /// # Errors
     /// A driver failure.
     pub fn suggested_block_size(&self, dynamic_smem: u32) -> Result<(u32, u32)> {
+        if self.module.gpu.is_cpu() {
+            let block = self.attrs.max_threads_per_block.min(256);
+            let grid = self.max_active_blocks_per_sm(block, dynamic_smem)? * self.module.gpu.info.sms;
+            return Ok((grid.max(1), block));
+        }
         self.module.gpu.bind()?;
         let (mut grid, mut block) = (0, 0);
         // SAFETY: live function handle; no per-block-size callback.
         unsafe {
-            sys::cuOccupancyMaxPotentialBlockSize(&mut grid, &mut block, self.raw, None, dynamic_smem as usize, 0)
+            crate::drv::cuOccupancyMaxPotentialBlockSize(
+                &mut grid,
+                &mut block,
+                self.raw,
+                None,
+                dynamic_smem as usize,
+                0,
+            )
         }
         .result()
         .map_err(|code| Error::Driver { what: format!("occupancy of kernel `{}`", self.name), code })?;
@@ -727,12 +814,14 @@ impl Function {
             return Ok(());
         }
         // SAFETY: live function handle; the value was checked against the device limit.
-        unsafe { sys::cuFuncSetAttribute(self.raw, FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32) }
-            .result()
-            .map_err(|code| Error::Driver {
-                what: format!("allowing {bytes} B of dynamic shared memory for kernel `{}`", self.name),
-                code,
-            })?;
+        unsafe {
+            crate::drv::cuFuncSetAttribute(self.raw, FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32)
+        }
+        .result()
+        .map_err(|code| Error::Driver {
+            what: format!("allowing {bytes} B of dynamic shared memory for kernel `{}`", self.name),
+            code,
+        })?;
         self.dyn_smem_limit.fetch_max(bytes, Ordering::Relaxed);
         Ok(())
     }
@@ -847,12 +936,16 @@ impl Function {
         params: &mut [*mut std::ffi::c_void],
         cooperative: bool,
     ) -> Result<()> {
+        if self.module.gpu.is_cpu() {
+            // SAFETY: forwarded (the caller's contract is `cpu::launch`'s).
+            return unsafe { crate::cpu::launch(self, stream, config, params, cooperative) };
+        }
         let (g, b) = (config.grid, config.block);
         let raw = stream.inner.raw;
         // SAFETY: the caller guarantees the parameters and the configuration.
         let r = unsafe {
             if cooperative {
-                sys::cuLaunchCooperativeKernel(
+                crate::drv::cuLaunchCooperativeKernel(
                     self.raw,
                     g.x,
                     g.y,
@@ -865,7 +958,7 @@ impl Function {
                     params.as_mut_ptr(),
                 )
             } else {
-                sys::cuLaunchKernel(
+                crate::drv::cuLaunchKernel(
                     self.raw,
                     g.x,
                     g.y,

@@ -125,6 +125,11 @@ impl MultiGrid {
         if gpus.is_empty() || gpus.len() > MULTI_GRID_MAX {
             return Err(Error::Argument(format!("a MultiGrid needs 1 to {MULTI_GRID_MAX} GPUs, {} given", gpus.len())));
         }
+        if gpus.iter().any(Gpu::is_cpu) {
+            return Err(crate::cpu::not_on_cpu(
+                "a MultiGrid (multi-grid launches span GPUs; on the CPU device, use one cooperative launch)",
+            ));
+        }
         for (i, g) in gpus.iter().enumerate() {
             let info = g.info();
             if gpus[..i].iter().any(|h| h.info().ordinal == info.ordinal) {
@@ -195,7 +200,11 @@ impl MultiGrid {
         // SAFETY: `host` receives a new pinned allocation, portable (pinned and mapped in every
         // context) and mapped into the device address space.
         unsafe {
-            sys::cuMemHostAlloc(&mut host, PAGE_BYTES, sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP)
+            crate::drv::cuMemHostAlloc(
+                &mut host,
+                PAGE_BYTES,
+                sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP,
+            )
         }
         .result()
         .map_err(|code| gpu0.error(code, Doing::Call("allocating a multi-grid barrier".into())))?;
@@ -205,7 +214,7 @@ impl MultiGrid {
             let mapped = g.inner.bind().and_then(|()| {
                 let mut d = 0;
                 // SAFETY: `host` is a live portable mapped allocation; `d` receives its address.
-                unsafe { sys::cuMemHostGetDevicePointer_v2(&mut d, host.cast(), 0) }
+                unsafe { crate::drv::cuMemHostGetDevicePointer_v2(&mut d, host.cast(), 0) }
                     .result()
                     .map_err(|code| g.inner.error(code, Doing::Call("mapping a multi-grid barrier".into())))?;
                 Ok(d)
@@ -214,7 +223,7 @@ impl MultiGrid {
                 Ok(d) => device.push(d),
                 Err(e) => {
                     // SAFETY: ours, never handed out.
-                    let _ = unsafe { sys::cuMemFreeHost(host.cast()) };
+                    let _ = unsafe { crate::drv::cuMemFreeHost(host.cast()) };
                     return Err(e);
                 }
             }
@@ -244,7 +253,7 @@ impl Drop for MultiGrid {
         }
         for p in &pool.pages {
             // SAFETY: ours; no grid uses it any more (waited above).
-            let _ = unsafe { sys::cuMemFreeHost(p.host.cast()) };
+            let _ = unsafe { crate::drv::cuMemFreeHost(p.host.cast()) };
         }
     }
 }

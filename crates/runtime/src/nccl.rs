@@ -552,7 +552,10 @@ fn single<'a>(op: impl FnOnce(&mut Group<'a>) -> NcclResult<()>) -> NcclResult<(
 }
 
 fn check_primary(gpu: &Gpu) -> NcclResult<()> {
-    if !gpu.inner.ctx.is_primary() {
+    if gpu.is_cpu() {
+        return Err(arg("NCCL needs GPUs: the CPU device has no NCCL communicator".into()));
+    }
+    if !gpu.inner.ctx.as_ref().is_some_and(|c| c.is_primary()) {
         return Err(arg(format!(
             "NCCL drives device {} through its primary context: open it with Gpu::new or Gpu::from_env, not \
              Gpu::isolated",
@@ -859,7 +862,7 @@ impl<'a> Group<'a> {
         if u.alloc.kind != AllocKind::Device {
             return Err(arg(format!("NCCL: the {what} buffer is host memory; NCCL needs device memory")));
         }
-        if u.alloc.gpu.ctx.cu_ctx() != comm.gpu.inner.ctx.cu_ctx() {
+        if u.alloc.gpu.cu_ctx() != comm.gpu.inner.cu_ctx() {
             return Err(arg(format!(
                 "NCCL: the {what} buffer belongs to another GPU (or CUDA context) than rank {}'s device {}",
                 comm.rank,
@@ -879,7 +882,7 @@ impl<'a> Group<'a> {
         recv: Option<Box<dyn Operand + 'a>>,
         name: &str,
     ) -> NcclResult<()> {
-        if stream.inner.gpu.ctx.cu_ctx() != comm.gpu.inner.ctx.cu_ctx() {
+        if stream.inner.gpu.cu_ctx() != comm.gpu.inner.cu_ctx() {
             return Err(arg(format!(
                 "NCCL {name}: the stream belongs to another GPU (or CUDA context) than rank {}'s device {}",
                 comm.rank,

@@ -43,7 +43,7 @@ static ANY_PEER: AtomicBool = AtomicBool::new(false);
 /// Whether `a` and `b` are the same CUDA context (two `Gpu::new(0)` share the primary one).
 #[inline]
 pub(crate) fn same_context(a: &GpuInner, b: &GpuInner) -> bool {
-    std::ptr::eq(a, b) || a.ctx.cu_ctx() == b.ctx.cu_ctx()
+    std::ptr::eq(a, b) || a.cu_ctx() == b.cu_ctx()
 }
 
 /// Whether peer access from `reader`'s context to `owner`'s was enabled through Cohort and
@@ -52,7 +52,7 @@ fn enabled(reader: &GpuInner, owner: &GpuInner) -> bool {
     if !ANY_PEER.load(Ordering::Acquire) {
         return false;
     }
-    let (r, o) = (reader.ctx.cu_ctx(), owner.ctx.cu_ctx());
+    let (r, o) = (reader.cu_ctx(), owner.cu_ctx());
     let peers = PEERS.lock().unwrap_or_else(|p| p.into_inner());
     peers.iter().any(|(a, b)| match (a.upgrade(), b.upgrade()) {
         (Some(a), Some(b)) => a.cu_ctx() == r && b.cu_ctx() == o,
@@ -92,6 +92,14 @@ pub(crate) fn check_launch(kernel: &str, module: &GpuInner, stream: &GpuInner, u
         let owner = &*u.alloc.gpu;
         if same_context(owner, module) {
             continue;
+        }
+        if owner.is_cpu() != module.is_cpu() {
+            return Err(Error::CrossDevice {
+                what: format!("kernel `{kernel}`"),
+                device: module.info.ordinal,
+                other: owner.info.ordinal,
+                reason: "memory of the CPU device and of a GPU do not mix: copy the data through host memory".into(),
+            });
         }
         let (device, other) = (module.info.ordinal, owner.info.ordinal);
         if u.alloc.kind != AllocKind::Device {
@@ -144,6 +152,18 @@ pub(crate) fn copy_path(stream: &GpuInner, src: &Use<'_>, dst: &Use<'_>) -> Resu
     if same_context(s, stream) && same_context(d, stream) {
         return Ok(CopyPath::Local);
     }
+    for g in [s, d] {
+        if g.is_cpu() != stream.is_cpu() {
+            return Err(Error::CrossDevice {
+                what: "copy".into(),
+                device: stream.info.ordinal,
+                other: g.info.ordinal,
+                reason: "memory of the CPU device and of a GPU do not mix: copy through host memory (to_vec, \
+                         copy_from)"
+                    .into(),
+            });
+        }
+    }
     for (u, g) in [(src, s), (dst, d)] {
         if u.alloc.kind != AllocKind::Device && !same_context(g, stream) {
             return Err(Error::CrossDevice {
@@ -154,7 +174,7 @@ pub(crate) fn copy_path(stream: &GpuInner, src: &Use<'_>, dst: &Use<'_>) -> Resu
             });
         }
     }
-    Ok(CopyPath::Peer(d.ctx.cu_ctx(), s.ctx.cu_ctx()))
+    Ok(CopyPath::Peer(d.cu_ctx(), s.cu_ctx()))
 }
 
 impl Gpu {
@@ -188,13 +208,13 @@ impl Gpu {
     /// A driver failure.
     #[doc(alias = "cudaDeviceCanAccessPeer")]
     pub fn can_access_peer(&self, other: &Gpu) -> Result<bool> {
-        let (a, b) = (self.inner.ctx.cu_device(), other.inner.ctx.cu_device());
+        let (a, b) = (self.inner.cuda("peer access")?.cu_device(), other.inner.cuda("peer access")?.cu_device());
         if a == b {
             return Ok(false);
         }
         let mut can = 0;
         // SAFETY: writes one int; both are valid device handles (their contexts live).
-        unsafe { sys::cuDeviceCanAccessPeer(&mut can, a, b) }.result().map_err(|code| {
+        unsafe { crate::drv::cuDeviceCanAccessPeer(&mut can, a, b) }.result().map_err(|code| {
             self.inner.error(
                 code,
                 Doing::Call(format!(
@@ -228,14 +248,14 @@ impl Gpu {
         }
         self.inner.bind()?;
         // SAFETY: this context is current; `other`'s context is alive (held by `other`).
-        let code = unsafe { sys::cuCtxEnablePeerAccess(other.inner.ctx.cu_ctx(), 0) };
+        let code = unsafe { crate::drv::cuCtxEnablePeerAccess(other.inner.cu_ctx(), 0) };
         enable_outcome(code).map_err(|code| {
             self.inner.error(
                 cudarc::driver::DriverError(code),
                 Doing::Call(format!("enabling peer access from device {device} to device {peer}")),
             )
         })?;
-        record(&self.inner.ctx, &other.inner.ctx);
+        record(self.inner.cuda("peer access")?, other.inner.cuda("peer access")?);
         Ok(())
     }
 

@@ -85,7 +85,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         }
         let mut host = std::ptr::null_mut();
         // SAFETY: the context is current; `host` receives the allocation.
-        unsafe { sys::cuMemHostAlloc(&mut host, bytes, flags) }
+        unsafe { crate::drv::cuMemHostAlloc(&mut host, bytes, flags) }
             .result()
             .map_err(|code| inner.error(code, Doing::Call(format!("allocating {bytes} B of pinned host memory"))))?;
         let host = host.cast::<u8>();
@@ -95,7 +95,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         unsafe { std::ptr::write_bytes(host, 0, bytes) };
         let mut dptr = 0;
         // SAFETY: `host` was allocated with DEVICEMAP in this context.
-        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) }
+        unsafe { crate::drv::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) }
             .result()
             .map_err(|code| inner.error(code, Doing::Call("mapping pinned host memory".into())))?;
         alloc.ptr = dptr;
@@ -351,7 +351,7 @@ impl Gpu {
             let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
             // SAFETY: `data` is `bytes` of memory borrowed exclusively for this call; it is
             // unregistered before the call returns (the guard below).
-            unsafe { sys::cuMemHostRegister_v2(host.cast(), bytes, flags) }
+            unsafe { crate::drv::cuMemHostRegister_v2(host.cast(), bytes, flags) }
                 .result()
                 .map_err(|code| inner.error(code, Doing::Call(format!("registering {bytes} B of host memory"))))?;
         }
@@ -366,7 +366,7 @@ impl Gpu {
                     // SAFETY: registered above; no operation uses it any more (waited), and
                     // the `Registered` handle is gone (dropped before this guard).
                     unsafe {
-                        let _ = sys::cuMemHostUnregister(self.0.host.cast());
+                        let _ = crate::drv::cuMemHostUnregister(self.0.host.cast());
                     }
                 }
             }
@@ -374,7 +374,7 @@ impl Gpu {
         let mut guard = Unregister(Arc::new(Alloc::new(inner, 0, host, AllocKind::Registered)), bytes, None);
         if bytes > 0 {
             // SAFETY: registered with DEVICEMAP in this context.
-            let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) }.result();
+            let r = unsafe { crate::drv::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) }.result();
             r.map_err(|code| inner.error(code, Doing::Call("mapping registered host memory".into())))?;
             match Arc::get_mut(&mut guard.0) {
                 Some(a) => a.ptr = dptr,

@@ -214,6 +214,18 @@ impl PtxModule {
 /// identifier tokens, so an entry whose address is taken (a device-side launch's `mov.u64 %rd,
 /// child;`) counts as reached too — an over-approximation, never an omission.
 pub(crate) fn entries_reaching(ptx: &str, target: &str) -> Vec<String> {
+    reach(ptx, target, &|_| false)
+}
+
+/// The `.entry` functions of `ptx` that reach a function (themselves included) whose body
+/// satisfies `seed` (through calls, as [`entries_reaching`] follows them).
+pub(crate) fn entries_where(ptx: &str, seed: impl Fn(&str) -> bool) -> Vec<String> {
+    reach(ptx, "", &seed)
+}
+
+/// The call-graph walk of [`entries_reaching`] and [`entries_where`]: entries from which
+/// `target` (if not empty) or a body satisfying `seed` is reachable.
+fn reach(ptx: &str, target: &str, seed: &dyn Fn(&str) -> bool) -> Vec<String> {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
     // Without comments (a name in a comment is not a call).
     let mut text = String::with_capacity(ptx.len());
@@ -300,6 +312,7 @@ pub(crate) fn entries_reaching(ptx: &str, target: &str) -> Vec<String> {
         })
         .collect();
     let mut reaches: std::collections::HashSet<&str> = std::collections::HashSet::from([target]);
+    reaches.extend(functions.iter().filter(|f| seed(f.2)).map(|f| f.0));
     loop {
         let before = reaches.len();
         for (f, called) in functions.iter().zip(&calls) {

@@ -139,13 +139,13 @@ impl StreamInner {
             if mark.is_null() {
                 // SAFETY: this stream's context is current (callers bind the consumer's, the
                 // same one, or it was bound above); `mark` receives the handle.
-                unsafe { sys::cuEventCreate(&mut *mark, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
+                unsafe { crate::drv::cuEventCreate(&mut *mark, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
                     .result()
                     .map_err(|code| self.gpu.error(code, Doing::Call("creating an event".into())))?;
             }
             // SAFETY: live event and stream of this context, which is current; the event is
             // re-recorded under the lock.
-            unsafe { sys::cuEventRecord(*mark, self.raw) }
+            unsafe { crate::drv::cuEventRecord(*mark, self.raw) }
                 .result()
                 .map_err(|code| self.gpu.error(code, Doing::Call("ordering a stream after another".into())))
         })();
@@ -155,7 +155,7 @@ impl StreamInner {
         recorded?;
         // SAFETY: live event and stream (the event may be of another context: allowed);
         // `cuStreamWaitEvent` captures the state the event has now.
-        unsafe { sys::cuStreamWaitEvent(consumer.raw, *mark, 0) }
+        unsafe { crate::drv::cuStreamWaitEvent(consumer.raw, *mark, 0) }
             .result()
             .map_err(|code| consumer.gpu.error(code, Doing::Call("ordering a stream after another".into())))
     }
@@ -180,7 +180,7 @@ impl StreamInner {
         let upto = self.submitted.load(Ordering::Relaxed);
         self.gpu.bind()?;
         // SAFETY: `raw` is a live stream of the current context.
-        unsafe { sys::cuStreamSynchronize(self.raw) }.result().map_err(|code| self.gpu.error(code, doing()))?;
+        unsafe { crate::drv::cuStreamSynchronize(self.raw) }.result().map_err(|code| self.gpu.error(code, doing()))?;
         self.completed.fetch_max(upto, Ordering::AcqRel);
         self.gpu.note_finished(Finished::Stream(self.key()));
         if let Some(message) = self.callback_panic.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -200,10 +200,10 @@ impl Drop for StreamInner {
         // stream completes normally (its resources are released after it).
         unsafe {
             if !mark.is_null() {
-                let _ = sys::cuEventDestroy_v2(mark);
+                let _ = crate::drv::cuEventDestroy_v2(mark);
             }
             if self.kind == StreamKind::Owned {
-                let _ = sys::cuStreamDestroy_v2(self.raw);
+                let _ = crate::drv::cuStreamDestroy_v2(self.raw);
             }
         }
     }
@@ -290,7 +290,7 @@ impl Stream {
             sys::CUstream_flags::CU_STREAM_DEFAULT
         };
         // SAFETY: the context is current; `raw` receives the handle.
-        unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags as u32, options.priority) }
+        unsafe { crate::drv::cuStreamCreateWithPriority(&mut raw, flags as u32, options.priority) }
             .result()
             .map_err(|code| gpu.error(code, Doing::Call("creating a stream".into())))?;
         Ok(Self::wrap(gpu, raw, StreamKind::Owned, !options.non_blocking))
@@ -333,7 +333,7 @@ impl Stream {
         let upto = self.inner.submitted.load(Ordering::Relaxed);
         self.inner.gpu.bind()?;
         // SAFETY: live stream of the current context.
-        match unsafe { sys::cuStreamQuery(self.inner.raw) } {
+        match unsafe { crate::drv::cuStreamQuery(self.inner.raw) } {
             sys::CUresult::CUDA_SUCCESS => {
                 self.inner.completed.fetch_max(upto, Ordering::AcqRel);
                 Ok(true)
@@ -357,7 +357,7 @@ impl Stream {
         let mut p = 0;
         self.inner.gpu.bind()?;
         // SAFETY: live stream.
-        unsafe { sys::cuStreamGetPriority(self.inner.raw, &mut p) }
+        unsafe { crate::drv::cuStreamGetPriority(self.inner.raw, &mut p) }
             .result()
             .map_err(|code| self.inner.gpu.error(code, Doing::Call("reading a stream's priority".into())))?;
         Ok(p)
@@ -380,7 +380,7 @@ impl Stream {
         self.inner.gpu.bind()?;
         // SAFETY: live handles (of one context, or of two: CUDA lets a stream wait for another
         // device's event).
-        unsafe { sys::cuStreamWaitEvent(self.inner.raw, event.raw, 0) }
+        unsafe { crate::drv::cuStreamWaitEvent(self.inner.raw, event.raw, 0) }
             .result()
             .map_err(|code| self.inner.gpu.error(code, Doing::Call("waiting for an event".into())))
     }
@@ -426,7 +426,7 @@ impl Stream {
         self.inner.gpu.bind()?;
         // SAFETY: `trampoline` takes ownership of `data` when it runs; if the driver refuses
         // the call it never runs and we take the payload back.
-        let r = unsafe { sys::cuLaunchHostFunc(self.inner.raw, Some(trampoline), data) }.result();
+        let r = unsafe { crate::drv::cuLaunchHostFunc(self.inner.raw, Some(trampoline), data) }.result();
         r.map_err(|code| {
             // SAFETY: refused, so the driver never calls `trampoline` with `data`.
             drop(unsafe { Box::from_raw(data.cast::<Payload>()) });
@@ -476,9 +476,9 @@ impl Stream {
             // contexts, which the allocations keep alive.
             unsafe {
                 match path {
-                    crate::peer::CopyPath::Local => sys::cuMemcpyAsync(dp, sp, bytes, self.inner.raw),
+                    crate::peer::CopyPath::Local => crate::drv::cuMemcpyAsync(dp, sp, bytes, self.inner.raw),
                     crate::peer::CopyPath::Peer(dc, sc) => {
-                        sys::cuMemcpyPeerAsync(dp, dc, sp, sc, bytes, self.inner.raw)
+                        crate::drv::cuMemcpyPeerAsync(dp, dc, sp, sc, bytes, self.inner.raw)
                     }
                 }
             }
@@ -548,9 +548,9 @@ impl Stream {
             // tracker.
             unsafe {
                 match width {
-                    1 => sys::cuMemsetD8Async(ptr, value as u8, n, raw),
-                    2 => sys::cuMemsetD16Async(ptr, value as u16, n, raw),
-                    _ => sys::cuMemsetD32Async(ptr, value, n, raw),
+                    1 => crate::drv::cuMemsetD8Async(ptr, value as u8, n, raw),
+                    2 => crate::drv::cuMemsetD16Async(ptr, value as u16, n, raw),
+                    _ => crate::drv::cuMemsetD32Async(ptr, value, n, raw),
                 }
             }
             .result()
@@ -575,6 +575,12 @@ impl Stream {
     /// What `f` returns; [`Error::Argument`] on a blocking stream, on the legacy or per-thread
     /// default stream (CUDA cannot capture them) or when already capturing; a driver failure.
     pub fn capture(&self, f: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
+        if self.inner.gpu.is_cpu() {
+            return Err(crate::cpu::not_on_cpu(
+                "capturing a graph (Stream::capture): the CPU device runs work when it \
+                                               is enqueued; run the operations directly",
+            ));
+        }
         if self.inner.kind != StreamKind::Owned {
             return Err(Error::Argument("capture: only streams made by new_stream can be captured".into()));
         }
@@ -594,7 +600,7 @@ impl Stream {
             self.inner.gpu.bind()?;
             // SAFETY: live stream of the current context.
             unsafe {
-                sys::cuStreamBeginCapture_v2(
+                crate::drv::cuStreamBeginCapture_v2(
                     self.inner.raw,
                     sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
                 )
@@ -612,8 +618,8 @@ impl Stream {
                     let mut graph = std::ptr::null_mut();
                     // SAFETY: the stream is capturing (begun above); the graph is ours.
                     unsafe {
-                        if sys::cuStreamEndCapture(self.0.raw, &mut graph).result().is_ok() && !graph.is_null() {
-                            let _ = sys::cuGraphDestroy(graph);
+                        if crate::drv::cuStreamEndCapture(self.0.raw, &mut graph).result().is_ok() && !graph.is_null() {
+                            let _ = crate::drv::cuGraphDestroy(graph);
                         }
                     }
                 }
@@ -625,7 +631,7 @@ impl Stream {
         let used = self.inner.capture.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default();
         let mut raw = std::ptr::null_mut();
         // SAFETY: the stream is capturing (begun above); ending returns the graph, ours.
-        let ended = unsafe { sys::cuStreamEndCapture(self.inner.raw, &mut raw) }.result();
+        let ended = unsafe { crate::drv::cuStreamEndCapture(self.inner.raw, &mut raw) }.result();
         let graph = (!raw.is_null()).then(|| Graph { raw, gpu: self.inner.gpu.clone(), used: Arc::new(used) });
         r?;
         ended.map_err(|code| self.inner.gpu.error(code, Doing::Call("ending a stream capture".into())))?;
@@ -670,7 +676,7 @@ impl Event {
         gpu.inner.bind()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: the context is current.
-        unsafe { sys::cuEventCreate(&mut raw, flags as u32) }
+        unsafe { crate::drv::cuEventCreate(&mut raw, flags as u32) }
             .result()
             .map_err(|code| gpu.inner.error(code, Doing::Call("creating an event".into())))?;
         Ok(Self { raw, gpu: gpu.inner.clone() })
@@ -709,7 +715,7 @@ impl Event {
         }
         self.gpu.bind()?;
         // SAFETY: both handles are live and belong to the same context.
-        unsafe { sys::cuEventRecord(self.raw, stream.inner.raw) }
+        unsafe { crate::drv::cuEventRecord(self.raw, stream.inner.raw) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call("recording an event".into())))
     }
@@ -721,7 +727,7 @@ impl Event {
     pub fn synchronize(&self) -> Result<()> {
         self.gpu.bind()?;
         // SAFETY: live handle.
-        unsafe { sys::cuEventSynchronize(self.raw) }
+        unsafe { crate::drv::cuEventSynchronize(self.raw) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Wait("waiting for an event")))
     }
@@ -733,7 +739,7 @@ impl Event {
     pub fn is_complete(&self) -> Result<bool> {
         self.gpu.bind()?;
         // SAFETY: live handle.
-        match unsafe { sys::cuEventQuery(self.raw) } {
+        match unsafe { crate::drv::cuEventQuery(self.raw) } {
             sys::CUresult::CUDA_SUCCESS => Ok(true),
             sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
             code => Err(self.gpu.error(DriverError(code), Doing::Wait("querying an event"))),
@@ -756,7 +762,7 @@ impl Event {
         let mut ms = 0.0f32;
         self.gpu.bind()?;
         // SAFETY: both events are live.
-        unsafe { sys::cuEventElapsedTime_v2(&mut ms, start.raw, self.raw) }
+        unsafe { crate::drv::cuEventElapsedTime_v2(&mut ms, start.raw, self.raw) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call("reading event time".into())))?;
         Ok(ms)
@@ -768,7 +774,7 @@ impl Drop for Event {
         if self.gpu.bind().is_ok() {
             // SAFETY: we created it; not used after.
             unsafe {
-                let _ = sys::cuEventDestroy_v2(self.raw);
+                let _ = crate::drv::cuEventDestroy_v2(self.raw);
             }
         }
     }
@@ -801,7 +807,7 @@ impl Graph {
         let mut n = 0usize;
         self.gpu.bind()?;
         // SAFETY: live graph; a null node array asks for the count only.
-        unsafe { sys::cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut n) }
+        unsafe { crate::drv::cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut n) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call("counting graph nodes".into())))?;
         Ok(n)
@@ -815,7 +821,7 @@ impl Graph {
         self.gpu.bind()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: live graph; `raw` receives the instance.
-        unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, self.raw, 0) }
+        unsafe { crate::drv::cuGraphInstantiateWithFlags(&mut raw, self.raw, 0) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call("instantiating a graph".into())))?;
         Ok(GraphExec { raw, gpu: self.gpu.clone(), used: self.used.clone() })
@@ -827,7 +833,7 @@ impl Drop for Graph {
         if self.gpu.bind().is_ok() {
             // SAFETY: ours, not used after.
             unsafe {
-                let _ = sys::cuGraphDestroy(self.raw);
+                let _ = crate::drv::cuGraphDestroy(self.raw);
             }
         }
     }
@@ -875,7 +881,7 @@ impl GraphExec {
             // SAFETY: live instance and stream of one context (checked above); the memory it
             // uses is kept alive by `used`, and the tracker ordered the replay after
             // conflicting work.
-            unsafe { sys::cuGraphLaunch(self.raw, stream.inner.raw) }
+            unsafe { crate::drv::cuGraphLaunch(self.raw, stream.inner.raw) }
                 .result()
                 .map_err(|code| self.gpu.error(code, Doing::Call("launching a graph".into())))
         })
@@ -887,7 +893,7 @@ impl Drop for GraphExec {
         if self.gpu.bind().is_ok() {
             // SAFETY: ours; a replay still running keeps its resources until it finishes.
             unsafe {
-                let _ = sys::cuGraphExecDestroy(self.raw);
+                let _ = crate::drv::cuGraphExecDestroy(self.raw);
             }
         }
     }

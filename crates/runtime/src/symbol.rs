@@ -79,7 +79,7 @@ impl ModuleVars {
             let bytes = size.min(init_size);
             if bytes > 0 {
                 // SAFETY: both are live variables of the module, of at least `bytes` bytes.
-                unsafe { sys::cuMemcpyDtoD_v2(addr, init, bytes) }
+                unsafe { crate::drv::cuMemcpyDtoD_v2(addr, init, bytes) }
                     .result()
                     .map_err(|code| gpu.error(code, Doing::Call(format!("initializing module variable `{name}`"))))?;
             }
@@ -91,7 +91,7 @@ impl ModuleVars {
         // Device-to-device copies may still run when they return: finish them before any
         // launch (on any stream) can read the variables.
         // SAFETY: the legacy default stream of the current context.
-        unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) }
+        unsafe { crate::drv::cuStreamSynchronize(std::ptr::null_mut()) }
             .result()
             .map_err(|code| gpu.error(code, Doing::Wait("initializing module variables")))?;
         let record = Arc::new(Alloc::new(gpu, 0, std::ptr::null_mut(), AllocKind::Device));
@@ -145,6 +145,18 @@ impl KernelVars {
 }
 
 /// The variables `kernel` names, itself or through the functions and kernels it names.
+/// The first `constant!` / `global!` variable of `ptx` that entry `kernel` reaches, if any
+/// (the CPU device refuses such kernels: it has no module variables).
+pub(crate) fn module_variable_used(ptx: &str, kernel: &str) -> Option<String> {
+    if !ptx.contains(INIT_PREFIX) {
+        return None;
+    }
+    let vars: Vec<Var> =
+        declared(ptx).into_iter().map(|(name, constant)| Var { name, addr: 0, size: 0, constant }).collect();
+    let refs = references(ptx, &vars);
+    reachable(&refs, kernel).first().map(|&i| vars[i].name.clone())
+}
+
 fn reachable(refs: &HashMap<String, Refs>, kernel: &str) -> Vec<usize> {
     let mut seen: HashSet<&str> = HashSet::new();
     let mut stack = vec![kernel];
@@ -172,7 +184,7 @@ fn global_of(module: sys::CUmodule, name: &str) -> Option<(u64, usize)> {
     let c = std::ffi::CString::new(name).ok()?;
     let (mut addr, mut size) = (0u64, 0usize);
     // SAFETY: live module of the current context (the caller bound it); out-pointers are locals.
-    unsafe { sys::cuModuleGetGlobal_v2(&mut addr, &mut size, module, c.as_ptr()) }.result().ok()?;
+    unsafe { crate::drv::cuModuleGetGlobal_v2(&mut addr, &mut size, module, c.as_ptr()) }.result().ok()?;
     Some((addr, size))
 }
 
@@ -346,7 +358,7 @@ impl<T: DeviceCopy> Symbol<T> {
             // SAFETY: the variable has `size_of::<T>()` bytes (checked at lookup); `staged` is
             // a live `T` whose bytes are all initialized (`DeviceCopy`: no padding); pageable,
             // so it is read before the call returns; the tracker ordered the copy.
-            unsafe { sys::cuMemcpyHtoDAsync_v2(v.addr, (&raw const staged).cast(), bytes, stream.inner.raw) }
+            unsafe { crate::drv::cuMemcpyHtoDAsync_v2(v.addr, (&raw const staged).cast(), bytes, stream.inner.raw) }
                 .result()
                 .map_err(|code| gpu.error(code, Doing::Call(format!("setting module variable `{}`", v.name))))
         })
@@ -370,7 +382,7 @@ impl<T: DeviceCopy> Symbol<T> {
             let mut out = std::mem::MaybeUninit::<T>::uninit();
             // SAFETY: the variable has `size_of::<T>()` bytes; `out` has room for them;
             // synchronous; no pending operation writes the variable (waited above).
-            unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), v.addr, bytes) }
+            unsafe { crate::drv::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), v.addr, bytes) }
                 .result()
                 .map_err(|code| gpu.error(code, Doing::Call(format!("reading module variable `{}`", v.name))))?;
             // SAFETY: every byte was written; `DeviceCopy` types are valid for any bits.

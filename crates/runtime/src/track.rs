@@ -110,10 +110,10 @@ impl Drop for Alloc {
         unsafe {
             match self.kind {
                 AllocKind::Device if self.ptr != 0 => {
-                    let _ = sys::cuMemFree_v2(self.ptr);
+                    let _ = crate::drv::cuMemFree_v2(self.ptr);
                 }
                 AllocKind::Pinned if !self.host.is_null() => {
-                    let _ = sys::cuMemFreeHost(self.host.cast());
+                    let _ = crate::drv::cuMemFreeHost(self.host.cast());
                 }
                 _ => {}
             }
@@ -166,11 +166,11 @@ impl Mark {
         let mut raw = std::ptr::null_mut();
         // SAFETY: the context is current (the caller enqueued work on it just now).
         unsafe {
-            sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
+            crate::drv::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
                 .result()
                 .map_err(|code| gpu.error(code, Doing::Call("creating an event".into())))?;
-            if let Err(code) = sys::cuEventRecord(raw, stream.raw).result() {
-                let _ = sys::cuEventDestroy_v2(raw);
+            if let Err(code) = crate::drv::cuEventRecord(raw, stream.raw).result() {
+                let _ = crate::drv::cuEventDestroy_v2(raw);
                 return Err(gpu.error(code, Doing::Call("recording an event".into())));
             }
         }
@@ -183,14 +183,14 @@ impl Mark {
     /// lost context never finishes).
     pub(crate) fn is_done(&self) -> bool {
         // SAFETY: live event (queries need no current context).
-        matches!(unsafe { sys::cuEventQuery(self.raw) }, sys::CUresult::CUDA_SUCCESS)
+        matches!(unsafe { crate::drv::cuEventQuery(self.raw) }, sys::CUresult::CUDA_SUCCESS)
     }
 
     /// Waits on the host for the work before the mark.
     pub(crate) fn wait(&self, what: &'static str) -> Result<()> {
         self.gpu.bind()?;
         // SAFETY: live event.
-        unsafe { sys::cuEventSynchronize(self.raw) }
+        unsafe { crate::drv::cuEventSynchronize(self.raw) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))
     }
@@ -199,7 +199,7 @@ impl Mark {
     /// another context.
     pub(crate) fn make_wait(&self, stream: &StreamInner) -> Result<()> {
         // SAFETY: live event and stream (a stream may wait for another context's event).
-        unsafe { sys::cuStreamWaitEvent(stream.raw, self.raw, 0) }
+        unsafe { crate::drv::cuStreamWaitEvent(stream.raw, self.raw, 0) }
             .result()
             .map_err(|code| stream.gpu.error(code, Doing::Call("ordering a stream after another".into())))
     }
@@ -210,7 +210,7 @@ impl Drop for Mark {
         if self.gpu.bind().is_ok() {
             // SAFETY: ours; not used after.
             unsafe {
-                let _ = sys::cuEventDestroy_v2(self.raw);
+                let _ = crate::drv::cuEventDestroy_v2(self.raw);
             }
         }
     }
@@ -232,7 +232,7 @@ fn wait_host(accesses: &mut Vec<Access>, range: &Range<usize>, write: bool, what
                 Pending::Event(m) => {
                     m.gpu.bind()?;
                     // SAFETY: live event.
-                    unsafe { sys::cuEventSynchronize(m.raw) }
+                    unsafe { crate::drv::cuEventSynchronize(m.raw) }
                         .result()
                         .map_err(|code| m.gpu.error(code, Doing::Call(what.into())))?;
                 }
@@ -382,7 +382,7 @@ pub(crate) fn run_tracked<R>(stream: &Arc<StreamInner>, uses: &[Use<'_>], op: im
                 Pending::Event(m) => {
                     // SAFETY: live event and stream (of one context, or of two: a stream may
                     // wait for another device's event).
-                    unsafe { sys::cuStreamWaitEvent(stream.raw, m.raw, 0) }.result().map_err(|code| {
+                    unsafe { crate::drv::cuStreamWaitEvent(stream.raw, m.raw, 0) }.result().map_err(|code| {
                         stream.gpu.error(code, Doing::Call("ordering a stream after another".into()))
                     })?;
                 }

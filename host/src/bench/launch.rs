@@ -62,7 +62,10 @@ pub fn run(args: Args) -> CliResult {
             .result()
             .map_err(|code| cohort_runtime::Error::Driver { what: "cuLaunchKernel".into(), code })
     };
-    gpu.cuda_context().bind_to_thread().map_err(|code| cohort_runtime::Error::Driver { what: "bind".into(), code })?;
+    gpu.cuda_context()
+        .expect("a GPU (benchmarks need one)")
+        .bind_to_thread()
+        .map_err(|code| cohort_runtime::Error::Driver { what: "bind".into(), code })?;
 
     let mut rows = Vec::new();
     // Alternate the two so drift (clocks, other load) hits both alike.
