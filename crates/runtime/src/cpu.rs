@@ -136,14 +136,17 @@ impl Gpu {
     /// # Errors
     /// As [`Gpu::from_env`], except that no driver or no device gives the CPU device.
     pub fn any() -> Result<Self> {
-        if std::env::var(crate::device::DEVICE_VAR).is_ok_and(|v| v.trim().eq_ignore_ascii_case("cpu")) {
-            return Self::cpu();
-        }
         match Self::from_env() {
             Err(Error::NoDriver | Error::NoDevice { .. }) => Self::cpu(),
             r => r,
         }
     }
+}
+
+/// Whether `COHORT_DEVICE=cpu`: [`Gpu::from_env`] (and everything that opens "the" device
+/// through it) then opens the CPU device.
+pub(crate) fn env_wants_cpu() -> bool {
+    std::env::var(crate::device::DEVICE_VAR).is_ok_and(|v| v.trim().eq_ignore_ascii_case("cpu"))
 }
 
 /// A launch's parameter array, shared by the CUDA threads that read it.
@@ -190,6 +193,9 @@ pub(crate) unsafe fn launch(
     if options.race_check {
         spec = spec.race_check();
     }
+    if let Some(n) = options.workers {
+        spec = spec.workers(n);
+    }
     let p = Params(params.as_ptr().cast());
     let p = &p;
     // SAFETY: the caller's contract: `params` matches the entry's parameters (the ABI record
@@ -202,11 +208,13 @@ pub(crate) unsafe fn launch(
 }
 
 /// How the CPU device runs launches: `COHORT_CPU_SCHEDULE=random[:SEED]` (a random schedule,
-/// to shake out order assumptions) and `COHORT_CPU_RACECHECK=1` (the shared-memory race check).
+/// to shake out order assumptions), `COHORT_CPU_RACECHECK=1` (the shared-memory race check) and
+/// `COHORT_CPU_WORKERS=N` (OS threads running blocks; 1 to follow a kernel in a debugger).
 #[derive(Clone, Copy, Debug, Default)]
 struct CpuOptions {
     random_schedule: Option<u64>,
     race_check: bool,
+    workers: Option<usize>,
 }
 
 fn cpu_options() -> CpuOptions {
@@ -218,7 +226,8 @@ fn cpu_options() -> CpuOptions {
             Some(seed.strip_prefix(':').and_then(|s| s.parse().ok()).unwrap_or(0x5eed))
         });
         let race_check = std::env::var("COHORT_CPU_RACECHECK").is_ok_and(|v| v.trim() == "1");
-        CpuOptions { random_schedule, race_check }
+        let workers = std::env::var("COHORT_CPU_WORKERS").ok().and_then(|v| v.trim().parse().ok()).filter(|&n| n > 0);
+        CpuOptions { random_schedule, race_check, workers }
     })
 }
 

@@ -381,7 +381,8 @@ fn describe(code: &DriverError) -> String {
     code.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", code.0))
 }
 
-/// The environment variable that picks the default device ([`Gpu::default_ordinal`]).
+/// The environment variable that picks the default device ([`Gpu::default_ordinal`]): an
+/// ordinal, or `cpu` for the CPU device ([`Gpu::from_env`] then opens [`Gpu::cpu`]).
 pub const DEVICE_VAR: &str = "COHORT_DEVICE";
 
 /// `COHORT_DEVICE`'s value (`None`: unset) as a device ordinal: unset or blank is device 0.
@@ -390,7 +391,7 @@ fn parse_device_ordinal(value: Option<&str>) -> Result<usize> {
     v.parse::<usize>().map_err(|_| {
         Error::Argument(format!(
             "{DEVICE_VAR}={v} is not a device ordinal: set it to one device's number, such as 0 or 1 \
-             (`cohort info` lists them), or unset it for device 0"
+             (`cohort info` lists them), `cpu` for the CPU device, or unset it for device 0"
         ))
     })
 }
@@ -442,6 +443,9 @@ impl Gpu {
     /// As [`Gpu::default_ordinal`] and [`Gpu::new`] (an ordinal the driver does not have is
     /// [`Error::NoDevice`], naming how many it sees).
     pub fn from_env() -> Result<Self> {
+        if crate::cpu::env_wants_cpu() {
+            return Self::cpu();
+        }
         Self::new(Self::default_ordinal()?)
     }
 
@@ -484,6 +488,9 @@ impl Gpu {
     /// # Errors
     /// As [`Gpu::default_ordinal`] and [`Gpu::isolated`].
     pub fn isolated_from_env() -> Result<Self> {
+        if crate::cpu::env_wants_cpu() {
+            return Self::cpu();
+        }
         Self::isolated(Self::default_ordinal()?)
     }
 

@@ -70,6 +70,55 @@
 //! extents, shared memory against the device (raising the kernel's opt-in limit past 48 KiB
 //! when needed), and for cooperative launches that the whole grid fits on the GPU at once.
 //! Each failure is an [`Error`] naming the kernel, the configuration and the limit.
+//!
+//! # The CPU device
+//!
+//! [`Gpu::cpu`] is a device made of this machine's cores: the same `Gpu`, buffers, streams,
+//! events, host functions, typed and cooperative launches, with kernels executed by
+//! `cohort-cpu` (every CUDA thread a coroutine, warps and blocks as on a GPU). [`Gpu::any`]
+//! opens a GPU when there is one and the CPU device otherwise (or with `COHORT_DEVICE=cpu`); the
+//! test suite and `cohort tour` use it, so a machine without a GPU still runs every kernel.
+//!
+//! **What it guarantees.** The same kernel source runs unchanged (the `#[kernel]` body, built for
+//! the host), with the same launch checks (block size, shared memory, co-residency of a
+//! cooperative grid: at most 16 Ki threads here), the same stream-ordered safety and the same
+//! ABI check at `load`. Thread, block and grid indices of 1-D/2-D/3-D launches; block barriers
+//! (plain, counting, `and`/`or`, named) and warp collectives (shuffles of any `DeviceCopy` value,
+//! votes, ballot, `match`, `redux`) computed over the lanes that really participate; tiles,
+//! coalesced groups, partitions; grid sync; static and dynamic shared memory per block; atomics
+//! of every type (float operations as compare-and-swap loops, NaN rules as on the GPU), fences,
+//! the mutex; `printf!` to stdout in the GPU's format. A kernel panic, threads waiting at
+//! different barriers, a collective reached by part of its group, a spin-wait that nothing
+//! releases: each is [`Error::CpuKernel`] from the launch, naming the kernel and the call sites
+//! (file, line, block, thread), never a hang. A kernel that reaches no barrier, collective or
+//! `nanosleep` (read from its PTX) runs on the engine's fast path, without coroutines.
+//!
+//! **Where it differs from a GPU.**
+//! - *Floating point*: the host's arithmetic. `a * b + c` is never contracted into a fused
+//!   multiply-add unless the kernel asks (`fma`), and the fast intrinsics (`__sinf`-like) have the
+//!   host `libm`'s precision, not the GPU's error bounds: compare floats with a tolerance, or
+//!   write kernels whose results are exact (integers, `fma` everywhere).
+//! - *Scheduling*: a block's threads interleave only at barriers, collectives and spin-waits
+//!   that yield (`nanosleep`, `Mutex::lock_spin`), never between two plain instructions. The
+//!   `activemask` of a divergent warp is the lanes at the same call once nothing else can move;
+//!   a GPU may return any subset. `COHORT_CPU_SCHEDULE=random[:SEED]` shuffles the order of
+//!   threads at every step to expose order assumptions.
+//! - *Memory model*: host memory is stronger than a GPU's (x86-64 is TSO): a data race a GPU
+//!   would expose may pass here. `COHORT_CPU_RACECHECK=1` checks shared-memory accesses between
+//!   barriers and reports conflicting ones with both sites (`racecheck` without a GPU).
+//! - *Streams* run their work at enqueue, on the calling thread: a launch returns when the grid
+//!   has finished, and nothing overlaps. Events time the host's clock.
+//! - *Not available* ([`Error::NotOnCpu`]): graphs, device-side launches, `constant!` and
+//!   `global!` module variables, peer access, NCCL, multi-grid launches; raw
+//!   [`Function::launch_raw`] (the CPU device needs the kernel's host entry, which the generated
+//!   `load` provides).
+//!
+//! **Debugging a kernel.** The kernel is ordinary host code: break in a debugger on its body
+//! (`__cohort_kernel_<name>`) or on a line of the kernel; `COHORT_CPU_WORKERS=1` runs every
+//! block on one OS thread. In a kernel, `printf!` prints on both devices; host-only code (a
+//! `std::println!`, an assertion with a formatted message) can sit under
+//! `#[cfg(not(target_arch = "nvptx64"))]` in a kernels crate that declares
+//! `#[cfg(not(target_arch = "nvptx64"))] extern crate std;`.
 
 mod abi;
 mod append;
