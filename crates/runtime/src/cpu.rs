@@ -244,6 +244,14 @@ pub(crate) fn needs_threads(body: &str) -> bool {
     })
 }
 
+/// Whether PTX function `name` is on a failure's path: `core::panicking` (with the panic
+/// handler inlined: its `nanosleep` waits for the panic record on a GPU) and `cohort::panic`
+/// (the checked mode's report). On the CPU a failure unwinds through the engine instead, so
+/// these don't rule out the fast path.
+pub(crate) fn panic_path(name: &str) -> bool {
+    name.contains("4core9panicking") || name.contains("6cohort5panic") || name.contains("rust_begin_unwind")
+}
+
 /// The CPU device's implementation of the driver calls [`crate::drv`] sends it: the same
 /// signatures and contracts as cudarc's `sys` functions.
 #[allow(non_snake_case, clippy::missing_safety_doc)]

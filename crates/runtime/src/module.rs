@@ -585,8 +585,10 @@ impl Function {
                 format!("uses the module variable `{var}` (constant! / global!), which the CPU device does not have")
             })
         };
-        let cpu_fast_path =
-            !cooperative && !crate::ptx::entries_where(text, crate::cpu::needs_threads).iter().any(|k| k == name);
+        let cpu_fast_path = !cooperative
+            && !crate::ptx::entries_where(text, |_, body| crate::cpu::needs_threads(body), crate::cpu::panic_path)
+                .iter()
+                .any(|k| k == name);
         Ok(Self {
             raw: std::ptr::null_mut(),
             name: Arc::from(name),
@@ -602,6 +604,14 @@ impl Function {
             cpu_fast_path,
             module: m.clone(),
         })
+    }
+
+    /// On the CPU device, whether launches take the engine's fast path (no coroutines): the
+    /// kernel reaches no barrier, warp collective or `nanosleep` and is not cooperative. `false`
+    /// on a GPU.
+    #[must_use]
+    pub fn cpu_fast_path(&self) -> bool {
+        self.cpu_fast_path
     }
 
     /// The kernel's name.

@@ -214,18 +214,19 @@ impl PtxModule {
 /// identifier tokens, so an entry whose address is taken (a device-side launch's `mov.u64 %rd,
 /// child;`) counts as reached too — an over-approximation, never an omission.
 pub(crate) fn entries_reaching(ptx: &str, target: &str) -> Vec<String> {
-    reach(ptx, target, &|_| false)
+    reach(ptx, target, &|_, _| false, &|_| false)
 }
 
-/// The `.entry` functions of `ptx` that reach a function (themselves included) whose body
-/// satisfies `seed` (through calls, as [`entries_reaching`] follows them).
-pub(crate) fn entries_where(ptx: &str, seed: impl Fn(&str) -> bool) -> Vec<String> {
-    reach(ptx, "", &seed)
+/// The `.entry` functions of `ptx` that reach a function (themselves included) whose name and
+/// body satisfy `seed` (through calls, as [`entries_reaching`] follows them), not counting
+/// paths through functions `skip` names.
+pub(crate) fn entries_where(ptx: &str, seed: impl Fn(&str, &str) -> bool, skip: impl Fn(&str) -> bool) -> Vec<String> {
+    reach(ptx, "", &seed, &skip)
 }
 
 /// The call-graph walk of [`entries_reaching`] and [`entries_where`]: entries from which
 /// `target` (if not empty) or a body satisfying `seed` is reachable.
-fn reach(ptx: &str, target: &str, seed: &dyn Fn(&str) -> bool) -> Vec<String> {
+fn reach(ptx: &str, target: &str, seed: &dyn Fn(&str, &str) -> bool, skip: &dyn Fn(&str) -> bool) -> Vec<String> {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
     // Without comments (a name in a comment is not a call).
     let mut text = String::with_capacity(ptx.len());
@@ -304,20 +305,27 @@ fn reach(ptx: &str, target: &str, seed: &dyn Fn(&str) -> bool) -> Vec<String> {
     let calls: Vec<Vec<&str>> = functions
         .iter()
         .map(|&(_, _, body)| {
-            let mut v: Vec<&str> =
-                body.split(|ch: char| !is_ident(ch)).filter(|t| *t == target || names.contains(t)).collect();
+            let mut v: Vec<&str> = body
+                .split(|ch: char| !is_ident(ch))
+                .filter(|t| (!target.is_empty() && *t == target) || names.contains(t))
+                .collect();
             v.sort_unstable();
             v.dedup();
             v
         })
         .collect();
-    let mut reaches: std::collections::HashSet<&str> = std::collections::HashSet::from([target]);
-    reaches.extend(functions.iter().filter(|f| seed(f.2)).map(|f| f.0));
+    let mut reaches: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    if !target.is_empty() {
+        reaches.insert(target);
+    }
+    reaches.extend(functions.iter().filter(|f| !skip(f.0) && seed(f.0, f.2)).map(|f| f.0));
     loop {
         let before = reaches.len();
         for (f, called) in functions.iter().zip(&calls) {
             if !reaches.contains(f.0) && called.iter().any(|c| reaches.contains(c)) {
-                reaches.insert(f.0);
+                if !skip(f.0) {
+                    reaches.insert(f.0);
+                }
             }
         }
         if reaches.len() == before {
@@ -450,5 +458,29 @@ mod tests {
 "#;
         assert_eq!(entries_reaching(ptx, "__cudaCDP2LaunchDeviceV2"), ["parent", "direct"]);
         assert!(entries_reaching(ptx, "nothing").is_empty());
+    }
+}
+#[cfg(test)]
+mod cpu_fast_path {
+    /// Which entries the CPU device runs on its fast path: collectives rule it out through
+    /// calls, failure paths (`core::panicking`, `cohort::panic`) don't.
+    #[test]
+    fn collectives_through_calls_rule_out_the_fast_path_panics_do_not() {
+        let ptx = "\
+.func _RNvNtCsX_4core9panicking9panic_fmt()\n{\n\tnanosleep.u32 %r1;\n\tret;\n}\n\
+.func _RNvNtCsY_6cohort5panic10fail_check()\n{\n\tactivemask.b32 %r1;\n\tret;\n}\n\
+.func helper_sync()\n{\n\t@%p1 bar.sync 0;\n\tret;\n}\n\
+.func helper_plain()\n{\n\tadd.s32 %r1, %r1, 1;\n\tret;\n}\n\
+.visible .entry plain()\n{\n\tcall.uni helper_plain, ();\n\tcall.uni _RNvNtCsX_4core9panicking9panic_fmt, ();\n\t\
+call.uni _RNvNtCsY_6cohort5panic10fail_check, ();\n\tret;\n}\n\
+.visible .entry synced()\n{\n\tcall.uni helper_sync, ();\n\tret;\n}\n\
+.visible .entry shuffles()\n{\n\tshfl.sync.idx.b32 %r1, %r2, 0, 31, -1;\n\tret;\n}\n";
+        let mut slow = super::entries_where(ptx, |_, body| crate::cpu::needs_threads(body), crate::cpu::panic_path);
+        slow.sort();
+        assert_eq!(slow, ["shuffles", "synced"]);
+        // Without the failure-path exception every entry would need coroutines.
+        assert_eq!(super::entries_where(ptx, |_, body| crate::cpu::needs_threads(body), |_| false).len(), 3);
+        // An empty target is no target (every body has empty tokens between separators).
+        assert!(super::entries_reaching(ptx, "nothing_here").is_empty());
     }
 }

@@ -4,6 +4,7 @@
 
 mod atomics;
 mod cg;
+mod cpu;
 pub mod dynamic;
 mod kernels;
 mod launch;
@@ -22,6 +23,8 @@ use crate::util::{CliError, CliResult};
 pub enum Bench {
     /// Launch overhead: typed launch vs raw cuLaunchKernel, and graph replay vs single launches
     Launch(launch::Args),
+    /// The CPU device (no GPU needed): SAXPY beside rayon, a block reduce, a warp scan, the cost of a barrier and a shuffle
+    Cpu(cpu::Args),
     /// Cooperative-groups kernels (tile reduce/scan, grid sync), Rust vs the same kernels in CUDA C++
     Cg(cg::Args),
     /// Histograms and dot products, Rust vs CUDA C++, and Cohort's histogram over copies x blocks
@@ -44,6 +47,7 @@ pub enum Bench {
 pub fn run(which: Bench) -> CliResult {
     match which {
         Bench::Launch(a) => launch::run(a),
+        Bench::Cpu(a) => cpu::run(a),
         Bench::Cg(a) => cg::run(a),
         Bench::Atomics(a) => atomics::run(a),
         Bench::Kernels(a) => kernels::run(a),
