@@ -322,10 +322,8 @@ fn reach(ptx: &str, target: &str, seed: &dyn Fn(&str, &str) -> bool, skip: &dyn 
     loop {
         let before = reaches.len();
         for (f, called) in functions.iter().zip(&calls) {
-            if !reaches.contains(f.0) && called.iter().any(|c| reaches.contains(c)) {
-                if !skip(f.0) {
-                    reaches.insert(f.0);
-                }
+            if !reaches.contains(f.0) && !skip(f.0) && called.iter().any(|c| reaches.contains(c)) {
+                reaches.insert(f.0);
             }
         }
         if reaches.len() == before {
