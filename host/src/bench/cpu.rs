@@ -82,7 +82,7 @@ pub fn run(args: Args) -> CliResult {
     for (i, (&g, (&y, &x))) in got.iter().zip(y0.iter().zip(&x)).enumerate() {
         let mut want = y;
         for _ in 0..runs {
-            want = a * x + want;
+            want += a * x;
         }
         if g != want {
             return Err(failed("saxpy", format!("element {i}: {g}, expected {want} after {runs} runs")));
@@ -90,7 +90,7 @@ pub fn run(args: Args) -> CliResult {
     }
     let mut y = y0.clone();
     let t_rayon = median_s(args.reps, || {
-        y.par_iter_mut().zip(x.par_iter()).for_each(|(y, &x)| *y = a * x + *y);
+        y.par_iter_mut().zip(x.par_iter()).for_each(|(y, &x)| *y += a * x);
         Ok(())
     })?;
     let ratio = t_rayon / t_dev;
