@@ -665,8 +665,9 @@ impl Function {
             let all = cohort_cpu::max_coresident_blocks(block_threads);
             let smem_ok = u64::from(dynamic_smem) <= cohort_cpu::SHARED_CAPACITY as u64;
             let sms = u64::from(self.module.gpu.info.sms.max(1));
+            // Rounded down, so that SMs × this never exceeds what the engine holds at once.
             return Ok(if smem_ok && block_threads <= self.attrs.max_threads_per_block {
-                all.div_ceil(sms) as u32
+                (all / sms).max(1) as u32
             } else {
                 0
             });
@@ -1000,6 +1001,19 @@ impl Function {
             });
         }
         self.check(config)?;
+        if self.module.gpu.is_cpu() {
+            // The engine's own limit, exactly (not rounded to a per-core share).
+            let limit = cohort_cpu::max_coresident_blocks(config.block.volume() as u32);
+            if config.grid.volume() > limit {
+                return Err(Error::CooperativeTooLarge {
+                    kernel: self.name.clone(),
+                    config: *config,
+                    blocks_per_sm: limit as u32,
+                    sms: 1,
+                });
+            }
+            return Ok(());
+        }
         let per_sm = self.max_active_blocks_per_sm(config.block.volume() as u32, config.shared_mem_bytes)?;
         if config.grid.volume() > per_sm as u64 * info.sms as u64 {
             return Err(Error::CooperativeTooLarge {
