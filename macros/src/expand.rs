@@ -1,5 +1,6 @@
-//! Code generation for `#[kernel]`: the device entry (nvptx64), the typed launcher (host) and
-//! the typed device-side launcher (`launch_from_device`, dynamic parallelism).
+//! Code generation for `#[kernel]`: the device entry (nvptx64), its twin for the CPU device
+//! (host: the same parameters read from a launch's parameter array), the typed launcher (host)
+//! and the typed device-side launcher (`launch_from_device`, dynamic parallelism).
 
 use std::collections::HashMap;
 
@@ -89,7 +90,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         let call_generics = if turbofish.is_empty() { quote!() } else { quote!(::<#(#turbofish),*>) };
 
         let abi = abi_record(&params, cooperative, multi_grid, &subst);
-        device.extend(device_entry(&item, &params, &entry, &body_ident, &call_generics, &cfgs, &subst));
+        let lowering = lower(&item, &params, &body_ident, &call_generics, &subst);
+        device.extend(device_entry(&lowering, &entry, &cfgs));
+        device.extend(cpu_entry(&lowering, &entry, &cfgs));
         device.extend(device_abi(&entry, &abi, &cfgs));
         host_impls.extend(zero_sized_checks(&params, &cfgs, &subst));
         host_impls.extend(host_impl(
@@ -102,6 +105,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             &cfgs,
             &subst,
             &abi,
+            &lowering,
         ));
         if !cooperative {
             host_impls.extend(device_launcher(&item, &params, &entry, &impl_args, &cfgs, &subst));
@@ -296,16 +300,50 @@ fn zero_sized_checks(
     out
 }
 
-fn device_entry(
+/// One PTX parameter of a kernel instance's entry: its name inside the entry, its type, and
+/// whether it is an address (a `*const T`/`*mut T`, a `.u64` in PTX) that the host launcher
+/// stores as a `u64`.
+struct LoweredParam {
+    ident: syn::Ident,
+    ty: TokenStream,
+    addr: bool,
+}
+
+impl LoweredParam {
+    fn value(ident: &syn::Ident, ty: TokenStream) -> Self {
+        Self { ident: ident.clone(), ty, addr: false }
+    }
+    fn addr(ident: &syn::Ident, ty: TokenStream) -> Self {
+        Self { ident: ident.clone(), ty, addr: true }
+    }
+}
+
+/// What both entries of a kernel instance (the PTX entry and the CPU device's host entry) are
+/// made of: the PTX parameter list, the statements that rebuild the kernel's arguments from
+/// those parameters, and the call of the body with them. One list, so that the two entries
+/// read the same parameters in the same order and rebuild them alike.
+struct Lowering {
+    /// The PTX parameters, in order: the entry's signature, and the order of the host
+    /// launcher's parameter array.
+    params: Vec<LoweredParam>,
+    /// Compile-time checks of the parameter types (the device entry's; the host launcher makes
+    /// the same ones, so the host entry leaves them out rather than report each error twice).
+    checks: Vec<TokenStream>,
+    /// `let` statements rebuilding each kernel argument from its PTX parameters.
+    rebuild: Vec<TokenStream>,
+    /// The call of the kernel body with the rebuilt arguments.
+    call: TokenStream,
+}
+
+fn lower(
     item: &ItemFn,
     params: &[Param],
-    entry: &syn::Ident,
     body_ident: &syn::Ident,
     call_generics: &TokenStream,
-    cfgs: &[&syn::Attribute],
     subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
-) -> TokenStream {
+) -> Lowering {
     let mut lowered = Vec::new();
+    let mut checks = Vec::new();
     let mut rebuild = Vec::new();
     let mut args = Vec::new();
     for p in params {
@@ -315,23 +353,26 @@ fn device_entry(
         match &p.kind {
             ParamKind::Scalar => {
                 let ty = subst(&p.ty);
-                lowered.push(quote!(#id: #ty));
-                rebuild.push(quote_spanned!(p.ty.span()=> ::cohort::abi::assert_device_copy::<#ty>();));
+                lowered.push(LoweredParam::value(id, ty.clone()));
+                checks.push(quote_spanned!(p.ty.span()=> ::cohort::abi::assert_device_copy::<#ty>();));
             }
             ParamKind::Slice(elem) => {
                 let elem_s = subst(elem);
-                lowered.push(quote!(#ptr: *const #elem_s, #len: usize));
-                rebuild.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_slice_element::<#elem_s>();));
+                lowered.push(LoweredParam::addr(&ptr, quote!(*const #elem_s)));
+                lowered.push(LoweredParam::value(&len, quote!(usize)));
+                checks.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_slice_element::<#elem_s>();));
                 rebuild.push(quote! {
                     // SAFETY: the host launcher passed a live device allocation of `len` elements
-                    // that stays unchanged (or is only accessed atomically) during the launch.
+                    // that stays unchanged (or is only accessed atomically) during the launch
+                    // (on the CPU device, host memory: the runtime's buffers are host memory).
                     let #id: &[#elem_s] = unsafe { ::cohort::abi::slice(#ptr, #len) };
                 });
             }
             ParamKind::Disjoint(elem) => {
                 let elem_s = subst(elem);
                 let ty_s = subst(&p.ty);
-                lowered.push(quote!(#ptr: *mut #elem_s, #len: usize));
+                lowered.push(LoweredParam::addr(&ptr, quote!(*mut #elem_s)));
+                lowered.push(LoweredParam::value(&len, quote!(usize)));
                 rebuild.push(quote! {
                     // SAFETY: the host launcher passed an exclusively borrowed device allocation
                     // of `len` elements; every thread receives the same one, so `ThreadIndex`
@@ -342,7 +383,9 @@ fn device_entry(
             ParamKind::Append(elem) => {
                 let elem_s = subst(elem);
                 let counter = format_ident!("__cohort_{}_counter", id);
-                lowered.push(quote!(#ptr: *mut #elem_s, #len: usize, #counter: *mut u64));
+                lowered.push(LoweredParam::addr(&ptr, quote!(*mut #elem_s)));
+                lowered.push(LoweredParam::value(&len, quote!(usize)));
+                lowered.push(LoweredParam::addr(&counter, quote!(*mut u64)));
                 rebuild.push(quote! {
                     // SAFETY: the host launcher passed an exclusively borrowed `AppendBuffer`:
                     // `len` elements and their counter, in device memory, for this launch.
@@ -352,7 +395,9 @@ fn device_entry(
             ParamKind::GridVec(elem) => {
                 let elem_s = subst(elem);
                 let barrier = format_ident!("__cohort_{}_barrier", id);
-                lowered.push(quote!(#ptr: *mut #elem_s, #len: usize, #barrier: *mut u32));
+                lowered.push(LoweredParam::addr(&ptr, quote!(*mut #elem_s)));
+                lowered.push(LoweredParam::value(&len, quote!(usize)));
+                lowered.push(LoweredParam::addr(&barrier, quote!(*mut u32)));
                 rebuild.push(quote! {
                     // SAFETY: the host launcher passed an exclusively borrowed `GridVecBuffer`:
                     // `len` elements and their barrier word, in device memory, for this launch;
@@ -362,17 +407,19 @@ fn device_entry(
             }
             ParamKind::ConstPtr(elem) => {
                 let elem_s = subst(elem);
-                lowered.push(quote!(#id: *const #elem_s));
+                lowered.push(LoweredParam::addr(id, quote!(*const #elem_s)));
             }
             ParamKind::MutPtr(elem) => {
                 let elem_s = subst(elem);
-                lowered.push(quote!(#id: *mut #elem_s));
+                lowered.push(LoweredParam::addr(id, quote!(*mut #elem_s)));
             }
             ParamKind::Matrix(elem) => {
                 let elem_s = subst(elem);
                 let ty_s = subst(&p.ty);
                 let cols = format_ident!("__cohort_{}_cols", id);
-                lowered.push(quote!(#ptr: *mut #elem_s, #len: usize, #cols: usize));
+                lowered.push(LoweredParam::addr(&ptr, quote!(*mut #elem_s)));
+                lowered.push(LoweredParam::value(&len, quote!(usize)));
+                lowered.push(LoweredParam::value(&cols, quote!(usize)));
                 rebuild.push(quote! {
                     // SAFETY: the host launcher passed an exclusively borrowed `MatrixMut`: a
                     // device allocation of at least `rows * cols` elements; every thread
@@ -393,7 +440,8 @@ fn device_entry(
                     // SAFETY: `#[kernel(cooperative)]` kernels are launched only through
                     // `launch_cooperative`, and `#[kernel(multi_grid)]` kernels only through
                     // `MultiGridLaunch::submit`; both use `cuLaunchCooperativeKernel` after
-                    // checking that the grid is co-resident.
+                    // checking that the grid is co-resident (the CPU device: a cooperative
+                    // `cohort_cpu` launch, after the same check).
                     let #id = unsafe { ::cohort::cg::GridGroup::new_unchecked() };
                 });
             }
@@ -403,7 +451,12 @@ fn device_entry(
                 let replicas = format_ident!("__cohort_{}_replicas", id);
                 let barrier = format_ident!("__cohort_{}_barrier", id);
                 let tag = format_ident!("__cohort_{}_tag", id);
-                lowered.push(quote!(#ptr: *mut #elem_s, #table: *const u64, #len: usize, #replicas: u32, #barrier: *mut u32, #tag: u32));
+                lowered.push(LoweredParam::addr(&ptr, quote!(*mut #elem_s)));
+                lowered.push(LoweredParam::addr(&table, quote!(*const u64)));
+                lowered.push(LoweredParam::value(&len, quote!(usize)));
+                lowered.push(LoweredParam::value(&replicas, quote!(u32)));
+                lowered.push(LoweredParam::addr(&barrier, quote!(*mut u32)));
+                lowered.push(LoweredParam::value(&tag, quote!(u32)));
                 rebuild.push(quote! {
                     // SAFETY: the host passed an exclusively borrowed `MultiGridVecBuffer` made for
                     // the launch's GPUs (checked by `add_to`): this GPU's replica, the table of
@@ -416,7 +469,9 @@ fn device_entry(
                 let words = format_ident!("__cohort_{}_words", id);
                 let rank = format_ident!("__cohort_{}_rank", id);
                 let grids = format_ident!("__cohort_{}_grids", id);
-                lowered.push(quote!(#words: u64, #rank: u32, #grids: u32));
+                lowered.push(LoweredParam::value(&words, quote!(u64)));
+                lowered.push(LoweredParam::value(&rank, quote!(u32)));
+                lowered.push(LoweredParam::value(&grids, quote!(u32)));
                 rebuild.push(quote! {
                     // SAFETY: `#[kernel(multi_grid)]` kernels are launched only through
                     // `MultiGridLaunch::submit`, which launches the kernel cooperatively on
@@ -437,6 +492,13 @@ fn device_entry(
     } else {
         quote!(#body_ident #call_generics (#(#args),*))
     };
+    Lowering { params: lowered, checks, rebuild, call }
+}
+
+/// The PTX entry of a kernel instance: `extern "ptx-kernel"`, its parameters the lowered list.
+fn device_entry(lowering: &Lowering, entry: &syn::Ident, cfgs: &[&syn::Attribute]) -> TokenStream {
+    let Lowering { params, checks, rebuild, call } = lowering;
+    let lowered = params.iter().map(|LoweredParam { ident, ty, .. }| quote!(#ident: #ty));
     quote! {
         #(#cfgs)*
         #[cfg(target_arch = "nvptx64")]
@@ -444,6 +506,72 @@ fn device_entry(
         #[allow(non_snake_case, clippy::too_many_arguments)]
         #[doc(hidden)]
         pub unsafe extern "ptx-kernel" fn #entry(#(#lowered),*) {
+            #(#checks)*
+            #(#rebuild)*
+            #call
+        }
+    }
+}
+
+/// The CPU device's entry of a kernel instance (`__cohort_cpu_<entry>`, a
+/// `cohort_runtime::CpuEntry`): reads the same PTX parameters from a `cuLaunchKernel`-style
+/// parameter array, then rebuilds the arguments and calls the body as the PTX entry does. The
+/// runtime calls it once per CUDA thread inside a `cohort_cpu` launch.
+fn cpu_entry(lowering: &Lowering, entry: &syn::Ident, cfgs: &[&syn::Attribute]) -> TokenStream {
+    let Lowering { params, rebuild, call, .. } = lowering;
+    let sym = format_ident!("__cohort_cpu_{}", entry);
+    let array = format_ident!("__cohort_params");
+    let reads = params.iter().enumerate().map(|(i, LoweredParam { ident, ty, addr })| {
+        if *addr {
+            // The launcher stores an address as the `u64` it got from the buffer (the value of
+            // a `.u64` PTX parameter); the cast back to a pointer takes the provenance that
+            // turning the allocation's pointer into that integer exposed, which reading the
+            // integer's bytes as a pointer would not.
+            quote! {
+                let #ident: #ty =
+                    ::core::ptr::read_unaligned((*#array.add(#i)).cast_const().cast::<u64>()) as usize as #ty;
+            }
+        } else {
+            quote! {
+                let #ident: #ty = ::core::ptr::read_unaligned((*#array.add(#i)).cast_const().cast::<#ty>());
+            }
+        }
+    });
+    let idents: Vec<&syn::Ident> = params.iter().map(|p| &p.ident).collect();
+    let read = if params.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            // SAFETY: the caller's contract (`CpuEntry`'s): `#array` holds one valid pointer per
+            // parameter of this entry, in this order, each to a value of the type read here
+            // (addresses as `u64`). `read_unaligned` copies each value out without needing its
+            // alignment; every type read is `Copy` (integers, pointers, `DeviceCopy` values),
+            // so the caller keeps its own values untouched.
+            let (#(#idents,)*) = unsafe {
+                #(#reads)*
+                (#(#idents,)*)
+            };
+        }
+    };
+    let doc = format!(
+        "The CPU device's entry of `{entry}` (a `cohort_runtime::CpuEntry`): reads its {} PTX parameters from \
+         `{array}`, rebuilds the kernel's arguments and runs the body for the calling CUDA thread.",
+        params.len()
+    );
+    quote! {
+        #(#cfgs)*
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[doc = #doc]
+        ///
+        /// # Safety
+        /// As `cohort_runtime::CpuEntry`: the array holds one pointer per PTX parameter of the
+        /// entry, in order, each to a value of that parameter's type (addresses as `u64`s of host
+        /// memory valid as the GPU entry requires), and the call is made by a thread of a
+        /// `cohort_cpu` launch (cooperative where the kernel is).
+        #[doc(hidden)]
+        #[allow(non_snake_case, dead_code, unused_unsafe, unused_variables, clippy::too_many_arguments)]
+        pub unsafe fn #sym(#array: *const *mut ::core::ffi::c_void) {
+            #read
             #(#rebuild)*
             #call
         }
@@ -461,8 +589,11 @@ fn host_impl(
     cfgs: &[&syn::Attribute],
     subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
     abi: &TokenStream,
+    lowering: &Lowering,
 ) -> TokenStream {
     let name = &item.sig.ident;
+    // The instance's CPU entry (`cpu_entry`), which `load` hands to the runtime with the kernel.
+    let cpu_sym = format_ident!("__cohort_cpu_{}", entry_str);
     let mut host_params = Vec::new();
     let mut prep = Vec::new();
     let mut locals: Vec<TokenStream> = Vec::new();
@@ -600,6 +731,17 @@ fn host_impl(
     }
     let ptrs: Vec<TokenStream> =
         locals.iter().map(|l| quote!((&raw const #l).cast_mut().cast::<::core::ffi::c_void>())).collect();
+    // Each local is of the type the entries read from its slot (an address as a `u64`): checked
+    // by rustc, so the parameter array, the PTX entry and the CPU entry can't drift apart.
+    assert_eq!(locals.len(), lowering.params.len(), "#[kernel]: launcher and entry disagree on the parameter count");
+    let slot_checks: Vec<TokenStream> = locals
+        .iter()
+        .zip(&lowering.params)
+        .map(|(l, LoweredParam { ty, addr, .. })| {
+            let ty = if *addr { quote!(u64) } else { ty.clone() };
+            quote!(let _: &#ty = &#l;)
+        })
+        .collect();
     let n = ptrs.len();
     let n_uses = uses.len();
     let unsafety = &item.sig.unsafety;
@@ -652,6 +794,7 @@ fn host_impl(
                 #(#host_params),*
             ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
                 #(#prep)*
+                #(#slot_checks)*
                 let __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
                 let __cohort_sizes: [usize; #n] = [#(#sizes),*];
                 #[allow(unused_mut)]
@@ -681,6 +824,7 @@ fn host_impl(
                 #(#host_params),*
             ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
                 #(#prep)*
+                #(#slot_checks)*
                 let mut __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
                 let __cohort_uses: [::cohort_runtime::Use<'_>; #n_uses] = [#(#uses),*];
                 // SAFETY: the parameter array matches the entry point's PTX signature, which
@@ -705,7 +849,8 @@ fn host_impl(
 
             /// Looks the kernel up in `module`, checks that its entry was built from the same
             /// declaration as this launcher (parameter count, each parameter's kind, size and
-            /// alignment, cooperative or not), and reads its attributes.
+            /// alignment, cooperative or not), and reads its attributes. The function carries this
+            /// instance's host entry, which the CPU device runs.
             ///
             /// # Errors
             /// If the module has no entry point of this name, or its entry disagrees with this
@@ -713,7 +858,7 @@ fn host_impl(
             /// first difference).
             pub fn load(module: &::cohort_runtime::Module) -> ::core::result::Result<Self, ::cohort_runtime::Error> {
                 ::core::result::Result::Ok(Self {
-                    function: module.kernel(Self::NAME, Self::COOPERATIVE, Self::ABI)?,
+                    function: module.kernel_with_entry(Self::NAME, Self::COOPERATIVE, Self::ABI, #cpu_sym)?,
                     _marker: ::core::marker::PhantomData,
                 })
             }

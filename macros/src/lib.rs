@@ -18,7 +18,9 @@ use proc_macro::TokenStream;
 /// On `nvptx64` it becomes an `extern "ptx-kernel"` entry point named after the function. On the
 /// host it becomes a struct of the same name with `load(&Module)` and a typed `launch` (or
 /// `launch_cooperative`) whose parameters mirror the kernel's, so that a wrong argument is a
-/// compile error.
+/// compile error. The host also gets each entry's twin for the CPU device (hidden,
+/// `__cohort_cpu_<entry>`): it reads the same parameters from a launch's parameter array and runs
+/// the body; `load` hands it to the runtime with the function.
 ///
 /// | kernel parameter | host argument |
 /// |---|---|

@@ -1,8 +1,21 @@
-//! The tour's SAXPY kernel body on the CPU device, fast path, against a plain loop:
-//! `cargo run --release -p cohort --example cpu_saxpy`.
+//! The tour's SAXPY kernel on the CPU device, fast path, four ways, against parallel and
+//! one-thread loops: `cargo run --release -p cohort --example cpu_saxpy [LOG2_N]` (default 24).
+//!
+//! - **body**: the kernel body (`__cohort_kernel_saxpy`) in a closure, arguments built once;
+//! - **entry**: the host entry `#[kernel]` makes for the runtime (`__cohort_cpu_saxpy`), called
+//!   directly, so the compiler may inline it into the engine's thread loop;
+//! - **entry via fn pointer**: the same entry through a `CpuEntry`-typed pointer the compiler
+//!   can't see through, as the runtime calls it (one indirect call per CUDA thread);
+//! - **parallel loop**: the same arithmetic over `available_parallelism` scoped threads, one
+//!   contiguous chunk each (what rayon's `par_iter_mut().zip(..)` does for this memory-bound loop;
+//!   `cohort-cpu`'s `cpu_bench` example measures rayon itself).
+//!
+//! Every variant is checked, every element, against `2 x + y0`. The per-thread overhead is
+//! the time beyond the parallel loop's, divided by the number of CUDA threads.
 
 #![allow(clippy::assign_op_pattern)] // written as the tour writes SAXPY
 
+use std::ffi::c_void;
 use std::time::Instant;
 
 use cohort::prelude::*;
@@ -30,33 +43,158 @@ impl<'a> Out<'a> {
     }
 }
 
-fn main() {
-    let n = 1usize << 24;
-    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    let mut y = vec![1.0f32; n];
+/// A launch's parameter array, as the runtime builds it: one pointer per PTX parameter of the
+/// entry (`a`, then `x`'s address and length, then `y`'s), each to a local of that type.
+struct Params([*mut c_void; 5]);
+// SAFETY: the launch's threads only read the array and the locals it points at, while `main`
+// keeps them alive and waits for the launch.
+unsafe impl Sync for Params {}
+
+/// The type of the runtime's `CpuEntry` (`cohort_runtime::CpuEntry`).
+type CpuEntry = unsafe fn(*const *mut c_void);
+
+/// `saxpy`'s PTX parameters, read once for a whole launch.
+#[derive(Clone, Copy)]
+struct Lowered {
+    a: f32,
+    x: *const f32,
+    x_len: usize,
+    y: *mut f32,
+    y_len: usize,
+}
+// SAFETY: the threads of one launch only rebuild `x` (read-only) and per-thread
+// `DisjointSlice` views of `y` from these, as the kernel's entry does.
+unsafe impl Sync for Lowered {}
+
+/// What a launch-level host entry could be (measured here, not generated): the parameters read
+/// once per launch instead of once per CUDA thread, and the kernel's closure of a known type, so
+/// that `launch_typed` compiles the fast path's thread loop with the body inlined.
+///
+/// # Safety
+/// As `CpuEntry`'s, except that it makes the launch itself.
+unsafe fn saxpy_launch_level(params: *const *mut c_void, spec: &LaunchSpec) -> Result<(), cohort_cpu::CpuError> {
+    // SAFETY: the caller's contract: five pointers, to an `f32`, a `u64`, a `usize`, a `u64`
+    // and a `usize`.
+    let l = unsafe {
+        Lowered {
+            a: (*params).cast::<f32>().read_unaligned(),
+            x: (*params.add(1)).cast::<u64>().read_unaligned() as usize as *const f32,
+            x_len: (*params.add(2)).cast::<usize>().read_unaligned(),
+            y: (*params.add(3)).cast::<u64>().read_unaligned() as usize as *mut f32,
+            y_len: (*params.add(4)).cast::<usize>().read_unaligned(),
+        }
+    };
+    launch_typed(spec, &|| {
+        let l = &l;
+        // SAFETY: `x` is `x_len` live `f32`s nobody writes during the launch (the caller's).
+        let x = unsafe { cohort::abi::slice(l.x, l.x_len) };
+        // SAFETY: `y` is `y_len` `f32`s borrowed for the launch; every thread gets a view.
+        let y = unsafe { cohort::abi::disjoint(l.y, l.y_len) };
+        __cohort_kernel_saxpy(l.a, x, y)
+    })
+}
+
+/// Best of `reps` runs of `run`, each on `y` reset to `y0` first (untimed); then checks every
+/// element of `y` against `2 x + y0`.
+fn measure(name: &str, reps: usize, x: &[f32], y0: &[f32], y: &mut [f32], mut run: impl FnMut(&mut [f32])) -> f64 {
     let mut best = f64::MAX;
-    for _ in 0..5 {
-        let out = Out(y.as_mut_ptr(), n, core::marker::PhantomData);
+    for _ in 0..reps {
+        y.copy_from_slice(y0);
         let t = Instant::now();
-        launch_typed(&LaunchSpec::new((n / 256) as u32, 256u32).fast_path(), &|| {
-            __cohort_kernel_saxpy(2.0, &x, out.view())
-        })
-        .unwrap();
+        run(y);
         best = best.min(t.elapsed().as_secs_f64());
     }
-    let mut best_loop = f64::MAX;
-    for _ in 0..5 {
-        let t = Instant::now();
+    for i in 0..y.len() {
+        assert_eq!(y[i].to_bits(), (2.0 * x[i] + y0[i]).to_bits(), "{name}: element {i}");
+    }
+    best
+}
+
+fn main() {
+    let log2: u32 = std::env::args().nth(1).map_or(24, |s| s.parse().expect("LOG2_N: an integer"));
+    let n = 1usize << log2;
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
+    let y0: Vec<f32> = (0..n).map(|i| (i % 777) as f32).collect();
+    let mut y = y0.clone();
+    let spec = LaunchSpec::new(n.div_ceil(256) as u32, 256u32).fast_path();
+    let reps = 5;
+
+    let body = measure("body", reps, &x, &y0, &mut y, |y| {
+        let out = Out(y.as_mut_ptr(), y.len(), core::marker::PhantomData);
+        launch_typed(&spec, &|| __cohort_kernel_saxpy(2.0, &x, out.view())).unwrap();
+    });
+
+    // The parameter array as the generated launcher builds it: `a`, `x` (address, length),
+    // `y` (address, length).
+    let params = |y: &mut [f32], run: &dyn Fn(&Params)| {
+        let a = 2.0f32;
+        let (x_ptr, x_len) = (x.as_ptr() as u64, x.len());
+        let (y_ptr, y_len) = (y.as_mut_ptr() as u64, y.len());
+        let p = Params([
+            (&raw const a).cast_mut().cast::<c_void>(),
+            (&raw const x_ptr).cast_mut().cast::<c_void>(),
+            (&raw const x_len).cast_mut().cast::<c_void>(),
+            (&raw const y_ptr).cast_mut().cast::<c_void>(),
+            (&raw const y_len).cast_mut().cast::<c_void>(),
+        ]);
+        run(&p);
+    };
+    let entry = measure("entry", reps, &x, &y0, &mut y, |y| {
+        params(y, &|p| {
+            // SAFETY: `p` is `saxpy`'s parameter array, each pointer to a local of its PTX
+            // parameter's type; `x` and `y` live, `y` touched by nothing else meanwhile; called
+            // inside a launch.
+            launch_typed(&spec, &|| unsafe { __cohort_cpu_saxpy(p.0.as_ptr()) }).unwrap();
+        });
+    });
+    let entry_ptr = measure("entry via fn pointer", reps, &x, &y0, &mut y, |y| {
+        let f: CpuEntry = std::hint::black_box(__cohort_cpu_saxpy as CpuEntry);
+        params(y, &|p| {
+            // SAFETY: as above (`f` is `__cohort_cpu_saxpy`).
+            launch_typed(&spec, &|| unsafe { f(p.0.as_ptr()) }).unwrap();
+        });
+    });
+
+    let launch_level = measure("launch-level entry", reps, &x, &y0, &mut y, |y| {
+        params(y, &|p| {
+            // SAFETY: as above.
+            unsafe { saxpy_launch_level(p.0.as_ptr(), &spec) }.unwrap();
+        });
+    });
+
+    let par = measure("parallel loop", reps, &x, &y0, &mut y, |y| {
+        let chunk = n.div_ceil(cores);
+        std::thread::scope(|s| {
+            for (ys, xs) in y.chunks_mut(chunk).zip(x.chunks(chunk)) {
+                s.spawn(move || {
+                    for (yi, xi) in ys.iter_mut().zip(xs) {
+                        *yi = 2.0 * xi + *yi;
+                    }
+                });
+            }
+        });
+    });
+    let one = measure("one-thread loop", reps, &x, &y0, &mut y, |y| {
         for (yi, xi) in y.iter_mut().zip(&x) {
             *yi = 2.0 * xi + *yi;
         }
-        best_loop = best_loop.min(t.elapsed().as_secs_f64());
-    }
-    std::hint::black_box(&y);
-    println!(
-        "SAXPY 2^24 f32: CPU device (fast path, kernel body) {:.1} ms = {:.2} G elements/s; one-thread loop {:.1} ms",
-        best * 1e3,
-        n as f64 / best / 1e9,
-        best_loop * 1e3
-    );
+    });
+
+    println!("SAXPY 2^{log2} f32 on {cores} cores, fast path (Mode::Loop), best of {reps}, every element checked:");
+    let row = |name: &str, t: f64| {
+        let over = (t - par).max(0.0) / n as f64 * 1e9;
+        println!(
+            "  {name:<24} {:>8.2} ms  {:>6.2} G elements/s  {:>5.2}x the parallel loop  {over:>5.2} ns/thread over it",
+            t * 1e3,
+            n as f64 / t / 1e9,
+            par / t
+        );
+    };
+    row("body (closure)", body);
+    row("entry", entry);
+    row("entry via fn pointer", entry_ptr);
+    row("launch-level (proposal)", launch_level);
+    row("parallel loop", par);
+    row("one-thread loop", one);
 }
