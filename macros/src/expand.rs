@@ -857,8 +857,11 @@ fn host_impl(
             /// launcher ([`Error::AbiMismatch`](::cohort_runtime::Error::AbiMismatch), naming the
             /// first difference).
             pub fn load(module: &::cohort_runtime::Module) -> ::core::result::Result<Self, ::cohort_runtime::Error> {
+                // SAFETY: `#cpu_sym` is this instance's host entry, generated from the same
+                // declaration as the PTX entry `Self::NAME` and the ABI record `Self::ABI`.
+                let function = unsafe { module.kernel_with_entry(Self::NAME, Self::COOPERATIVE, Self::ABI, #cpu_sym) }?;
                 ::core::result::Result::Ok(Self {
-                    function: module.kernel_with_entry(Self::NAME, Self::COOPERATIVE, Self::ABI, #cpu_sym)?,
+                    function,
                     _marker: ::core::marker::PhantomData,
                 })
             }

@@ -267,10 +267,15 @@ impl Module {
     /// [`Module::kernel`], with the kernel's host entry `cpu` (generated `load` functions call
     /// this), which runs it on the CPU device.
     ///
+    /// # Safety
+    /// `cpu` must be the host entry `#[kernel]` generated for the entry `name` from the same
+    /// declaration as the ABI record `abi`: the CPU device calls it with the parameter array of
+    /// launches of `name`.
+    ///
     /// # Errors
     /// As [`Module::kernel`].
     #[doc(hidden)]
-    pub fn kernel_with_entry(
+    pub unsafe fn kernel_with_entry(
         &self,
         name: &str,
         cooperative: bool,
