@@ -538,8 +538,9 @@ fn cpu_entry(lowering: &Lowering, entry: &syn::Ident, cfgs: &[&syn::Attribute]) 
         }
     });
     let idents: Vec<&syn::Ident> = params.iter().map(|p| &p.ident).collect();
+    let types: Vec<&TokenStream> = params.iter().map(|p| &p.ty).collect();
     let read = if params.is_empty() {
-        quote!()
+        quote! { let __cohort_slots = __CohortSlots(); }
     } else {
         quote! {
             // SAFETY: the caller's contract (`CpuEntry`'s): `#array` holds one valid pointer per
@@ -547,15 +548,16 @@ fn cpu_entry(lowering: &Lowering, entry: &syn::Ident, cfgs: &[&syn::Attribute]) 
             // (addresses as `u64`). `read_unaligned` copies each value out without needing its
             // alignment; every type read is `Copy` (integers, pointers, `DeviceCopy` values),
             // so the caller keeps its own values untouched.
-            let (#(#idents,)*) = unsafe {
+            let __cohort_slots = unsafe {
                 #(#reads)*
-                (#(#idents,)*)
+                __CohortSlots(#(#idents,)*)
             };
         }
     };
     let doc = format!(
         "The CPU device's entry of `{entry}` (a `cohort_runtime::CpuEntry`): reads its {} PTX parameters from \
-         `{array}`, rebuilds the kernel's arguments and runs the body for the calling CUDA thread.",
+         `{array}` once, then runs the launch `spec` on the CPU engine, each CUDA thread rebuilding the kernel's \
+         arguments and running the body (inlined into the engine's thread loop).",
         params.len()
     );
     quote! {
@@ -566,14 +568,29 @@ fn cpu_entry(lowering: &Lowering, entry: &syn::Ident, cfgs: &[&syn::Attribute]) 
         /// # Safety
         /// As `cohort_runtime::CpuEntry`: the array holds one pointer per PTX parameter of the
         /// entry, in order, each to a value of that parameter's type (addresses as `u64`s of host
-        /// memory valid as the GPU entry requires), and the call is made by a thread of a
-        /// `cohort_cpu` launch (cooperative where the kernel is).
+        /// memory valid as the GPU entry requires, for the whole launch), and `spec` is a launch
+        /// the runtime checked as it checks a GPU launch of this kernel (cooperative where the
+        /// kernel is, its block shape where it declares one).
         #[doc(hidden)]
         #[allow(non_snake_case, dead_code, unused_unsafe, unused_variables, clippy::too_many_arguments)]
-        pub unsafe fn #sym(#array: *const *mut ::core::ffi::c_void) {
+        pub unsafe fn #sym(
+            #array: *const *mut ::core::ffi::c_void,
+            __cohort_spec: &::cohort::__cpu::LaunchSpec,
+        ) -> ::core::result::Result<(), ::cohort::__cpu::CpuError> {
+            /// The launch's parameters, read once, shared by its CUDA threads.
+            #[derive(Clone, Copy)]
+            struct __CohortSlots(#(#types,)*);
+            // SAFETY: the slots are integers, `DeviceCopy` values and addresses; every thread
+            // only copies them out, and what the addresses point at is shared exactly as the
+            // GPU entry's parameters are (the rebuild below is the PTX entry's).
+            unsafe impl ::core::marker::Sync for __CohortSlots {}
             #read
-            #(#rebuild)*
-            #call
+            let __cohort_slots = &__cohort_slots;
+            ::cohort::__cpu::launch_typed(__cohort_spec, &|| {
+                let __CohortSlots(#(#idents,)*) = *__cohort_slots;
+                #(#rebuild)*
+                #call
+            })
         }
     }
 }

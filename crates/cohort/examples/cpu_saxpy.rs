@@ -1,11 +1,11 @@
-//! The tour's SAXPY kernel on the CPU device, fast path, four ways, against parallel and
+//! The tour's SAXPY kernel on the CPU device, fast path, two ways, against parallel and
 //! one-thread loops: `cargo run --release -p cohort --example cpu_saxpy [LOG2_N]` (default 24).
 //!
 //! - **body**: the kernel body (`__cohort_kernel_saxpy`) in a closure, arguments built once;
-//! - **entry**: the host entry `#[kernel]` makes for the runtime (`__cohort_cpu_saxpy`), called
-//!   directly, so the compiler may inline it into the engine's thread loop;
-//! - **entry via fn pointer**: the same entry through a `CpuEntry`-typed pointer the compiler
-//!   can't see through, as the runtime calls it (one indirect call per CUDA thread);
+//! - **entry via fn pointer**: the host entry `#[kernel]` makes for the runtime
+//!   (`__cohort_cpu_saxpy`), through a `CpuEntry`-typed pointer the compiler can't see through,
+//!   as the runtime calls it: it reads the parameters once and runs the launch itself, the body
+//!   inlined into the engine's thread loop;
 //! - **parallel loop**: the same arithmetic over `available_parallelism` scoped threads, one
 //!   contiguous chunk each (what rayon's `par_iter_mut().zip(..)` does for this memory-bound loop;
 //!   `cohort-cpu`'s `cpu_bench` example measures rayon itself).
@@ -51,48 +51,7 @@ struct Params([*mut c_void; 5]);
 unsafe impl Sync for Params {}
 
 /// The type of the runtime's `CpuEntry` (`cohort_runtime::CpuEntry`).
-type CpuEntry = unsafe fn(*const *mut c_void);
-
-/// `saxpy`'s PTX parameters, read once for a whole launch.
-#[derive(Clone, Copy)]
-struct Lowered {
-    a: f32,
-    x: *const f32,
-    x_len: usize,
-    y: *mut f32,
-    y_len: usize,
-}
-// SAFETY: the threads of one launch only rebuild `x` (read-only) and per-thread
-// `DisjointSlice` views of `y` from these, as the kernel's entry does.
-unsafe impl Sync for Lowered {}
-
-/// What a launch-level host entry could be (measured here, not generated): the parameters read
-/// once per launch instead of once per CUDA thread, and the kernel's closure of a known type, so
-/// that `launch_typed` compiles the fast path's thread loop with the body inlined.
-///
-/// # Safety
-/// As `CpuEntry`'s, except that it makes the launch itself.
-unsafe fn saxpy_launch_level(params: *const *mut c_void, spec: &LaunchSpec) -> Result<(), cohort_cpu::CpuError> {
-    // SAFETY: the caller's contract: five pointers, to an `f32`, a `u64`, a `usize`, a `u64`
-    // and a `usize`.
-    let l = unsafe {
-        Lowered {
-            a: (*params).cast::<f32>().read_unaligned(),
-            x: (*params.add(1)).cast::<u64>().read_unaligned() as usize as *const f32,
-            x_len: (*params.add(2)).cast::<usize>().read_unaligned(),
-            y: (*params.add(3)).cast::<u64>().read_unaligned() as usize as *mut f32,
-            y_len: (*params.add(4)).cast::<usize>().read_unaligned(),
-        }
-    };
-    launch_typed(spec, &|| {
-        let l = &l;
-        // SAFETY: `x` is `x_len` live `f32`s nobody writes during the launch (the caller's).
-        let x = unsafe { cohort::abi::slice(l.x, l.x_len) };
-        // SAFETY: `y` is `y_len` `f32`s borrowed for the launch; every thread gets a view.
-        let y = unsafe { cohort::abi::disjoint(l.y, l.y_len) };
-        __cohort_kernel_saxpy(l.a, x, y)
-    })
-}
+type CpuEntry = unsafe fn(*const *mut c_void, &LaunchSpec) -> Result<(), cohort_cpu::CpuError>;
 
 /// Best of `reps` runs of `run`, each on `y` reset to `y0` first (untimed); then checks every
 /// element of `y` against `2 x + y0`.
@@ -140,26 +99,13 @@ fn main() {
         ]);
         run(&p);
     };
-    let entry = measure("entry", reps, &x, &y0, &mut y, |y| {
-        params(y, &|p| {
-            // SAFETY: `p` is `saxpy`'s parameter array, each pointer to a local of its PTX
-            // parameter's type; `x` and `y` live, `y` touched by nothing else meanwhile; called
-            // inside a launch.
-            launch_typed(&spec, &|| unsafe { __cohort_cpu_saxpy(p.0.as_ptr()) }).unwrap();
-        });
-    });
     let entry_ptr = measure("entry via fn pointer", reps, &x, &y0, &mut y, |y| {
         let f: CpuEntry = std::hint::black_box(__cohort_cpu_saxpy as CpuEntry);
         params(y, &|p| {
-            // SAFETY: as above (`f` is `__cohort_cpu_saxpy`).
-            launch_typed(&spec, &|| unsafe { f(p.0.as_ptr()) }).unwrap();
-        });
-    });
-
-    let launch_level = measure("launch-level entry", reps, &x, &y0, &mut y, |y| {
-        params(y, &|p| {
-            // SAFETY: as above.
-            unsafe { saxpy_launch_level(p.0.as_ptr(), &spec) }.unwrap();
+            // SAFETY: `p` is `saxpy`'s parameter array, each pointer to a local of its PTX
+            // parameter's type, alive until the launch returns; `x` and `y` live, `y` touched by
+            // nothing else meanwhile; `spec` is a plain (non-cooperative) launch.
+            unsafe { f(p.0.as_ptr(), &spec) }.unwrap();
         });
     });
 
@@ -192,9 +138,7 @@ fn main() {
         );
     };
     row("body (closure)", body);
-    row("entry", entry);
     row("entry via fn pointer", entry_ptr);
-    row("launch-level (proposal)", launch_level);
     row("parallel loop", par);
     row("one-thread loop", one);
 }

@@ -114,6 +114,10 @@ pub mod thread;
 mod unroll;
 pub mod vec;
 
+/// The CPU engine, for the host entries `#[kernel]` generates (`__cohort_cpu_<entry>`).
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+pub use cohort_cpu as __cpu;
 pub use cohort_macros::{DeviceCopy, contract, kernel};
 pub use copy::DeviceCopy;
 pub use unroll::unroll;

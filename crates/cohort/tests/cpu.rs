@@ -773,8 +773,7 @@ fn cpu_entry_scalar_slice_disjoint_fast_path_and_threads() {
     // SAFETY: `p` is `vector_add`'s parameter array (two slices, then a `DisjointSlice`), each
     // pointer to a local of its PTX parameter's type; the addresses are of live vectors (`out`
     // not otherwise touched until the launch returns); called inside a launch.
-    launch_typed(&LaunchSpec::new(blocks, 256u32).fast_path(), &|| unsafe { __cohort_cpu_vector_add(p.get()) })
-        .unwrap();
+    unsafe { __cohort_cpu_vector_add(p.get(), &LaunchSpec::new(blocks, 256u32).fast_path()) }.unwrap();
     for i in 0..n {
         assert_eq!(out[i], a[i] + b[i], "vector_add element {i}");
     }
@@ -789,7 +788,7 @@ fn cpu_entry_scalar_slice_disjoint_fast_path_and_threads() {
     let (y_ptr, y_len) = raw_parts_mut(&mut y);
     let p = params!(alpha, x_ptr, x_len, y_ptr, y_len);
     // SAFETY: `saxpy::<f32>`'s parameters (an `f32`, a slice, a `DisjointSlice`), as above.
-    launch_typed(&LaunchSpec::new(blocks, 256u32).fast_path(), &|| unsafe { __cohort_cpu_saxpy_f32(p.get()) }).unwrap();
+    unsafe { __cohort_cpu_saxpy_f32(p.get(), &LaunchSpec::new(blocks, 256u32).fast_path()) }.unwrap();
     for i in 0..n {
         assert_eq!(y[i], alpha * x[i] + y0[i], "saxpy_f32 element {i}");
     }
@@ -802,7 +801,7 @@ fn cpu_entry_scalar_slice_disjoint_fast_path_and_threads() {
     let (y_ptr, y_len) = raw_parts_mut(&mut y);
     let p = params!(alpha, x_ptr, x_len, y_ptr, y_len);
     // SAFETY: `saxpy::<f64>`'s parameters, as above.
-    launch(&LaunchSpec::new(blocks, 256u32), &|| unsafe { __cohort_cpu_saxpy_f64(p.get()) }).unwrap();
+    unsafe { __cohort_cpu_saxpy_f64(p.get(), &LaunchSpec::new(blocks, 256u32)) }.unwrap();
     for i in 0..n {
         assert_eq!(y[i], alpha * x[i] + y0[i], "saxpy_f64 element {i}");
     }
@@ -818,7 +817,7 @@ fn cpu_entry_block_reduce_in_shared_memory() {
     let p = params!(d_ptr, d_len, s_ptr, s_len);
     // SAFETY: `block_sum`'s parameters (a slice, a per-block `DisjointSlice`), each pointer to a
     // local of its type, addresses of live vectors; called inside a launch.
-    launch(&LaunchSpec::new(blocks as u32, 256u32), &|| unsafe { __cohort_cpu_block_sum(p.get()) }).unwrap();
+    unsafe { __cohort_cpu_block_sum(p.get(), &LaunchSpec::new(blocks as u32, 256u32)) }.unwrap();
     for (b, s) in sums.iter().enumerate() {
         let part = &d[(b * 256).min(d.len())..((b + 1) * 256).min(d.len())];
         let want_sum: u32 = part.iter().sum();
@@ -833,8 +832,7 @@ fn cpu_entry_block_reduce_in_shared_memory() {
     let (o_ptr, o_len) = raw_parts_mut(&mut out);
     let p = params!(d_ptr, d_len, o_ptr, o_len);
     // SAFETY: `reverse_blocks`'s parameters, as above.
-    launch(&LaunchSpec::new(9u32, 64u32).dynamic_shared(64 * 4), &|| unsafe { __cohort_cpu_reverse_blocks(p.get()) })
-        .unwrap();
+    unsafe { __cohort_cpu_reverse_blocks(p.get(), &LaunchSpec::new(9u32, 64u32).dynamic_shared(64 * 4)) }.unwrap();
     for i in 0..d.len() {
         let (b, t) = (i / 64, i % 64);
         assert_eq!(out[i], d[b * 64 + 63 - t], "element {i}");
@@ -855,8 +853,7 @@ fn cpu_entry_cooperative_grid_sync_and_gridvec() {
     let p = params!(d_ptr, d_len, pub_ptr, pub_len, o_ptr, o_len);
     // SAFETY: `neighbour_sums`'s parameters, each pointer to a local of its type, addresses of
     // live vectors; called inside a cooperative launch, as its grid group requires.
-    launch(&LaunchSpec::new(nb as u32, 128u32).cooperative(), &|| unsafe { __cohort_cpu_neighbour_sums(p.get()) })
-        .unwrap();
+    unsafe { __cohort_cpu_neighbour_sums(p.get(), &LaunchSpec::new(nb as u32, 128u32).cooperative()) }.unwrap();
     for b in 0..nb {
         let theirs = (b + 1) % nb;
         let want: u64 = d.iter().enumerate().filter(|(i, _)| i % nb == theirs).map(|(_, &v)| u64::from(v)).sum();
@@ -876,7 +873,7 @@ fn cpu_entry_cooperative_grid_sync_and_gridvec() {
     let p = params!(b_ptr, b_len, x_ptr, x_len, bar_ptr, iters);
     // SAFETY: `jacobi_1d`'s parameters, as above; `x` and `barrier` are not touched otherwise
     // until the launch returns, which is cooperative.
-    launch(&LaunchSpec::new(4u32, 128u32).cooperative(), &|| unsafe { __cohort_cpu_jacobi_1d(p.get()) }).unwrap();
+    unsafe { __cohort_cpu_jacobi_1d(p.get(), &LaunchSpec::new(4u32, 128u32).cooperative()) }.unwrap();
     let mut want = vec![0f32; n];
     for _ in 0..iters {
         let old = want.clone();
@@ -939,10 +936,7 @@ fn cpu_entry_raw_pointers_struct_scalar_and_append() {
     // SAFETY: `mirror_line`'s parameters, each pointer to a local of its type; `src` and `dst`
     // hold `n` elements (its contract), `dst`, `hits` and `counter` are not touched otherwise
     // until the launch returns; called inside a launch.
-    launch_typed(&LaunchSpec::new(n.div_ceil(128) as u32, 128u32).fast_path(), &|| unsafe {
-        __cohort_cpu_mirror_line(p.get())
-    })
-    .unwrap();
+    unsafe { __cohort_cpu_mirror_line(p.get(), &LaunchSpec::new(n.div_ceil(128) as u32, 128u32).fast_path()) }.unwrap();
     let mut want_hits = Vec::new();
     for i in 0..n {
         let y = line.a * src[i] + line.b;
@@ -966,7 +960,7 @@ fn cpu_entry_kernel_panic_is_an_err_with_file_line_block_thread() {
     let (o_ptr, o_len) = raw_parts(&out);
     let p = params!(o_ptr, o_len);
     // SAFETY: `panics`'s parameters (one slice of atomics), as above; called inside a launch.
-    let err = launch(&LaunchSpec::new(3u32, 32u32), &|| unsafe { __cohort_cpu_panics(p.get()) }).unwrap_err();
+    let err = unsafe { __cohort_cpu_panics(p.get(), &LaunchSpec::new(3u32, 32u32)) }.unwrap_err();
     let CpuError::Panic { block, thread, location, message } = &err else { panic!("{err}") };
     assert_eq!((*block, *thread), (cohort_cpu::Dim3::new(1, 0, 0), cohort_cpu::Dim3::new(5, 0, 0)), "{err}");
     let (file, line, _) = location.clone().unwrap();
