@@ -361,7 +361,7 @@ impl fmt::Debug for Gpu {
     }
 }
 
-fn driver_present() -> bool {
+pub(crate) fn driver_present() -> bool {
     // SAFETY: only tries to open the driver library; no CUDA call is made.
     unsafe { sys::is_culib_present() }
 }

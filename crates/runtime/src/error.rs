@@ -349,13 +349,20 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {
-    /// The driver's error, where the driver reported one.
+    /// The driver's error, where the driver reported one (and a driver is here to describe it:
+    /// cudarc formats its errors through the driver library, so on a machine without one, the
+    /// CPU device's errors have no source); the CPU engine's finding for a CPU device failure.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Driver { code, .. }
             | Error::ModuleLoad { code, .. }
             | Error::Launch { code, .. }
-            | Error::KernelFailed { code, .. } => Some(code),
+            | Error::KernelFailed { code, .. }
+                if crate::device::driver_present() =>
+            {
+                Some(code)
+            }
+            Error::CpuKernel { error, .. } => Some(&**error),
             _ => None,
         }
     }

@@ -65,6 +65,31 @@ pub(crate) struct ModuleInner {
     launch_budget: Option<(crate::budget::LaunchBudget, Vec<String>)>,
     /// The options it was loaded with (the CPU device applies `threads_per_block` itself).
     options: LoadOptions,
+    /// On the CPU device: what its PTX says about every entry (read at the first lookup).
+    cpu_analysis: std::sync::OnceLock<CpuAnalysis>,
+}
+
+/// What the CPU device reads from a module's PTX, once for all its entries.
+struct CpuAnalysis {
+    /// Entries that reach a barrier, collective or `nanosleep`: no fast path.
+    threads: std::collections::HashSet<String>,
+    /// Entries that reach a module variable, and the first one they reach.
+    variables: std::collections::HashMap<String, String>,
+    /// Entries that launch kernels from the device.
+    launching: Vec<String>,
+}
+
+impl CpuAnalysis {
+    fn new(ptx: &PtxModule) -> Self {
+        let text = ptx.ptx;
+        let threads =
+            crate::ptx::entries_where(text, |_, body| crate::cpu::needs_threads(body), crate::cpu::panic_path)
+                .into_iter()
+                .collect();
+        let variables = crate::symbol::entries_using_variables(text, &ptx.kernels());
+        let launching = if ptx.needs_device_runtime() { ptx.device_launching_kernels() } else { Vec::new() };
+        Self { threads, variables, launching }
+    }
 }
 
 // SAFETY: module handles are usable from any thread; `panic_host` is only freed on drop.
@@ -216,6 +241,7 @@ impl Module {
                 vars,
                 launch_budget,
                 options,
+                cpu_analysis: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -567,7 +593,6 @@ impl Function {
     /// it takes the fast path.
     fn new_cpu(module: &Module, name: &str, cooperative: bool) -> Result<Self> {
         let m = &module.inner;
-        let text = m.ptx.ptx;
         if !m.ptx.kernels().contains(&name) {
             return Err(Error::KernelNotFound { name: name.to_string(), crate_name: m.set.crate_name });
         }
@@ -582,18 +607,15 @@ impl Function {
             ptx_version: 0,
             binary_version: 0,
         };
-        let cpu_refusal = if m.ptx.needs_device_runtime() && m.ptx.device_launching_kernels().iter().any(|k| k == name)
-        {
+        let analysis = m.cpu_analysis.get_or_init(|| CpuAnalysis::new(m.ptx));
+        let cpu_refusal = if analysis.launching.iter().any(|k| k == name) {
             Some("launches kernels from the device, which the CPU device does not do".to_string())
         } else {
-            crate::symbol::module_variable_used(text, name).map(|var| {
+            analysis.variables.get(name).map(|var| {
                 format!("uses the module variable `{var}` (constant! / global!), which the CPU device does not have")
             })
         };
-        let cpu_fast_path = !cooperative
-            && !crate::ptx::entries_where(text, |_, body| crate::cpu::needs_threads(body), crate::cpu::panic_path)
-                .iter()
-                .any(|k| k == name);
+        let cpu_fast_path = !cooperative && !analysis.threads.contains(name);
         Ok(Self {
             raw: std::ptr::null_mut(),
             name: Arc::from(name),

@@ -145,16 +145,19 @@ impl KernelVars {
 }
 
 /// The variables `kernel` names, itself or through the functions and kernels it names.
-/// The first `constant!` / `global!` variable of `ptx` that entry `kernel` reaches, if any
-/// (the CPU device refuses such kernels: it has no module variables).
-pub(crate) fn module_variable_used(ptx: &str, kernel: &str) -> Option<String> {
+/// For each of `entries` that reaches a `constant!` / `global!` variable of `ptx`, the first
+/// such variable (the CPU device refuses those kernels: it has no module variables).
+pub(crate) fn entries_using_variables(ptx: &str, entries: &[&str]) -> HashMap<String, String> {
     if !ptx.contains(INIT_PREFIX) {
-        return None;
+        return HashMap::new();
     }
     let vars: Vec<Var> =
         declared(ptx).into_iter().map(|(name, constant)| Var { name, addr: 0, size: 0, constant }).collect();
     let refs = references(ptx, &vars);
-    reachable(&refs, kernel).first().map(|&i| vars[i].name.clone())
+    entries
+        .iter()
+        .filter_map(|&e| reachable(&refs, e).first().map(|&i| (e.to_string(), vars[i].name.clone())))
+        .collect()
 }
 
 fn reachable(refs: &HashMap<String, Refs>, kernel: &str) -> Vec<usize> {
