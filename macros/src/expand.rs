@@ -706,6 +706,19 @@ fn host_impl(
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::MatrixArg<#elem_s>));
                 prep.push(quote!(let (#ptr, #len, #cols): (u64, usize, usize) = ::cohort_runtime::MatrixArg::raw_parts(&#id);));
                 {
+                    // A matrix whose offsets don't fit the parameter's index type (`u32`) is
+                    // refused here; the device would otherwise see it as empty.
+                    let ty_s = subst(&p.ty);
+                    let (pname, tname) = (id.to_string(), p.ty.to_token_stream().to_string());
+                    prep.push(quote! {
+                        if !::cohort::abi::matrix_shape_fits::<#ty_s>(#len, #cols) {
+                            return ::core::result::Result::Err(::cohort_runtime::Error::matrix_too_large(
+                                #entry_str, #pname, #tname, #len, #cols,
+                            ));
+                        }
+                    });
+                }
+                {
                     let u0 = format_ident!("__cohort_{}_use0", id);
                     prep.push(quote!(let [#u0] = ::cohort_runtime::MatrixArg::uses(&#id);));
                     uses.push(quote!(#u0));

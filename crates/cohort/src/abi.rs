@@ -9,7 +9,7 @@
 //! | `p: *const T` / `*mut T` (`unsafe fn` only) | `.u64` pointer | `DevicePtr<T>` / `DevicePtrMut<T>` |
 //! | `grid: GridGroup` (`cooperative` only) | none | none |
 //! | `shape: BlockShape<X, Y, Z>` | none (in the record's header) | none |
-//! | `out: DisjointMatrix<T, L>` | `.u64` pointer, `.u64` rows, `.u64` cols | `MatrixMut<T>` |
+//! | `out: DisjointMatrix<T, L, I>` | `.u64` pointer, `.u64` rows, `.u64` cols | `MatrixMut<T>` |
 
 use crate::copy::DeviceCopy;
 use crate::slice::DisjointSlice;
@@ -100,20 +100,51 @@ pub unsafe fn grid_vec<'a, T>(ptr: *mut T, len: usize, barrier: *mut u32) -> cra
     unsafe { crate::slice::GridVec::from_raw_parts(ptr, len, barrier) }
 }
 
-/// Rebuilds a `DisjointMatrix<T, L>` kernel parameter.
+/// Rebuilds a `DisjointMatrix<T, L, I>` kernel parameter.
+///
+/// A matrix with more elements than `I` can count (`u32`: more than `u32::MAX`) is rebuilt
+/// empty (0 × 0): no thread writes any of it, and `rows()`/`cols()` say 0. (Not a panic: that
+/// would put a call to the panic handler into every kernel with `u32` offsets, which the
+/// classic kernels' PTX check forbids; a host-side check at launch would make it an `Err`.)
 ///
 /// # Safety
-/// As [`DisjointMatrix::from_raw_parts`](crate::matrix::DisjointMatrix::from_raw_parts).
+/// As [`DisjointMatrix::from_raw_parts`](crate::matrix::DisjointMatrix::from_raw_parts), with
+/// `rows * cols` fitting `usize` (what `I` fits is checked here).
 #[inline(always)]
 #[must_use]
-pub unsafe fn disjoint_matrix<'a, T, L: crate::matrix::Layout>(
+pub unsafe fn disjoint_matrix<'a, T, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex>(
     ptr: *mut T,
     rows: usize,
     cols: usize,
-) -> crate::matrix::DisjointMatrix<'a, T, L> {
-    let ptr = if rows == 0 || cols == 0 || size_of::<T>() == 0 { core::ptr::NonNull::dangling().as_ptr() } else { ptr };
-    // SAFETY: forwarded to the caller; `ptr` is non-null (dangling only where no byte is written).
-    unsafe { crate::matrix::DisjointMatrix::from_raw_parts(ptr, rows, cols) }
+) -> crate::matrix::DisjointMatrix<'a, T, L, I> {
+    let (r, c) = I::shape(rows, cols).unwrap_or((I::ZERO, I::ZERO));
+    // Zero-sized elements are written through a dangling (aligned, non-null) pointer; the
+    // test folds away for all other types. No other pointer is replaced: an empty matrix's
+    // (possibly null) one is never written through.
+    let ptr = if size_of::<T>() == 0 { core::ptr::NonNull::dangling().as_ptr() } else { ptr };
+    // SAFETY: forwarded to the caller; `rows * cols` fits `I` (`I::shape`).
+    unsafe { crate::matrix::DisjointMatrix::from_raw_parts(ptr, r, c) }
+}
+
+/// The offset type of a `DisjointMatrix` parameter type, for the host launcher's check.
+pub trait MatrixParam {
+    /// `I` of `DisjointMatrix<T, L, I>`.
+    type Index: crate::matrix::MatrixIndex;
+}
+
+impl<T, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex> MatrixParam
+    for crate::matrix::DisjointMatrix<'_, T, L, I>
+{
+    type Index = I;
+}
+
+/// Whether a `rows × cols` matrix (`rows * cols` fitting `usize`) can be the `DisjointMatrix`
+/// parameter type `M`: every offset fits its `I`. What a host launcher may check before
+/// launching, so that a matrix too large for `u32` offsets is an `Err` rather than the empty
+/// matrix [`disjoint_matrix`] rebuilds.
+#[must_use]
+pub fn matrix_shape_fits<M: MatrixParam>(rows: usize, cols: usize) -> bool {
+    <M::Index as crate::matrix::MatrixIndex>::shape(rows, cols).is_some()
 }
 
 /// Compile-time check that a by-value kernel parameter is `DeviceCopy`.

@@ -7,6 +7,7 @@
 //! | `unsigned` index arithmetic | `Matrix<T, u32>` ([`MatrixIndex`]; `new` checks that every offset fits) |
 //! | a block's tile `a[(r0 + i) * cols + c0 + j]` | [`Matrix::window`]`::<R, C>(r0, c0)` (checked once), then [`Window::load_or`]`(i, j, 0)`: unchecked inside, checked at the edge |
 //! | `out[row * cols + col] = v` (the thread's own element of a 2-D grid) | `DisjointMatrix<T, Cyclic>`: `out.tile(&shape).set(0, 0, v)` |
+//! | `unsigned` output offsets | `DisjointMatrix<T, L, u32>` (a matrix of more than `u32::MAX` elements is refused: the kernel sees it 0 × 0 and writes nothing) |
 //! | `out[col * rows + row] = v` (transposed position) | `DisjointMatrix<T, Transposed<Cyclic>>` |
 //! | a block's tile of C, `TM × TN` per thread | `DisjointMatrix<T, Blocked<TM, TN>>` |
 //! | a block's tile written at the transposed tile position | `DisjointMatrix<T, TransposedTiles<…>>` |
@@ -19,7 +20,6 @@
 //! `rows × cols` are not written.
 
 use core::marker::PhantomData;
-use core::ptr::NonNull;
 
 use crate::raw;
 use crate::shape::BlockShape;
@@ -44,6 +44,12 @@ pub trait MatrixIndex: Copy + Ord + core::fmt::Debug + index_sealed::Sealed + 's
     fn add_wrapping(self, o: Self) -> Self;
     /// `self - o` (callers ensure `o <= self`).
     fn sub(self, o: Self) -> Self;
+    /// `self * o` if it fits.
+    fn checked_mul(self, o: Self) -> Option<Self>;
+    /// `rows` and `cols` as `Self` if every offset below `rows * cols` fits `Self` (callers
+    /// guarantee that `rows * cols` fits `usize`: for `usize` there is nothing to check).
+    #[doc(hidden)]
+    fn shape(rows: usize, cols: usize) -> Option<(Self, Self)>;
 }
 
 mod index_sealed {
@@ -80,6 +86,20 @@ macro_rules! matrix_index {
             fn sub(self, o: Self) -> Self {
                 self - o
             }
+            #[inline(always)]
+            fn checked_mul(self, o: Self) -> Option<Self> {
+                self.checked_mul(o)
+            }
+            #[inline(always)]
+            fn shape(rows: usize, cols: usize) -> Option<(Self, Self)> {
+                if <$t>::BITS >= usize::BITS {
+                    // Lossless, and `rows * cols` fits `usize` (the caller's contract).
+                    return Some((rows as $t, cols as $t));
+                }
+                let (r, c) = (<$t>::try_from(rows).ok()?, <$t>::try_from(cols).ok()?);
+                r.checked_mul(c)?;
+                Some((r, c))
+            }
         }
     )*};
 }
@@ -108,10 +128,9 @@ impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
     #[inline(always)]
     #[must_use]
     pub fn new(data: &'a [T], rows: I, cols: I) -> Option<Self> {
-        match rows.to_usize().checked_mul(cols.to_usize()) {
-            Some(n) if n <= data.len() && !data.is_empty() && I::from_usize(n).is_some() => {
-                Some(Self { data, rows, cols })
-            }
+        // The product in `I` itself: for `u32`, one 32-bit multiply and its high half.
+        match rows.checked_mul(cols) {
+            Some(n) if n.to_usize() <= data.len() && !data.is_empty() => Some(Self { data, rows, cols }),
             _ => None,
         }
     }
@@ -239,10 +258,10 @@ impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> Window<'a, T, R, C, 
     #[must_use]
     pub fn split(self) -> Split<FullWindow<'a, T, R, C, I>, Self> {
         if self.full {
-            // SAFETY: full: (r0, c0) is inside, so its offset (< rows * cols, no overflow in
-            // `I`) is in bounds.
-            let ptr = unsafe { self.m.data.as_ptr().add(self.r0.mul_add_wrapping(self.m.cols, self.c0).to_usize()) };
-            Split::Full(FullWindow { ptr, cols: self.m.cols, _life: PhantomData })
+            // The corner's offset, kept in `I`: each element's is then one more add in `I`
+            // and a single widening (C++'s `a[base + i * cols + j]`), not 64-bit arithmetic.
+            let base = self.r0.mul_add_wrapping(self.m.cols, self.c0);
+            Split::Full(FullWindow { data: self.m.data.as_ptr(), base, cols: self.m.cols, _life: PhantomData })
         } else {
             Split::Edge(self)
         }
@@ -253,7 +272,10 @@ impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> Window<'a, T, R, C, 
 /// one on `(i, j)`, which LLVM removes for indices it can bound).
 #[derive(Debug)]
 pub struct FullWindow<'a, T, const R: usize, const C: usize, I: MatrixIndex = usize> {
-    ptr: *const T,
+    /// The matrix's first element.
+    data: *const T,
+    /// The offset of the window's corner `(r0, c0)`.
+    base: I,
     cols: I,
     _life: PhantomData<&'a [T]>,
 }
@@ -266,11 +288,12 @@ impl<T, const R: usize, const C: usize, I: MatrixIndex> Clone for FullWindow<'_,
 impl<T, const R: usize, const C: usize, I: MatrixIndex> Copy for FullWindow<'_, T, R, C, I> {}
 
 impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullWindow<'a, T, R, C, I> {
-    /// The offset of `(i, j)` from the window's corner: `i * cols + j`, in `I` (it is less
-    /// than the matrix's element count, which fits `I`).
+    /// The offset of window element `(i, j)` in the matrix: `base + i * cols + j`, in `I` (for
+    /// `i < R`, `j < C` it is the offset of matrix element `(r0 + i, c0 + j)`, inside the
+    /// matrix: less than its element count, which fits `I`, so nothing wraps).
     #[inline(always)]
     fn offset(&self, i: usize, j: usize) -> usize {
-        I::truncate(i).mul_add_wrapping(self.cols, I::truncate(j)).to_usize()
+        self.base.add_wrapping(I::truncate(i).mul_add_wrapping(self.cols, I::truncate(j))).to_usize()
     }
 
     /// Element `(i, j)` of the window.
@@ -282,8 +305,9 @@ impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullWindow<'a, T, R,
     #[track_caller]
     pub fn get(&self, i: usize, j: usize) -> Option<&'a T> {
         assert!(i < R && j < C, "matrix window index out of bounds");
-        // SAFETY: the window lies inside the matrix (how `split` made this), (i, j) inside it.
-        Some(unsafe { &*self.ptr.add(self.offset(i, j)) })
+        // SAFETY: the window lies inside the matrix (how `split` made this) and (i, j) inside
+        // the window, so the offset is of an element of the matrix's slice.
+        Some(unsafe { &*self.data.add(self.offset(i, j)) })
     }
 
     /// Element `(i, j)` of the window (`_default` is never needed: the signature matches
@@ -300,7 +324,7 @@ impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullWindow<'a, T, R,
     {
         assert!(i < R && j < C, "matrix window index out of bounds");
         // SAFETY: as in `get`.
-        unsafe { *self.ptr.add(self.offset(i, j)) }
+        unsafe { *self.data.add(self.offset(i, j)) }
     }
 }
 
@@ -435,40 +459,45 @@ impl<L: Layout> Layout for TransposedTiles<L> {
 /// As a `#[kernel]` parameter it is passed from the host as a `MatrixMut` (a mutably borrowed
 /// buffer with its shape, `buffer.as_matrix_mut(rows, cols)?`); the kernel ABI is a pointer, the
 /// rows and the columns. The kernel must also take a [`BlockShape`] (the layout depends on it).
+///
+/// `I` is the type of element offsets: `usize`, or `u32` for CUDA C++'s 32-bit `row * cols +
+/// col` (one multiply-add where `usize` takes three or four instructions). A `u32` matrix has
+/// at most `u32::MAX` elements: a kernel given a larger one sees it empty (0 × 0) and writes
+/// none of it, so no offset can wrap.
 #[derive(Debug)]
-pub struct DisjointMatrix<'a, T, L: Layout = Cyclic> {
-    ptr: NonNull<T>,
-    rows: usize,
-    cols: usize,
+pub struct DisjointMatrix<'a, T, L: Layout = Cyclic, I: MatrixIndex = usize> {
+    ptr: *mut T,
+    rows: I,
+    cols: I,
     _life: PhantomData<(&'a mut [T], L)>,
 }
 
-impl<'a, T, L: Layout> DisjointMatrix<'a, T, L> {
+impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
     /// Wraps device memory.
     ///
     /// # Safety
-    /// `ptr` must be non-null and valid for reads and writes of `rows * cols` elements of `T`
-    /// for `'a` (`rows * cols` not overflowing); nothing else may access that memory meanwhile
-    /// except other threads of the same launch through a `DisjointMatrix` made from the same
-    /// `ptr`, `rows`, `cols` and `L`.
+    /// `ptr` must be valid for reads and writes of `rows * cols` elements of `T` for `'a`
+    /// (any pointer, null included, when that is 0: nothing is then written), `rows * cols` not
+    /// overflowing `I`; nothing else may access that memory meanwhile except other threads of
+    /// the same launch through a `DisjointMatrix` made from the same `ptr`, `rows`, `cols`, `L`
+    /// and `I`.
     #[inline(always)]
     #[must_use]
-    pub unsafe fn from_raw_parts(ptr: *mut T, rows: usize, cols: usize) -> Self {
-        // SAFETY: non-null by the caller's contract.
-        Self { ptr: unsafe { NonNull::new_unchecked(ptr) }, rows, cols, _life: PhantomData }
+    pub const unsafe fn from_raw_parts(ptr: *mut T, rows: I, cols: I) -> Self {
+        Self { ptr, rows, cols, _life: PhantomData }
     }
 
     /// Rows.
     #[inline(always)]
     #[must_use]
-    pub const fn rows(&self) -> usize {
+    pub const fn rows(&self) -> I {
         self.rows
     }
 
     /// Columns (and the row stride).
     #[inline(always)]
     #[must_use]
-    pub const fn cols(&self) -> usize {
+    pub const fn cols(&self) -> I {
         self.cols
     }
 
@@ -482,19 +511,30 @@ impl<'a, T, L: Layout> DisjointMatrix<'a, T, L> {
     pub fn tile<const X: u32, const Y: u32, const Z: u32>(
         &mut self,
         shape: &BlockShape<X, Y, Z>,
-    ) -> ThreadTile<'_, T, L> {
+    ) -> ThreadTile<'_, T, L, I> {
         const {
             assert!(
                 Z == 1,
                 "matrix layouts are for 2-D blocks: threads that differ only in z would write the same elements"
-            )
+            );
+            // With X, Y <= 1024 (`BlockShape`) this keeps every row and column a layout computes
+            // (tile position < 2^32 times a tile edge < 2^31, plus less than 2^31) below 2^63:
+            // no `usize` arithmetic below wraps, so distinct threads keep distinct elements.
+            assert!(
+                L::KR <= 1 << 20 && L::KC <= 1 << 20,
+                "a thread writes at most 2^20 × 2^20 elements of a matrix layout"
+            );
         };
         let (tx, ty) = (shape.x() as usize, shape.y() as usize);
-        let tr = raw::ctaid_y() as usize + raw::nctaid_y() as usize * raw::ctaid_z() as usize;
+        // gridDim.y <= 65535 and blockIdx < gridDim: `tr` < 2^32, computed in 32 bits.
+        let tr = (raw::ctaid_y() + raw::nctaid_y() * raw::ctaid_z()) as usize;
         let tc = raw::ctaid_x() as usize;
         let [r0, dr, c0, dc] = L::place(tx, ty, X as usize, Y as usize, tr, tc);
         // The thread's last row and column (KR, KC >= 1 is not required: then nothing is written).
-        let full = L::KR > 0 && L::KC > 0 && r0 + dr * (L::KR - 1) < self.rows && c0 + dc * (L::KC - 1) < self.cols;
+        let full = L::KR > 0
+            && L::KC > 0
+            && r0 + dr * (L::KR - 1) < self.rows.to_usize()
+            && c0 + dc * (L::KC - 1) < self.cols.to_usize();
         ThreadTile { ptr: self.ptr, rows: self.rows, cols: self.cols, r0, dr, c0, dc, full, _life: PhantomData }
     }
 }
@@ -502,10 +542,10 @@ impl<'a, T, L: Layout> DisjointMatrix<'a, T, L> {
 /// The elements of a [`DisjointMatrix`] one thread writes: `KR × KC` of them (`L::KR`,
 /// `L::KC`), element `(k, l)` at row [`row(k)`](Self::row), column [`col(l)`](Self::col).
 #[derive(Debug)]
-pub struct ThreadTile<'m, T, L: Layout> {
-    ptr: NonNull<T>,
-    rows: usize,
-    cols: usize,
+pub struct ThreadTile<'m, T, L: Layout, I: MatrixIndex = usize> {
+    ptr: *mut T,
+    rows: I,
+    cols: I,
     r0: usize,
     dr: usize,
     c0: usize,
@@ -514,7 +554,7 @@ pub struct ThreadTile<'m, T, L: Layout> {
     _life: PhantomData<(&'m mut [T], L)>,
 }
 
-impl<T, L: Layout> ThreadTile<'_, T, L> {
+impl<T, L: Layout, I: MatrixIndex> ThreadTile<'_, T, L, I> {
     /// The matrix row of this thread's elements `(k, _)`.
     #[inline(always)]
     #[must_use]
@@ -536,6 +576,18 @@ impl<T, L: Layout> ThreadTile<'_, T, L> {
         self.full
     }
 
+    /// The offset of element `(r, c)` if it lies inside the matrix (taken as so in a full tile,
+    /// whose elements all do): `r * cols + c`, computed in `I` (it is less than `rows * cols`,
+    /// which fits `I`).
+    #[inline(always)]
+    fn offset(&self, r: usize, c: usize) -> Option<usize> {
+        if self.full || ((r < self.rows.to_usize()) & (c < self.cols.to_usize())) {
+            Some(I::truncate(r).mul_add_wrapping(self.cols, I::truncate(c)).to_usize())
+        } else {
+            None
+        }
+    }
+
     /// This thread's element `(k, l)`, or `None` if it lies outside the matrix.
     ///
     /// # Panics
@@ -546,15 +598,12 @@ impl<T, L: Layout> ThreadTile<'_, T, L> {
     #[track_caller]
     pub fn get_mut(&mut self, k: usize, l: usize) -> Option<&mut T> {
         assert!(k < L::KR && l < L::KC, "thread tile index out of bounds");
-        let (r, c) = (self.row(k), self.col(l));
-        if self.full || ((r < self.rows) & (c < self.cols)) {
-            // SAFETY: (r, c) is inside the matrix, so r * cols + c < rows * cols; the layout
-            // gives (r, c) to this thread alone (module docs), and the `&mut self` borrow keeps
-            // this thread from holding two references to it.
-            Some(unsafe { &mut *self.ptr.as_ptr().add(r * self.cols + c) })
-        } else {
-            None
-        }
+        let at = self.offset(self.row(k), self.col(l))?;
+        // SAFETY: (r, c) is inside the matrix, so `at` = r * cols + c < rows * cols (no
+        // overflow in `I`: `from_raw_parts`); the layout gives (r, c) to this thread alone
+        // (module docs), and the `&mut self` borrow keeps this thread from holding two
+        // references to it.
+        Some(unsafe { &mut *self.ptr.add(at) })
     }
 
     /// Writes `value` to this thread's element `(k, l)`; `false` (nothing written) if it lies
@@ -567,29 +616,33 @@ impl<T, L: Layout> ThreadTile<'_, T, L> {
     #[track_caller]
     pub fn set(&mut self, k: usize, l: usize, value: T) -> bool {
         assert!(k < L::KR && l < L::KC, "thread tile index out of bounds");
-        let (r, c) = (self.row(k), self.col(l));
-        if self.full || ((r < self.rows) & (c < self.cols)) {
-            // SAFETY: as in `get_mut`: inside the matrix, and this thread's alone.
-            unsafe { self.ptr.as_ptr().add(r * self.cols + c).write(value) };
-            true
-        } else {
-            false
+        match self.offset(self.row(k), self.col(l)) {
+            Some(at) => {
+                // SAFETY: as in `get_mut`: inside the matrix, and this thread's alone.
+                unsafe { self.ptr.add(at).write(value) };
+                true
+            }
+            None => false,
         }
     }
 }
 
-impl<'m, T, L: Layout> ThreadTile<'m, T, L> {
+impl<'m, T, L: Layout, I: MatrixIndex> ThreadTile<'m, T, L, I> {
     /// This thread's tile as a [`FullTile`] (writes without checks) if it lies wholly inside the
     /// matrix, else itself: see [`split!`](crate::split).
     #[inline(always)]
     #[must_use]
-    pub fn split(self) -> Split<FullTile<'m, T, L>, Self> {
-        if self.full {
-            // SAFETY: full: (r0, c0) is inside the matrix, so the offset is in bounds.
-            let ptr = unsafe { self.ptr.as_ptr().add(self.r0 * self.cols + self.c0) };
-            Split::Full(FullTile { ptr, row_step: self.dr * self.cols, dc: self.dc, _life: PhantomData })
-        } else {
-            Split::Edge(self)
+    pub fn split(self) -> Split<FullTile<'m, T, L, I>, Self> {
+        match (self.full, self.offset(self.r0, self.c0)) {
+            (true, Some(at)) => {
+                // SAFETY: full: (r0, c0) is inside the matrix, so `at` is in bounds.
+                let ptr = unsafe { self.ptr.add(at) };
+                // Wrapping in `I`: the offsets made from these (`FullTile::offset`) are
+                // differences of in-bounds offsets, so they come out exact.
+                let row_step = I::truncate(self.dr).mul_add_wrapping(self.cols, I::ZERO);
+                Split::Full(FullTile { ptr, row_step, dc: I::truncate(self.dc), _life: PhantomData })
+            }
+            _ => Split::Edge(self),
         }
     }
 }
@@ -597,16 +650,27 @@ impl<'m, T, L: Layout> ThreadTile<'m, T, L> {
 /// A thread's tile known to lie inside its matrix: writes without checks (but the constant one
 /// on `(k, l)`).
 #[derive(Debug)]
-pub struct FullTile<'m, T, L: Layout> {
+pub struct FullTile<'m, T, L: Layout, I: MatrixIndex = usize> {
     /// This thread's element (0, 0).
     ptr: *mut T,
     /// Elements from one of its rows to the next (`dr * cols`).
-    row_step: usize,
-    dc: usize,
+    row_step: I,
+    dc: I,
     _life: PhantomData<(&'m mut [T], L)>,
 }
 
-impl<T, L: Layout> FullTile<'_, T, L> {
+impl<T, L: Layout, I: MatrixIndex> FullTile<'_, T, L, I> {
+    /// The offset of element `(k, l)` from element `(0, 0)`: `row(k) * cols + col(l)` minus
+    /// `row(0) * cols + col(0)`, both offsets inside the matrix, so the difference computed in
+    /// `I` (wrapping) is exact.
+    #[inline(always)]
+    fn offset(&self, k: usize, l: usize) -> usize {
+        I::truncate(k)
+            .mul_add_wrapping(self.row_step, I::ZERO)
+            .add_wrapping(I::truncate(l).mul_add_wrapping(self.dc, I::ZERO))
+            .to_usize()
+    }
+
     /// This thread's element `(k, l)`.
     ///
     /// # Panics
@@ -618,7 +682,7 @@ impl<T, L: Layout> FullTile<'_, T, L> {
         assert!(k < L::KR && l < L::KC, "thread tile index out of bounds");
         // SAFETY: the whole tile lies inside the matrix (how `split` made this) and is this
         // thread's alone (the layout); `&mut self` keeps one reference at a time.
-        Some(unsafe { &mut *self.ptr.add(k * self.row_step + l * self.dc) })
+        Some(unsafe { &mut *self.ptr.add(self.offset(k, l)) })
     }
 
     /// Writes this thread's element `(k, l)`; always `true` (the signature matches
@@ -631,7 +695,48 @@ impl<T, L: Layout> FullTile<'_, T, L> {
     pub fn set(&mut self, k: usize, l: usize, value: T) -> bool {
         assert!(k < L::KR && l < L::KC, "thread tile index out of bounds");
         // SAFETY: as in `get_mut`.
-        unsafe { self.ptr.add(k * self.row_step + l * self.dc).write(value) };
+        unsafe { self.ptr.add(self.offset(k, l)).write(value) };
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Matrix, MatrixIndex};
+
+    #[test]
+    fn u32_shapes_fit_or_are_refused() {
+        // Every offset below rows * cols must fit u32: 2^16 × 2^16 = 2^32 does not.
+        assert_eq!(u32::shape(1 << 16, (1 << 16) - 1), Some((1 << 16, (1 << 16) - 1)));
+        assert_eq!(u32::shape(1 << 16, 1 << 16), None);
+        assert_eq!(u32::shape(u32::MAX as usize, 1), Some((u32::MAX, 1)));
+        assert_eq!(u32::shape(u32::MAX as usize, 2), None);
+        // A side past u32::MAX is refused even with no element at all.
+        assert_eq!(u32::shape(1 << 32, 0), None);
+        assert_eq!(u32::shape(0, 1 << 32), None);
+        assert_eq!(u32::shape(0, 0), Some((0, 0)));
+        // usize offsets: the caller guarantees rows * cols fits usize.
+        assert_eq!(usize::shape(1 << 40, 1 << 20), Some((1 << 40, 1 << 20)));
+        // What a host launcher can check, by parameter type.
+        use super::{Cyclic, DisjointMatrix};
+        use crate::abi::matrix_shape_fits;
+        assert!(matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(65535, 65537));
+        assert!(!matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(65536, 65536));
+        assert!(matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic>>(65536, 65536));
+    }
+
+    #[test]
+    fn u32_matrix_new_checks_the_product_in_u32() {
+        let data = [1.0f32; 12];
+        assert!(Matrix::new(&data[..], 3u32, 4u32).is_some());
+        assert!(Matrix::new(&data[..], 4u32, 4u32).is_none());
+        // 2^16 × 2^16 wraps to 0 in u32: refused, not taken for an empty matrix.
+        assert!(Matrix::new(&data[..], 1u32 << 16, 1u32 << 16).is_none());
+        assert!(Matrix::new(&data[..0], 0u32, 0u32).is_none());
+        let m = Matrix::new(&data[..], 3u32, 4u32).unwrap();
+        assert_eq!(m.load_or(2, 3, -1.0), 1.0);
+        assert_eq!(m.load_or(3, 0, -1.0), -1.0);
+        assert_eq!(m.load_or(0, 4, -1.0), -1.0);
+        assert_eq!(m.load_or(u32::MAX, u32::MAX, -1.0), -1.0);
     }
 }

@@ -348,6 +348,18 @@ impl fmt::Display for Error {
     }
 }
 
+impl Error {
+    /// The launcher's refusal of a matrix too large for its parameter's offset type.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn matrix_too_large(kernel: &str, param: &str, ty: &str, rows: usize, cols: usize) -> Self {
+        Error::Argument(format!(
+            "kernel `{kernel}`: parameter `{param}` is a {rows} x {cols} matrix, too large for the offsets of its \
+             type `{ty}` (its sides and element count must fit them); declare it with usize offsets"
+        ))
+    }
+}
+
 impl std::error::Error for Error {
     /// The driver's error, where the driver reported one (and a driver is here to describe it:
     /// cudarc formats its errors through the driver library, so on a machine without one, the

@@ -139,11 +139,15 @@ pub fn run(args: Args) -> CliResult {
     let flops = 2.0 * (g as f64).powi(3);
     let (a_ptr, b_ptr) = (da.as_device_ptr().addr(), db.as_device_ptr().addr());
     let g32 = k::sgemm_tiled32::load(&module)?;
+    let g32w = k::sgemm_tiled32_windows::load(&module)?;
     let g128 = k::sgemm_128x128::load(&module)?;
-    for (name, big, cpp) in [
-        ("SGEMM 32×32 shared tiles", false, "cpp_sgemm_tiled32"),
-        ("SGEMM 128×128 tile, BK 8, 8×8/thread", true, "cpp_sgemm_128x128"),
+    // (row name, which Rust kernel: 0 `sgemm_tiled32`, 1 its window-pair form, 2 `sgemm_128x128`)
+    for (name, which, cpp) in [
+        ("SGEMM 32×32 shared tiles", 0, "cpp_sgemm_tiled32"),
+        ("SGEMM 32×32 shared tiles, window-pair loads", 1, "cpp_sgemm_tiled32"),
+        ("SGEMM 128×128 tile, BK 8, 8×8/thread", 2, "cpp_sgemm_128x128"),
     ] {
+        let big = which == 2;
         let cfg = if big {
             LaunchConfig::new((g as u32 / 128, g as u32 / 128), (16, 16))
         } else {
@@ -155,10 +159,10 @@ pub fn run(args: Args) -> CliResult {
             Phase::Run => {
                 let m = c_rust.as_matrix_mut(g, g)?;
                 let gg = g as u32;
-                if big {
-                    g128.launch(s, cfg, &da, &db, gg, gg, gg, m)
-                } else {
-                    g32.launch(s, cfg, &da, &db, gg, gg, gg, m)
+                match which {
+                    0 => g32.launch(s, cfg, &da, &db, gg, gg, gg, m),
+                    1 => g32w.launch(s, cfg, &da, &db, gg, gg, gg, m),
+                    _ => g128.launch(s, cfg, &da, &db, gg, gg, gg, m),
                 }
             }
         })?;

@@ -1,0 +1,237 @@
+//! `DisjointMatrix<T, L, u32>`, the 32-bit offsets of the classic kernels' outputs: every layout
+//! writes the elements it writes with `usize` offsets (each by the one thread its layout
+//! names, none outside), through `set` and through `split!`'s full tiles; a matrix whose
+//! offsets would not fit `u32` is refused before any write; and the classic kernels, whose
+//! outputs have `u32` offsets, are right at whole tiles (every block on its unchecked path)
+//! and at ragged sizes (edge blocks checked), against CPU references.
+
+use cohort_kernels::classic as ck;
+use cohort_runtime::LaunchConfig;
+use cohort_test_kernels::matrix_u32 as k;
+use cohort_tests::{Context, Ctx, TestResult, check_all, check_all_by, ensure, gpu_trial, rng};
+use libtest_mimic::Trial;
+use rand::Rng;
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        gpu_trial("classic_shapes_u32_layouts_write_their_own_elements", layouts),
+        gpu_trial("classic_shapes_kernels_at_whole_and_ragged_sizes", classic),
+        gpu_trial("classic_shapes_u32_matrix_too_large_is_refused", too_large),
+    ]
+}
+
+/// Who writes element `(r, c)` under each test layout (blocks of 8 × 4): the layout's
+/// definition read backwards, `(by, bx, ty, tx, k, l)` (as in `shapes.rs`).
+fn writer(layout: usize, r: usize, c: usize) -> [usize; 6] {
+    match layout {
+        // Cyclic<2, 3>: tiles of 8 × 24; rows ty + 4k, columns tx + 8l.
+        0 => [r / 8, c / 24, (r % 8) % 4, (c % 24) % 8, (r % 8) / 4, (c % 24) / 8],
+        // Blocked<3, 2>: tiles of 12 × 16; rows 3ty + k, columns 2tx + l.
+        1 => [r / 12, c / 16, (r % 12) / 3, (c % 16) / 2, (r % 12) % 3, (c % 16) % 2],
+        // Transposed<Cyclic<2, 1>>: (r, c) is Cyclic<2, 1>'s (c, r); its k is this tile's l.
+        2 => [c / 8, r / 8, (c % 8) % 4, r % 8, 0, (c % 8) / 4],
+        // TransposedTiles<Blocked<2, 2>>: tiles of 8 × 16 at tile position (bx, by).
+        _ => [c / 16, r / 8, (r % 8) / 2, (c % 16) / 2, (r % 8) % 2, c % 16 % 2],
+    }
+}
+
+fn launch(
+    c: &Ctx,
+    layout: usize,
+    s: &cohort_runtime::Stream,
+    cfg: LaunchConfig,
+    m: cohort_runtime::MatrixMut<'_, u32>,
+) -> TestResult {
+    match layout {
+        0 => k::u32_layout_cyclic::load(&c.tests).ctx("load")?.launch(s, cfg, m),
+        1 => k::u32_layout_blocked::load(&c.tests).ctx("load")?.launch(s, cfg, m),
+        2 => k::u32_layout_transposed::load(&c.tests).ctx("load")?.launch(s, cfg, m),
+        _ => k::u32_layout_transposed_tiles::load(&c.tests).ctx("load")?.launch(s, cfg, m),
+    }
+    .ctx("launch")
+}
+
+fn layouts(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    // Whole tiles (every thread's tile full: `split!`'s unchecked path) and ragged sizes (edge
+    // tiles checked per element), with grids larger than the matrix: the extra blocks'
+    // elements lie outside and are not written.
+    let whole: [(u32, u32); 4] = [(4, 6), (6, 4), (6, 12), (6, 6)];
+    let ragged: [(u32, u32); 4] = [(4, 6), (5, 5), (8, 8), (6, 5)];
+    for (rows, cols, grids) in [(48usize, 96usize, whole), (37, 50, ragged)] {
+        for (layout, grid) in grids.into_iter().enumerate() {
+            let mut out = c.gpu.upload(&vec![u32::MAX; rows * cols + 40]).ctx("alloc")?;
+            let m = out.as_matrix_mut(rows, cols).ctx("matrix")?;
+            launch(c, layout, &s, LaunchConfig::new(grid, (8, 4)), m)?;
+            let mut want = vec![u32::MAX; rows * cols + 40];
+            for r in 0..rows {
+                for col in 0..cols {
+                    let [by, bx, ty, tx, kk, l] = writer(layout, r, col);
+                    want[r * cols + col] = ((by as u32) << 24)
+                        | ((bx as u32) << 16)
+                        | ((ty as u32) << 12)
+                        | ((tx as u32) << 6)
+                        | ((kk as u32) << 3)
+                        | l as u32;
+                }
+            }
+            let what = format!("u32 layout {layout}, {rows} × {cols}, grid {grid:?}: each element's writer");
+            check_all(&what, &out.to_vec().ctx("read")?, &want)?;
+        }
+    }
+    Ok(())
+}
+
+/// A `u32`-offset matrix whose sides or element count don't fit `u32` is refused at launch
+/// with an `Err` naming the kernel, the parameter and the shape, and nothing is written; one of
+/// exactly `u32::MAX` elements is used whole. Run for each shape by one block of `Cyclic<2, 3>`
+/// writers: what each thread sees and wrote.
+fn too_large(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let kern = k::u32_matrix_seen::load(&c.tests).ctx("load")?;
+    let marks: Vec<u64> = (0..32u64).map(|i| 0xdead_0000 + i).collect();
+    let mut seen = c.gpu.upload(&marks).ctx("alloc")?;
+    // Small buffers first: sides past u32::MAX with no element (`as_matrix_mut` accepts them
+    // for any buffer), then a small matrix for comparison.
+    let mut small = c.gpu.upload(&[7u8; 15]).ctx("alloc")?;
+    for (rows, cols) in [(1usize << 32, 0usize), (0, 1 << 32), (1 << 33, 0)] {
+        let m = small.as_matrix_mut(rows, cols).ctx("matrix")?;
+        let r = kern.launch(&s, LaunchConfig::new(1u32, (8, 4)), m, &mut seen);
+        let e = expect_err(&format!("a {rows} × {cols} matrix with u32 offsets"), r)?;
+        let text = e.to_string();
+        ensure(
+            text.contains("u32_matrix_seen") && text.contains("`out`") && text.contains(&format!("{rows} x {cols}")),
+            || format!("the refusal names the kernel, the parameter and the shape: {text}"),
+        )?;
+        check_all(&format!("{rows} × {cols}: `seen` after the refusal"), &seen.to_vec().ctx("read")?, &marks)?;
+        check_all(&format!("{rows} × {cols}: the buffer after the refusal"), &small.to_vec().ctx("read")?, &[7u8; 15])?;
+    }
+    let m = small.as_matrix_mut(3, 5).ctx("matrix")?;
+    kern.launch(&s, LaunchConfig::new(1u32, (8, 4)), m, &mut seen).ctx("launch 3 × 5")?;
+    check_all("3 × 5: rows, cols and writes each thread saw", &seen.to_vec().ctx("read")?, &seen_by_block0(3, 5))?;
+    check_all("3 × 5: the buffer after", &small.to_vec().ctx("read")?, &[1u8; 15])?;
+    if c.is_cpu() {
+        // The 4 GiB case needs 4 GiB of host memory on the CPU device: GPU only.
+        return Ok(());
+    }
+    // A 4 GiB buffer: 65536 × 65536 (2^32 elements, one past u32 offsets) is refused;
+    // 65535 × 65537 (u32::MAX elements) is used whole.
+    let mut big = c.gpu.zeroed::<u8>(1 << 32).ctx("alloc 4 GiB")?;
+    let m = big.as_matrix_mut(1 << 16, 1 << 16).ctx("matrix")?;
+    expect_err(
+        "a 65536 × 65536 matrix with u32 offsets",
+        kern.launch(&s, LaunchConfig::new(1u32, (8, 4)), m, &mut seen),
+    )?;
+    let (rows, cols) = (65535, 65537);
+    let m = big.as_matrix_mut(rows, cols).ctx("matrix")?;
+    kern.launch(&s, LaunchConfig::new(1u32, (8, 4)), m, &mut seen).ctx("launch")?;
+    check_all(
+        &format!("{rows} × {cols}: rows, cols and writes each thread saw"),
+        &seen.to_vec().ctx("read")?,
+        &seen_by_block0(rows, cols),
+    )
+}
+
+/// The error `r` must be, or a failure saying `what` was accepted.
+fn expect_err<T>(what: &str, r: cohort_runtime::Result<T>) -> Result<cohort_runtime::Error, String> {
+    match r {
+        Ok(_) => Err(format!("{what} was accepted")),
+        Err(e) => Ok(e),
+    }
+}
+
+/// What `u32_matrix_seen`'s block 0 reports for a `rows × cols` matrix: 0 × 0 and no write
+/// past `u32` offsets, else the shape and how many of each thread's elements (rows `ty + 4k`,
+/// columns `tx + 8l`) lie inside.
+fn seen_by_block0(rows: usize, cols: usize) -> Vec<u64> {
+    let fits = rows <= u32::MAX as usize
+        && cols <= u32::MAX as usize
+        && rows.checked_mul(cols).is_some_and(|n| n <= u32::MAX as usize);
+    let (rows, cols) = if fits { (rows, cols) } else { (0, 0) };
+    (0..32)
+        .map(|t| {
+            let (tx, ty) = (t % 8, t / 8);
+            let wrote = (0..2).filter(|k| ty + 4 * k < rows).count() * (0..3).filter(|l| tx + 8 * l < cols).count();
+            ((rows as u64) << 40) | ((cols as u64) << 8) | wrote as u64
+        })
+        .collect()
+}
+
+/// The classic kernels (`cohort_kernels::classic`) at whole tiles and at ragged sizes, every
+/// element against a CPU reference; past-the-matrix elements stay untouched.
+fn classic(c: &Ctx) -> TestResult {
+    let mut r = rng("classic_shapes");
+    let s = c.gpu.new_stream().ctx("stream")?;
+    for (rows, cols) in [(64usize, 96usize), (45, 77)] {
+        let input: Vec<f32> = (0..rows * cols).map(|_| r.random_range(-1.0f32..1.0)).collect();
+        let din = c.gpu.upload(&input).ctx("up")?;
+        let want: Vec<f32> = (0..cols * rows).map(|i| input[(i % rows) * cols + i / rows]).collect();
+        let cfg = LaunchConfig::new((cols.div_ceil(32) as u32, rows.div_ceil(32) as u32), (32, 8));
+        for tiled in [false, true] {
+            let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
+            let m = out.as_matrix_mut(cols, rows).ctx("matrix")?;
+            let (rr, cc) = (rows as u32, cols as u32);
+            if tiled {
+                ck::transpose_tiled::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rr, cc, m)
+            } else {
+                ck::transpose_naive::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rr, cc, m)
+            }
+            .ctx("launch")?;
+            let got = out.to_vec().ctx("read")?;
+            check_all(&format!("transpose {rows} × {cols} (tiled: {tiled})"), &got[..rows * cols], &want)?;
+            ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || "transpose wrote past the matrix".into())?;
+        }
+    }
+    for (m, n, kk) in [(256usize, 128usize, 96usize), (200, 136, 50), (33, 31, 7)] {
+        let a: Vec<f32> = (0..m * kk).map(|_| r.random_range(-1.0f32..1.0)).collect();
+        let b: Vec<f32> = (0..kk * n).map(|_| r.random_range(-1.0f32..1.0)).collect();
+        let (da, db) = (c.gpu.upload(&a).ctx("up")?, c.gpu.upload(&b).ctx("up")?);
+        let want: Vec<f32> = (0..m * n)
+            .map(|i| (0..kk).map(|q| a[(i / n) * kk + q] as f64 * b[q * n + i % n] as f64).sum::<f64>() as f32)
+            .collect();
+        for which in 0..3 {
+            let mut out = c.gpu.upload(&vec![f32::NAN; m * n + 5]).ctx("alloc")?;
+            let mm = out.as_matrix_mut(m, n).ctx("matrix")?;
+            let (m32, n32, k32) = (m as u32, n as u32, kk as u32);
+            let cfg32 = LaunchConfig::new((n.div_ceil(32) as u32, m.div_ceil(32) as u32), (32, 32));
+            match which {
+                0 => ck::sgemm_tiled32::load(&c.module).ctx("load")?.launch(&s, cfg32, &da, &db, m32, n32, k32, mm),
+                1 => ck::sgemm_tiled32_windows::load(&c.module)
+                    .ctx("load")?
+                    .launch(&s, cfg32, &da, &db, m32, n32, k32, mm),
+                _ => {
+                    let cfg = LaunchConfig::new((n.div_ceil(128) as u32, m.div_ceil(128) as u32), (16, 16));
+                    ck::sgemm_128x128::load(&c.module).ctx("load")?.launch(&s, cfg, &da, &db, m32, n32, k32, mm)
+                }
+            }
+            .ctx("launch")?;
+            let got = out.to_vec().ctx("read")?;
+            let name = ["sgemm_tiled32", "sgemm_tiled32_windows", "sgemm_128x128"][which];
+            check_all_by(&format!("{name} {m} × {n} × {kk}"), &got[..m * n], &want, |g, w| {
+                (g - w).abs() <= 1e-4 * (1.0 + w.abs())
+            })?;
+            ensure(got[m * n..].iter().all(|v| v.is_nan()), || format!("{name} wrote past the matrix"))?;
+        }
+    }
+    for nn in [64usize, 50] {
+        let u: Vec<f32> = (0..nn * nn).map(|_| r.random_range(0.0f32..1.0)).collect();
+        let du = c.gpu.upload(&u).ctx("up")?;
+        let mut out = c.gpu.upload(&vec![f32::NAN; nn * nn + 5]).ctx("alloc")?;
+        let cfg = LaunchConfig::new((nn.div_ceil(32) as u32, nn.div_ceil(8) as u32), (32, 8));
+        ck::jacobi_step::load(&c.module)
+            .ctx("load")?
+            .launch(&s, cfg, &du, nn as u32, out.as_matrix_mut(nn, nn).ctx("m")?)
+            .ctx("launch")?;
+        let mut want = u.clone();
+        for y in 1..nn - 1 {
+            for x in 1..nn - 1 {
+                want[y * nn + x] =
+                    0.25 * (u[(y - 1) * nn + x] + u[(y + 1) * nn + x] + u[y * nn + x - 1] + u[y * nn + x + 1]);
+            }
+        }
+        let got = out.to_vec().ctx("read")?;
+        check_all(&format!("Jacobi step {nn}²"), &got[..nn * nn], &want)?;
+        ensure(got[nn * nn..].iter().all(|v| v.is_nan()), || "Jacobi wrote past the grid".into())?;
+    }
+    Ok(())
+}
