@@ -1,9 +1,23 @@
 //! Shared helpers of Cohort's integration tests.
 //!
-//! GPU tests run through [`gpu_trial`]: with a GPU they run and check every element against a
-//! CPU reference; without one (no driver, no device) they report themselves **ignored, with
-//! the reason**, never passed. A GPU that is present but fails (module load, driver error)
-//! fails the test.
+//! The device tests (`tests/gpu`) run through [`gpu_trial`] on one device, chosen once when the
+//! trial list is built:
+//!
+//! - a GPU when one is present (`COHORT_DEVICE` picks which, default 0);
+//! - the CPU device ([`Gpu::cpu`], kernels run on this machine's cores by `cohort-cpu`) when
+//!   there is none (no driver, or no device);
+//! - or as [`TEST_DEVICE_VAR`] says: `COHORT_TEST_DEVICE=cpu` runs them on the CPU device even
+//!   with a GPU present, `=gpu` only on a GPU (without one they report themselves ignored, with
+//!   the reason), `=auto` (or unset) as above. `COHORT_DEVICE=cpu` (the runtime's way of asking
+//!   for the CPU device, `Gpu::any`) means `cpu` too.
+//!
+//! Each trial is labelled with its device (`[cpu] thread_indices_1d`, `[gpu] …`). Every test
+//! checks every element against a CPU reference on either device; [`Ctx::pick`] gives a test a
+//! smaller size on the CPU device. Tests of what only a GPU has (timing, occupancy, PTX, traps
+//! that end a CUDA context, graphs, several GPUs, NCCL, …) are [`gpu_only_trial`]s and
+//! [`gpus_trial`]s: on the CPU device they report themselves **ignored, with the reason**,
+//! never passed. A device that is present but fails to set up (module load, driver error)
+//! fails every test.
 
 use std::sync::OnceLock;
 
@@ -12,9 +26,12 @@ use libtest_mimic::{Completion, Failed, Trial};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
-/// The GPU every test shares, with the kernel modules loaded.
+/// The environment variable that picks the device tests' device: `cpu`, `gpu` or `auto`.
+pub const TEST_DEVICE_VAR: &str = "COHORT_TEST_DEVICE";
+
+/// The device that every test shares, with the kernel modules loaded.
 pub struct Ctx {
-    /// Device 0 (or `COHORT_DEVICE`), primary context.
+    /// The device: a GPU (device 0 or `COHORT_DEVICE`, primary context) or the CPU device.
     pub gpu: Gpu,
     /// `cohort_kernels::PTX`, loaded.
     pub module: Module,
@@ -22,85 +39,204 @@ pub struct Ctx {
     pub tests: Module,
 }
 
+impl Ctx {
+    /// Whether the tests run on the CPU device.
+    #[must_use]
+    pub fn is_cpu(&self) -> bool {
+        self.gpu.is_cpu()
+    }
+
+    /// `gpu` on a GPU, `cpu` on the CPU device: a size (elements, blocks, rounds) that keeps
+    /// a test quick on the CPU while it still checks every element it computes.
+    #[must_use]
+    pub fn pick<T>(&self, gpu: T, cpu: T) -> T {
+        if self.is_cpu() { cpu } else { gpu }
+    }
+}
+
+/// Which device the device tests run on, decided without opening it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TestDevice {
+    /// A GPU (it is opened, and the modules loaded, by the first test).
+    Gpu,
+    /// The CPU device, and why (no GPU here, or asked for).
+    Cpu(String),
+    /// No device to run on (`COHORT_TEST_DEVICE=gpu` without a GPU): tests are ignored with
+    /// this reason.
+    Absent(String),
+    /// `COHORT_TEST_DEVICE` (or `COHORT_DEVICE`) holds something else: tests fail with this.
+    Invalid(String),
+}
+
+impl TestDevice {
+    /// The label of the trials that run on this device.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        if matches!(self, TestDevice::Cpu(_)) { "cpu" } else { "gpu" }
+    }
+}
+
+/// The choice from the variables' values and, only when needed, how many GPUs there are
+/// (`count` is called at most once).
+fn choose(test_device: Option<&str>, device: Option<&str>, count: impl FnOnce() -> Result<usize, Error>) -> TestDevice {
+    let auto = |count: Result<usize, Error>, forced_gpu: bool| match count {
+        Ok(n) if n > 0 => TestDevice::Gpu,
+        Ok(_) if forced_gpu => TestDevice::Absent(format!("{TEST_DEVICE_VAR}=gpu, but the driver sees no GPU")),
+        Ok(_) => TestDevice::Cpu("no GPU here (the driver sees none)".into()),
+        Err(e) if forced_gpu => TestDevice::Absent(format!("{TEST_DEVICE_VAR}=gpu, but no GPU: {e}")),
+        Err(e @ (Error::NoDriver | Error::NoDevice { .. })) => TestDevice::Cpu(format!("no GPU here: {e}")),
+        // Any other failure is the GPU's to report: setting it up fails every test.
+        Err(_) => TestDevice::Gpu,
+    };
+    let device_is_cpu = device.is_some_and(|v| v.trim().eq_ignore_ascii_case("cpu"));
+    match test_device.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        Some("cpu") => TestDevice::Cpu(format!("{TEST_DEVICE_VAR}=cpu")),
+        Some("gpu") if device_is_cpu => {
+            TestDevice::Invalid(format!("{TEST_DEVICE_VAR}=gpu and COHORT_DEVICE=cpu contradict each other"))
+        }
+        Some("gpu") => auto(count(), true),
+        None | Some("" | "auto") if device_is_cpu => TestDevice::Cpu("COHORT_DEVICE=cpu".into()),
+        None | Some("" | "auto") => auto(count(), false),
+        Some(other) => TestDevice::Invalid(format!(
+            "{TEST_DEVICE_VAR}={other} is not a device: set it to `cpu`, `gpu` or `auto` (a GPU if there is one, \
+             else the CPU device), or unset it"
+        )),
+    }
+}
+
+/// The device the device tests run on: decided once, from [`TEST_DEVICE_VAR`], `COHORT_DEVICE`
+/// and whether the driver sees a GPU (no context is created, no module loaded).
+pub fn test_device() -> &'static TestDevice {
+    static DEVICE: OnceLock<TestDevice> = OnceLock::new();
+    DEVICE.get_or_init(|| {
+        let var = |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+        choose(var(TEST_DEVICE_VAR).as_deref(), var("COHORT_DEVICE").as_deref(), Gpu::count)
+    })
+}
+
 enum Setup {
     Ready(Ctx),
-    /// No GPU here: tests are ignored with this reason.
+    /// No device to run on: tests are ignored with this reason.
     Absent(String),
-    /// A GPU is here but setting up failed: tests fail with this.
+    /// A device is here but setting up failed: tests fail with this.
     Broken(String),
 }
 
 fn setup() -> &'static Setup {
     static SETUP: OnceLock<Setup> = OnceLock::new();
-    SETUP.get_or_init(|| match Gpu::from_env() {
-        Err(e @ (Error::NoDriver | Error::NoDevice { .. })) => Setup::Absent(format!("no GPU: {e}")),
-        Err(e) => Setup::Broken(e.to_string()),
-        Ok(gpu) => {
-            let loaded = gpu.load(&cohort_kernels::PTX).and_then(|module| {
-                let opts = cohort_runtime::LoadOptions::new().threads_per_block(512);
-                Ok((module, gpu.load_with(&cohort_test_kernels::PTX, opts)?))
-            });
-            match loaded {
-                Ok((module, tests)) => Setup::Ready(Ctx { gpu, module, tests }),
-                Err(e) => Setup::Broken(e.to_string()),
-            }
+    SETUP.get_or_init(|| {
+        let opened = match test_device() {
+            TestDevice::Absent(reason) => return Setup::Absent(reason.clone()),
+            TestDevice::Invalid(e) => return Setup::Broken(e.clone()),
+            TestDevice::Gpu => Gpu::from_env(),
+            TestDevice::Cpu(_) => Gpu::cpu(),
+        };
+        let gpu = match opened {
+            Ok(gpu) => gpu,
+            Err(e) => return Setup::Broken(e.to_string()),
+        };
+        let loaded = gpu.load(&cohort_kernels::PTX).and_then(|module| {
+            let opts = cohort_runtime::LoadOptions::new().threads_per_block(512);
+            Ok((module, gpu.load_with(&cohort_test_kernels::PTX, opts)?))
+        });
+        match loaded {
+            Ok((module, tests)) => Setup::Ready(Ctx { gpu, module, tests }),
+            Err(e) => Setup::Broken(e.to_string()),
         }
     })
 }
 
-/// Why GPU tests are skipped here, or `None` when a GPU is usable.
+/// Why the device tests cannot use a GPU here (they run on the CPU device, or not at all), or
+/// `None` when they run on a GPU.
 pub fn gpu_absent_reason() -> Option<String> {
-    match setup() {
-        Setup::Absent(r) => Some(r.clone()),
-        _ => None,
+    match test_device() {
+        TestDevice::Gpu => None,
+        TestDevice::Cpu(why) => Some(format!("running on the CPU device ({why})")),
+        TestDevice::Absent(why) | TestDevice::Invalid(why) => Some(why.clone()),
+    }
+}
+
+/// The reason a GPU-only test reports when it is ignored here (`reason` says what it needs a
+/// GPU for), or `None` when the tests run on a GPU.
+///
+/// # Errors
+/// The variables that choose the device hold something else: the test fails with that.
+pub fn gpu_only_reason(reason: &str) -> Result<Option<String>, String> {
+    match test_device() {
+        TestDevice::Gpu => Ok(None),
+        TestDevice::Cpu(_) => Ok(Some(format!("GPU-only: {reason}"))),
+        TestDevice::Absent(why) => Ok(Some(why.clone())),
+        TestDevice::Invalid(e) => Err(e.clone()),
     }
 }
 
 /// A test result: `Err` carries the failure message.
 pub type TestResult = Result<(), String>;
 
-/// GPU tests run concurrently holding this for reading; [`gpu_trial_alone`] tests hold it for
-/// writing, so nothing else uses the GPU while they run.
+/// Device tests run concurrently holding this for reading; [`gpu_trial_alone`] tests hold it
+/// for writing, so nothing else uses the device while they run.
 static GPU_TURN: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-/// A GPU test: runs `f` on the shared context, or reports itself ignored (with the reason)
-/// when there is no GPU.
+/// A device test: runs `f` on the shared context — on a GPU, or on the CPU device when there
+/// is none (see the crate docs) — labelled with the device.
 pub fn gpu_trial(name: &str, f: fn(&Ctx) -> TestResult) -> Trial {
-    gpu_trial_with(name, f, false)
+    device_trial(name, f, false, None)
 }
 
-/// A GPU test that must have the GPU to itself: one that measures device-wide state (free
-/// memory) or host-side timing that another test's driver calls would disturb (a module load
-/// holds the context for its JIT compile).
+/// A device test that must have the device to itself: one that measures device-wide state
+/// (free memory) or host-side timing that another test's driver calls would disturb (a module
+/// load holds the context for its JIT compile).
 pub fn gpu_trial_alone(name: &str, f: fn(&Ctx) -> TestResult) -> Trial {
-    gpu_trial_with(name, f, true)
+    device_trial(name, f, true, None)
 }
 
-fn gpu_trial_with(name: &str, f: fn(&Ctx) -> TestResult, alone: bool) -> Trial {
-    Trial::ignorable_test(name, move || match setup() {
-        Setup::Absent(reason) => Ok(Completion::ignored_with(reason)),
-        Setup::Broken(e) => Err(Failed::from(format!("GPU setup failed: {e}"))),
-        Setup::Ready(ctx) => {
-            // A test that failed while holding the turn poisons it; the turn itself is fine.
-            let r = if alone {
-                let _turn = GPU_TURN.write().unwrap_or_else(|p| p.into_inner());
-                f(ctx)
-            } else {
-                let _turn = GPU_TURN.read().unwrap_or_else(|p| p.into_inner());
-                f(ctx)
-            };
-            r.map(|()| Completion::Completed).map_err(Failed::from)
+/// A test of what only a GPU has: runs `f` on a GPU as [`gpu_trial`] does; on the CPU device
+/// it reports itself ignored with `reason` ("GPU-only: measures stream overlap timing").
+pub fn gpu_only_trial(name: &str, reason: &'static str, f: fn(&Ctx) -> TestResult) -> Trial {
+    device_trial(name, f, false, Some(reason))
+}
+
+/// [`gpu_only_trial`] with the GPU to itself, as [`gpu_trial_alone`].
+pub fn gpu_only_trial_alone(name: &str, reason: &'static str, f: fn(&Ctx) -> TestResult) -> Trial {
+    device_trial(name, f, true, Some(reason))
+}
+
+fn device_trial(name: &str, f: fn(&Ctx) -> TestResult, alone: bool, gpu_only: Option<&'static str>) -> Trial {
+    let kind = if gpu_only.is_some() { "gpu" } else { test_device().kind() };
+    Trial::ignorable_test(name, move || {
+        if let Some(reason) = gpu_only
+            && let Some(why) = gpu_only_reason(reason)?
+        {
+            return Ok(Completion::ignored_with(why));
+        }
+        match setup() {
+            Setup::Absent(reason) => Ok(Completion::ignored_with(reason)),
+            Setup::Broken(e) => Err(Failed::from(format!("device setup failed: {e}"))),
+            Setup::Ready(ctx) => {
+                // A test that failed while holding the turn poisons it; the turn itself is fine.
+                let r = if alone {
+                    let _turn = GPU_TURN.write().unwrap_or_else(|p| p.into_inner());
+                    f(ctx)
+                } else {
+                    let _turn = GPU_TURN.read().unwrap_or_else(|p| p.into_inner());
+                    f(ctx)
+                };
+                r.map(|()| Completion::Completed).map_err(Failed::from)
+            }
         }
     })
-    .with_kind("gpu")
+    .with_kind(kind)
 }
 
 /// A test that needs at least `min` GPUs: runs `f` on every GPU (primary contexts, ordinal
 /// order, [`Gpu::all`]) with the GPUs to itself, or reports itself ignored with the reason
-/// ("needs 2 GPUs (found 1)", or no GPU at all).
+/// ("needs 2 GPUs (found 1)", no GPU at all, or the tests run on the CPU device, which is one
+/// device without peers).
 pub fn gpus_trial(name: &str, min: usize, f: fn(&[Gpu]) -> TestResult) -> Trial {
     Trial::ignorable_test(name, move || {
-        if let Some(reason) = gpu_absent_reason() {
+        let plural = if min == 1 { "" } else { "s" };
+        let why = format!("needs {min} GPU{plural}: CUDA contexts, peer access and multi-grid launches are GPU-only");
+        if let Some(reason) = gpu_only_reason(&why)? {
             return Ok(Completion::ignored_with(reason));
         }
         let n = Gpu::count().map_err(|e| Failed::from(e.to_string()))?;
@@ -191,4 +327,38 @@ pub fn check_close(what: &str, got: &[f64], want: &[f64], tol: f64) -> TestResul
 /// Fails with `msg` unless `cond`.
 pub fn ensure(cond: bool, msg: impl FnOnce() -> String) -> TestResult {
     if cond { Ok(()) } else { Err(msg()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_driver() -> Result<usize, Error> {
+        Err(Error::NoDriver)
+    }
+
+    #[test]
+    fn test_device_is_a_gpu_when_there_is_one_else_the_cpu_device() {
+        assert_eq!(choose(None, None, || Ok(2)), TestDevice::Gpu);
+        assert_eq!(choose(Some("auto"), Some("1"), || Ok(2)), TestDevice::Gpu);
+        assert!(matches!(choose(None, None, no_driver), TestDevice::Cpu(why) if why.contains("no GPU")));
+        assert!(matches!(choose(Some(""), None, || Ok(0)), TestDevice::Cpu(_)));
+        assert_eq!(choose(None, None, no_driver).kind(), "cpu");
+        assert_eq!(choose(None, None, || Ok(1)).kind(), "gpu");
+    }
+
+    #[test]
+    fn test_device_follows_the_variables() {
+        let never = || -> Result<usize, Error> { panic!("counted GPUs for an explicit choice") };
+        assert!(matches!(choose(Some("cpu"), None, never), TestDevice::Cpu(why) if why.contains("COHORT_TEST_DEVICE")));
+        assert!(matches!(choose(Some(" CPU "), Some("0"), never), TestDevice::Cpu(_)));
+        assert!(matches!(choose(None, Some("cpu"), never), TestDevice::Cpu(why) if why.contains("COHORT_DEVICE")));
+        assert_eq!(choose(Some("gpu"), None, || Ok(1)), TestDevice::Gpu);
+        assert!(matches!(choose(Some("gpu"), None, no_driver), TestDevice::Absent(why) if why.contains("=gpu")));
+        assert!(matches!(choose(Some("gpu"), None, || Ok(0)), TestDevice::Absent(_)));
+        assert!(matches!(choose(Some("gpu"), Some("cpu"), never), TestDevice::Invalid(_)));
+        assert!(
+            matches!(choose(Some("tpu"), None, never), TestDevice::Invalid(e) if e.contains("`cpu`, `gpu` or `auto`"))
+        );
+    }
 }

@@ -37,7 +37,8 @@ use util::{CliError, CliResult};
     name = "cohort",
     version,
     arg_required_else_help = true,
-    after_help = "Environment: COHORT_DEVICE=<ordinal> picks the GPU (default 0).\n\
+    after_help = "Environment: COHORT_DEVICE=<ordinal> picks the GPU (default 0); COHORT_DEVICE=cpu the CPU device.\n\
+                  Without a GPU, `tour` and `atomics` run on the CPU device (cohort-cpu); `--device cpu` asks for it.\n\
                   Exit status: 0 success, 1 a failure, 2 a usage error or no GPU."
 )]
 pub struct Cli {
@@ -116,6 +117,9 @@ fn main() -> ExitCode {
         }
         Err(CliError::NoGpu(e)) => {
             eprintln!("cohort: no GPU to run on: {e}");
+            if matches!(e, cohort_runtime::Error::NoDriver | cohort_runtime::Error::NoDevice { .. }) {
+                eprintln!("(`cohort tour` and `cohort atomics` run on the CPU device without a GPU)");
+            }
             ExitCode::from(2)
         }
         Err(CliError::Failed(m)) => {
@@ -171,7 +175,9 @@ mod tests {
     #[test]
     fn cli_options_parse_as_before() {
         let Command::Tour(t) = parse(&["tour", "--n", "1_000", "--seed", "7"]).unwrap() else { panic!() };
-        assert_eq!((t.n, t.seed), (1000, 7));
+        assert_eq!((t.n, t.seed, t.device.device), (1000, 7, crate::util::DeviceChoice::Auto));
+        let Command::Tour(t) = parse(&["tour", "--device", "cpu"]).unwrap() else { panic!() };
+        assert_eq!(t.device.device, crate::util::DeviceChoice::Cpu);
         let Command::Atomics(a) = parse(&["atomics", "histogram", "--size", "64M"]).unwrap() else { panic!() };
         assert_eq!((a.workload, a.size), (Workload::Histogram, 64 << 20));
         let Command::Bench(Bench::Overlap(b)) =
@@ -217,6 +223,7 @@ mod tests {
         assert_eq!(kind(&["tour", "--n", "0"]), ErrorKind::ValueValidation);
         assert_eq!(kind(&["tour", "--n", "lots"]), ErrorKind::ValueValidation);
         assert_eq!(kind(&["tour", "--n"]), ErrorKind::InvalidValue);
+        assert_eq!(kind(&["tour", "--device", "tpu"]), ErrorKind::InvalidValue);
         assert_eq!(kind(&["overlap", "--streams", "4,8"]), ErrorKind::ValueValidation);
         assert_eq!(kind(&["bench", "overlap", "--streams", "4,0"]), ErrorKind::ValueValidation);
         assert_eq!(kind(&["ptx", "vector_add", "--arch", "volta"]), ErrorKind::ValueValidation);

@@ -1,5 +1,6 @@
 //! `cohort tour`: every kernel of `cohort_kernels::tour`, on random data, checked element by
-//! element against a CPU reference.
+//! element against a CPU reference: on a GPU, or on the CPU device (`cohort-cpu`, the same
+//! kernels run on this machine's cores) when there is none or `--device cpu` asks.
 
 use cohort_kernels::PTX;
 use cohort_kernels::tour::{self, Affine};
@@ -28,14 +29,25 @@ pub struct Args {
     /// Seed of the random inputs
     #[arg(long, default_value_t = 0x5eed, value_parser = util::parse_count)]
     pub seed: u64,
+    /// Where the kernels run.
+    #[command(flatten)]
+    pub device: util::DeviceArgs,
 }
 
 pub fn run(args: Args) -> CliResult {
-    let Args { n, seed } = args;
-    let gpu = util::gpu()?;
-    println!("{}", gpu.info());
+    let Args { n, seed, device } = args;
+    let (gpu, cpu_line) = util::device(device.device)?;
     let module = gpu.load(&PTX)?;
-    println!("running the tour on {n} elements (seed {seed}), sm_{} PTX\n", module.arch());
+    match cpu_line {
+        Some(line) => {
+            println!("{line}");
+            println!("running the tour on {n} elements (seed {seed}) on the CPU device, every kernel checked\n");
+        }
+        None => {
+            println!("{}", gpu.info());
+            println!("running the tour on {n} elements (seed {seed}), sm_{} PTX\n", module.arch());
+        }
+    }
     let mut rng = StdRng::seed_from_u64(seed);
     type Step = fn(&Gpu, &Module, usize, &mut StdRng) -> cohort_runtime::Result<Outcome>;
     let steps: [(&str, Step); 8] = [
@@ -75,7 +87,8 @@ pub fn run(args: Args) -> CliResult {
     if failed > 0 {
         return Err(CliError::Failed(format!("{failed} kernel(s) did not match the CPU reference")));
     }
-    println!("\nall {} kernels verified against the CPU reference", outcomes.len());
+    let on = if gpu.is_cpu() { "on the CPU device, " } else { "" };
+    println!("\nall {} kernels verified {on}against the CPU reference", outcomes.len());
     Ok(())
 }
 

@@ -24,9 +24,81 @@ impl From<Error> for CliError {
 
 pub type CliResult<T = ()> = Result<T, CliError>;
 
-/// The GPU named by `COHORT_DEVICE` (default 0).
+/// The GPU named by `COHORT_DEVICE` (default 0), for the commands that need a GPU (the
+/// benchmarks against CUDA C++, device-side launches, copy engines overlapping kernels): the CPU
+/// device (`COHORT_DEVICE=cpu`) is refused, saying so.
 pub fn gpu() -> CliResult<Gpu> {
-    Ok(Gpu::from_env()?)
+    let gpu = Gpu::from_env()?;
+    if gpu.is_cpu() {
+        return Err(CliError::NoGpu(Error::NotOnCpu {
+            what: "this command measures or uses what only a GPU has (benchmarks against CUDA C++, device-side \
+                   launches); unset COHORT_DEVICE=cpu and run it on a machine with a GPU (`cohort tour` and `cohort \
+                   atomics` run on the CPU device)"
+                .into(),
+        }));
+    }
+    Ok(gpu)
+}
+
+/// Where a workload that runs anywhere runs (`--device`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// A GPU if there is one (`COHORT_DEVICE` picks it), else the CPU device
+    #[default]
+    Auto,
+    /// The CPU device (cohort-cpu: kernels on this machine's cores), even with a GPU
+    Cpu,
+    /// A GPU only
+    Gpu,
+}
+
+/// The `--device` option of the workloads that run on the CPU device too.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct DeviceArgs {
+    /// Where to run: a GPU if there is one, else the CPU device (auto; COHORT_DEVICE=cpu also
+    /// picks the CPU device), the CPU device, or a GPU only
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
+    pub device: DeviceChoice,
+}
+
+/// The device `choice` names, and the line that says where the work runs when it is the CPU
+/// device (`None` on a GPU): a workload prints it first.
+pub fn device(choice: DeviceChoice) -> CliResult<(Gpu, Option<String>)> {
+    let wants_cpu = std::env::var("COHORT_DEVICE").is_ok_and(|v| v.trim().eq_ignore_ascii_case("cpu"));
+    let line = |gpu: &Gpu, why: &str| {
+        let name = cpu_name(gpu);
+        Some(match why.strip_prefix("no GPU: ") {
+            Some(driver) => format!("No GPU here: running on the CPU device ({name}); {driver}"),
+            None => format!("Running on the CPU device ({name}), {why}"),
+        })
+    };
+    let cpu = |why: &str| -> CliResult<(Gpu, Option<String>)> {
+        let gpu = Gpu::cpu()?;
+        let l = line(&gpu, why);
+        Ok((gpu, l))
+    };
+    match choice {
+        DeviceChoice::Cpu => cpu("as --device cpu asks"),
+        DeviceChoice::Gpu if wants_cpu => {
+            Err(CliError::Usage("--device gpu and COHORT_DEVICE=cpu contradict each other".into()))
+        }
+        DeviceChoice::Gpu => Ok((Gpu::from_env()?, None)),
+        DeviceChoice::Auto if wants_cpu => cpu("as COHORT_DEVICE=cpu asks"),
+        DeviceChoice::Auto => match Gpu::from_env() {
+            Ok(gpu) => Ok((gpu, None)),
+            Err(e @ (Error::NoDriver | Error::NoDevice { .. })) => cpu(&format!("no GPU: {e}")),
+            Err(e) => Err(e.into()),
+        },
+    }
+}
+
+/// "cohort-cpu, N cores", from the CPU device's name.
+fn cpu_name(gpu: &Gpu) -> String {
+    let name = &gpu.info().name;
+    match (name.find('('), name.rfind(')')) {
+        (Some(a), Some(b)) if a < b => name[a + 1..b].to_string(),
+        _ => name.clone(),
+    }
 }
 
 /// A count or size as the options take it: digits with optional `_` separators and an optional

@@ -421,9 +421,12 @@ fn mutex_add_one(c: &Ctx) -> TestResult {
 
 fn histograms(c: &Ctx) -> TestResult {
     let s = c.gpu.new_stream().ctx("stream")?;
-    let big = corpus::text_like(64 << 20, 7);
-    let uni = corpus::uniform(16 << 20, 8);
-    for (name, text) in [("Alice", corpus::ALICE), ("text-like 64 MiB", &big[..]), ("uniform 16 MiB", &uni[..])] {
+    // (1/16 of the sizes on the CPU device.)
+    let (big_mib, uni_mib) = c.pick((64, 16), (4, 1));
+    let big = corpus::text_like(big_mib << 20, 7);
+    let uni = corpus::uniform(uni_mib << 20, 8);
+    let (big_name, uni_name) = (format!("text-like {big_mib} MiB"), format!("uniform {uni_mib} MiB"));
+    for (name, text) in [("Alice", corpus::ALICE), (&big_name[..], &big[..]), (&uni_name[..], &uni[..])] {
         let want: Vec<u32> = corpus::histogram_1t(text).iter().map(|&v| v as u32).collect();
         // Misaligned start too (the library kernel's head path).
         for offset in [0usize, 3] {
@@ -460,7 +463,7 @@ fn histograms(c: &Ctx) -> TestResult {
 
 fn dots(c: &Ctx) -> TestResult {
     let s = c.gpu.new_stream().ctx("stream")?;
-    let d = dot_inputs(10_000_000);
+    let d = dot_inputs(c.pick(10_000_000, 1_000_003));
     let (da, db) = (c.gpu.upload(&d.a).ctx("upload")?, c.gpu.upload(&d.b).ctx("upload")?);
     let mut partial = c.gpu.zeroed::<f32>(640).ctx("alloc")?;
     wk::dot_partial::load(&c.module).ctx("load")?.launch(&s, (640u32, 256u32), &da, &db, &mut partial).ctx("launch")?;

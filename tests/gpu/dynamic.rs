@@ -5,26 +5,38 @@ use std::sync::OnceLock;
 
 use cohort_dynamic_kernels::{hello, reduce, stress};
 use cohort_runtime::{LaunchConfig, Module};
-use cohort_tests::{Context, Ctx, TestResult, ensure, gpu_trial};
+use cohort_tests::{Context, Ctx, TestResult, ensure, gpu_only_trial};
 use libtest_mimic::Trial;
+
+/// Why these tests are GPU-only.
+const DEVICE_LAUNCH: &str =
+    "kernels that launch kernels (CDP2, libcudadevrt); the CPU device runs no device-side launches";
 
 pub fn trials() -> Vec<Trial> {
     vec![
-        gpu_trial("launch_device_nested_hello_1_block", |c| nested_hello(c, 1)),
-        gpu_trial("launch_device_nested_hello_2_blocks", |c| nested_hello(c, 2)),
-        gpu_trial("launch_device_reduce_neighbored", |c| reduction(c, Reduction::Neighbored)),
-        gpu_trial("launch_device_reduce_nested_fire_and_forget", |c| reduction(c, Reduction::Nested)),
-        gpu_trial("launch_device_reduce_nested_tail", |c| reduction(c, Reduction::NestedTail)),
-        gpu_trial("launch_device_reduce_nested2", |c| reduction(c, Reduction::Nested2)),
-        gpu_trial("launch_device_many_threads_fire_and_forget", |c| many(c, 0)),
-        gpu_trial("launch_device_many_threads_block_stream", |c| many(c, 1)),
-        gpu_trial("launch_device_recursion_prints_every_block", recursion),
-        gpu_trial("launch_device_typed_disjoint_slice_moves_into_tail", typed_tail),
-        gpu_trial("launch_device_tail_launches_run_one_at_a_time", tails_in_order),
-        gpu_trial("launch_device_past_the_budget_is_refused_not_a_hang", |c| past_budget(c, 1, false)),
-        gpu_trial("launch_device_budget_is_per_host_launch_across_streams", |c| past_budget(c, 2, false)),
-        gpu_trial("launch_device_budget_is_per_context_across_modules", |c| past_budget(c, 2, true)),
-        gpu_trial("launch_device_kernels_are_not_captured_into_graphs", not_captured),
+        gpu_only_trial("launch_device_nested_hello_1_block", DEVICE_LAUNCH, |c| nested_hello(c, 1)),
+        gpu_only_trial("launch_device_nested_hello_2_blocks", DEVICE_LAUNCH, |c| nested_hello(c, 2)),
+        gpu_only_trial("launch_device_reduce_neighbored", DEVICE_LAUNCH, |c| reduction(c, Reduction::Neighbored)),
+        gpu_only_trial("launch_device_reduce_nested_fire_and_forget", DEVICE_LAUNCH, |c| {
+            reduction(c, Reduction::Nested)
+        }),
+        gpu_only_trial("launch_device_reduce_nested_tail", DEVICE_LAUNCH, |c| reduction(c, Reduction::NestedTail)),
+        gpu_only_trial("launch_device_reduce_nested2", DEVICE_LAUNCH, |c| reduction(c, Reduction::Nested2)),
+        gpu_only_trial("launch_device_many_threads_fire_and_forget", DEVICE_LAUNCH, |c| many(c, 0)),
+        gpu_only_trial("launch_device_many_threads_block_stream", DEVICE_LAUNCH, |c| many(c, 1)),
+        gpu_only_trial("launch_device_recursion_prints_every_block", DEVICE_LAUNCH, recursion),
+        gpu_only_trial("launch_device_typed_disjoint_slice_moves_into_tail", DEVICE_LAUNCH, typed_tail),
+        gpu_only_trial("launch_device_tail_launches_run_one_at_a_time", DEVICE_LAUNCH, tails_in_order),
+        gpu_only_trial("launch_device_past_the_budget_is_refused_not_a_hang", DEVICE_LAUNCH, |c| {
+            past_budget(c, 1, false)
+        }),
+        gpu_only_trial("launch_device_budget_is_per_host_launch_across_streams", DEVICE_LAUNCH, |c| {
+            past_budget(c, 2, false)
+        }),
+        gpu_only_trial("launch_device_budget_is_per_context_across_modules", DEVICE_LAUNCH, |c| {
+            past_budget(c, 2, true)
+        }),
+        gpu_only_trial("launch_device_kernels_are_not_captured_into_graphs", DEVICE_LAUNCH, not_captured),
     ]
 }
 

@@ -8,17 +8,20 @@
 
 use cohort_runtime::{LaunchConfig, Module, Stream, StreamOptions};
 use cohort_test_kernels::globals::{self as k, Affine, CONV_RADIUS};
-use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_trial, rng};
+use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_only_trial, rng};
 use libtest_mimic::Trial;
 use rand::Rng;
 
+/// Why these tests are GPU-only.
+const MODULE_VARIABLES: &str = "`constant!` / `global!` module variables, which the CPU device does not have";
+
 pub fn trials() -> Vec<Trial> {
     vec![
-        gpu_trial("globals_constant_polynomial_and_convolution", constants),
-        gpu_trial("globals_device_counter_and_histogram", counters),
-        gpu_trial("globals_host_set_global_read_by_kernel", host_set_global),
-        gpu_trial("globals_set_waits_for_kernels_on_other_streams", ordering),
-        gpu_trial("globals_wrong_size_or_missing_name_is_refused", refused),
+        gpu_only_trial("globals_constant_polynomial_and_convolution", MODULE_VARIABLES, constants),
+        gpu_only_trial("globals_device_counter_and_histogram", MODULE_VARIABLES, counters),
+        gpu_only_trial("globals_host_set_global_read_by_kernel", MODULE_VARIABLES, host_set_global),
+        gpu_only_trial("globals_set_waits_for_kernels_on_other_streams", MODULE_VARIABLES, ordering),
+        gpu_only_trial("globals_wrong_size_or_missing_name_is_refused", MODULE_VARIABLES, refused),
     ]
 }
 

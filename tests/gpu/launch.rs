@@ -21,7 +21,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("launch_unknown_kernel_is_an_error", unknown_kernel),
         gpu_trial("launch_config_helpers", config_helpers),
         gpu_trial("launch_many_streams", many_streams),
-        gpu_trial("launch_device_trap_is_an_error_naming_where", trap_in_child),
+        gpu_trial("launch_device_trap_is_an_error_naming_where", trap),
     ]
 }
 
@@ -137,7 +137,7 @@ fn config_helpers(c: &Ctx) -> TestResult {
 fn many_streams(c: &Ctx) -> TestResult {
     let mut r = rng("launch_many_streams");
     let k = tour::vector_add::load(&c.module).ctx("load")?;
-    let n = 300_000;
+    let n = c.pick(300_000, 100_003);
     let streams: Vec<_> = (0..4).map(|_| c.gpu.new_stream()).collect::<Result<_, _>>().ctx("streams")?;
     let mut jobs = Vec::new();
     for s in &streams {
@@ -158,7 +158,36 @@ fn many_streams(c: &Ctx) -> TestResult {
     Ok(())
 }
 
-fn trap_in_child(_: &Ctx) -> TestResult {
+/// A kernel that panics: on a GPU it traps, which ends the process's CUDA context, so it runs
+/// in a child process ([`trap_scenario`]); on the CPU device, in this one ([`panic_on_cpu`]).
+fn trap(c: &Ctx) -> TestResult {
+    if c.is_cpu() { panic_on_cpu(c) } else { trap_in_child() }
+}
+
+/// On the CPU device a kernel panic is an `Err` from the launch itself (accepted from the next
+/// synchronize too, as on a GPU) naming the kernel and where it panicked: file and line, block
+/// and thread. It is not sticky: the same device computes correctly right after.
+fn panic_on_cpu(c: &Ctx) -> TestResult {
+    let k = checks::checked_read::load(&c.module).ctx("load kernel")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let data = c.gpu.upload(&[7u32; 10]).ctx("upload")?;
+    let mut out = c.gpu.zeroed::<u32>(64).ctx("alloc")?;
+    let r = k.launch(&s, (1u32, 64u32), &data, 1000, &mut out).and_then(|()| s.synchronize());
+    let e = r.err().ok_or("an out-of-bounds read in a kernel did not fail")?;
+    let msg = e.to_string();
+    println!("ERROR AS RETURNED: {msg}");
+    ensure(matches!(e, Error::CpuKernel { .. } | Error::KernelFailed { .. }), || {
+        format!("expected CpuKernel (or KernelFailed), got {e:?}")
+    })?;
+    for needle in ["checked_read", "panicked at", "checks.rs:", "block (0,0,0)", "thread ("] {
+        ensure(msg.contains(needle), || format!("the error does not mention `{needle}`: {msg}"))?;
+    }
+    vector_add_check(&c.gpu).ctx("the CPU device right after the panic")?;
+    println!("RECOVERED: the CPU device computes after a kernel panic");
+    Ok(())
+}
+
+fn trap_in_child() -> TestResult {
     let exe = std::env::current_exe().ctx("current_exe")?;
     let out = std::process::Command::new(exe).env(CHILD_ENV, "trap").output().ctx("spawn child")?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));

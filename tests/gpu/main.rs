@@ -1,12 +1,15 @@
-//! GPU tests, one module per facility (mirroring the device library and the runtime). Run
-//! them with `cargo test --workspace` (here: ignored with the reason when there is no GPU) or,
-//! on a GPU machine without Rust, from `tools/gpu-bundle`'s `.gpu/run`.
+//! Device tests, one module per facility (mirroring the device library and the runtime). Run
+//! them with `cargo test --workspace`: on a GPU when there is one, else on the CPU device
+//! (`COHORT_TEST_DEVICE=cpu|gpu|auto` chooses; see `cohort_tests`), each labelled `[gpu]` or
+//! `[cpu]`; GPU-only tests report themselves ignored on the CPU device, with the reason. On a GPU
+//! machine without Rust, run them from `tools/gpu-bundle`'s `.gpu/run`.
 
 mod atomic;
 mod cg_collectives;
 mod cg_examples;
 mod cg_groups;
 mod check;
+mod classic_shapes;
 mod dynamic;
 mod globals;
 mod launch;
@@ -37,8 +40,13 @@ fn main() {
     // Load NCCL now, while this is the only thread: it sets NCCL_NVLS_ENABLE (see cohort_runtime::nccl).
     let _ = cohort_runtime::nccl::available();
     let args = Arguments::from_args();
-    if let Some(reason) = cohort_tests::gpu_absent_reason() {
-        eprintln!("GPU tests will be ignored: {reason}");
+    match cohort_tests::test_device() {
+        cohort_tests::TestDevice::Gpu => {}
+        cohort_tests::TestDevice::Cpu(why) => {
+            eprintln!("device tests run on the CPU device ({why}); GPU-only tests are ignored with the reason")
+        }
+        cohort_tests::TestDevice::Absent(why) => eprintln!("device tests will be ignored: {why}"),
+        cohort_tests::TestDevice::Invalid(e) => eprintln!("device tests will fail: {e}"),
     }
     let mut trials = Vec::new();
     trials.extend(cg_collectives::trials());
@@ -46,6 +54,7 @@ fn main() {
     trials.extend(cg_groups::trials());
     trials.extend(check::trials());
     trials.extend(shapes::trials());
+    trials.extend(classic_shapes::trials());
     trials.extend(shared::trials());
     trials.extend(streams::trials());
     trials.extend(launch::trials());

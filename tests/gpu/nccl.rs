@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use cohort_runtime::nccl::{self, Comm, Group, NcclError, NcclType, ReduceOp};
 use cohort_runtime::{Error, Gpu};
-use cohort_tests::{Context, TestResult, check_all, check_all_by, ensure, gpu_absent_reason, rng};
+use cohort_tests::{Context, TestResult, check_all, check_all_by, ensure, gpu_only_reason, rng};
 use libtest_mimic::{Completion, Failed, Trial};
 use rand::Rng;
 
@@ -42,11 +42,11 @@ pub fn trials() -> Vec<Trial> {
 /// wait for each other's kernels.
 static NCCL_TURN: Mutex<()> = Mutex::new(());
 
-/// A test on every GPU present (primary contexts); ignored with the reason without a GPU,
+/// A test on every GPU present (primary contexts); ignored with the reason on the CPU device,
 /// without NCCL, or with fewer than `min_gpus` GPUs.
 fn nccl_trial(name: &'static str, min_gpus: usize, f: fn(&[Gpu]) -> TestResult) -> Trial {
     Trial::ignorable_test(name, move || {
-        if let Some(reason) = gpu_absent_reason() {
+        if let Some(reason) = gpu_only_reason("NCCL collectives run between GPUs; the CPU device has no NCCL")? {
             return Ok(Completion::ignored_with(reason));
         }
         if let Err(e) = nccl::version() {

@@ -41,7 +41,7 @@ enum Way {
 
 fn three_ways(c: &Ctx) -> TestResult {
     let kern = k::overlap_add::load(&c.module).ctx("load")?;
-    let n = 1usize << 22;
+    let n = c.pick(1usize << 22, 1 << 18);
     let init: Vec<f32> = (0..n).map(initial).collect();
     let want: Vec<f32> = (0..n).map(|i| cpu(init[i], i)).collect();
     let mut host = c.gpu.pinned_from(&init).ctx("pinned")?;
@@ -91,9 +91,10 @@ fn three_ways(c: &Ctx) -> TestResult {
 fn pipeline(c: &Ctx) -> TestResult {
     let kern = k::overlap_add_to::load(&c.module).ctx("load")?;
     // 64 Mi floats and a ragged tail, through 4 streams × 2 slots of 4 MiB: 65 chunks, each
-    // staging slot reused eight times.
-    let chunk = 1usize << 20;
-    let n = (64usize << 20) + 12_345;
+    // staging slot reused eight times (on the CPU device, chunks of 16 Ki floats: the same
+    // 65 chunks, 1/64 of the data).
+    let chunk = c.pick(1usize << 20, 1 << 14);
+    let n = 64 * chunk + 12_345;
     let input: Vec<f32> = (0..n).map(|i| initial(i) - 0.5).collect();
     let mut output = vec![f32::NAN; n];
     let mut pipe = Pipeline::<f32, f32>::new(&c.gpu, 4, chunk).ctx("pipeline")?;
@@ -149,9 +150,10 @@ fn pipeline_pinned(c: &Ctx) -> TestResult {
     let kern = k::overlap_add_to::load(&c.module).ctx("load")?;
     // 16 Mi floats and a ragged tail through 3 streams of 1 Mi-element device chunks (12 MiB
     // on the device for 64 MiB each way): 17 chunks, each stream's chunks reused five or six
-    // times, straight from and into pinned memory.
-    let chunk = 1usize << 20;
-    let n = (16usize << 20) + 4_321;
+    // times, straight from and into pinned memory (on the CPU device, chunks of 16 Ki floats:
+    // the same 17 chunks).
+    let chunk = c.pick(1usize << 20, 1 << 14);
+    let n = 16 * chunk + 4_321;
     let host: Vec<f32> = (0..n).map(|i| initial(i) - 0.25).collect();
     let want: Vec<f32> = (0..n).map(|i| cpu(host[i], i)).collect();
     // The input arrives from the device on another stream, not waited for: the run must wait
