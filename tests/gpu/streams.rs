@@ -23,7 +23,7 @@ pub fn trials() -> Vec<Trial> {
     vec![
         gpu_trial("streams_reader_on_another_stream_waits_for_the_writer", read_after_write),
         gpu_trial("streams_writer_on_another_stream_waits_for_the_reader", write_after_read),
-        gpu_only_trial(
+        gpu_only_trial_alone(
             "streams_disjoint_ranges_overlap",
             "measures that two kernels on two streams overlap in time; the CPU device runs work at enqueue, one launch at a time",
             disjoint_ranges_overlap,
@@ -116,7 +116,8 @@ fn write_after_read(c: &Ctx) -> TestResult {
 }
 
 /// Two slow writers of the two halves of one buffer, on two streams, overlap (the record is
-/// per byte range): together they take about as long as one.
+/// per byte range): together they take about as long as one. It has the GPU to itself: another
+/// test's kernels holding every SM made the two writers run one after the other once (100 ms).
 fn disjoint_ranges_overlap(c: &Ctx) -> TestResult {
     let (s1, s2) = (non_blocking(c)?, non_blocking(c)?);
     let w = k::slow_write::load(&c.tests).ctx("load")?;

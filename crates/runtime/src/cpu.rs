@@ -264,6 +264,12 @@ pub(crate) mod host {
     static ALLOCATIONS: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
 
     fn allocate(bytes: usize) -> Option<*mut u8> {
+        // The device's memory is the machine's: more than all of it is out of memory, as on a
+        // GPU (the host allocator may accept it lazily, and the fill that follows would then end
+        // the process).
+        if meminfo("MemTotal:").is_some_and(|total| bytes > total) {
+            return None;
+        }
         let layout = Layout::from_size_align(bytes.max(1), ALIGN).ok()?;
         // SAFETY: the layout has a non-zero size.
         let p = unsafe { std::alloc::alloc(layout) };
