@@ -24,6 +24,11 @@ pub fn trials() -> Vec<Trial> {
         gpu_only_trial("runtime_checks_errors_after_a_trap_name_the_trapped_kernel", STICKY, after_a_trap_in_child),
         gpu_trial("runtime_checks_out_of_memory_is_a_driver_error_with_its_source", out_of_memory),
         gpu_trial("runtime_checks_views_copy_their_range", views_copy_their_range),
+        gpu_only_trial(
+            "runtime_checks_cpu_device_beside_a_gpu",
+            "the CPU device beside a GPU in one process (a GPU needed)",
+            cpu_beside_gpu,
+        ),
         gpu_trial("runtime_checks_ptx_text_is_loaded_and_a_nul_inside_refused", ptx_text),
     ];
     if std::env::var_os(CHILD_VAR).is_some() {
@@ -183,4 +188,56 @@ fn ptx_text(c: &Ctx) -> TestResult {
         Err(Error::Argument(msg)) if msg.contains("NUL at byte 100") => Ok(()),
         other => Err(format!("PTX text with a NUL inside: {other:?}")),
     }
+}
+
+/// The CPU device and a GPU in one process, on one thread: their memory does not mix (launches
+/// and copies are `CrossDevice`), and using the CPU device between a GPU launch and a host read
+/// of its output does not make the read skip the wait (the driver seam follows the thread's
+/// current device: a GPU event asked of the CPU device would answer "done").
+fn cpu_beside_gpu(c: &Ctx) -> TestResult {
+    let cpu = Gpu::cpu().ctx("CPU device")?;
+    let cpu_module = cpu.load(&cohort_test_kernels::PTX).ctx("load on the CPU device")?;
+    let w_gpu = cohort_test_kernels::streams::slow_write::load(&c.tests).ctx("load")?;
+    let w_cpu = cohort_test_kernels::streams::slow_write::load(&cpu_module).ctx("load")?;
+    let n = 1 << 16;
+    let cfg = LaunchConfig::for_elements(n, 256);
+    // A slow GPU writer on the per-thread default stream (its accesses are tracked by events).
+    let mut on_gpu = c.gpu.upload(&vec![7u32; n]).ctx("upload")?;
+    let per_thread = c.gpu.per_thread_stream();
+    w_gpu.launch(&per_thread, cfg, &mut on_gpu, 1000, 200_000_000).ctx("slow GPU writer")?;
+    // Meanwhile the CPU device works on this thread.
+    let mut on_cpu = cpu.upload(&vec![5u32; n]).ctx("CPU upload")?;
+    w_cpu.launch(cpu.stream(), cfg, &mut on_cpu, 2000, 0).ctx("CPU writer")?;
+    check_all(
+        "CPU device output",
+        &on_cpu.to_vec().ctx("read")?,
+        &(0..n as u32).map(|i| 2000 + i).collect::<Vec<_>>(),
+    )?;
+    // The host read of the GPU buffer waits for the slow writer.
+    check_all(
+        "GPU output read after CPU work",
+        &on_gpu.to_vec().ctx("read")?,
+        &(0..n as u32).map(|i| 1000 + i).collect::<Vec<_>>(),
+    )?;
+    // Mixing is refused, both ways, and nothing is written.
+    let e = w_gpu.launch(c.gpu.stream(), cfg, &mut on_cpu, 1, 0);
+    ensure(matches!(e, Err(Error::CrossDevice { .. })), || format!("GPU kernel on CPU memory: {e:?}"))?;
+    let e = w_cpu.launch(cpu.stream(), cfg, &mut on_gpu, 1, 0);
+    ensure(matches!(e, Err(Error::CrossDevice { .. })), || format!("CPU kernel on GPU memory: {e:?}"))?;
+    let e = w_cpu.launch(c.gpu.stream(), cfg, &mut on_cpu, 1, 0);
+    ensure(matches!(e, Err(Error::CrossDevice { .. })), || format!("CPU module on a GPU stream: {e:?}"))?;
+    let e = c.gpu.stream().copy(&on_cpu, &mut on_gpu);
+    ensure(matches!(e, Err(Error::CrossDevice { .. })), || format!("copy CPU -> GPU: {e:?}"))?;
+    let e = cpu.stream().copy(&on_gpu, &mut on_cpu);
+    ensure(matches!(e, Err(Error::CrossDevice { .. })), || format!("copy GPU -> CPU: {e:?}"))?;
+    check_all(
+        "CPU memory after the refusals",
+        &on_cpu.to_vec().ctx("read")?,
+        &(0..n as u32).map(|i| 2000 + i).collect::<Vec<_>>(),
+    )?;
+    check_all(
+        "GPU memory after the refusals",
+        &on_gpu.to_vec().ctx("read")?,
+        &(0..n as u32).map(|i| 1000 + i).collect::<Vec<_>>(),
+    )
 }

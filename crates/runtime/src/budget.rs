@@ -63,8 +63,10 @@ unsafe impl Send for Event {}
 impl Drop for Event {
     fn drop(&mut self) {
         // SAFETY: our event, not used after this. Its context is still alive: the
-        // `LaunchSerial` that owns it is dropped before the last `GpuInner` releases it.
-        let _ = unsafe { crate::drv::cuEventDestroy_v2(self.0) };
+        // `LaunchSerial` that owns it is dropped before the last `GpuInner` releases it. A
+        // budget is a GPU's only, so the driver is called directly, not through the seam
+        // (which follows the thread's current device, possibly the CPU device).
+        let _ = unsafe { sys::cuEventDestroy_v2(self.0) };
     }
 }
 

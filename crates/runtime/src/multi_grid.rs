@@ -252,8 +252,9 @@ impl Drop for MultiGrid {
             return;
         }
         for p in &pool.pages {
-            // SAFETY: ours; no grid uses it any more (waited above).
-            let _ = unsafe { crate::drv::cuMemFreeHost(p.host.cast()) };
+            // SAFETY: ours; no grid uses it any more (waited above). GPU memory (a MultiGrid has
+            // no CPU device), so the driver directly, not the seam that follows the thread.
+            let _ = unsafe { cudarc::driver::sys::cuMemFreeHost(p.host.cast()) };
         }
     }
 }

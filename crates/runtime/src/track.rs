@@ -182,7 +182,11 @@ impl Mark {
     /// Whether the work before the mark has finished (`false` also when the query fails: a
     /// lost context never finishes).
     pub(crate) fn is_done(&self) -> bool {
-        // SAFETY: live event (queries need no current context).
+        // Queries need no current context, but the driver seam must send this one to the
+        // event's device: the calling thread may last have used the other kind (a GPU event
+        // would otherwise be asked of the CPU device, which answers "done").
+        crate::cpu::set_current(self.gpu.is_cpu());
+        // SAFETY: live event of the device just selected.
         matches!(unsafe { crate::drv::cuEventQuery(self.raw) }, sys::CUresult::CUDA_SUCCESS)
     }
 
@@ -198,6 +202,8 @@ impl Mark {
     /// Makes `stream` wait (on the GPU) for the work before the mark; the stream may be of
     /// another context.
     pub(crate) fn make_wait(&self, stream: &StreamInner) -> Result<()> {
+        // The consumer's device decides (launches never mix the CPU device and a GPU).
+        crate::cpu::set_current(stream.gpu.is_cpu());
         // SAFETY: live event and stream (a stream may wait for another context's event).
         unsafe { crate::drv::cuStreamWaitEvent(stream.raw, self.raw, 0) }
             .result()
