@@ -920,6 +920,9 @@ fn device_launcher(
     subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
 ) -> TokenStream {
     let name = &item.sig.ident;
+    // The instance's CPU entry (`cpu_entry`), which the CPU device runs the child with.
+    let cpu_sym = format_ident!("__cohort_cpu_{}", entry);
+    let entry_str = entry.to_string();
     let mut dev_params = Vec::new();
     let mut bounds = Vec::new();
     let mut checks = Vec::new();
@@ -1017,6 +1020,7 @@ fn device_launcher(
             /// the pending-launch limit) — see `cohort::launch::LaunchError`. Nothing is launched then.
             #safety_doc
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             #[allow(clippy::too_many_arguments, unused_variables, unreachable_code)]
             pub #unsafety fn launch_from_device<S: ::cohort::launch::DeviceStream>(
                 config: &::cohort::launch::LaunchConfig,
@@ -1029,8 +1033,9 @@ fn device_launcher(
                 #(#checks)*
                 #[cfg(target_arch = "nvptx64")]
                 let __cohort_entry = #entry as *const () as u64;
+                // On the CPU device: the instance's host entry (`cpu_entry`) and its name.
                 #[cfg(not(target_arch = "nvptx64"))]
-                let __cohort_entry = 0u64;
+                let __cohort_entry = ::cohort::launch::HostEntry::new(#cpu_sym, #entry_str);
                 // SAFETY: `__cohort_entry` is the entry `#[kernel]` generated from this declaration,
                 // and the pushes below write its `.param`s in order, each as the type the entry
                 // lowers it to.

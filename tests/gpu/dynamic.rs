@@ -5,50 +5,53 @@ use std::sync::OnceLock;
 
 use cohort_dynamic_kernels::{hello, reduce, stress};
 use cohort_runtime::{LaunchConfig, Module};
-use cohort_tests::{Context, Ctx, TestResult, ensure, gpu_only_trial};
+use cohort_tests::{Context, Ctx, TestResult, check_all, cpu_trial, ensure, gpu_only_trial, gpu_trial};
 use libtest_mimic::Trial;
 
 /// Why these tests are GPU-only.
-const DEVICE_LAUNCH: &str =
-    "kernels that launch kernels (CDP2, libcudadevrt); the CPU device runs no device-side launches";
+const DEVICE_LAUNCH: &str = "graph capture, which the CPU device does not do";
 
 pub fn trials() -> Vec<Trial> {
     vec![
-        gpu_only_trial("launch_device_nested_hello_1_block", DEVICE_LAUNCH, |c| nested_hello(c, 1)),
-        gpu_only_trial("launch_device_nested_hello_2_blocks", DEVICE_LAUNCH, |c| nested_hello(c, 2)),
-        gpu_only_trial("launch_device_reduce_neighbored", DEVICE_LAUNCH, |c| reduction(c, Reduction::Neighbored)),
-        gpu_only_trial("launch_device_reduce_nested_fire_and_forget", DEVICE_LAUNCH, |c| {
-            reduction(c, Reduction::Nested)
-        }),
-        gpu_only_trial("launch_device_reduce_nested_tail", DEVICE_LAUNCH, |c| reduction(c, Reduction::NestedTail)),
-        gpu_only_trial("launch_device_reduce_nested2", DEVICE_LAUNCH, |c| reduction(c, Reduction::Nested2)),
-        gpu_only_trial("launch_device_many_threads_fire_and_forget", DEVICE_LAUNCH, |c| many(c, 0)),
-        gpu_only_trial("launch_device_many_threads_block_stream", DEVICE_LAUNCH, |c| many(c, 1)),
-        gpu_only_trial("launch_device_recursion_prints_every_block", DEVICE_LAUNCH, recursion),
-        gpu_only_trial("launch_device_typed_disjoint_slice_moves_into_tail", DEVICE_LAUNCH, typed_tail),
-        gpu_only_trial("launch_device_tail_launches_run_one_at_a_time", DEVICE_LAUNCH, tails_in_order),
-        gpu_only_trial("launch_device_past_the_budget_is_refused_not_a_hang", DEVICE_LAUNCH, |c| {
-            past_budget(c, 1, false)
-        }),
-        gpu_only_trial("launch_device_budget_is_per_host_launch_across_streams", DEVICE_LAUNCH, |c| {
-            past_budget(c, 2, false)
-        }),
-        gpu_only_trial("launch_device_budget_is_per_context_across_modules", DEVICE_LAUNCH, |c| {
-            past_budget(c, 2, true)
-        }),
+        gpu_trial("launch_device_nested_hello_1_block", |c| nested_hello(c, 1)),
+        gpu_trial("launch_device_nested_hello_2_blocks", |c| nested_hello(c, 2)),
+        gpu_trial("launch_device_reduce_neighbored", |c| reduction(c, Reduction::Neighbored)),
+        gpu_trial("launch_device_reduce_nested_fire_and_forget", |c| reduction(c, Reduction::Nested)),
+        gpu_trial("launch_device_reduce_nested_tail", |c| reduction(c, Reduction::NestedTail)),
+        gpu_trial("launch_device_reduce_nested2", |c| reduction(c, Reduction::Nested2)),
+        gpu_trial("launch_device_many_threads_fire_and_forget", |c| many(c, 0)),
+        gpu_trial("launch_device_many_threads_block_stream", |c| many(c, 1)),
+        gpu_trial("launch_device_recursion_prints_every_block", recursion),
+        gpu_trial("launch_device_typed_disjoint_slice_moves_into_tail", typed_tail),
+        gpu_trial("launch_device_tail_launches_run_one_at_a_time", tails_in_order),
+        gpu_trial("launch_device_tail_launches_run_in_launch_order_after_the_others", tail_order),
+        gpu_trial("launch_device_endless_recursion_is_refused_not_a_hang", depth_limit),
+        gpu_trial("launch_device_runaway_tree_ends_at_the_budget", runaway),
+        gpu_trial("launch_device_stack_memory_is_not_global", local_refused),
+        gpu_trial("launch_device_past_the_budget_is_refused_not_a_hang", |c| past_budget(c, 1, false)),
+        gpu_trial("launch_device_budget_is_per_host_launch_across_streams", |c| past_budget(c, 2, false)),
+        gpu_trial("launch_device_budget_is_per_context_across_modules", |c| past_budget(c, 2, true)),
         gpu_only_trial("launch_device_kernels_are_not_captured_into_graphs", DEVICE_LAUNCH, not_captured),
+        cpu_trial("launch_device_cpu_child_panic_fails_the_host_launch", child_panic),
     ]
 }
 
 /// Pending device launches the tests allow (the reductions keep one per block of 2048 pending).
 const PENDING: usize = 1 << 16;
 
+/// The pending-launch limit, and so the launch budget, of the tests' device: smaller on the CPU
+/// device, where every test's launches stay well below it and the budget tests reach it
+/// sooner (each child grid there costs microseconds, not nanoseconds).
+fn pending(c: &Ctx) -> usize {
+    c.pick(PENDING, 1 << 12)
+}
+
 /// The device-launching module, loaded (linked with libcudadevrt) once, after the pending-launch
 /// limit is raised.
 fn module(c: &Ctx) -> Result<&'static Module, String> {
     static M: OnceLock<Result<Module, String>> = OnceLock::new();
     M.get_or_init(|| {
-        c.gpu.set_pending_launch_limit(PENDING).map_err(|e| format!("pending-launch limit: {e}"))?;
+        c.gpu.set_pending_launch_limit(pending(c)).map_err(|e| format!("pending-launch limit: {e}"))?;
         c.gpu.load(&cohort_dynamic_kernels::PTX).map_err(|e| format!("load: {e}"))
     })
     .as_ref()
@@ -86,12 +89,12 @@ enum Reduction {
 }
 
 fn reduction(c: &Ctx, which: Reduction) -> TestResult {
-    const N: usize = 1 << 20;
     const BLOCK: u32 = 512;
-    let blocks = (N / BLOCK as usize) as u32;
+    let n: usize = c.pick(1 << 20, 1 << 16);
+    let blocks = (n / BLOCK as usize) as u32;
     let m = module(c)?;
     let s = c.gpu.new_stream().ctx("stream")?;
-    let mut data = c.gpu.upload(&vec![1i32; N]).ctx("upload")?;
+    let mut data = c.gpu.upload(&vec![1i32; n]).ctx("upload")?;
     let mut out = c.gpu.upload(&vec![0i32; blocks as usize]).ctx("upload")?;
     let (d, o) = (data.as_device_ptr_mut(), out.as_device_ptr_mut());
     let t0 = std::time::Instant::now();
@@ -128,11 +131,13 @@ fn reduction(c: &Ctx, which: Reduction) -> TestResult {
     let parts = out.to_vec().ctx("download")?;
     let sum: i64 = parts.iter().map(|&v| i64::from(v)).sum();
     eprintln!("reduce {which:?}: sum {sum} in {ms:.3} ms (first launch, includes JIT warm-up)");
-    ensure(sum == N as i64, || format!("{which:?}: sum {sum}, expected {N}; partials {:?}", &parts[..8]))
+    ensure(sum == n as i64, || format!("{which:?}: sum {sum}, expected {n}; partials {:?}", &parts[..8]))?;
+    // Every block's partial: BLOCK ones.
+    check_all("partials", &parts, &vec![BLOCK as i32; blocks as usize])
 }
 
 fn many(c: &Ctx, mode: u32) -> TestResult {
-    let (blocks, threads, per_thread, child_threads) = (64u32, 128u32, 2u32, 32u32);
+    let (blocks, threads, per_thread, child_threads) = (c.pick(64u32, 16), c.pick(128u32, 64), 2u32, 32u32);
     let m = module(c)?;
     let k = stress::launch_many::load(m).ctx("load")?;
     let s = c.gpu.new_stream().ctx("stream")?;
@@ -143,7 +148,7 @@ fn many(c: &Ctx, mode: u32) -> TestResult {
     let total = blocks * threads * per_thread;
     eprintln!("mode {mode}: {total} launches: {ok} accepted, {refused} refused, {ran} child threads ran");
     ensure(ok + refused == total, || format!("{ok} + {refused} != {total}"))?;
-    ensure(refused == 0, || format!("{refused} of {total} launches refused under a limit of {PENDING}"))?;
+    ensure(refused == 0, || format!("{refused} of {total} launches refused under a limit of {}", pending(c)))?;
     ensure(ran == ok * child_threads, || format!("{ran} child threads ran, expected {}", ok * child_threads))
 }
 
@@ -162,7 +167,9 @@ fn recursion(c: &Ctx) -> TestResult {
     let counts = counts.to_vec().ctx("download")?;
     // Level L has blocks^(L+1) blocks: every block of level L launches a grid of `blocks`.
     let want_blocks: u32 = (0..levels).map(|l| blocks.pow(l + 1)).sum();
-    let mut got: Vec<&str> = text.lines().filter(|l| l.starts_with("level ")).collect();
+    // A line may follow other output of the process written meanwhile without a newline (fd 1
+    // is the process's): take each kernel line from its "level ".
+    let mut got: Vec<&str> = text.lines().filter_map(|l| l.find("level ").map(|i| &l[i..])).collect();
     let mut want: Vec<String> = (0..levels)
         .flat_map(|l| (0..blocks.pow(l + 1)).map(move |i| format!("level {l} block {}", i % blocks)))
         .collect();
@@ -234,11 +241,13 @@ fn within<T>(secs: u64, what: &'static str, f: impl FnOnce() -> T) -> T {
 /// after another) — also when every other one is of a second module loaded in the same
 /// context through a second `Gpu` (`two_modules`): the limit is the context's.
 fn past_budget(c: &Ctx, launches: usize, two_modules: bool) -> TestResult {
-    let (blocks, threads, child_threads) = (4096u32, 256u32, 32u32);
+    let (blocks, threads, child_threads) = (c.pick(4096u32, 64), 256u32, 32u32);
     let m = module(c)?;
     let first = stress::launch_many::load(m).ctx("load")?;
     let second = if two_modules {
-        let other = cohort_runtime::Gpu::new(c.gpu.info().ordinal).ctx("second Gpu")?;
+        let other =
+            if c.is_cpu() { cohort_runtime::Gpu::cpu() } else { cohort_runtime::Gpu::new(c.gpu.info().ordinal) }
+                .ctx("second Gpu")?;
         let m2 = other.load(&cohort_dynamic_kernels::PTX).ctx("second load")?;
         Some(stress::launch_many::load(&m2).ctx("load")?)
     } else {
@@ -257,7 +266,7 @@ fn past_budget(c: &Ctx, launches: usize, two_modules: bool) -> TestResult {
         Ok(())
     })?;
     let total = blocks * threads;
-    let budget = PENDING as u32;
+    let budget = pending(c) as u32;
     for counts in &counts {
         let [ran, ok, refused] = <[u32; 3]>::try_from(counts.to_vec().ctx("download")?).expect("3 counts");
         eprintln!("{total} launches: {ok} accepted, {refused} refused, {ran} child threads ran");
@@ -288,4 +297,113 @@ fn not_captured(c: &Ctx) -> TestResult {
     s.synchronize().ctx("synchronize")?;
     let v = counts.to_vec().ctx("download")?;
     ensure(v[0] == 128, || format!("two replays of 64 bumps gave {}", v[0]))
+}
+
+/// A fire-and-forget child completes before any tail launch of its parent grid, and the tails
+/// run one after another in launch order (those of one thread: the order is defined).
+fn tail_order(c: &Ctx) -> TestResult {
+    let n = 16u32;
+    let m = module(c)?;
+    let k = stress::tail_order::load(m).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut log = c.gpu.upload(&vec![0u32; n as usize + 3]).ctx("upload")?;
+    k.launch(&s, (2u32, 64u32), &mut log, n).ctx("launch")?;
+    let got = log.to_vec().ctx("download")?;
+    let mut want = vec![n + 1, 100];
+    want.extend(0..n);
+    want.push(0);
+    check_all("log (count, values…, refused)", &got, &want)
+}
+
+/// A recursion with no end of its own (each grid launches itself one level deeper) is refused,
+/// not a hang: on the CPU device `NoParameterBuffer` at the nesting limit (24); a GPU's device
+/// runtime nests fire-and-forget grids deeper, and the chain ends at the nesting limit or at
+/// the launch budget. One grid per level, and the host launch returns.
+fn depth_limit(c: &Ctx) -> TestResult {
+    let m = module(c)?;
+    let k = stress::dive::load(m).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut depths = c.gpu.upload(&[0u32; 3]).ctx("upload")?;
+    k.launch(&s, (1u32, 1u32), &mut depths, 0u32).ctx("launch")?;
+    s.synchronize().ctx("synchronize")?;
+    let [deepest, grids, code] = <[u32; 3]>::try_from(depths.to_vec().ctx("download")?).expect("3 values");
+    eprintln!("deepest grid {deepest}, {grids} grids, refusal code {code}");
+    let refused = cohort::launch::LaunchError::NoParameterBuffer.code();
+    let spent = cohort::launch::LaunchError::BudgetSpent.code();
+    ensure(grids == deepest + 1, || format!("{grids} grids ran for depths 0..={deepest}"))?;
+    if c.is_cpu() {
+        let limit = cohort::__cpu::MAX_DEPTH;
+        ensure(code == refused, || {
+            format!("the recursion ended with code {code}, expected NoParameterBuffer ({refused})")
+        })?;
+        ensure(deepest == limit, || format!("deepest grid {deepest}, expected the nesting limit {limit}"))
+    } else {
+        // The device runtime nests fire-and-forget grids past 24 levels (measured on an H200,
+        // CUDA 13.0: the chain ran until the budget was spent), so the chain ends at whichever
+        // comes first: a refused launch slot at the nesting limit, or the launch budget.
+        let budget = pending(c) as u32;
+        ensure((code == refused && (16..=24).contains(&deepest)) || (code == spent && grids == budget + 1), || {
+            format!("the recursion ended with code {code} at depth {deepest} after {grids} grids")
+        })
+    }
+}
+
+/// A launch tree that grows without end (every grid launches two copies of itself) makes
+/// exactly the budget (the pending-launch limit) of launches: the rest are refused as
+/// `BudgetSpent` (or at the nesting limit), and the host launch returns instead of exhausting
+/// memory or hanging.
+fn runaway(c: &Ctx) -> TestResult {
+    let m = module(c)?;
+    let k = stress::fan::load(m).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut counts = c.gpu.upload(&[0u32; 4]).ctx("upload")?;
+    within(120, "a runaway launch tree", || k.launch(&s, (1u32, 1u32), &mut counts).and_then(|()| s.synchronize()))
+        .ctx("launch")?;
+    let [ran, ok, spent, other] = <[u32; 4]>::try_from(counts.to_vec().ctx("download")?).expect("4 counts");
+    eprintln!("runaway tree: {ran} grids ran, {ok} launches accepted, {spent} refused as BudgetSpent, {other} else");
+    let budget = pending(c) as u32;
+    ensure(ok == budget, || format!("{ok} launches accepted, expected exactly the budget {budget}"))?;
+    ensure(ran == ok + 1, || format!("{ran} grids ran, expected the {ok} accepted and the host's"))?;
+    // Each grid tries two launches.
+    ensure(spent > 0 && ok + spent + other == 2 * ran, || format!("{ok} + {spent} + {other} != 2 × {ran}"))
+}
+
+/// A slice of the parent thread's stack (local memory: a child can't see it, and on the CPU
+/// device it is gone when a tail child runs) is refused as `NotGlobalMemory`.
+fn local_refused(c: &Ctx) -> TestResult {
+    let m = module(c)?;
+    let k = stress::pass_local::load(m).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut status = c.gpu.upload(&[0u32; 2]).ctx("upload")?;
+    k.launch(&s, (1u32, 32u32), &mut status).ctx("launch")?;
+    let got = status.to_vec().ctx("download")?;
+    let want = cohort::launch::LaunchError::NotGlobalMemory { param: 0 }.code();
+    check_all("status (launch code, child's sum)", &got, &[want, 0])
+}
+
+/// On the CPU device, a child grid that panics makes the host's launch of its parent an `Err`
+/// naming the child kernel, where it was launched from and where it panicked (run on the CPU
+/// device on every machine: on a GPU the panic would end the context).
+fn child_panic() -> TestResult {
+    let cpu = cohort_runtime::Gpu::cpu().ctx("CPU device")?;
+    let m = cpu.load(&cohort_dynamic_kernels::PTX).ctx("load")?;
+    let k = stress::launch_panicking::load(&m).ctx("load")?;
+    let s = cpu.new_stream().ctx("stream")?;
+    let mut counts = cpu.upload(&[0u32; 3]).ctx("upload")?;
+    let err = k.launch(&s, (2u32, 32u32), &mut counts, 8u32, 5u32).err().ok_or("the launch succeeded")?;
+    let msg = err.to_string();
+    eprintln!("{msg}");
+    for want in
+        ["launch_panicking", "child kernel `panics_at`", "stress.rs", "child thread 5 gives up", "thread (5,0,0)"]
+    {
+        ensure(msg.contains(want), || format!("the error does not name {want:?}: {msg}"))?;
+    }
+    ensure(matches!(err, cohort_runtime::Error::CpuKernel { .. }), || format!("not a CpuKernel error: {err:?}"))?;
+    // The parent grid ran to completion; the host launch still works afterwards.
+    let got = counts.to_vec().ctx("download")?;
+    ensure(got[0] == 64 && got[2] == 0, || format!("counts {got:?}"))?;
+    let mut fresh = cpu.upload(&[0u32; 3]).ctx("upload")?;
+    let err = k.launch(&s, (1u32, 32u32), &mut fresh, 8u32, 99u32).err();
+    ensure(err.is_none(), || format!("a launch with no panicking child failed: {err:?}"))?;
+    check_all("counts with no panic", &fresh.to_vec().ctx("download")?, &[32, 8, 0])
 }

@@ -23,6 +23,7 @@ const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
     ("example_tile8_scan", "printf"),
     ("nested_hello", "printf"),
     ("recurse", "printf"),
+    ("pass_local", "hands a slice of its local memory to a child on purpose (the launch must refuse it)"),
 ];
 
 fn main() {
@@ -535,15 +536,20 @@ fn launch_modules_marked() -> TestResult {
 /// (through the call graph), and every device launch takes from the module's budget first.
 fn launch_budget_kernels() -> TestResult {
     let launching = [
+        "dive",
+        "fan",
         "launch_each",
         "launch_many",
+        "launch_panicking",
         "launch_serial",
         "nested_hello",
+        "pass_local",
         "recurse",
         "reduce_nested",
         "reduce_nested2",
         "reduce_nested_tail",
         "scale_then_tail",
+        "tail_order",
         "tails_in_order",
     ];
     for m in cohort_dynamic_kernels::PTX.modules {

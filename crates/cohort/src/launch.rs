@@ -10,7 +10,7 @@
 //!
 //! Its arguments are checked by rustc with the same parameter kinds as the host launcher's, and
 //! it returns a `Result`: a launch the device runtime refuses (an impossible configuration,
-//! nesting deeper than 24, no launch slot) is an [`Err`], never a silent skip. Generic kernels get one launcher per instance
+//! nesting deeper than the device runtime allows, no launch slot) is an [`Err`], never a silent skip. Generic kernels get one launcher per instance
 //! (`child::<u32>::launch_from_device`). Cooperative kernels and kernels taking an
 //! `AppendSlice`, a `GridVec` or a `DisjointMatrix` have no device launcher (the device runtime
 //! has no cooperative launch; the others are not implemented yet).
@@ -99,6 +99,23 @@
 //! tier's [`cdp2_get_parameter_buffer`](crate::raw::cdp2_get_parameter_buffer) bypasses the
 //! budget (it is `unsafe`).
 //!
+//! ## On the CPU device
+//!
+//! The same launcher runs on the runtime's CPU device: the child's host entry, configuration
+//! and a parameter buffer of the device runtime's layout go into the engine's queue of the
+//! launching grid (`cohort_cpu`'s device launches), and run when that grid has completed, on
+//! the launching thread: the fire-and-forget and block-stream children in launch order, then
+//! the tail launches one after another in launch order, each child's own children before the
+//! next child. That is one of the schedules a GPU may pick (a parent never waits for a child);
+//! code correct on a GPU is correct there. The checks are the GPU's: [`LaunchError::InvalidConfig`],
+//! [`LaunchError::BlockShape`], [`LaunchError::NotGlobalMemory`] (a slice must lie inside one of
+//! the device's allocations: the parent's stack and shared memory are refused), the nesting
+//! limit ([`LaunchError::NoParameterBuffer`] from a grid 24 deep) and the launch budget
+//! ([`LaunchError::BudgetSpent`]). A child that fails (a panic, a deadlock) makes the host's
+//! launch an `Err` naming the child kernel and the `launch_from_device` call. Kernel bodies
+//! run through `cohort_cpu::launch` directly (without the runtime) get
+//! [`LaunchError::NotOnCpuDevice`].
+//!
 //! ## Linking
 //!
 //! A module whose PTX calls the device runtime (`__cudaCDP2*`) is linked at load time by the
@@ -175,7 +192,8 @@ pub enum LaunchError {
     /// The launch budget of the host launch this grid descends from is spent: it has made as
     /// many device-side launches as the pending-launch limit (see the [module docs](self)).
     BudgetSpent,
-    /// The kernel runs on the CPU device, which does not run device-side launches yet.
+    /// The kernel runs on the CPU engine outside a launch that allows device-side launches (its
+    /// body called through `cohort_cpu::launch` directly, not through the runtime's CPU device).
     NotOnCpuDevice,
 }
 
@@ -207,7 +225,9 @@ impl core::fmt::Display for LaunchError {
             Self::BudgetSpent => {
                 f.write_str("the launch budget (the pending-launch limit) of this host launch is spent")
             }
-            Self::NotOnCpuDevice => f.write_str("device-side launches do not run on the CPU device yet"),
+            Self::NotOnCpuDevice => {
+                f.write_str("device-side launches on the CPU engine need a launch of the runtime's CPU device")
+            }
         }
     }
 }
@@ -300,11 +320,27 @@ impl<T, K: IndexKind> ChildDisjoint<T> for DisjointSlice<'_, T, K> {
     }
 }
 
+/// Whether the `bytes` bytes at `ptr` lie in global memory: `isspacep.global` of the start on a
+/// GPU; on the CPU device, inside one of the device's allocations, all of them (never the
+/// parent thread's stack, its block's shared memory or other host memory).
+#[inline(always)]
+fn in_global(ptr: *const u8, bytes: usize) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = bytes;
+        crate::raw::isspacep_global(ptr)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        cohort_cpu::is_global(ptr as usize, bytes)
+    }
+}
+
 /// Checks that slice argument `param` lies in global memory (empty and zero-sized ones pass).
 #[doc(hidden)]
 #[inline(always)]
 pub fn check_global<T>(s: &[T], param: u32) -> Result<(), LaunchError> {
-    if s.is_empty() || size_of::<T>() == 0 || crate::raw::isspacep_global(s.as_ptr().cast()) {
+    if s.is_empty() || size_of::<T>() == 0 || in_global(s.as_ptr().cast(), size_of_val(s)) {
         Ok(())
     } else {
         Err(LaunchError::NotGlobalMemory { param })
@@ -315,7 +351,7 @@ pub fn check_global<T>(s: &[T], param: u32) -> Result<(), LaunchError> {
 #[doc(hidden)]
 #[inline(always)]
 pub fn check_global_ptr<T>(ptr: *mut T, len: usize, param: u32) -> Result<(), LaunchError> {
-    if len == 0 || size_of::<T>() == 0 || crate::raw::isspacep_global(ptr.cast_const().cast()) {
+    if len == 0 || size_of::<T>() == 0 || in_global(ptr.cast_const().cast(), len.saturating_mul(size_of::<T>())) {
         Ok(())
     } else {
         Err(LaunchError::NotGlobalMemory { param })
@@ -344,6 +380,7 @@ pub const LAUNCH_BUDGET_SYMBOL: &str = "cohort_launch_budget";
 static LAUNCH_BUDGET: crate::atomic::AtomicU32 = unsafe { crate::atomic::AtomicU32::new(0) };
 
 /// Takes one launch from the budget; `false` if it is spent (the count is left as it was).
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn take_launch() -> bool {
     #[cfg(target_arch = "nvptx64")]
@@ -360,6 +397,7 @@ fn take_launch() -> bool {
 }
 
 /// Gives back a launch taken by [`take_launch`] that did not happen.
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn return_launch() {
     #[cfg(target_arch = "nvptx64")]
@@ -367,12 +405,14 @@ fn return_launch() {
 }
 
 /// A child's parameter buffer being filled (code generated by `#[kernel]`; not a public API).
+#[cfg(target_arch = "nvptx64")]
 #[doc(hidden)]
 pub struct ParamBuffer {
     ptr: *mut u8,
     offset: usize,
 }
 
+#[cfg(target_arch = "nvptx64")]
 impl ParamBuffer {
     /// Reserves a launch of entry `entry` with `config`.
     ///
@@ -383,8 +423,6 @@ impl ParamBuffer {
     #[inline(always)]
     pub unsafe fn new(entry: u64, config: &LaunchConfig) -> Result<Self, LaunchError> {
         config.check()?;
-        #[cfg(not(target_arch = "nvptx64"))]
-        return Err(LaunchError::NotOnCpuDevice);
         if !take_launch() {
             return Err(LaunchError::BudgetSpent);
         }
@@ -427,5 +465,82 @@ impl ParamBuffer {
                 Err(LaunchError::Refused(e))
             }
         }
+    }
+}
+
+/// A child kernel as the CPU device launches it: its host entry (`__cohort_cpu_<entry>`, made by
+/// `#[kernel]`) and its entry name, for errors (code generated by `#[kernel]`; not a public API).
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct HostEntry {
+    entry: cohort_cpu::Entry,
+    name: &'static str,
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl HostEntry {
+    /// The entry `entry` of the kernel whose PTX entry is `name`.
+    #[must_use]
+    pub const fn new(entry: cohort_cpu::Entry, name: &'static str) -> Self {
+        Self { entry, name }
+    }
+}
+
+/// A child's parameter buffer being filled, on the CPU device: the same layout as the device
+/// runtime's, handed to the engine's queue of the running grid (see `cohort_cpu`'s device
+/// launches: the children run when the grid has completed, fire-and-forget and block-stream
+/// ones first, then the tail launches in order). Code generated by `#[kernel]`; not a public API.
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+pub struct ParamBuffer {
+    launch: cohort_cpu::DeviceLaunch,
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl ParamBuffer {
+    /// Reserves a launch of `entry` with `config`: the same checks as on a GPU, the nesting
+    /// limit and the launch budget of the host launch this grid descends from.
+    ///
+    /// # Safety
+    /// `entry` must be the host entry of the kernel whose parameters are pushed next, and the
+    /// buffer must be filled with exactly that entry's parameters ([`ParamBuffer::push`], in
+    /// order) before [`ParamBuffer::launch`].
+    #[track_caller]
+    pub unsafe fn new(entry: HostEntry, config: &LaunchConfig) -> Result<Self, LaunchError> {
+        config.check()?;
+        let dim = |d: Dim3| cohort_cpu::Dim3::new(d.x, d.y, d.z);
+        let r = cohort_cpu::DeviceLaunch::new(
+            entry.entry,
+            entry.name,
+            dim(config.grid),
+            dim(config.block),
+            config.shared_mem_bytes,
+        );
+        match r {
+            Ok(launch) => Ok(Self { launch }),
+            Err(cohort_cpu::Refusal::NotInTree) => Err(LaunchError::NotOnCpuDevice),
+            Err(cohort_cpu::Refusal::NoSlot) => Err(LaunchError::NoParameterBuffer),
+            Err(cohort_cpu::Refusal::BudgetSpent) => Err(LaunchError::BudgetSpent),
+        }
+    }
+
+    /// Writes the next parameter at its natural alignment.
+    ///
+    /// # Safety
+    /// `T` must be the type of the entry's next `.param` (a value of the same size and
+    /// alignment, or a pointer or length as `u64`/`usize`/raw pointer).
+    pub unsafe fn push<T>(&mut self, value: T) {
+        let at = self.launch.reserve(align_of::<T>(), size_of::<T>());
+        // SAFETY: `reserve` returned room for `size_of::<T>()` bytes in the buffer, valid until
+        // the next call on `self.launch`; the write is unaligned-safe.
+        unsafe { at.cast::<T>().write_unaligned(value) };
+    }
+
+    /// Queues the filled buffer into `stream`.
+    #[allow(clippy::unnecessary_wraps)] // the GPU's launch can fail here
+    pub fn launch<S: DeviceStream>(self, _stream: S) -> Result<(), LaunchError> {
+        self.launch.launch(S::HANDLE);
+        Ok(())
     }
 }

@@ -8,6 +8,7 @@ use core::panic::Location;
 use corosensei::stack::DefaultStack;
 
 use crate::ctx::{CTX, Ctx};
+use crate::device_launch::Scope;
 use crate::error::CpuError;
 use crate::sched::{BlockCfg, BlockRun, Outcome, panic_error, tid_of};
 use crate::shared::{BlockShared, SHARED_CAPACITY};
@@ -144,7 +145,7 @@ impl GridBar {
     }
 }
 
-fn validate(spec: &LaunchSpec) -> Result<(), CpuError> {
+pub(crate) fn validate(spec: &LaunchSpec) -> Result<(), CpuError> {
     let bad = |reason: String| Err(CpuError::InvalidLaunch { reason });
     let (g, b) = (spec.grid, spec.block);
     if g.volume() == 0 || b.volume() == 0 {
@@ -190,6 +191,9 @@ pub fn launch(spec: &LaunchSpec, kernel: &(dyn Fn() + Sync)) -> Result<(), CpuEr
 /// # Errors
 /// As for [`launch`].
 pub fn launch_typed<K: Fn() + Sync + ?Sized>(spec: &LaunchSpec, kernel: &K) -> Result<(), CpuError> {
+    // The launch's place in a tree of device-side launches, if the runtime (or the parent
+    // grid, for a child) gave it one: its threads may launch children, run after it.
+    let scope = Scope::enter(spec);
     validate(spec)?;
     crate::hook::install();
     let blocks = spec.grid.volume();
@@ -214,6 +218,7 @@ pub fn launch_typed<K: Fn() + Sync + ?Sized>(spec: &LaunchSpec, kernel: &K) -> R
     // Blocks a worker takes at once from the shared counter.
     let chunk = (blocks / (workers as u64 * 16)).clamp(1, 64);
     let work = |w: usize| {
+        let _grid = scope.install();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if spec.cooperative {
                 coop_worker(spec, &cfg, w, workers, &grid, &fail);
@@ -246,7 +251,8 @@ pub fn launch_typed<K: Fn() + Sync + ?Sized>(spec: &LaunchSpec, kernel: &K) -> R
     CTX.with(|c| c.set(saved));
     match fail.err.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(e) => Err(e),
-        None => Ok(()),
+        // The grid has completed: its children run now (`device_launch`).
+        None => scope.run_children(),
     }
 }
 

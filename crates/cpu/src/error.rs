@@ -180,6 +180,20 @@ pub enum CpuError {
         /// The later access.
         second: (Dim3, bool, &'static Location<'static>),
     },
+    /// A grid launched from the device (dynamic parallelism) failed: the child kernel, where it
+    /// was launched, its shape, and its own error (which may be a grandchild's).
+    DeviceLaunch {
+        /// The child kernel's entry name.
+        kernel: &'static str,
+        /// The `launch_from_device` call that launched it.
+        site: &'static Location<'static>,
+        /// Its grid.
+        grid: Dim3,
+        /// Its block.
+        block: Dim3,
+        /// What failed in it.
+        error: Box<CpuError>,
+    },
 }
 
 fn rw(write: bool) -> &'static str {
@@ -246,6 +260,11 @@ impl fmt::Display for CpuError {
                 rw(second.1),
                 second.0,
                 second.2
+            ),
+            Self::DeviceLaunch { kernel, site, grid, block, error } => write!(
+                f,
+                "child kernel `{kernel}` (grid {grid}, block {block}) launched from the device at {site} failed: \
+                 {error}"
             ),
         }
     }

@@ -100,6 +100,8 @@
 //! | `cg::GridGroup::sync` | [`grid_sync`] |
 //! | `PanicRecord`, `check::fail_check` | [`CpuError::Panic`], [`CpuError::WarpDivergence`], [`CpuError::BarrierMismatch`] … |
 //! | `#[kernel]` host launcher on the CPU device | [`launch_typed`] with a [`LaunchSpec`] ([`LaunchSpec::fast_path`] when the kernel reaches no collective) |
+//! | `launch::ParamBuffer` (device-side launches), `check_global` | [`DeviceLaunch`] into the running grid's queue (run by [`launch_typed`] when the grid completes; the runtime opens the tree with [`with_launch_budget`]), [`is_global`] |
+//! | `constant!` / `global!` addresses | [`module_var`] in the launch's [`VarTable`] ([`with_module_vars`] on the host) |
 //!
 //! # Speed
 //!
@@ -143,18 +145,23 @@
 //! ```
 
 mod ctx;
+mod device_launch;
 mod engine;
 mod error;
 mod hook;
 mod ops;
 mod sched;
 mod shared;
+mod vars;
 
 use core::fmt;
 
 pub use ctx::{
     block_dim, block_idx, global_rank, grid_dim, in_kernel, is_cooperative, lane_id, lanemask_eq, lanemask_ge,
     lanemask_gt, lanemask_le, lanemask_lt, thread_idx, thread_rank, warp_id,
+};
+pub use device_launch::{
+    DeviceLaunch, Entry, MAX_DEPTH, Refusal, is_global, register_global, unregister_global, with_launch_budget,
 };
 pub use engine::{MAX_COOPERATIVE_THREADS, launch, launch_typed, max_coresident_blocks};
 pub use error::{CpuError, Elsewhere, ThreadAt};
@@ -165,6 +172,7 @@ pub use ops::{
 };
 pub use sched::{ReduxOp, ShflMode};
 pub use shared::{GARBAGE, SHARED_CAPACITY, dynamic_shared, shared_access, shared_static, shared_window};
+pub use vars::{VarTable, module_var, with_module_vars};
 
 /// A three-dimensional extent or index (CUDA's `dim3`), x fastest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]

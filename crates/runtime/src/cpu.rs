@@ -21,8 +21,22 @@
 //!   itself, naming the kernel and the sites; unlike a GPU's, such a failure is not sticky;
 //! - kernels that reach no barrier, warp collective or `nanosleep` in their PTX run on the
 //!   engine's fast path ([`cohort_cpu::Mode::Loop`]);
-//! - not available (each an [`Error::NotOnCpu`]): graphs, device-side launches, `constant!` /
-//!   `global!` module variables, peer access, NCCL, multi-grid launches.
+//! - device-side launches (`cohort::launch`) go to the engine's queue of the launching grid
+//!   and run when that grid has completed, on the launching thread: fire-and-forget and
+//!   block-stream children first, then tail launches in launch order, each child's own
+//!   children before the next child (a schedule a GPU may also pick); the tree of one host
+//!   launch may make as many launches as the pending-launch limit
+//!   ([`Gpu::set_pending_launch_limit`], 2048 by default; past it `LaunchError::BudgetSpent`),
+//!   nested at most 24 deep (`NoParameterBuffer`); a failing child makes the host launch an
+//!   [`Error::CpuKernel`] whose engine error names the child kernel and its launch site. A
+//!   slice handed to a child must lie in an allocation of the device (checked against every
+//!   live allocation, so the parent's stack or shared memory is `NotGlobalMemory`);
+//! - `constant!` / `global!` module variables are host memory of each loaded module
+//!   (`cohort_cpu::VarTable`), initialized from the declaration's initializer at their first
+//!   use (by a kernel, or by `Module::constant` / `Module::global`), so `Symbol::set` / `get`
+//!   and kernels' reads and atomics work as on a GPU;
+//! - not available (each an [`Error::NotOnCpu`]): graphs, peer access, NCCL, multi-grid
+//!   launches.
 
 use std::alloc::Layout;
 use std::cell::Cell;
@@ -171,9 +185,6 @@ pub(crate) unsafe fn launch(
             f.name()
         )));
     };
-    if let Some(why) = &f.cpu_refusal {
-        return Err(not_on_cpu(format!("kernel `{}` {why}", f.name())));
-    }
     let (g, b) = (config.grid, config.block);
     let mut spec =
         cohort_cpu::LaunchSpec::new((g.x, g.y, g.z), (b.x, b.y, b.z)).dynamic_shared(config.shared_mem_bytes);
@@ -192,11 +203,20 @@ pub(crate) unsafe fn launch(
     if let Some(n) = options.workers {
         spec = spec.workers(n);
     }
-    // SAFETY: the caller's contract: `params` matches the entry's parameters (the ABI record
-    // was compared at `load`) and stays valid until the entry returns, which is when every
-    // thread of the launch has finished; `spec` is the configuration checked by the caller
-    // (`enqueue` runs after `check_plain` or `check_cooperative`), cooperative when asked.
-    let r = unsafe { entry(params.as_ptr().cast(), &spec) };
+    // SAFETY: the caller's contract: `params` matches the entry's
+    // parameters (the ABI record was compared at `load`) and stays valid until the entry
+    // returns, which is when every thread of the launch (and every child grid it launched from
+    // the device) has finished; `spec` is the configuration checked by the caller (`enqueue`
+    // runs after `check_plain` or `check_cooperative`), cooperative when asked.
+    let run = || unsafe { entry(params.as_ptr().cast(), &spec) };
+    // A kernel that can launch kernels: the whole tree of this host launch may make as many
+    // device-side launches as the pending-launch limit (as a GPU's budget), and they have all
+    // completed when the entry returns. Every launch sees its module's variables.
+    let budget = if f.device_launches { host::pending_launch_limit() as u64 } else { 0 };
+    let vars = f.cpu_vars();
+    // No host read or write of the module's variables (from another thread) while it runs.
+    let _vars_guard = vars.map(|v| v.launch_guard());
+    let r = cohort_cpu::with_launch_budget(budget, vars.cloned(), run);
     stream.note_launch(&f.name_arc(), config);
     r.map_err(|error| Error::CpuKernel { kernel: f.name_arc(), config, error: Box::new(error) })
 }
@@ -281,6 +301,8 @@ pub(crate) mod host {
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert_with(HashMap::new)
             .insert(p as usize, bytes);
+        // Global memory of the device: what a kernel may hand a child grid.
+        cohort_cpu::register_global(p as usize, bytes);
         Some(p)
     }
 
@@ -288,6 +310,7 @@ pub(crate) mod host {
         let size = ALLOCATIONS.lock().unwrap_or_else(|e| e.into_inner()).as_mut().and_then(|m| m.remove(&p));
         match size {
             Some(bytes) => {
+                cohort_cpu::unregister_global(p);
                 // SAFETY: allocated by `allocate` with this layout, and removed from the table
                 // above, so freed once.
                 unsafe { std::alloc::dealloc(p as *mut u8, Layout::from_size_align_unchecked(bytes.max(1), ALIGN)) };
@@ -337,11 +360,14 @@ pub(crate) mod host {
         CUresult::CUDA_SUCCESS
     }
 
-    pub(crate) unsafe fn cuMemHostRegister_v2(_p: *mut c_void, _bytesize: usize, _flags: u32) -> CUresult {
+    /// Registered host memory is device memory here (kernels may use it): global memory.
+    pub(crate) unsafe fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, _flags: u32) -> CUresult {
+        cohort_cpu::register_global(p as usize, bytesize);
         CUresult::CUDA_SUCCESS
     }
 
-    pub(crate) unsafe fn cuMemHostUnregister(_p: *mut c_void) -> CUresult {
+    pub(crate) unsafe fn cuMemHostUnregister(p: *mut c_void) -> CUresult {
+        cohort_cpu::unregister_global(p as usize);
         CUresult::CUDA_SUCCESS
     }
 
@@ -587,13 +613,26 @@ pub(crate) mod host {
         CUresult::CUDA_SUCCESS
     }
 
-    pub(crate) unsafe fn cuCtxSetLimit(_limit: CUlimit, _value: usize) -> CUresult {
+    /// The pending-launch limit (`cudaLimitDevRuntimePendingLaunchCount`): the launch budget
+    /// of each host launch of a device-launching kernel. 2048 by default, as on a GPU.
+    static PENDING_LAUNCHES: AtomicUsize = AtomicUsize::new(2048);
+
+    /// The pending-launch limit [`cuCtxSetLimit`] set.
+    pub(crate) fn pending_launch_limit() -> usize {
+        PENDING_LAUNCHES.load(Ordering::Relaxed)
+    }
+
+    pub(crate) unsafe fn cuCtxSetLimit(limit: CUlimit, value: usize) -> CUresult {
+        if limit == CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT {
+            PENDING_LAUNCHES.store(value, Ordering::Relaxed);
+        }
         CUresult::CUDA_SUCCESS
     }
 
-    pub(crate) unsafe fn cuCtxGetLimit(value: *mut usize, _limit: CUlimit) -> CUresult {
+    pub(crate) unsafe fn cuCtxGetLimit(value: *mut usize, limit: CUlimit) -> CUresult {
+        let v = if limit == CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT { pending_launch_limit() } else { 0 };
         // SAFETY: the caller's out-pointer.
-        unsafe { *value = 0 };
+        unsafe { *value = v };
         CUresult::CUDA_SUCCESS
     }
 }

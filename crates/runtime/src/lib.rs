@@ -108,8 +108,17 @@
 //!   barriers and reports conflicting ones with both sites (`racecheck` without a GPU).
 //! - *Streams* run their work at enqueue, on the calling thread: a launch returns when the grid
 //!   has finished, and nothing overlaps. Events time the host's clock.
-//! - *Not available* ([`Error::NotOnCpu`]): graphs, device-side launches, `constant!` and
-//!   `global!` module variables, peer access, NCCL, multi-grid launches; raw
+//! - *Device-side launches* run when the launching grid has completed, on the launching
+//!   thread: fire-and-forget and block-stream children first, then the tail launches in launch
+//!   order (a schedule a GPU may also pick: a parent can never wait for a child), with the same
+//!   checks (configuration, block shape, global memory: a slice of the parent's stack or shared
+//!   memory is `NotGlobalMemory`), the nesting limit (24) and the launch budget
+//!   ([`Gpu::set_pending_launch_limit`]); a child that fails makes the host's launch an
+//!   [`Error::CpuKernel`] naming the child and its launch site. A parent that spin-waits for a
+//!   child's result (never guaranteed on a GPU either) spins until the spin limit.
+//! - *Module variables* (`constant!`, `global!`) are host memory of each loaded module,
+//!   initialized from their declaration at first use; `constant` is not a separate cache.
+//! - *Not available* ([`Error::NotOnCpu`]): graphs, peer access, NCCL, multi-grid launches; raw
 //!   [`Function::launch_raw`] (the CPU device needs the kernel's host entry, which the generated
 //!   `load` provides).
 //!

@@ -73,8 +73,6 @@ pub(crate) struct ModuleInner {
 struct CpuAnalysis {
     /// Entries that reach a barrier, collective or `nanosleep`: no fast path.
     threads: std::collections::HashSet<String>,
-    /// Entries that reach a module variable, and the first one they reach.
-    variables: std::collections::HashMap<String, String>,
     /// Entries that launch kernels from the device.
     launching: Vec<String>,
 }
@@ -86,9 +84,8 @@ impl CpuAnalysis {
             crate::ptx::entries_where(text, |_, body| crate::cpu::needs_threads(body), crate::cpu::panic_path)
                 .into_iter()
                 .collect();
-        let variables = crate::symbol::entries_using_variables(text, &ptx.kernels());
         let launching = if ptx.needs_device_runtime() { ptx.device_launching_kernels() } else { Vec::new() };
-        Self { threads, variables, launching }
+        Self { threads, launching }
     }
 }
 
@@ -517,12 +514,9 @@ pub struct Function {
     /// The module variables the kernel uses, recorded with each typed launch (`None`: none).
     vars: Option<crate::symbol::KernelVars>,
     /// Whether the kernel can launch kernels from the device: its host launches are budgeted.
-    device_launches: bool,
+    pub(crate) device_launches: bool,
     /// The kernel's host entry, which runs it on the CPU device (set by generated launchers).
     pub(crate) cpu_entry: Option<crate::cpu::CpuEntry>,
-    /// On the CPU device: why it cannot run there (it launches kernels, or uses module
-    /// variables), if so.
-    pub(crate) cpu_refusal: Option<String>,
     /// On the CPU device: whether its PTX reaches no barrier or collective (the fast path).
     pub(crate) cpu_fast_path: bool,
     module: Arc<ModuleInner>,
@@ -582,7 +576,6 @@ impl Function {
             vars,
             device_launches: m.launch_budget.as_ref().is_some_and(|(_, names)| names.iter().any(|n| n == name)),
             cpu_entry: None,
-            cpu_refusal: None,
             cpu_fast_path: false,
             module: m.clone(),
         })
@@ -608,13 +601,6 @@ impl Function {
             binary_version: 0,
         };
         let analysis = m.cpu_analysis.get_or_init(|| CpuAnalysis::new(m.ptx));
-        let cpu_refusal = if analysis.launching.iter().any(|k| k == name) {
-            Some("launches kernels from the device, which the CPU device does not do".to_string())
-        } else {
-            analysis.variables.get(name).map(|var| {
-                format!("uses the module variable `{var}` (constant! / global!), which the CPU device does not have")
-            })
-        };
         let cpu_fast_path = !cooperative && !analysis.threads.contains(name);
         Ok(Self {
             raw: std::ptr::null_mut(),
@@ -625,9 +611,9 @@ impl Function {
             dyn_smem_limit: AtomicU32::new(info.shared_per_block_optin),
             occupancy: Mutex::new(Vec::new()),
             vars: None,
-            device_launches: false,
+            // Its host launches get a launch budget from the engine (`cpu::launch`).
+            device_launches: analysis.launching.iter().any(|k| k == name),
             cpu_entry: None,
-            cpu_refusal,
             cpu_fast_path,
             module: m.clone(),
         })
@@ -650,6 +636,11 @@ impl Function {
     /// The kernel's name, shared.
     pub(crate) fn name_arc(&self) -> Arc<str> {
         self.name.clone()
+    }
+
+    /// On the CPU device: its module's variables (`constant!` / `global!`), if it has any.
+    pub(crate) fn cpu_vars(&self) -> Option<&Arc<cohort_cpu::VarTable>> {
+        self.module.vars.as_ref().and_then(|v| v.cpu.as_ref())
     }
 
     /// The context the kernel was loaded into.

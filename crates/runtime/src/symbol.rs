@@ -56,6 +56,9 @@ pub(crate) struct ModuleVars {
     record: Arc<Alloc>,
     /// Per PTX function: the variables and functions it names (read at the first lookup).
     refs: OnceLock<HashMap<String, Refs>>,
+    /// On the CPU device: the variables' host memory, which launches of the module hand the
+    /// engine.
+    pub(crate) cpu: Option<Arc<cohort_cpu::VarTable>>,
 }
 
 #[derive(Default)]
@@ -71,6 +74,9 @@ impl ModuleVars {
     pub(crate) fn load(gpu: &Arc<GpuInner>, module: sys::CUmodule, ptx: &str) -> Result<Option<Self>> {
         if !ptx.contains(INIT_PREFIX) {
             return Ok(None);
+        }
+        if gpu.is_cpu() {
+            return Ok(Self::load_cpu(gpu, ptx));
         }
         let mut vars = Vec::new();
         for (name, constant) in declared(ptx) {
@@ -95,7 +101,35 @@ impl ModuleVars {
             .result()
             .map_err(|code| gpu.error(code, Doing::Wait("initializing module variables")))?;
         let record = Arc::new(Alloc::new(gpu, 0, std::ptr::null_mut(), AllocKind::Device));
-        Ok(Some(Self { vars, record, refs: OnceLock::new() }))
+        Ok(Some(Self { vars, record, refs: OnceLock::new(), cpu: None }))
+    }
+
+    /// [`ModuleVars::load`] on the CPU device: host memory for each variable, of the size and
+    /// alignment its PTX declaration gives. Each variable gets its initial value at its first
+    /// lookup, by a kernel or by [`Module::constant`] / [`Module::global`] (the declaration's
+    /// host half passes the initializer), so no path sees it uninitialized.
+    fn load_cpu(gpu: &Arc<GpuInner>, ptx: &str) -> Option<Self> {
+        let layouts = layouts(ptx);
+        let declared: Vec<(String, bool, usize, usize)> = declared(ptx)
+            .into_iter()
+            .filter_map(|(name, constant)| {
+                let &(size, align) = layouts.get(&name)?;
+                Some((name, constant, size, align))
+            })
+            .collect();
+        if declared.is_empty() {
+            return None;
+        }
+        let table = cohort_cpu::VarTable::new(declared.iter().map(|(n, _, size, align)| (n.clone(), *size, *align)));
+        let vars = declared
+            .into_iter()
+            .map(|(name, constant, size, _)| {
+                let (addr, _) = table.get(&name).expect("the table has every declared variable");
+                Var { name, addr, size, constant }
+            })
+            .collect();
+        let record = Arc::new(Alloc::new(gpu, 0, std::ptr::null_mut(), AllocKind::Device));
+        Some(Self { vars, record, refs: OnceLock::new(), cpu: Some(table) })
     }
 
     /// Waits on the host until no operation on the variables is pending (before unloading).
@@ -142,22 +176,6 @@ impl KernelVars {
         all.extend(self.ranges.iter().map(|&(addr, size)| Use::new(&self.record, range(addr, size), false)));
         all
     }
-}
-
-/// The variables `kernel` names, itself or through the functions and kernels it names.
-/// For each of `entries` that reaches a `constant!` / `global!` variable of `ptx`, the first
-/// such variable (the CPU device refuses those kernels: it has no module variables).
-pub(crate) fn entries_using_variables(ptx: &str, entries: &[&str]) -> HashMap<String, String> {
-    if !ptx.contains(INIT_PREFIX) {
-        return HashMap::new();
-    }
-    let vars: Vec<Var> =
-        declared(ptx).into_iter().map(|(name, constant)| Var { name, addr: 0, size: 0, constant }).collect();
-    let refs = references(ptx, &vars);
-    entries
-        .iter()
-        .filter_map(|&e| reachable(&refs, e).first().map(|&i| (e.to_string(), vars[i].name.clone())))
-        .collect()
 }
 
 fn reachable(refs: &HashMap<String, Refs>, kernel: &str) -> Vec<usize> {
@@ -213,6 +231,26 @@ fn declared(ptx: &str) -> Vec<(String, bool)> {
     }
     decls.retain(|(n, _)| inits.contains(n));
     decls
+}
+
+/// The size and alignment of every `.const` / `.global` variable the PTX declares
+/// (`.visible .global .align 4 .b8 NAME[64];`).
+fn layouts(ptx: &str) -> HashMap<String, (usize, usize)> {
+    let mut out = HashMap::new();
+    for line in ptx.lines() {
+        let t = line.trim_start();
+        let Some(rest) = t.strip_prefix(".visible ") else { continue };
+        if !rest.starts_with(".const ") && !rest.starts_with(".global ") {
+            continue;
+        }
+        let mut words = rest.split_whitespace();
+        let align = words.clone().skip_while(|w| *w != ".align").nth(1).and_then(|a| a.parse().ok()).unwrap_or(1);
+        let Some(decl) = words.find(|w| w.contains('[')) else { continue };
+        let Some((name, size)) = decl.split_once('[') else { continue };
+        let Some(size) = size.split(']').next().and_then(|n| n.parse().ok()) else { continue };
+        out.insert(name.to_string(), (size, align));
+    }
+    out
 }
 
 /// The name of the function a PTX line declares or defines (`.entry k(`, `.func (…) f(`).
@@ -358,6 +396,8 @@ impl<T: DeviceCopy> Symbol<T> {
         let gpu = &self.module.gpu;
         gpu.bind()?;
         run_tracked(&stream.inner, &[Use::new(&self.vars().record, range(v.addr, v.size), true)], || {
+            // On the CPU device: not while a launch of the module runs (on another thread).
+            let _guard = self.vars().cpu.as_ref().map(|t| t.host_guard());
             // SAFETY: the variable has `size_of::<T>()` bytes (checked at lookup); `staged` is
             // a live `T` whose bytes are all initialized (`DeviceCopy`: no padding); pageable,
             // so it is read before the call returns; the tracker ordered the copy.
@@ -382,6 +422,8 @@ impl<T: DeviceCopy> Symbol<T> {
         let gpu = &self.module.gpu;
         self.vars().record.host_access(range(v.addr, v.size), self.device_writes, "reading a module variable", || {
             gpu.bind()?;
+            // On the CPU device: not while a launch of the module runs (on another thread).
+            let _guard = self.vars().cpu.as_ref().map(|t| t.host_guard());
             let mut out = std::mem::MaybeUninit::<T>::uninit();
             // SAFETY: the variable has `size_of::<T>()` bytes; `out` has room for them;
             // synchronous; no pending operation writes the variable (waited above).
@@ -425,7 +467,17 @@ impl Module {
     /// # Errors
     /// [`Error::Argument`] when the module has no such constant, or has it with another size.
     pub fn constant<T: DeviceCopy>(&self, handle: &Constant<T>) -> Result<Symbol<T>> {
-        self.symbol(handle.name(), true, false)
+        let symbol = self.symbol(handle.name(), true, false)?;
+        self.init_on_cpu(|| handle.__host_addr());
+        Ok(symbol)
+    }
+
+    /// On the CPU device: looks the variable up through its handle's host address function in
+    /// this module's variables, which gives it its initial value if no kernel has used it yet.
+    fn init_on_cpu(&self, addr: impl FnOnce() -> u64) {
+        if let Some(table) = self.inner.vars.as_ref().and_then(|v| v.cpu.as_ref()) {
+            cohort_cpu::with_module_vars(table, addr);
+        }
     }
 
     /// The variable a [`cohort::global!`] static declares, typed by its handle: the host sees
@@ -434,7 +486,9 @@ impl Module {
     /// # Errors
     /// [`Error::Argument`] when the module has no such global, or has it with another size.
     pub fn global<T: GlobalValue>(&self, handle: &DeviceGlobal<T>) -> Result<Symbol<T::Host>> {
-        self.symbol(handle.name(), false, T::DEVICE_WRITES)
+        let symbol = self.symbol(handle.name(), false, T::DEVICE_WRITES)?;
+        self.init_on_cpu(|| handle.__host_addr());
+        Ok(symbol)
     }
 }
 
@@ -496,6 +550,14 @@ mod tests {
     #[test]
     fn declared_variables_are_those_with_an_initial_value() {
         assert_eq!(declared(PTX), vec![("C".to_string(), true), ("G".to_string(), false)]);
+    }
+
+    #[test]
+    fn layouts_of_declarations() {
+        let l = layouts(PTX);
+        assert_eq!(l.get("C"), Some(&(16, 4)));
+        assert_eq!(l.get("G"), Some(&(4, 4)));
+        assert_eq!(l.get("__cohort_init_C"), Some(&(16, 4)));
     }
 
     #[test]

@@ -85,3 +85,102 @@ pub fn tail_increment(counts: &[AtomicU32]) {
     counts[0].store(v + 1, Ordering::Relaxed);
     counts[1].fetch_add(1, Ordering::Relaxed);
 }
+
+/// Thread 0 of block 0 launches tail children `record(log, 0)`, a fire-and-forget
+/// `record(log, 100)`, then tails `record(log, 1..n)`: the fire-and-forget child completes
+/// before any tail launch, and the tails run one after another in launch order, so `log`
+/// reads `[n + 1, 100, 0, 1, …, n - 1]` (`log[0]` counts the records). `log[n + 2]` counts
+/// refused launches.
+#[kernel]
+pub fn tail_order(log: &[AtomicU32], n: u32) {
+    if thread::global_id() != 0 {
+        return;
+    }
+    let one = LaunchConfig::new(1, 1);
+    let mut refused = 0;
+    for k in 0..n {
+        if record::launch_from_device(&one, TailLaunch, log, k).is_err() {
+            refused += 1;
+        }
+        if k == 0 && record::launch_from_device(&one, FireAndForget, log, 100).is_err() {
+            refused += 1;
+        }
+    }
+    log[n as usize + 2].fetch_add(refused, Ordering::Relaxed);
+}
+
+/// Appends `value` to `log` (its count in `log[0]`, the values from `log[1]`).
+#[kernel]
+pub fn record(log: &[AtomicU32], value: u32) {
+    let at = log[0].fetch_add(1, Ordering::Relaxed) as usize + 1;
+    if let Some(slot) = log.get(at) {
+        slot.store(value, Ordering::Relaxed);
+    }
+}
+
+/// A recursion that never stops by itself: the one thread of each grid records its depth
+/// (`depths[0]`: the deepest, `depths[1]`: grids that ran) and launches itself one level
+/// deeper (fire-and-forget: a child nested in its parent), until a launch is refused:
+/// `depths[2]` gets the refusal's `LaunchError::code`.
+#[kernel]
+pub fn dive(depths: &[AtomicU32], depth: u32) {
+    depths[0].fetch_max(depth, Ordering::Relaxed);
+    depths[1].fetch_add(1, Ordering::Relaxed);
+    if let Err(e) = dive::launch_from_device(&LaunchConfig::new(1, 1), FireAndForget, depths, depth + 1) {
+        depths[2].store(e.code(), Ordering::Relaxed);
+    }
+}
+
+/// A runaway launch tree: the one thread of each grid launches two copies of itself
+/// (fire-and-forget) without end; `counts[0]` counts grids that ran, `counts[1]` accepted
+/// launches, `counts[2]` launches refused as `BudgetSpent`, `counts[3]` refused otherwise (the
+/// nesting limit).
+#[kernel]
+pub fn fan(counts: &[AtomicU32]) {
+    counts[0].fetch_add(1, Ordering::Relaxed);
+    for _ in 0..2 {
+        let slot = match fan::launch_from_device(&LaunchConfig::new(1, 1), FireAndForget, counts) {
+            Ok(()) => 1,
+            Err(cohort::launch::LaunchError::BudgetSpent) => 2,
+            Err(_) => 3,
+        };
+        counts[slot].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Thread 0 of each block launches [`panics_at`] (a grid of `threads` threads whose thread
+/// `bad` panics) as a tail launch; every thread adds 1 to `counts[0]`. A CPU-device test: on a
+/// GPU the child's panic traps and ends the context.
+#[kernel]
+pub fn launch_panicking(counts: &[AtomicU32], threads: u32, bad: u32) {
+    counts[0].fetch_add(1, Ordering::Relaxed);
+    if thread::thread_idx_x() == 0
+        && panics_at::launch_from_device(&LaunchConfig::new(1, threads), TailLaunch, counts, bad).is_err()
+    {
+        counts[2].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Thread `bad` panics; the others add 1 to `counts[1]`.
+#[kernel]
+pub fn panics_at(counts: &[AtomicU32], bad: u32) {
+    assert!(thread::thread_idx_x() != bad, "child thread {bad} gives up");
+    counts[1].fetch_add(1, Ordering::Relaxed);
+}
+
+/// Thread 0 hands a slice of its own stack (local memory) to a tail child; `status[0]` gets
+/// the launch's `LaunchError::code` (0 if it was accepted, which it must not be).
+#[kernel]
+pub fn pass_local(status: &[AtomicU32]) {
+    if thread::global_id() == 0 {
+        let local = [thread::block_idx_x(); 4];
+        let r = sum_into::launch_from_device(&LaunchConfig::new(1, 1), TailLaunch, &local, status);
+        status[0].store(r.err().map_or(0, |e| e.code()), Ordering::Relaxed);
+    }
+}
+
+/// `status[1] = data.iter().sum()`.
+#[kernel]
+pub fn sum_into(data: &[u32], status: &[AtomicU32]) {
+    status[1].store(data.iter().sum(), Ordering::Relaxed);
+}
