@@ -4,12 +4,13 @@
 //!
 //! What makes them as fast as the C++: the block shape is a [`BlockShape`] parameter (the
 //! launcher refuses any other), so LLVM knows `threadIdx` bounds and removes the checks of
-//! shared-tile indices; global reads use [`Matrix::load_or`] (a select, no branch) or a
-//! once-checked [`Window`](cohort::matrix::Window); outputs are [`DisjointMatrix`] layouts with
+//! shared-tile indices; global reads use [`Matrix::load_or`] (a select, no branch), a
+//! once-checked [`Window`](cohort::matrix::Window), or (the SGEMMs' k-loops) a row strip of A
+//! and a column strip of B checked once per block ([`cohort::split!`]'s two-view form);
+//! outputs are [`DisjointMatrix`] layouts with
 //! `u32` offsets (C++'s `int` index arithmetic: one multiply-add per address); and
 //! `#[kernel(contract)]` fuses `acc += a * b` as nvcc does.
 
-use cohort::matrix::Split;
 use cohort::prelude::*;
 
 /// Tile edge of the transposes.
@@ -85,6 +86,9 @@ cohort::shared! {
 
 /// `C = A · B` (`A` is `m × k`, `B` is `k × n`), one element of C per thread, 32×32 tiles of A
 /// and B through shared memory (the CUDA Programming Guide's shared-memory matrix multiply).
+/// The tiles come from A's row strip and B's column strip, checked once per block (SASS: 83.5
+/// instructions a k-step, against C++'s 86; a `load_or` per element took 94, a window pair
+/// checked each step 92).
 #[kernel(contract)]
 pub fn sgemm_tiled32(
     shape: BlockShape<32, 32>,
@@ -100,61 +104,20 @@ pub fn sgemm_tiled32(
     let (m0, n0) = (thread::block_idx_y() * 32, thread::block_idx_x() * 32);
     let (sa, sb) = (GEMM32_A.get(), GEMM32_B.get());
     let mut acc = 0.0f32;
-    let mut t = 0;
-    while t < k {
-        // Two elements per thread per step: `load_or` (a select, no branch). Measured 0.91 of
-        // C++ where a window per matrix measured 0.73 (H200, before `u32` offsets); the
-        // window-pair form is `sgemm_tiled32_windows`.
-        let (xu, yu) = (x as u32, y as u32);
-        sa.store_at(y, x, a.load_or(m0 + yu, t + xu, 0.0));
-        sb.store_at(y, x, b.load_or(t + yu, n0 + xu, 0.0));
-        sync_threads();
-        for q in 0..8 {
-            let av: [f32; 4] = sa.load_row(y, 4 * q);
-            unroll::<4>(|i| acc += av[i] * sb.load_at(4 * q + i, x));
+    // A's row strip and B's column strip, checked once per block: inside the matrices (and
+    // `k` a multiple of 32), the k-loop reads with no check; else every window is checked.
+    cohort::split!(a.row_strip::<32, 32>(m0), b.col_strip::<32, 32>(n0), |ra, cb| {
+        for (wa, wb) in ra.zip(cb) {
+            sa.store_at(y, x, wa.load_or(y, x, 0.0));
+            sb.store_at(y, x, wb.load_or(y, x, 0.0));
+            sync_threads();
+            for q in 0..8 {
+                let av: [f32; 4] = sa.load_row(y, 4 * q);
+                unroll::<4>(|i| acc += av[i] * sb.load_at(4 * q + i, x));
+            }
+            sync_threads();
         }
-        sync_threads();
-        t += 32;
-    }
-    c.tile(&shape).set(0, 0, acc);
-}
-
-/// [`sgemm_tiled32`] with the tile loads through a pair of once-checked windows instead of
-/// `load_or`: one uniform branch a step, then both loads unchecked (the edge steps read through
-/// `load_or`). The same algorithm, tiles and launch shape; `cohort bench kernels` times both
-/// against the same C++ twin (SASS: 92 instructions a step here, 94 with `load_or`, 86 in C++).
-#[kernel(contract)]
-pub fn sgemm_tiled32_windows(
-    shape: BlockShape<32, 32>,
-    a: &[f32],
-    b: &[f32],
-    m: u32,
-    n: u32,
-    k: u32,
-    mut c: DisjointMatrix<f32, Cyclic, u32>,
-) {
-    let (Some(a), Some(b)) = (Matrix::new(a, m, k), Matrix::new(b, k, n)) else { return };
-    let (x, y) = (shape.x() as usize, shape.y() as usize);
-    let (m0, n0) = (thread::block_idx_y() * 32, thread::block_idx_x() * 32);
-    let (sa, sb) = (GEMM32_A.get(), GEMM32_B.get());
-    let mut acc = 0.0f32;
-    let mut t = 0;
-    while t < k {
-        let (wa, wb) = (a.window::<32, 32>(m0, t), b.window::<32, 32>(t, n0));
-        let (va, vb) = match (wa.split(), wb.split()) {
-            (Split::Full(wa), Split::Full(wb)) => (wa.load_or(y, x, 0.0), wb.load_or(y, x, 0.0)),
-            _ => (wa.load_or(y, x, 0.0), wb.load_or(y, x, 0.0)),
-        };
-        sa.store_at(y, x, va);
-        sb.store_at(y, x, vb);
-        sync_threads();
-        for q in 0..8 {
-            let av: [f32; 4] = sa.load_row(y, 4 * q);
-            unroll::<4>(|i| acc += av[i] * sb.load_at(4 * q + i, x));
-        }
-        sync_threads();
-        t += 32;
-    }
+    });
     c.tile(&shape).set(0, 0, acc);
 }
 
@@ -194,39 +157,30 @@ pub fn sgemm_128x128(
     let (ar, ac) = (rank / BK, rank % BK);
     let (br, bc) = (rank / BM, rank % BM);
     let mut acc = [[0.0f32; TM]; TM];
-    let mut t = 0;
-    while t < k {
-        // Both windows checked together once per step (one uniform branch): inside the
-        // matrices the eight loads issue back to back, unchecked, before the shared stores, as
-        // in C++; a step at an edge reads through `load_or`.
-        let (wa, wb) = (a.window::<BM, BK>(m0, t), b.window::<BK, BM>(t, n0));
-        let (va, vb): ([f32; 4], [f32; 4]) = match (wa.split(), wb.split()) {
-            (Split::Full(wa), Split::Full(wb)) => (
-                core::array::from_fn(|i| wa.load_or(ar + 32 * i, ac, 0.0)),
-                core::array::from_fn(|i| wb.load_or(br + 2 * i, bc, 0.0)),
-            ),
-            _ => (
-                core::array::from_fn(|i| wa.load_or(ar + 32 * i, ac, 0.0)),
-                core::array::from_fn(|i| wb.load_or(br + 2 * i, bc, 0.0)),
-            ),
-        };
-        for i in 0..4 {
-            sa.store_at(ac, ar + 32 * i, va[i]);
-            sb.store_at(br + 2 * i, bc, vb[i]);
+    // A's row strip and B's column strip, checked once per block: inside the matrices (and
+    // `k` a multiple of 8), the eight loads of a step issue back to back, unchecked, before
+    // the shared stores, as in C++; otherwise every window is checked.
+    cohort::split!(a.row_strip::<BM, BK>(m0), b.col_strip::<BK, BM>(n0), |ra, cb| {
+        for (wa, wb) in ra.zip(cb) {
+            let va: [f32; 4] = core::array::from_fn(|i| wa.load_or(ar + 32 * i, ac, 0.0));
+            let vb: [f32; 4] = core::array::from_fn(|i| wb.load_or(br + 2 * i, bc, 0.0));
+            for i in 0..4 {
+                sa.store_at(ac, ar + 32 * i, va[i]);
+                sb.store_at(br + 2 * i, bc, vb[i]);
+            }
+            sync_threads();
+            unroll::<BK>(|q| {
+                let a0: [f32; 4] = sa.load_row(q, y * TM);
+                let a1: [f32; 4] = sa.load_row(q, y * TM + 4);
+                let b0: [f32; 4] = sb.load_row(q, x * TM);
+                let b1: [f32; 4] = sb.load_row(q, x * TM + 4);
+                let av = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
+                let bv = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
+                unroll::<TM>(|i| unroll::<TM>(|j| acc[i][j] += av[i] * bv[j]));
+            });
+            sync_threads();
         }
-        sync_threads();
-        unroll::<BK>(|q| {
-            let a0: [f32; 4] = sa.load_row(q, y * TM);
-            let a1: [f32; 4] = sa.load_row(q, y * TM + 4);
-            let b0: [f32; 4] = sb.load_row(q, x * TM);
-            let b1: [f32; 4] = sb.load_row(q, x * TM + 4);
-            let av = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
-            let bv = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
-            unroll::<TM>(|i| unroll::<TM>(|j| acc[i][j] += av[i] * bv[j]));
-        });
-        sync_threads();
-        t += BK as u32;
-    }
+    });
     cohort::split!(c.tile(&shape), |mut mine| {
         unroll::<TM>(|i| {
             unroll::<TM>(|j| {
@@ -250,8 +204,8 @@ cohort::shared! {
 /// interior points become the mean of their four neighbours (read through a shared tile with a
 /// one-point halo), boundary points are copied.
 #[kernel]
-pub fn jacobi_step(shape: BlockShape<32, 8>, u: &[f32], n: u32, mut out: DisjointMatrix<f32, Cyclic, u32>) {
-    let Some(g) = Matrix::new(u, n, n) else { return };
+pub fn jacobi_step(shape: BlockShape<32, 8>, g: Matrix<f32, u32>, mut out: DisjointMatrix<f32, Cyclic, u32>) {
+    let (rows, cols) = (g.rows(), g.cols());
     let (x, y) = (shape.x() as usize, shape.y() as usize);
     let (by, bx) = (thread::block_idx_y() * JY as u32, thread::block_idx_x() * JX as u32);
     let (gy, gx) = (by + y as u32, bx + x as u32);
@@ -274,7 +228,7 @@ pub fn jacobi_step(shape: BlockShape<32, 8>, u: &[f32], n: u32, mut out: Disjoin
         tile.store_at(JY + 1, x + 1, g.load_or(gy + 1, gx, 0.0));
     }
     sync_threads();
-    let boundary = gx == 0 || gy == 0 || gx + 1 >= n || gy + 1 >= n;
+    let boundary = gx == 0 || gy == 0 || gx + 1 >= cols || gy + 1 >= rows;
     let v = if boundary {
         centre
     } else {

@@ -31,6 +31,8 @@ pub enum ParamKind {
     Shape,
     /// `DisjointMatrix<T, L>`: pointer, rows and columns.
     Matrix(Type),
+    /// `Matrix<T, I>` (read-only): pointer, rows and columns.
+    MatrixRef(Type),
 }
 
 pub struct Param {
@@ -119,6 +121,9 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
                 "DisjointMatrix" => first_type_arg().map(ParamKind::Matrix).ok_or_else(|| {
                     syn::Error::new_spanned(ty, "`DisjointMatrix` needs its element type: `DisjointMatrix<T, Layout>`")
                 }),
+                // `cohort::matrix::Matrix<T, I>`; a `Matrix` without type arguments is taken
+                // for a kernel's own by-value type of that name.
+                "Matrix" => Ok(first_type_arg().map_or(ParamKind::Scalar, ParamKind::MatrixRef)),
                 _ => Ok(ParamKind::Scalar),
             }
         }

@@ -108,7 +108,21 @@ impl VisitMut for Contract {
 
     // Nested items are not part of this function: leave them as written.
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
-    // Macro invocations (`printf!`, `assert!`) are opaque token streams: left as written.
+
+    // Macro invocations are opaque token streams, left as written (`printf!`, `assert!`,
+    // `stringify!`), except `split!` (`cohort::split!`): its arguments are expressions — views
+    // and the body run on them — and the body is kernel code like any other.
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        if m.path.segments.last().is_none_or(|s| s.ident != "split") {
+            return;
+        }
+        let parser = syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated;
+        let Ok(mut args) = syn::parse::Parser::parse2(parser, m.tokens.clone()) else { return };
+        for a in args.iter_mut() {
+            self.visit_expr_mut(a);
+        }
+        m.tokens = quote!(#args);
+    }
 }
 
 /// Rewrites the body of `f` for contraction.

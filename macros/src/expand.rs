@@ -232,6 +232,11 @@ fn abi_record(
                 entries.push(one(quote!(usize), "Len"));
                 entries.push(one(quote!(usize), "Len"));
             }
+            ParamKind::MatrixRef(elem) => {
+                entries.push(one(subst(elem), "MatrixRefPtr"));
+                entries.push(one(quote!(usize), "Len"));
+                entries.push(one(quote!(usize), "Len"));
+            }
             ParamKind::Grid => {}
             ParamKind::MultiGridVec(elem) => {
                 entries.push(one(subst(elem), "MultiGridVecPtr"));
@@ -422,9 +427,28 @@ fn lower(
                 lowered.push(LoweredParam::value(&cols, quote!(usize)));
                 rebuild.push(quote! {
                     // SAFETY: the host launcher passed an exclusively borrowed `MatrixMut`: a
-                    // device allocation of at least `rows * cols` elements; every thread
-                    // receives the same one, and the layout is the parameter's type.
+                    // device allocation of at least `rows * cols` elements, a shape whose
+                    // offsets fit the parameter's index type (`matrix_shape_fits`, refused
+                    // otherwise); every thread receives the same one, and the layout is the
+                    // parameter's type.
                     let #id: #ty_s = unsafe { ::cohort::abi::disjoint_matrix(#ptr, #len, #cols) };
+                });
+            }
+            ParamKind::MatrixRef(elem) => {
+                let elem_s = subst(elem);
+                let ty_s = subst(&p.ty);
+                let cols = format_ident!("__cohort_{}_cols", id);
+                lowered.push(LoweredParam::addr(&ptr, quote!(*const #elem_s)));
+                lowered.push(LoweredParam::value(&len, quote!(usize)));
+                lowered.push(LoweredParam::value(&cols, quote!(usize)));
+                checks.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_slice_element::<#elem_s>();));
+                rebuild.push(quote! {
+                    // SAFETY: the host launcher passed a `MatrixRef`: a shared borrow of a device
+                    // allocation (host memory on the CPU device) of at least `rows * cols`
+                    // elements and at least one, unchanged during the launch, with a shape whose
+                    // offsets fit the parameter's index type (`matrix_shape_fits`, refused
+                    // otherwise).
+                    let #id: #ty_s = unsafe { ::cohort::abi::matrix(#ptr, #len, #cols) };
                 });
             }
             ParamKind::Shape => {
@@ -707,7 +731,7 @@ fn host_impl(
                 prep.push(quote!(let (#ptr, #len, #cols): (u64, usize, usize) = ::cohort_runtime::MatrixArg::raw_parts(&#id);));
                 {
                     // A matrix whose offsets don't fit the parameter's index type (`u32`) is
-                    // refused here; the device would otherwise see it as empty.
+                    // refused here: the device relies on it (`abi::disjoint_matrix`).
                     let ty_s = subst(&p.ty);
                     let (pname, tname) = (id.to_string(), p.ty.to_token_stream().to_string());
                     prep.push(quote! {
@@ -721,6 +745,34 @@ fn host_impl(
                 {
                     let u0 = format_ident!("__cohort_{}_use0", id);
                     prep.push(quote!(let [#u0] = ::cohort_runtime::MatrixArg::uses(&#id);));
+                    uses.push(quote!(#u0));
+                }
+                locals.push(quote!(#ptr));
+                locals.push(quote!(#len));
+                locals.push(quote!(#cols));
+            }
+            ParamKind::MatrixRef(elem) => {
+                let elem_s = subst(elem);
+                let cols = format_ident!("__cohort_{}_cols", id);
+                host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::MatrixRefArg<#elem_s>));
+                prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_slice_element::<#elem_s>();));
+                prep.push(quote!(let (#ptr, #len, #cols): (u64, usize, usize) = ::cohort_runtime::MatrixRefArg::raw_parts(&#id);));
+                {
+                    // As for `DisjointMatrix`: the device relies on the shape fitting `I`
+                    // (`abi::matrix`).
+                    let ty_s = subst(&p.ty);
+                    let (pname, tname) = (id.to_string(), p.ty.to_token_stream().to_string());
+                    prep.push(quote! {
+                        if !::cohort::abi::matrix_shape_fits::<#ty_s>(#len, #cols) {
+                            return ::core::result::Result::Err(::cohort_runtime::Error::matrix_too_large(
+                                #entry_str, #pname, #tname, #len, #cols,
+                            ));
+                        }
+                    });
+                }
+                {
+                    let u0 = format_ident!("__cohort_{}_use0", id);
+                    prep.push(quote!(let [#u0] = ::cohort_runtime::MatrixRefArg::uses(&#id);));
                     uses.push(quote!(#u0));
                 }
                 locals.push(quote!(#ptr));
@@ -980,6 +1032,7 @@ fn device_launcher(
             ParamKind::Append(_)
             | ParamKind::GridVec(_)
             | ParamKind::Matrix(_)
+            | ParamKind::MatrixRef(_)
             | ParamKind::Grid
             | ParamKind::MultiGrid
             | ParamKind::MultiGridVec(_) => {

@@ -33,6 +33,7 @@ use proc_macro::TokenStream;
 ///
 /// | `shape: BlockShape<X, Y, Z>` | nothing (the launch must use blocks of exactly `X × Y × Z`) |
 /// | `out: DisjointMatrix<T, L>` | `MatrixMut<T>` (`buffer.as_matrix_mut(rows, cols)?`) |
+/// | `a: Matrix<T, I>` (read-only) | `MatrixRef<T>` (`buffer.as_matrix(rows, cols)?`; shape checked at launch) |
 ///
 /// Options: `#[kernel(contract)]` (fused multiply-add as nvcc's default; see `cohort::fp`),
 /// `#[kernel(cooperative)]` (may use grid sync; launched only cooperatively) and

@@ -182,23 +182,22 @@ fn classic(c: &Ctx) -> TestResult {
             ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || "transpose wrote past the matrix".into())?;
         }
     }
-    for (m, n, kk) in [(256usize, 128usize, 96usize), (200, 136, 50), (33, 31, 7)] {
+    // Strips: both inside (256 × 128 × 96), A's at the bottom edge while B's is inside
+    // (200 × 128 × 64: both read checked), both at edges, and tiny.
+    for (m, n, kk) in [(256usize, 128usize, 96usize), (200, 128, 64), (200, 136, 50), (33, 31, 7)] {
         let a: Vec<f32> = (0..m * kk).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let b: Vec<f32> = (0..kk * n).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let (da, db) = (c.gpu.upload(&a).ctx("up")?, c.gpu.upload(&b).ctx("up")?);
         let want: Vec<f32> = (0..m * n)
             .map(|i| (0..kk).map(|q| a[(i / n) * kk + q] as f64 * b[q * n + i % n] as f64).sum::<f64>() as f32)
             .collect();
-        for which in 0..3 {
+        for which in 0..2 {
             let mut out = c.gpu.upload(&vec![f32::NAN; m * n + 5]).ctx("alloc")?;
             let mm = out.as_matrix_mut(m, n).ctx("matrix")?;
             let (m32, n32, k32) = (m as u32, n as u32, kk as u32);
             let cfg32 = LaunchConfig::new((n.div_ceil(32) as u32, m.div_ceil(32) as u32), (32, 32));
             match which {
                 0 => ck::sgemm_tiled32::load(&c.module).ctx("load")?.launch(&s, cfg32, &da, &db, m32, n32, k32, mm),
-                1 => ck::sgemm_tiled32_windows::load(&c.module)
-                    .ctx("load")?
-                    .launch(&s, cfg32, &da, &db, m32, n32, k32, mm),
                 _ => {
                     let cfg = LaunchConfig::new((n.div_ceil(128) as u32, m.div_ceil(128) as u32), (16, 16));
                     ck::sgemm_128x128::load(&c.module).ctx("load")?.launch(&s, cfg, &da, &db, m32, n32, k32, mm)
@@ -206,32 +205,54 @@ fn classic(c: &Ctx) -> TestResult {
             }
             .ctx("launch")?;
             let got = out.to_vec().ctx("read")?;
-            let name = ["sgemm_tiled32", "sgemm_tiled32_windows", "sgemm_128x128"][which];
+            let name = ["sgemm_tiled32", "sgemm_128x128"][which];
             check_all_by(&format!("{name} {m} × {n} × {kk}"), &got[..m * n], &want, |g, w| {
                 (g - w).abs() <= 1e-4 * (1.0 + w.abs())
             })?;
             ensure(got[m * n..].iter().all(|v| v.is_nan()), || format!("{name} wrote past the matrix"))?;
         }
     }
-    for nn in [64usize, 50] {
-        let u: Vec<f32> = (0..nn * nn).map(|_| r.random_range(0.0f32..1.0)).collect();
+    // Square and not, whole blocks and not (the boundary is the grid's own rows and columns).
+    for (rows, cols) in [(64usize, 64usize), (50, 50), (40, 72), (72, 33)] {
+        let u: Vec<f32> = (0..rows * cols).map(|_| r.random_range(0.0f32..1.0)).collect();
         let du = c.gpu.upload(&u).ctx("up")?;
-        let mut out = c.gpu.upload(&vec![f32::NAN; nn * nn + 5]).ctx("alloc")?;
-        let cfg = LaunchConfig::new((nn.div_ceil(32) as u32, nn.div_ceil(8) as u32), (32, 8));
+        let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
+        let cfg = LaunchConfig::new((cols.div_ceil(32) as u32, rows.div_ceil(8) as u32), (32, 8));
         ck::jacobi_step::load(&c.module)
             .ctx("load")?
-            .launch(&s, cfg, &du, nn as u32, out.as_matrix_mut(nn, nn).ctx("m")?)
+            .launch(&s, cfg, du.as_matrix(rows, cols).ctx("m")?, out.as_matrix_mut(rows, cols).ctx("m")?)
             .ctx("launch")?;
         let mut want = u.clone();
-        for y in 1..nn - 1 {
-            for x in 1..nn - 1 {
-                want[y * nn + x] =
-                    0.25 * (u[(y - 1) * nn + x] + u[(y + 1) * nn + x] + u[y * nn + x - 1] + u[y * nn + x + 1]);
+        for y in 1..rows - 1 {
+            for x in 1..cols - 1 {
+                want[y * cols + x] =
+                    0.25 * (u[(y - 1) * cols + x] + u[(y + 1) * cols + x] + u[y * cols + x - 1] + u[y * cols + x + 1]);
             }
         }
         let got = out.to_vec().ctx("read")?;
-        check_all(&format!("Jacobi step {nn}²"), &got[..nn * nn], &want)?;
-        ensure(got[nn * nn..].iter().all(|v| v.is_nan()), || "Jacobi wrote past the grid".into())?;
+        check_all(&format!("Jacobi step {rows} × {cols}"), &got[..rows * cols], &want)?;
+        ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || "Jacobi wrote past the grid".into())?;
+    }
+    // A read-only `Matrix` parameter: its shape is checked on the host, never in the kernel.
+    let small = c.gpu.upload(&[1.0f32; 12]).ctx("up")?;
+    let empty = c.gpu.zeroed::<f32>(0).ctx("alloc")?;
+    ensure(small.as_matrix(4, 4).is_err(), || "a 4 × 4 matrix fit 12 elements".into())?;
+    ensure(small.as_matrix(3, 4).is_ok(), || "a 3 × 4 matrix did not fit 12 elements".into())?;
+    ensure(empty.as_matrix(0, 0).is_err(), || "an empty buffer became a matrix".into())?;
+    ensure(small.slice(..0).into_matrix(0, 5).is_err(), || "an empty view became a matrix".into())?;
+    // 2^32 × 0: no element, but a side `u32` offsets can't hold: refused at launch, naming
+    // the kernel and the parameter.
+    let mut out = c.gpu.zeroed::<f32>(4).ctx("alloc")?;
+    let huge = small.as_matrix(1 << 32, 0).ctx("m")?;
+    let e = ck::jacobi_step::load(&c.module).ctx("load")?.launch(
+        &s,
+        LaunchConfig::new((1, 1), (32, 8)),
+        huge,
+        out.as_matrix_mut(2, 2).ctx("m")?,
+    );
+    match e {
+        Err(e) if e.to_string().contains("jacobi_step") && e.to_string().contains("`g`") => {}
+        other => return Err(format!("a 2^32 × 0 `Matrix<f32, u32>` was not refused: {other:?}")),
     }
     Ok(())
 }

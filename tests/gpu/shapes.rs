@@ -300,7 +300,7 @@ fn classic(c: &Ctx) -> TestResult {
     let cfg = LaunchConfig::new((nn.div_ceil(32) as u32, nn.div_ceil(8) as u32), (32, 8));
     ck::jacobi_step::load(&c.module)
         .ctx("load")?
-        .launch(&s, cfg, &du, nn as u32, out.as_matrix_mut(nn, nn).ctx("m")?)
+        .launch(&s, cfg, du.as_matrix(nn, nn).ctx("m")?, out.as_matrix_mut(nn, nn).ctx("m")?)
         .ctx("launch")?;
     let mut want = u.clone();
     for y in 1..nn - 1 {

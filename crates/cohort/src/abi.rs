@@ -10,6 +10,7 @@
 //! | `grid: GridGroup` (`cooperative` only) | none | none |
 //! | `shape: BlockShape<X, Y, Z>` | none (in the record's header) | none |
 //! | `out: DisjointMatrix<T, L, I>` | `.u64` pointer, `.u64` rows, `.u64` cols | `MatrixMut<T>` |
+//! | `a: Matrix<T, I>` | `.u64` pointer, `.u64` rows, `.u64` cols | `MatrixRef<T>` |
 
 use crate::copy::DeviceCopy;
 use crate::slice::DisjointSlice;
@@ -102,14 +103,13 @@ pub unsafe fn grid_vec<'a, T>(ptr: *mut T, len: usize, barrier: *mut u32) -> cra
 
 /// Rebuilds a `DisjointMatrix<T, L, I>` kernel parameter.
 ///
-/// A matrix with more elements than `I` can count (`u32`: more than `u32::MAX`) is rebuilt
-/// empty (0 × 0): no thread writes any of it, and `rows()`/`cols()` say 0. (Not a panic: that
-/// would put a call to the panic handler into every kernel with `u32` offsets, which the
-/// classic kernels' PTX check forbids; a host-side check at launch would make it an `Err`.)
+/// Nothing is checked here: the host launcher refuses a matrix whose offsets don't fit `I`
+/// ([`matrix_shape_fits`], an `Err` at launch), so the device does no work for it (C++'s
+/// `int` offsets cost one multiply-add; a check in every thread would cost more).
 ///
 /// # Safety
 /// As [`DisjointMatrix::from_raw_parts`](crate::matrix::DisjointMatrix::from_raw_parts), with
-/// `rows * cols` fitting `usize` (what `I` fits is checked here).
+/// `rows * cols` fitting `I` (`matrix_shape_fits::<DisjointMatrix<T, L, I>>(rows, cols)`).
 #[inline(always)]
 #[must_use]
 pub unsafe fn disjoint_matrix<'a, T, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex>(
@@ -117,19 +117,47 @@ pub unsafe fn disjoint_matrix<'a, T, L: crate::matrix::Layout, I: crate::matrix:
     rows: usize,
     cols: usize,
 ) -> crate::matrix::DisjointMatrix<'a, T, L, I> {
-    let (r, c) = I::shape(rows, cols).unwrap_or((I::ZERO, I::ZERO));
+    // Lossless: both fit `I` (the caller's contract).
+    let (r, c) = (I::truncate(rows), I::truncate(cols));
     // Zero-sized elements are written through a dangling (aligned, non-null) pointer; the
     // test folds away for all other types. No other pointer is replaced: an empty matrix's
     // (possibly null) one is never written through.
     let ptr = if size_of::<T>() == 0 { core::ptr::NonNull::dangling().as_ptr() } else { ptr };
-    // SAFETY: forwarded to the caller; `rows * cols` fits `I` (`I::shape`).
+    // SAFETY: forwarded to the caller, who guarantees that `rows * cols` fits `I`.
     unsafe { crate::matrix::DisjointMatrix::from_raw_parts(ptr, r, c) }
 }
 
-/// The offset type of a `DisjointMatrix` parameter type, for the host launcher's check.
+/// The offset type of a `DisjointMatrix` or `Matrix` parameter type, for the host launcher's
+/// check.
 pub trait MatrixParam {
-    /// `I` of `DisjointMatrix<T, L, I>`.
+    /// `I` of `DisjointMatrix<T, L, I>` or `Matrix<T, I>`.
     type Index: crate::matrix::MatrixIndex;
+}
+
+impl<T, I: crate::matrix::MatrixIndex> MatrixParam for crate::matrix::Matrix<'_, T, I> {
+    type Index = I;
+}
+
+/// Rebuilds a read-only `Matrix<T, I>` kernel parameter, with no check: the host launcher
+/// checked the shape against the buffer (`MatrixRef`: `rows * cols` elements and at least one)
+/// and against `I` ([`matrix_shape_fits`]), so the kernel does none of `Matrix::new`'s work.
+///
+/// # Safety
+/// `ptr` must point at `max(rows * cols, 1)` initialized `T` in device memory that nobody
+/// writes for `'a`, and `rows * cols` must fit `I`.
+#[inline(always)]
+#[must_use]
+pub unsafe fn matrix<'a, T, I: crate::matrix::MatrixIndex>(
+    ptr: *const T,
+    rows: usize,
+    cols: usize,
+) -> crate::matrix::Matrix<'a, T, I> {
+    // At least one element: a read outside the matrix (`load_or`) loads element 0.
+    let len = (rows * cols).max(1);
+    // SAFETY: the caller's contract (`slice` takes care of zero-sized `T`).
+    let data = unsafe { slice(ptr, len) };
+    // SAFETY: `data` holds `max(rows * cols, 1)` elements and `rows * cols` fits `I`.
+    unsafe { crate::matrix::Matrix::from_raw_parts(data, I::truncate(rows), I::truncate(cols)) }
 }
 
 impl<T, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex> MatrixParam
@@ -140,8 +168,8 @@ impl<T, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex> MatrixParam
 
 /// Whether a `rows × cols` matrix (`rows * cols` fitting `usize`) can be the `DisjointMatrix`
 /// parameter type `M`: every offset fits its `I`. What a host launcher may check before
-/// launching, so that a matrix too large for `u32` offsets is an `Err` rather than the empty
-/// matrix [`disjoint_matrix`] rebuilds.
+/// launching, so that a matrix too large for `u32` offsets is an `Err`: [`disjoint_matrix`]
+/// relies on it.
 #[must_use]
 pub fn matrix_shape_fits<M: MatrixParam>(rows: usize, cols: usize) -> bool {
     <M::Index as crate::matrix::MatrixIndex>::shape(rows, cols).is_some()
@@ -232,6 +260,9 @@ pub enum AbiKind {
     /// the replica table (`ConstPtr` of `u64`), the length, the replica count (`u32`), the
     /// barrier word (`BarrierPtr`) and the vector's tag (`u32`).
     MultiGridVecPtr = 12,
+    /// The pointer of a read-only `Matrix<T, I>` (size and alignment are `T`'s), followed by two
+    /// `Len`s: rows and columns.
+    MatrixRefPtr = 13,
 }
 
 impl AbiKind {
@@ -252,6 +283,7 @@ impl AbiKind {
             10 => Self::MatrixPtr,
             11 => Self::MultiGridPtr,
             12 => Self::MultiGridVecPtr,
+            13 => Self::MatrixRefPtr,
             _ => return None,
         })
     }
@@ -283,6 +315,7 @@ impl AbiKind {
             Self::MatrixPtr => "the pointer of a `DisjointMatrix<T, L>`",
             Self::MultiGridPtr => "the barrier block of a `MultiGridGroup`",
             Self::MultiGridVecPtr => "the replica of a `MultiGridVec<T>`",
+            Self::MatrixRefPtr => "the pointer of a `Matrix<T>`",
         }
     }
 }

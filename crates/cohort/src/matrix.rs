@@ -5,9 +5,11 @@
 //! |---|---|
 //! | `(r < rows && c < cols) ? a[r * cols + c] : 0` | [`Matrix::load_or`]`(r, c, 0)` (a clamped address and a select: no branch) |
 //! | `unsigned` index arithmetic | `Matrix<T, u32>` ([`MatrixIndex`]; `new` checks that every offset fits) |
+//! | `const float* a, int rows, int cols` kernel parameters | an `a: Matrix<T, I>` kernel parameter (the host passes `buffer.as_matrix(rows, cols)?`; shape checked on the host, none in the kernel) |
 //! | a block's tile `a[(r0 + i) * cols + c0 + j]` | [`Matrix::window`]`::<R, C>(r0, c0)` (checked once), then [`Window::load_or`]`(i, j, 0)`: unchecked inside, checked at the edge |
+//! | a GEMM's k-loop over A's row strip / B's column strip, `for (t = 0; t < k; t += C)` | [`Matrix::row_strip`]`::<R, C>(r0)` / [`Matrix::col_strip`]`::<R, C>(c0)`: iterators of windows, checked once per block ([`Strip::split`]), not once per step |
 //! | `out[row * cols + col] = v` (the thread's own element of a 2-D grid) | `DisjointMatrix<T, Cyclic>`: `out.tile(&shape).set(0, 0, v)` |
-//! | `unsigned` output offsets | `DisjointMatrix<T, L, u32>` (a matrix of more than `u32::MAX` elements is refused: the kernel sees it 0 × 0 and writes nothing) |
+//! | `unsigned` output offsets | `DisjointMatrix<T, L, u32>` (a matrix of more than `u32::MAX` elements is refused at launch: an `Err`) |
 //! | `out[col * rows + row] = v` (transposed position) | `DisjointMatrix<T, Transposed<Cyclic>>` |
 //! | a block's tile of C, `TM × TN` per thread | `DisjointMatrix<T, Blocked<TM, TN>>` |
 //! | a block's tile written at the transposed tile position | `DisjointMatrix<T, TransposedTiles<…>>` |
@@ -135,6 +137,18 @@ impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
         }
     }
 
+    /// Views `data` as `rows × cols` without checks (what a kernel's `Matrix` parameter is
+    /// rebuilt with: the host launcher checked the shape).
+    ///
+    /// # Safety
+    /// `data` holds at least `rows * cols` elements and at least one, and `rows * cols` fits
+    /// `I`.
+    #[inline(always)]
+    #[must_use]
+    pub const unsafe fn from_raw_parts(data: &'a [T], rows: I, cols: I) -> Self {
+        Self { data, rows, cols }
+    }
+
     /// Rows.
     #[inline(always)]
     #[must_use]
@@ -194,7 +208,172 @@ impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
         let full = R > 0 && C > 0 && fits(r0, self.rows, R) && fits(c0, self.cols, C);
         Window { m: *self, r0, c0, full }
     }
+
+    /// Rows `r0 .. r0 + R` as a strip of `R × C` windows, walked left to right: the windows
+    /// at `(r0, 0)`, `(r0, C)`, `(r0, 2C)`, … up to the last column (`⌈cols / C⌉` of them) —
+    /// the tiles of `A` a GEMM block reads, one per step of its k-loop. The strip is checked
+    /// once ([`Strip::split`]): when it lies inside the matrix and `C` divides `cols`, every
+    /// window of it is full, and the k-loop runs with no check at all.
+    #[inline(always)]
+    #[must_use]
+    pub fn row_strip<const R: usize, const C: usize>(&self, r0: I) -> Strip<'a, T, R, C, I> {
+        let edge_fits = match I::from_usize(R) {
+            Some(r) => r0 <= self.rows && r <= self.rows.sub(r0),
+            None => false,
+        };
+        let (steps, exact) = steps(self.cols.to_usize(), C);
+        Strip { m: *self, r0, c0: I::ZERO, across: true, next: 0, steps, full: R > 0 && edge_fits && exact }
+    }
+
+    /// Columns `c0 .. c0 + C` as a strip of `R × C` windows, walked top to bottom: the windows
+    /// at `(0, c0)`, `(R, c0)`, `(2R, c0)`, … (`⌈rows / R⌉` of them) — the tiles of `B` a GEMM
+    /// block reads, one per step of its k-loop. See [`row_strip`](Self::row_strip).
+    #[inline(always)]
+    #[must_use]
+    pub fn col_strip<const R: usize, const C: usize>(&self, c0: I) -> Strip<'a, T, R, C, I> {
+        let edge_fits = match I::from_usize(C) {
+            Some(c) => c0 <= self.cols && c <= self.cols.sub(c0),
+            None => false,
+        };
+        let (steps, exact) = steps(self.rows.to_usize(), R);
+        Strip { m: *self, r0: I::ZERO, c0, across: false, next: 0, steps, full: C > 0 && edge_fits && exact }
+    }
 }
+
+/// `⌈len / step⌉`, and whether `step` divides `len` (`(0, false)` for a zero `step`).
+#[inline(always)]
+const fn steps(len: usize, step: usize) -> (usize, bool) {
+    if step == 0 { (0, false) } else { (len.div_ceil(step), len.is_multiple_of(step)) }
+}
+
+/// A row or column strip of `R × C` windows of a [`Matrix`] ([`Matrix::row_strip`],
+/// [`Matrix::col_strip`]): an iterator of [`Window`]s, each checked; [`split`](Self::split)
+/// it to read a strip that lies wholly inside the matrix with no check.
+#[derive(Debug)]
+pub struct Strip<'a, T, const R: usize, const C: usize, I: MatrixIndex = usize> {
+    m: Matrix<'a, T, I>,
+    r0: I,
+    c0: I,
+    /// Walked along a row (left to right), else down a column.
+    across: bool,
+    next: usize,
+    steps: usize,
+    /// Every window lies inside the matrix.
+    full: bool,
+}
+
+impl<T, const R: usize, const C: usize, I: MatrixIndex> Clone for Strip<'_, T, R, C, I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const R: usize, const C: usize, I: MatrixIndex> Copy for Strip<'_, T, R, C, I> {}
+
+impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> Strip<'a, T, R, C, I> {
+    /// Whether every window of the strip lies inside the matrix.
+    #[inline(always)]
+    #[must_use]
+    pub const fn is_full(&self) -> bool {
+        self.full
+    }
+
+    /// The strip as a [`FullStrip`] (windows read without checks) if every window of it lies
+    /// inside the matrix, else itself. A GEMM checks both of its strips together, with
+    /// [`split!`](crate::split)'s two-view form.
+    #[inline(always)]
+    #[must_use]
+    pub fn split(self) -> Split<FullStrip<'a, T, R, C, I>, Self> {
+        if self.full {
+            // The first corner's offset and the step between corners, in `I`: C columns along
+            // a row, R rows down a column (R * cols <= rows * cols, which fits `I`, since the
+            // full strip's windows lie inside the matrix; wrapping only when there is no
+            // window at all).
+            let stride =
+                if self.across { I::truncate(C) } else { I::truncate(R).mul_add_wrapping(self.m.cols, I::ZERO) };
+            // The corner of the next window (the first, unless some were taken already):
+            // wrapping arithmetic in `I` whose true value, an offset inside the matrix, fits.
+            let base = self
+                .r0
+                .mul_add_wrapping(self.m.cols, self.c0)
+                .add_wrapping(I::truncate(self.next).mul_add_wrapping(stride, I::ZERO));
+            Split::Full(FullStrip {
+                data: self.m.data.as_ptr(),
+                base,
+                stride,
+                cols: self.m.cols,
+                left: self.steps - self.next,
+                _life: PhantomData,
+            })
+        } else {
+            Split::Edge(self)
+        }
+    }
+}
+
+impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> Iterator for Strip<'a, T, R, C, I> {
+    type Item = Window<'a, T, R, C, I>;
+
+    /// The next window, checked as [`Matrix::window`] checks it.
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.steps {
+            return None;
+        }
+        // `next * C < cols` (or `next * R < rows`): fits `I`.
+        let (r, c) =
+            if self.across { (self.r0, I::truncate(self.next * C)) } else { (I::truncate(self.next * R), self.c0) };
+        self.next += 1;
+        Some(self.m.window::<R, C>(r, c))
+    }
+
+    #[inline(always)]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.steps - self.next;
+        (n, Some(n))
+    }
+}
+
+impl<T, const R: usize, const C: usize, I: MatrixIndex> ExactSizeIterator for Strip<'_, T, R, C, I> {}
+
+/// A strip whose every window lies inside its matrix ([`Strip::split`]): an iterator of
+/// [`FullWindow`]s, one add per step (C++'s pointer increment), no check.
+#[derive(Debug)]
+pub struct FullStrip<'a, T, const R: usize, const C: usize, I: MatrixIndex = usize> {
+    data: *const T,
+    /// The offset of the next window's corner.
+    base: I,
+    /// From one window's corner to the next.
+    stride: I,
+    cols: I,
+    /// Windows not yet yielded.
+    left: usize,
+    _life: PhantomData<&'a [T]>,
+}
+
+impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> Iterator for FullStrip<'a, T, R, C, I> {
+    type Item = FullWindow<'a, T, R, C, I>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // Every window of the strip lies inside the matrix (how `split` made this), so this
+        // one does: its reads need no check.
+        let w = FullWindow { data: self.data, base: self.base, cols: self.cols, _life: PhantomData };
+        // Wrapping: after the last window the offset may pass the matrix; it is never used.
+        self.base = self.base.add_wrapping(self.stride);
+        Some(w)
+    }
+
+    #[inline(always)]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<T, const R: usize, const C: usize, I: MatrixIndex> ExactSizeIterator for FullStrip<'_, T, R, C, I> {}
 
 /// An `R × C` window of a [`Matrix`] at `(r0, c0)` (made by [`Matrix::window`]).
 #[derive(Debug)]
@@ -288,12 +467,19 @@ impl<T, const R: usize, const C: usize, I: MatrixIndex> Clone for FullWindow<'_,
 impl<T, const R: usize, const C: usize, I: MatrixIndex> Copy for FullWindow<'_, T, R, C, I> {}
 
 impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullWindow<'a, T, R, C, I> {
-    /// The offset of window element `(i, j)` in the matrix: `base + i * cols + j`, in `I` (for
-    /// `i < R`, `j < C` it is the offset of matrix element `(r0 + i, c0 + j)`, inside the
-    /// matrix: less than its element count, which fits `I`, so nothing wraps).
+    /// The address of window element `(i, j)`: the offset `base + i * cols` of its row's first
+    /// element, in `I` (for `i < R` that of matrix element `(r0 + i, c0)`, inside the matrix:
+    /// less than its element count, which fits `I`, so nothing wraps), then `j` more.
+    ///
+    /// The element's address is made in two steps, the row's first element (`base + i * cols`,
+    /// in `I`) and then `j` more: one row's elements then share one address computation, with
+    /// constant columns folded into the load (C++'s `p[-1]`, `p[1]`).
     #[inline(always)]
-    fn offset(&self, i: usize, j: usize) -> usize {
-        self.base.add_wrapping(I::truncate(i).mul_add_wrapping(self.cols, I::truncate(j))).to_usize()
+    fn element(&self, i: usize, j: usize) -> *const T {
+        let row = self.base.add_wrapping(I::truncate(i).mul_add_wrapping(self.cols, I::ZERO)).to_usize();
+        // SAFETY: for `i < R`, `j < C` (the callers' checks) both offsets are of elements
+        // (r0 + i, c0) and (r0 + i, c0 + j) of the window, inside the matrix's slice.
+        unsafe { self.data.add(row).add(j) }
     }
 
     /// Element `(i, j)` of the window.
@@ -307,7 +493,7 @@ impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullWindow<'a, T, R,
         assert!(i < R && j < C, "matrix window index out of bounds");
         // SAFETY: the window lies inside the matrix (how `split` made this) and (i, j) inside
         // the window, so the offset is of an element of the matrix's slice.
-        Some(unsafe { &*self.data.add(self.offset(i, j)) })
+        Some(unsafe { &*self.element(i, j) })
     }
 
     /// Element `(i, j)` of the window (`_default` is never needed: the signature matches
@@ -324,7 +510,7 @@ impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullWindow<'a, T, R,
     {
         assert!(i < R && j < C, "matrix window index out of bounds");
         // SAFETY: as in `get`.
-        unsafe { *self.data.add(self.offset(i, j)) }
+        unsafe { *self.element(i, j) }
     }
 }
 
@@ -353,6 +539,23 @@ pub enum Split<F, E> {
 /// });
 /// # }
 /// ```
+///
+/// Two views (windows or [`Strip`]s, which are `Copy`) are split together: the body gets both
+/// check-free forms when both lie inside their matrices, else both checked forms — a GEMM's
+/// k-loop over A's row strip and B's column strip, checked once per block:
+///
+/// ```
+/// # use cohort::prelude::*;
+/// # fn f(a: Matrix<'_, f32, u32>, b: Matrix<'_, f32, u32>, m0: u32, n0: u32, x: usize, y: usize) {
+/// let mut acc = 0.0;
+/// cohort::split!(a.row_strip::<32, 32>(m0), b.col_strip::<32, 32>(n0), |ra, cb| {
+///     for (wa, wb) in ra.zip(cb) {
+///         // one step of the k-loop: wa is A's 32 × 32 tile at (m0, t), wb B's at (t, n0)
+///         acc += wa.load_or(y, x, 0.0) * wb.load_or(y, x, 0.0);
+///     }
+/// });
+/// # }
+/// ```
 #[macro_export]
 macro_rules! split {
     ($view:expr, |$p:pat_param| $body:expr) => {
@@ -361,6 +564,16 @@ macro_rules! split {
             $crate::matrix::Split::Edge($p) => $body,
         }
     };
+    ($first:expr, $second:expr, |$p:pat_param, $q:pat_param| $body:expr) => {{
+        let (first, second) = ($first, $second);
+        match (first.split(), second.split()) {
+            ($crate::matrix::Split::Full($p), $crate::matrix::Split::Full($q)) => $body,
+            _ => {
+                let ($p, $q) = (first, second);
+                $body
+            }
+        }
+    }};
 }
 
 // --- Writing ------------------------------------------------------------------------------
@@ -462,8 +675,8 @@ impl<L: Layout> Layout for TransposedTiles<L> {
 ///
 /// `I` is the type of element offsets: `usize`, or `u32` for CUDA C++'s 32-bit `row * cols +
 /// col` (one multiply-add where `usize` takes three or four instructions). A `u32` matrix has
-/// at most `u32::MAX` elements: a kernel given a larger one sees it empty (0 × 0) and writes
-/// none of it, so no offset can wrap.
+/// at most `u32::MAX` elements: the launcher refuses a larger one (an `Err` naming the kernel,
+/// the parameter and the shape), so no offset can wrap.
 #[derive(Debug)]
 pub struct DisjointMatrix<'a, T, L: Layout = Cyclic, I: MatrixIndex = usize> {
     ptr: *mut T,
@@ -723,6 +936,61 @@ mod tests {
         assert!(matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(65535, 65537));
         assert!(!matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(65536, 65536));
         assert!(matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic>>(65536, 65536));
+    }
+
+    /// Every element of every window of a strip, read through its checked form and (when full)
+    /// its check-free form, against the matrix read directly.
+    fn check_strip<const R: usize, const C: usize>(m: Matrix<'_, i32, u32>, across: bool, at: u32) -> (usize, bool) {
+        let strip = if across { m.row_strip::<R, C>(at) } else { m.col_strip::<R, C>(at) };
+        let want = |s: usize, i: usize, j: usize| {
+            let (r, c) = if across { (at as usize + i, s * C + j) } else { (s * R + i, at as usize + j) };
+            m.get(r as u32, c as u32).copied().unwrap_or(-1)
+        };
+        let mut n = 0;
+        for (s, w) in strip.enumerate() {
+            for (i, j) in (0..R).flat_map(|i| (0..C).map(move |j| (i, j))) {
+                assert_eq!(w.load_or(i, j, -1), want(s, i, j), "edge form, window {s}, ({i}, {j})");
+            }
+            n += 1;
+        }
+        assert_eq!(strip.len(), n);
+        if let super::Split::Full(f) = strip.split() {
+            assert_eq!(f.len(), n);
+            for (s, w) in f.enumerate() {
+                for (i, j) in (0..R).flat_map(|i| (0..C).map(move |j| (i, j))) {
+                    assert_eq!(w.load_or(i, j, -1), want(s, i, j), "full form, window {s}, ({i}, {j})");
+                }
+            }
+        }
+        (n, strip.is_full())
+    }
+
+    #[test]
+    fn strips_walk_the_windows_and_are_full_only_inside() {
+        let data: [i32; 48] = core::array::from_fn(|i| i as i32);
+        let m = Matrix::new(&data[..], 6u32, 8u32).unwrap();
+        // Rows 2..4 across 8 columns in steps of 4: two full windows.
+        assert_eq!(check_strip::<2, 4>(m, true, 2), (2, true));
+        // Steps of 3 don't divide 8: three windows, the last one past the edge.
+        assert_eq!(check_strip::<2, 3>(m, true, 2), (3, false));
+        // Rows 5..7 run past the bottom.
+        assert_eq!(check_strip::<2, 4>(m, true, 5), (2, false));
+        // A start past the matrix (a wrapped "negative" one too).
+        assert_eq!(check_strip::<2, 4>(m, true, 7), (2, false));
+        assert_eq!(check_strip::<2, 4>(m, true, u32::MAX), (2, false));
+        // Columns 4..8 down 6 rows in steps of 3 (full), of 4 (not: 6 % 4 != 0).
+        assert_eq!(check_strip::<3, 4>(m, false, 4), (2, true));
+        assert_eq!(check_strip::<4, 4>(m, false, 4), (2, false));
+        assert_eq!(check_strip::<3, 4>(m, false, 5), (2, false));
+        // Zero-sized windows are never full.
+        assert!(!check_strip::<0, 4>(m, true, 0).1);
+        // Splitting after taking a window starts at the next one.
+        let mut s = m.row_strip::<2, 4>(2);
+        let _ = s.next();
+        let super::Split::Full(mut f) = s.split() else { panic!("inside") };
+        assert_eq!(f.len(), 1);
+        assert_eq!(f.next().unwrap().load_or(0, 0, -1), 2 * 8 + 4);
+        assert!(f.next().is_none());
     }
 
     #[test]

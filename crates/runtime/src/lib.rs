@@ -160,7 +160,7 @@ pub use error::{Error, Result};
 pub use launch::{Dim3, LaunchConfig};
 pub use memory::{
     AtomicSliceArg, DeviceBuffer, DevicePtr, DevicePtrMut, DeviceView, DeviceViewMut, DisjointArg, MatrixArg,
-    MatrixMut, MutexSliceArg, SliceArg,
+    MatrixMut, MatrixRef, MatrixRefArg, MutexSliceArg, SliceArg,
 };
 pub use module::{Function, FunctionAttributes, LoadOptions, Module, check_kernel_abi};
 pub use multi_grid::{MultiGrid, MultiGridLaunch, MultiGridVecArg, MultiGridVecBuffer};

@@ -818,6 +818,104 @@ impl<T: DeviceCopy> MatrixArg<T> for MatrixMut<'_, T> {
     }
 }
 
+/// A shared-borrowed device buffer (or part of one) viewed as a read-only `rows × cols`
+/// row-major matrix: the host argument of a `Matrix<T, I>` kernel parameter. Made by
+/// [`DeviceBuffer::as_matrix`] or [`DeviceView::into_matrix`], which check that the buffer holds
+/// `rows * cols` elements, and at least one (a read outside the matrix, `load_or`, loads element
+/// 0 and discards it); the launcher checks the shape against the parameter's index type. The
+/// kernel then gets its `Matrix` with no check of its own (what `Matrix::new` costs in every
+/// thread).
+pub struct MatrixRef<'a, T: DeviceCopy> {
+    alloc: &'a Arc<Alloc>,
+    ptr: u64,
+    rows: usize,
+    cols: usize,
+    _t: PhantomData<&'a [T]>,
+}
+
+impl<T: DeviceCopy> Clone for MatrixRef<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: DeviceCopy> Copy for MatrixRef<'_, T> {}
+
+impl<T: DeviceCopy> fmt::Debug for MatrixRef<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MatrixRef<{}>({} × {} at {:#x})", std::any::type_name::<T>(), self.rows, self.cols, self.ptr)
+    }
+}
+
+/// What a read-only matrix needs of `len` elements: `rows * cols` of them, and at least one.
+fn matrix_ref_fits(len: usize, rows: usize, cols: usize) -> Result<()> {
+    matrix_fits(len, rows, cols)?;
+    if len == 0 {
+        return Err(Error::Argument(format!(
+            "a {rows} × {cols} matrix needs a buffer of at least one element (a read outside it loads element 0)"
+        )));
+    }
+    Ok(())
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// This buffer as a read-only `rows × cols` row-major matrix, for a `Matrix` parameter.
+    ///
+    /// # Errors
+    /// [`Error::Argument`] if `rows * cols` exceeds the buffer's length, or the buffer is empty.
+    pub fn as_matrix(&self, rows: usize, cols: usize) -> Result<MatrixRef<'_, T>> {
+        matrix_ref_fits(self.len, rows, cols)?;
+        Ok(MatrixRef { alloc: &self.alloc, ptr: self.ptr, rows, cols, _t: PhantomData })
+    }
+}
+
+impl<'a, T: DeviceCopy> DeviceView<'a, T> {
+    /// This view as a read-only `rows × cols` row-major matrix, for a `Matrix` parameter.
+    ///
+    /// # Errors
+    /// [`Error::Argument`] if `rows * cols` exceeds the view's length, or the view is empty.
+    pub fn into_matrix(self, rows: usize, cols: usize) -> Result<MatrixRef<'a, T>> {
+        matrix_ref_fits(self.len, rows, cols)?;
+        Ok(MatrixRef { alloc: self.alloc, ptr: self.ptr, rows, cols, _t: PhantomData })
+    }
+}
+
+impl<T: DeviceCopy> MatrixRef<'_, T> {
+    /// Rows.
+    #[must_use]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Columns.
+    #[must_use]
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+}
+
+/// What a read-only `Matrix<T, I>` kernel parameter accepts: a [`MatrixRef`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed for a `Matrix<{T}>` kernel parameter",
+    label = "expected a `MatrixRef<{T}>`",
+    note = "view a buffer as a matrix: `buffer.as_matrix(rows, cols)?`"
+)]
+pub trait MatrixRefArg<T> {
+    /// Device address, rows and columns (`max(rows * cols, 1)` elements at the address).
+    fn raw_parts(&self) -> (u64, usize, usize);
+    /// The memory the kernel reads, for stream ordering.
+    #[doc(hidden)]
+    fn uses(&self) -> [Use<'_>; 1];
+}
+
+impl<T: DeviceCopy> MatrixRefArg<T> for MatrixRef<'_, T> {
+    fn raw_parts(&self) -> (u64, usize, usize) {
+        (self.ptr, self.rows, self.cols)
+    }
+    fn uses(&self) -> [Use<'_>; 1] {
+        let n = (self.rows * self.cols).max(1);
+        [Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, n), false)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{bounds, castable};

@@ -139,12 +139,10 @@ pub fn run(args: Args) -> CliResult {
     let flops = 2.0 * (g as f64).powi(3);
     let (a_ptr, b_ptr) = (da.as_device_ptr().addr(), db.as_device_ptr().addr());
     let g32 = k::sgemm_tiled32::load(&module)?;
-    let g32w = k::sgemm_tiled32_windows::load(&module)?;
     let g128 = k::sgemm_128x128::load(&module)?;
-    // (row name, which Rust kernel: 0 `sgemm_tiled32`, 1 its window-pair form, 2 `sgemm_128x128`)
+    // (row name, which Rust kernel: 0 `sgemm_tiled32`, 2 `sgemm_128x128`)
     for (name, which, cpp) in [
         ("SGEMM 32×32 shared tiles", 0, "cpp_sgemm_tiled32"),
-        ("SGEMM 32×32 shared tiles, window-pair loads", 1, "cpp_sgemm_tiled32"),
         ("SGEMM 128×128 tile, BK 8, 8×8/thread", 2, "cpp_sgemm_128x128"),
     ] {
         let big = which == 2;
@@ -161,7 +159,6 @@ pub fn run(args: Args) -> CliResult {
                 let gg = g as u32;
                 match which {
                     0 => g32.launch(s, cfg, &da, &db, gg, gg, gg, m),
-                    1 => g32w.launch(s, cfg, &da, &db, gg, gg, gg, m),
                     _ => g128.launch(s, cfg, &da, &db, gg, gg, gg, m),
                 }
             }
@@ -200,7 +197,7 @@ pub fn run(args: Args) -> CliResult {
     // One step, checked against the CPU element for element.
     let d0 = gpu.upload(&u0)?;
     let mut d1 = gpu.zeroed::<f32>(n * n)?;
-    jr.launch(s, jcfg, &d0, n as u32, d1.as_matrix_mut(n, n)?)?;
+    jr.launch(s, jcfg, d0.as_matrix(n, n)?, d1.as_matrix_mut(n, n)?)?;
     let one = jacobi_cpu(&u0, n);
     let got = d1.to_vec()?;
     if let Some(i) = (0..n * n).find(|&i| got[i].to_bits() != one[i].to_bits()) {
@@ -213,8 +210,9 @@ pub fn run(args: Args) -> CliResult {
             }
             Ok(())
         };
-    let rust_step =
-        |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| jr.launch(s, jcfg, x, n as u32, y.as_matrix_mut(n, n)?);
+    let rust_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
+        jr.launch(s, jcfg, x.as_matrix(n, n)?, y.as_matrix_mut(n, n)?)
+    };
     let cpp_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
         let (xp, yp) = (x.as_device_ptr().addr(), y.as_device_ptr().addr());
         // SAFETY: (const float*, size, float*) as the twin declares; both buffers live.
