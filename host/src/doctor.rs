@@ -253,7 +253,20 @@ fn tool_checks(out: &mut Vec<Check>) {
 /// The driver and every GPU. Missing ones are failures with `--gpu`, else warnings.
 fn gpu_checks(out: &mut Vec<Check>, required: bool) {
     let missing = if required { Status::Fail } else { Status::Warn };
-    let why = if required { "" } else { " (needed to run kernels; building works without)" };
+    let why = if required {
+        ""
+    } else {
+        " (kernels run on the CPU device instead, checked the same way; a GPU is needed for GPU speed, the \
+         benchmarks and GPU-only features)"
+    };
+    // The CPU device needs nothing: it is always there (`Gpu::cpu`, `COHORT_DEVICE=cpu`).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    out.push(Check::ok(
+        "CPU device",
+        format!(
+            "cohort-cpu on {cores} cores: runs every kernel without a GPU (COHORT_DEVICE=cpu picks it even with one)"
+        ),
+    ));
     let driver_fix = "install the NVIDIA driver, 580 or newer (CUDA 13), e.g. `sudo apt install nvidia-driver-580`";
     let count = match Gpu::count() {
         Ok(n) => n,
@@ -321,8 +334,15 @@ fn gpu_checks(out: &mut Vec<Check>, required: bool) {
     if let Ok(v) = std::env::var("COHORT_DEVICE") {
         out.push(match v.trim().parse::<usize>() {
             Ok(d) if d < count => Check::ok("COHORT_DEVICE", format!("{d}: commands use GPU {d}")),
-            _ => Check::new("COHORT_DEVICE", Status::Fail, format!("`{v}` is not one of the ordinals 0..{count}"))
-                .fix("unset COHORT_DEVICE, or set it to a GPU's ordinal"),
+            _ if v.trim().eq_ignore_ascii_case("cpu") => {
+                Check::ok("COHORT_DEVICE", "cpu: commands use the CPU device, not the GPUs")
+            }
+            _ => Check::new(
+                "COHORT_DEVICE",
+                Status::Fail,
+                format!("`{v}` is not one of the ordinals 0..{count}, nor `cpu`"),
+            )
+            .fix("unset COHORT_DEVICE, or set it to a GPU's ordinal or to `cpu`"),
         });
     }
 }
