@@ -724,14 +724,22 @@ fn host_impl(
                 prep.push(quote!(let #ptr: u64 = #id.addr();));
                 locals.push(quote!(#ptr));
             }
-            ParamKind::Matrix(elem) => {
+            ParamKind::Matrix(elem) | ParamKind::MatrixRef(elem) => {
                 let elem_s = subst(elem);
                 let cols = format_ident!("__cohort_{}_cols", id);
-                host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::MatrixArg<#elem_s>));
-                prep.push(quote!(let (#ptr, #len, #cols): (u64, usize, usize) = ::cohort_runtime::MatrixArg::raw_parts(&#id);));
+                // `DisjointMatrix` takes a `MatrixMut`, a read-only `Matrix` a `MatrixRef`.
+                let arg = if matches!(p.kind, ParamKind::MatrixRef(_)) {
+                    prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_slice_element::<#elem_s>();));
+                    quote!(::cohort_runtime::MatrixRefArg)
+                } else {
+                    quote!(::cohort_runtime::MatrixArg)
+                };
+                host_params.push(quote!(#(#attrs)* #id: impl #arg<#elem_s>));
+                prep.push(quote!(let (#ptr, #len, #cols): (u64, usize, usize) = #arg::raw_parts(&#id);));
                 {
                     // A matrix whose offsets don't fit the parameter's index type (`u32`) is
-                    // refused here: the device relies on it (`abi::disjoint_matrix`).
+                    // refused here: the device relies on it (`abi::disjoint_matrix`,
+                    // `abi::matrix`).
                     let ty_s = subst(&p.ty);
                     let (pname, tname) = (id.to_string(), p.ty.to_token_stream().to_string());
                     prep.push(quote! {
@@ -744,35 +752,7 @@ fn host_impl(
                 }
                 {
                     let u0 = format_ident!("__cohort_{}_use0", id);
-                    prep.push(quote!(let [#u0] = ::cohort_runtime::MatrixArg::uses(&#id);));
-                    uses.push(quote!(#u0));
-                }
-                locals.push(quote!(#ptr));
-                locals.push(quote!(#len));
-                locals.push(quote!(#cols));
-            }
-            ParamKind::MatrixRef(elem) => {
-                let elem_s = subst(elem);
-                let cols = format_ident!("__cohort_{}_cols", id);
-                host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::MatrixRefArg<#elem_s>));
-                prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_slice_element::<#elem_s>();));
-                prep.push(quote!(let (#ptr, #len, #cols): (u64, usize, usize) = ::cohort_runtime::MatrixRefArg::raw_parts(&#id);));
-                {
-                    // As for `DisjointMatrix`: the device relies on the shape fitting `I`
-                    // (`abi::matrix`).
-                    let ty_s = subst(&p.ty);
-                    let (pname, tname) = (id.to_string(), p.ty.to_token_stream().to_string());
-                    prep.push(quote! {
-                        if !::cohort::abi::matrix_shape_fits::<#ty_s>(#len, #cols) {
-                            return ::core::result::Result::Err(::cohort_runtime::Error::matrix_too_large(
-                                #entry_str, #pname, #tname, #len, #cols,
-                            ));
-                        }
-                    });
-                }
-                {
-                    let u0 = format_ident!("__cohort_{}_use0", id);
-                    prep.push(quote!(let [#u0] = ::cohort_runtime::MatrixRefArg::uses(&#id);));
+                    prep.push(quote!(let [#u0] = #arg::uses(&#id);));
                     uses.push(quote!(#u0));
                 }
                 locals.push(quote!(#ptr));

@@ -201,11 +201,7 @@ impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
     #[inline(always)]
     #[must_use]
     pub fn window<const R: usize, const C: usize>(&self, r0: I, c0: I) -> Window<'a, T, R, C, I> {
-        let fits = |start: I, len: I, want: usize| match I::from_usize(want) {
-            Some(w) => start <= len && w <= len.sub(start),
-            None => false,
-        };
-        let full = R > 0 && C > 0 && fits(r0, self.rows, R) && fits(c0, self.cols, C);
+        let full = R > 0 && C > 0 && span_fits(r0, self.rows, R) && span_fits(c0, self.cols, C);
         Window { m: *self, r0, c0, full }
     }
 
@@ -217,12 +213,9 @@ impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
     #[inline(always)]
     #[must_use]
     pub fn row_strip<const R: usize, const C: usize>(&self, r0: I) -> Strip<'a, T, R, C, I> {
-        let edge_fits = match I::from_usize(R) {
-            Some(r) => r0 <= self.rows && r <= self.rows.sub(r0),
-            None => false,
-        };
         let (steps, exact) = steps(self.cols.to_usize(), C);
-        Strip { m: *self, r0, c0: I::ZERO, across: true, next: 0, steps, full: R > 0 && edge_fits && exact }
+        let full = R > 0 && span_fits(r0, self.rows, R) && exact;
+        Strip { m: *self, r0, c0: I::ZERO, across: true, next: 0, steps, full }
     }
 
     /// Columns `c0 .. c0 + C` as a strip of `R × C` windows, walked top to bottom: the windows
@@ -231,12 +224,18 @@ impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
     #[inline(always)]
     #[must_use]
     pub fn col_strip<const R: usize, const C: usize>(&self, c0: I) -> Strip<'a, T, R, C, I> {
-        let edge_fits = match I::from_usize(C) {
-            Some(c) => c0 <= self.cols && c <= self.cols.sub(c0),
-            None => false,
-        };
         let (steps, exact) = steps(self.rows.to_usize(), R);
-        Strip { m: *self, r0: I::ZERO, c0, across: false, next: 0, steps, full: C > 0 && edge_fits && exact }
+        let full = C > 0 && span_fits(c0, self.cols, C) && exact;
+        Strip { m: *self, r0: I::ZERO, c0, across: false, next: 0, steps, full }
+    }
+}
+
+/// Whether `want` elements from `start` lie inside `0 .. len` (no overflow: `len - start`).
+#[inline(always)]
+fn span_fits<I: MatrixIndex>(start: I, len: I, want: usize) -> bool {
+    match I::from_usize(want) {
+        Some(w) => start <= len && w <= len.sub(start),
+        None => false,
     }
 }
 
