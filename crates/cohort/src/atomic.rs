@@ -160,6 +160,21 @@ impl<T, S: Space> Atomic<T, S> {
         self.v.get()
     }
 
+    /// The value's address for the host arms of the operations (the CPU device). A shared-memory
+    /// atomic must lie in the running block's shared window: the `&'static` that
+    /// [`SharedSlice::atomic`](crate::shared::SharedSlice::atomic) returns could otherwise be
+    /// kept (in host-only code) past its block and used after the window was freed or given to
+    /// another block; such a use ends the thread with a misuse error instead.
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[inline(always)]
+    #[track_caller]
+    fn host_ptr(&self) -> *mut T {
+        if let SpaceKind::Shared = S::KIND {
+            cohort_cpu::check_in_shared_window("shared-memory atomic", self.v.get().cast(), size_of::<T>());
+        }
+        self.v.get()
+    }
+
     /// The value, through exclusive access (no atomics needed).
     pub fn get_mut(&mut self) -> &mut T {
         self.v.get_mut()
@@ -358,9 +373,10 @@ macro_rules! atomic_common {
                 } host => {
                     use crate::host::HostAtomic;
                     if matches!(order, Ordering::Release | Ordering::AcqRel) { panic!("there is no Release or AcqRel load") }
-                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
-                    // contract), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::load(self.v.get()) }
+                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                    // contract; a shared one lies in the running block's window, which `host_ptr`
+                    // checks), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::load(self.host_ptr()) }
                 })
             }
 
@@ -388,9 +404,10 @@ macro_rules! atomic_common {
                 } host => {
                     use crate::host::HostAtomic;
                     if matches!(order, Ordering::Acquire | Ordering::AcqRel) { panic!("there is no Acquire or AcqRel store") }
-                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
-                    // contract), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::store(self.v.get(), v) }
+                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                    // contract; a shared one lies in the running block's window, which `host_ptr`
+                    // checks), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::store(self.host_ptr(), v) }
                 })
             }
 
@@ -412,9 +429,10 @@ macro_rules! atomic_common {
                     from(dispatch!(order, scope, S::KIND, atom2; "exch", $b, $class, self.addr(), bits, $bits))
                 } host => {
                     use crate::host::HostAtomic;
-                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
-                    // contract), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "exch", v) }
+                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                    // contract; a shared one lies in the running block's window, which `host_ptr`
+                    // checks), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), "exch", v) }
                 })
             }
 
@@ -451,9 +469,10 @@ macro_rules! atomic_common {
                     dispatch!(order, scope, S::KIND, cas; $b, $class, self.addr(), cur, new, $bits)
                 } host => {
                     use crate::host::HostAtomic;
-                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
-                    // contract), aligned, and accessed only atomically.
-                    unsafe { <$bits as HostAtomic>::cas(self.v.get().cast::<$bits>(), cur, new) }
+                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                    // contract; a shared one lies in the running block's window, which `host_ptr`
+                    // checks), aligned, and accessed only atomically.
+                    unsafe { <$bits as HostAtomic>::cas(self.host_ptr().cast::<$bits>(), cur, new) }
                 })
             }
 
@@ -554,9 +573,10 @@ macro_rules! atomic_int {
                 } host => {
                     use crate::host::HostAtomic;
                     if matches!(order, Ordering::Acquire) { panic!("`add` has no Acquire form; use `fetch_add`") }
-                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
-                    // contract), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "add", v) };
+                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                    // contract; a shared one lies in the running block's window, which `host_ptr`
+                    // checks), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), "add", v) };
                 })
             }
 
@@ -584,9 +604,10 @@ macro_rules! atomic_int {
                         dispatch!(order, scope, S::KIND, atom2; "inc", "u32", $class, self.addr(), limit, $t)
                 } host => {
                     use crate::host::HostAtomic;
-                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
-                    // contract), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "inc", limit) }
+                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                    // contract; a shared one lies in the running block's window, which `host_ptr`
+                    // checks), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), "inc", limit) }
                 })
                 } else {
                     self.rmw_loop(order, scope, |old| if old >= limit { 0 } else { old + 1 })
@@ -602,9 +623,10 @@ macro_rules! atomic_int {
                         dispatch!(order, scope, S::KIND, atom2; "dec", "u32", $class, self.addr(), limit, $t)
                 } host => {
                     use crate::host::HostAtomic;
-                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
-                    // contract), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "dec", limit) }
+                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                    // contract; a shared one lies in the running block's window, which `host_ptr`
+                    // checks), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), "dec", limit) }
                 })
                 } else {
                     self.rmw_loop(order, scope, |old| if old == 0 || old > limit { limit } else { old - 1 })
@@ -629,9 +651,10 @@ macro_rules! atomic_int {
                 dispatch!(order, scope, S::KIND, atom2; $op, $ty, $class, self.addr(), v, $t)
                 } host => {
                     use crate::host::HostAtomic;
-                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
-                    // contract), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), $op, v) }
+                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                    // contract; a shared one lies in the running block's window, which `host_ptr`
+                    // checks), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), $op, v) }
                 })
         }
     };
@@ -663,9 +686,10 @@ macro_rules! atomic_float {
                     dispatch!(order, scope, S::KIND, atom2; "add", $f, $class, self.addr(), v, $t)
                 } host => {
                     use crate::host::HostAtomic;
-                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
-                    // contract), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "add", v) }
+                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                    // contract; a shared one lies in the running block's window, which `host_ptr`
+                    // checks), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), "add", v) }
                 })
             }
 
@@ -701,9 +725,10 @@ macro_rules! atomic_float {
                 } host => {
                     use crate::host::HostAtomic;
                     if matches!(order, Ordering::Acquire) { panic!("`add` has no Acquire form; use `fetch_add`") }
-                    // SAFETY: the value is host memory this atomic owns (the `Atomic` constructors'
-                    // contract), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::rmw(self.v.get(), "add", v) };
+                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                    // contract; a shared one lies in the running block's window, which `host_ptr`
+                    // checks), aligned, and accessed only atomically.
+                    unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), "add", v) };
                 })
             }
 

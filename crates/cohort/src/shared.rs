@@ -387,6 +387,13 @@ impl<T: DeviceCopy> SharedSlice<T> {
 
     /// Element `i` as an atomic in shared memory (`atom.shared`).
     ///
+    /// The reference is `'static` because the memory lives as long as the block, and nothing a
+    /// kernel can reach on the GPU outlives its block (a reference is not [`DeviceCopy`]: it
+    /// can't be stored in device memory or handed to a child kernel). On the CPU device,
+    /// host-only code could keep it in a host `static`; each use checks that it lies in the
+    /// running block's shared memory, so one kept past its block is a misuse `Err` of the launch
+    /// that uses it, never an access to freed memory or to another block's.
+    ///
     /// # Panics
     /// If `i >= len`.
     #[inline(always)]

@@ -708,6 +708,60 @@ fn shared_memory_race_is_an_err_with_race_check() {
     assert!(matches!(err, CpuError::SharedRace { .. }), "{err}");
 }
 
+cohort::shared! {
+    static COUNTER: [u32; 1];
+}
+
+/// Where `keep_shared_atomic` leaves its block's shared-memory atomic: host-only code can keep
+/// the `&'static` that `atomic` returns past its block.
+static KEPT: std::sync::Mutex<Option<&'static cohort::atomic::Atomic<u32, cohort::atomic::Shared>>> =
+    std::sync::Mutex::new(None);
+
+/// Counts the block's threads in shared memory (legitimately) and keeps the atomic.
+#[kernel]
+pub fn keep_shared_atomic(out: &[AtomicU32]) {
+    let counter = COUNTER.get();
+    if thread::thread_idx_x() == 0 {
+        counter.store(0, 0);
+    }
+    sync_threads();
+    let a = counter.atomic(0);
+    a.add(1, Ordering::Relaxed);
+    sync_threads();
+    if thread::thread_idx_x() == 0 {
+        out[0].store(a.load(Ordering::Relaxed), Ordering::Relaxed);
+        *KEPT.lock().unwrap() = Some(a);
+    }
+}
+
+/// Uses the atomic a block of an earlier launch kept.
+#[kernel]
+pub fn use_kept_shared_atomic(out: &[AtomicU32]) {
+    if let Some(a) = *KEPT.lock().unwrap() {
+        out[0].store(a.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+    }
+}
+
+/// A shared-memory atomic kept past its block (its window freed, or another block's) is a
+/// misuse `Err` when used, not a use after free; inside its block it works.
+#[test]
+fn a_shared_atomic_kept_past_its_block_is_an_err() {
+    let out = atomics::<u32, cohort::atomic::Global>(&[0]);
+    launch(&LaunchSpec::new(1u32, 64u32), &|| __cohort_kernel_keep_shared_atomic(&out)).unwrap();
+    assert_eq!(out[0].load(Ordering::Relaxed), 64);
+    assert!(KEPT.lock().unwrap().is_some());
+    let err = launch(&LaunchSpec::new(1u32, 32u32), &|| __cohort_kernel_use_kept_shared_atomic(&out)).unwrap_err();
+    match &err {
+        CpuError::Misuse { op, reason, .. } => {
+            assert_eq!(*op, "shared-memory atomic");
+            assert!(reason.contains("outside the block"), "{reason}");
+        }
+        other => panic!("expected a misuse, got {other}"),
+    }
+    // Nothing was written through it.
+    assert_eq!(out[0].load(Ordering::Relaxed), 64);
+}
+
 #[test]
 fn a_collective_on_the_fast_path_is_an_err() {
     let d = data(256, 0);

@@ -171,7 +171,9 @@ pub use ops::{
     sync_threads_count, sync_threads_or, sync_warp, vote_all, vote_any, vote_uni, yield_now,
 };
 pub use sched::{ReduxOp, ShflMode};
-pub use shared::{GARBAGE, SHARED_CAPACITY, dynamic_shared, shared_access, shared_static, shared_window};
+pub use shared::{
+    GARBAGE, SHARED_CAPACITY, check_in_shared_window, dynamic_shared, shared_access, shared_static, shared_window,
+};
 pub use vars::{VarTable, module_var, with_module_vars};
 
 /// A three-dimensional extent or index (CUDA's `dim3`), x fastest.

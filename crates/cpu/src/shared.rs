@@ -196,6 +196,28 @@ pub fn shared_window() -> *mut u8 {
     block_of(&current()).base
 }
 
+/// Checks that `size` bytes at host address `ptr` lie in the running block's shared window, and
+/// ends the thread with a [`CpuError::Misuse`] of `op` otherwise: a reference into shared memory
+/// (a shared-memory atomic) kept past the block that made it — the window it pointed into is
+/// another block's now, or freed. Every thread of a block runs on one OS thread, so memory of the
+/// running block's window is touched by nobody else while this thread uses it.
+#[track_caller]
+pub fn check_in_shared_window(op: &'static str, ptr: *const u8, size: usize) {
+    let c = current();
+    let base = block_of(&c).base as usize;
+    let at = ptr as usize;
+    let inside = at >= base && at.checked_add(size).is_some_and(|end| end <= base + SHARED_CAPACITY);
+    if !inside {
+        ctx::misuse(
+            op,
+            Location::caller(),
+            "a shared-memory atomic used outside the block whose shared memory it is in (a reference kept past its \
+             block)"
+                .into(),
+        );
+    }
+}
+
 /// The running launch's dynamic shared memory: `(shared address, bytes)` (address 0, the
 /// launch's [`dynamic_shared_bytes`](crate::LaunchSpec::dynamic_shared_bytes)).
 #[must_use]
