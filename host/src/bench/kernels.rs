@@ -7,7 +7,7 @@ use cohort_kernels::classic as k;
 use cohort_runtime::{DeviceBuffer, LaunchConfig, Stream};
 use rand::{Rng, SeedableRng};
 
-use super::{Phase, TwinsArgs, cuda_twins, launch_twin, median_ms};
+use super::{Paired, Phase, TwinsArgs, cuda_twins, launch_twin, median_ms, paired_ms};
 use crate::util::{self, CliError, CliResult, Table};
 
 /// One Jacobi step from the first buffer into the second.
@@ -15,8 +15,10 @@ type Step<'a> = dyn Fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>) -> cohort_run
 
 struct Row {
     name: String,
-    rust: f64,
-    cpp: f64,
+    /// Rust (`a`) against C++ (`b`), in interleaved pairs.
+    t: Paired,
+    /// With `--control`: the C++ twin against itself (A/A).
+    control: Option<Paired>,
     /// Bytes (transposes, stencil) or flops (SGEMM) per run.
     work: f64,
     unit: &'static str,
@@ -61,12 +63,16 @@ pub struct Args {
     /// Timed runs per kernel (the median is reported)
     #[arg(long, default_value = "15", value_parser = util::parse_positive)]
     pub reps: usize,
+    /// Also time each C++ twin against itself, interleaved in the same way (an A/A run): the
+    /// spread of a ratio between identical kernels, which a Rust/C++ difference must exceed
+    #[arg(long)]
+    pub control: bool,
     #[command(flatten)]
     pub twins: TwinsArgs,
 }
 
 pub fn run(args: Args) -> CliResult {
-    let Args { n, gemm: g, steps, reps, twins } = args;
+    let Args { n, gemm: g, steps, reps, control, twins } = args;
     if n % 32 != 0 || g % 128 != 0 || n == 0 || g == 0 || steps == 0 {
         return Err(CliError::Usage(
             "--n must be a multiple of 32 and --gemm of 128 (the C++ twins assume whole tiles)".into(),
@@ -76,14 +82,17 @@ pub fn run(args: Args) -> CliResult {
     println!("{}", gpu.info());
     let module = gpu.load(&PTX)?;
     let (twins, how) = cuda_twins(&gpu, &twins)?;
-    println!("CUDA C++ twins: {how}; transposes and stencil {n}²; SGEMM {g}³; median of {reps} runs\n");
+    println!(
+        "CUDA C++ twins: {how}; transposes and stencil {n}²; SGEMM {g}³; {reps} runs of each, Rust and C++ \
+         interleaved in pairs (medians; the ratio is the median of the pairs' ratios, with its quartiles)\n"
+    );
     let s = gpu.stream();
     let mut rows = Vec::new();
 
     // --- Transposes ---
     let input = random(n * n, 1);
     let d_in = gpu.upload(&input)?;
-    let mut out = gpu.zeroed::<f32>(n * n)?;
+    let (mut out, mut out_cpp) = (gpu.zeroed::<f32>(n * n)?, gpu.zeroed::<f32>(n * n)?);
     let tcfg = LaunchConfig::new((n as u32 / 32, n as u32 / 32), (32, 8));
     let naive = k::transpose_naive::load(&module)?;
     let tiled = k::transpose_tiled::load(&module)?;
@@ -94,34 +103,29 @@ pub fn run(args: Args) -> CliResult {
         ("transpose 32×33 shared tile", false, "cpp_transpose_tiled"),
     ] {
         out.fill_zero()?;
-        let rust_ms = median_ms(&gpu, 3, reps, |p| match p {
+        out_cpp.fill_zero()?;
+        let f = twins.function(cpp, false)?;
+        let o = out_cpp.as_device_ptr().addr();
+        let run_cpp = |p: Phase| match p {
+            Phase::Prep => Ok(()),
+            // SAFETY: (const float*, size, size, float*) as the twin declares; buffers live.
+            Phase::Run => unsafe { launch_twin(&f, s, tcfg, [in_ptr, n as u64, n as u64, o]) },
+        };
+        let run_rust = |p: Phase| match p {
             Phase::Prep => Ok(()),
             Phase::Run => {
                 let m = out.as_matrix_mut(n, n)?;
                 let nn = n as u32;
                 if rust { naive.launch(s, tcfg, &d_in, nn, nn, m) } else { tiled.launch(s, tcfg, &d_in, nn, nn, m) }
             }
-        })?;
+        };
+        let t = paired_ms(&gpu, 3, reps, run_rust, &run_cpp)?;
         check_transpose(&input, n, n, &out, &format!("Rust {name}"))?;
-        out.fill_zero()?;
-        let f = twins.function(cpp, false)?;
-        let o = out.as_device_ptr().addr();
-        let cpp_ms = median_ms(&gpu, 3, reps, |p| match p {
-            Phase::Prep => Ok(()),
-            // SAFETY: (const float*, size, size, float*) as the twin declares; buffers live.
-            Phase::Run => unsafe { launch_twin(&f, s, tcfg, [in_ptr, n as u64, n as u64, o]) },
-        })?;
-        check_transpose(&input, n, n, &out, &format!("C++ {name}"))?;
-        rows.push(Row {
-            name: format!("{name}, {n}²"),
-            rust: rust_ms,
-            cpp: cpp_ms,
-            work: bytes,
-            unit: "GB/s",
-            cublas: None,
-        });
+        check_transpose(&input, n, n, &out_cpp, &format!("C++ {name}"))?;
+        let aa = if control { Some(paired_ms(&gpu, 3, reps, &run_cpp, &run_cpp)?) } else { None };
+        rows.push(Row { name: format!("{name}, {n}²"), t, control: aa, work: bytes, unit: "GB/s", cublas: None });
     }
-    drop((d_in, out));
+    drop((d_in, out, out_cpp));
 
     // --- SGEMM ---
     let (a, b) = (random(g * g, 2), random(g * g, 3));
@@ -152,7 +156,15 @@ pub fn run(args: Args) -> CliResult {
             LaunchConfig::new((g as u32 / 32, g as u32 / 32), (32, 32))
         };
         c_rust.fill_zero()?;
-        let rust_ms = median_ms(&gpu, 2, reps, |p| match p {
+        c_cpp.fill_zero()?;
+        let f = twins.function(cpp, false)?;
+        let o = c_cpp.as_device_ptr().addr();
+        let run_cpp = |p: Phase| match p {
+            Phase::Prep => Ok(()),
+            // SAFETY: (const float*, const float*, size, size, size, float*) as declared.
+            Phase::Run => unsafe { launch_twin(&f, s, cfg, [a_ptr, b_ptr, g as u64, g as u64, g as u64, o]) },
+        };
+        let run_rust = |p: Phase| match p {
             Phase::Prep => Ok(()),
             Phase::Run => {
                 let m = c_rust.as_matrix_mut(g, g)?;
@@ -162,15 +174,9 @@ pub fn run(args: Args) -> CliResult {
                     _ => g128.launch(s, cfg, &da, &db, gg, gg, gg, m),
                 }
             }
-        })?;
-        c_cpp.fill_zero()?;
-        let f = twins.function(cpp, false)?;
-        let o = c_cpp.as_device_ptr().addr();
-        let cpp_ms = median_ms(&gpu, 2, reps, |p| match p {
-            Phase::Prep => Ok(()),
-            // SAFETY: (const float*, const float*, size, size, size, float*) as declared.
-            Phase::Run => unsafe { launch_twin(&f, s, cfg, [a_ptr, b_ptr, g as u64, g as u64, g as u64, o]) },
-        })?;
+        };
+        let t = paired_ms(&gpu, 2, reps, run_rust, &run_cpp)?;
+        let aa = if control { Some(paired_ms(&gpu, 2, reps, &run_cpp, &run_cpp)?) } else { None };
         let (r, c) = (c_rust.to_vec()?, c_cpp.to_vec()?);
         check_gemm_cpu(&a, &b, g, &r, &format!("Rust {name}"))?;
         check_gemm_cpu(&a, &b, g, &c, &format!("C++ {name}"))?;
@@ -179,8 +185,8 @@ pub fn run(args: Args) -> CliResult {
         println!("{name}: Rust and C++ agree bit for bit on {same} of {} elements", r.len());
         rows.push(Row {
             name: format!("{name}, {g}³"),
-            rust: rust_ms,
-            cpp: cpp_ms,
+            t,
+            control: aa,
             work: flops,
             unit: "GFLOP/s",
             cublas: Some(blas_ms),
@@ -218,56 +224,84 @@ pub fn run(args: Args) -> CliResult {
         // SAFETY: (const float*, size, float*) as the twin declares; both buffers live.
         unsafe { launch_twin(&jc, s, jcfg, [xp, n as u64, yp]) }
     };
-    let mut results = Vec::new();
-    let mut times = Vec::new();
-    for step in [&rust_step as &Step<'_>, &cpp_step] {
-        let (mut x, mut y) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
-        let ms = median_ms(&gpu, 1, reps.min(10), |p| match p {
-            Phase::Prep => x.copy_from(&u0),
-            Phase::Run => run_steps(step, &mut x, &mut y),
-        })?;
-        times.push(ms);
-        results.push(if steps % 2 == 0 { x.to_vec()? } else { y.to_vec()? });
-    }
+    // Each side steps its own pair of buffers, from the same start.
+    let (mut xr, mut yr) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
+    let (mut xc, mut yc) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
+    let jreps = reps.min(10);
+    let t = paired_ms(
+        &gpu,
+        1,
+        jreps,
+        |p| match p {
+            Phase::Prep => xr.copy_from(&u0),
+            Phase::Run => run_steps(&rust_step, &mut xr, &mut yr),
+        },
+        |p| match p {
+            Phase::Prep => xc.copy_from(&u0),
+            Phase::Run => run_steps(&cpp_step, &mut xc, &mut yc),
+        },
+    )?;
+    let last = |x: &DeviceBuffer<f32>, y: &DeviceBuffer<f32>| if steps % 2 == 0 { x.to_vec() } else { y.to_vec() };
+    let results = [last(&xr, &yr)?, last(&xc, &yc)?];
     if let Some(i) = (0..n * n).find(|&i| results[0][i].to_bits() != results[1][i].to_bits()) {
         return Err(fail(format!(
             "Jacobi after {steps} steps: Rust u[{i}] = {}, C++ {}",
             results[0][i], results[1][i]
         )));
     }
+    // The A/A run: the C++ twin on the Rust side's buffers against itself on its own.
+    let aa = if control {
+        Some(paired_ms(
+            &gpu,
+            1,
+            jreps,
+            |p| match p {
+                Phase::Prep => xr.copy_from(&u0),
+                Phase::Run => run_steps(&cpp_step, &mut xr, &mut yr),
+            },
+            |p| match p {
+                Phase::Prep => xc.copy_from(&u0),
+                Phase::Run => run_steps(&cpp_step, &mut xc, &mut yc),
+            },
+        )?)
+    } else {
+        None
+    };
     rows.push(Row {
         name: format!("Jacobi 5-point, shared tile + halo, {n}², {steps} steps"),
-        rust: times[0],
-        cpp: times[1],
+        t,
+        control: aa,
         work: 8.0 * (n * n) as f64 * steps as f64,
         unit: "GB/s",
         cublas: None,
     });
 
     println!();
-    let mut t = Table::new(&[
-        "kernel (safe Rust vs CUDA C++)",
-        "Rust (Cohort)",
-        "CUDA C++",
-        "Rust / C++ (speed)",
-        "cuBLAS",
-        "Rust / cuBLAS",
-    ])
-    .numeric(1..6);
+    let mut head =
+        vec!["kernel (safe Rust vs CUDA C++)", "Rust (Cohort)", "CUDA C++", "Rust / C++ (speed) [quartiles]"];
+    if control {
+        head.push("C++ / C++ (A/A) [quartiles]");
+    }
+    head.extend(["cuBLAS", "Rust / cuBLAS"]);
+    let mut t = Table::new(&head).numeric(1..head.len());
+    let ratio = |p: &Paired| format!("{:.3} [{:.3}–{:.3}]", p.ratio, p.quartiles.0, p.quartiles.1);
     for r in rows {
         let rate = |ms: f64| r.work / ms / 1e6;
         let (blas, vs) = match r.cublas {
-            Some(b) => (format!("{:.0} {}", rate(b), r.unit), format!("{:.3}", b / r.rust)),
+            Some(b) => (format!("{:.0} {}", rate(b), r.unit), format!("{:.3}", b / r.t.a)),
             None => ("—".into(), "—".into()),
         };
-        t.row(vec![
+        let mut cells = vec![
             r.name,
-            format!("{:.3} ms ({:.0} {})", r.rust, rate(r.rust), r.unit),
-            format!("{:.3} ms ({:.0} {})", r.cpp, rate(r.cpp), r.unit),
-            format!("{:.3}", r.cpp / r.rust),
-            blas,
-            vs,
-        ]);
+            format!("{:.3} ms ({:.0} {})", r.t.a, rate(r.t.a), r.unit),
+            format!("{:.3} ms ({:.0} {})", r.t.b, rate(r.t.b), r.unit),
+            ratio(&r.t),
+        ];
+        if let Some(c) = &r.control {
+            cells.push(ratio(c));
+        }
+        cells.extend([blas, vs]);
+        t.row(cells);
     }
     t.print();
     println!(

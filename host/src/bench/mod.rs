@@ -102,6 +102,63 @@ pub fn median_ms(
     Ok(crate::util::median(&mut t))
 }
 
+/// Two versions timed in pairs by [`paired_ms`].
+#[derive(Clone, Copy, Debug)]
+pub struct Paired {
+    /// Median milliseconds of the first version.
+    pub a: f64,
+    /// Median milliseconds of the second.
+    pub b: f64,
+    /// Median over the pairs of `b / a` (the first version's speed relative to the second).
+    pub ratio: f64,
+    /// The lower and upper quartiles of those per-pair ratios.
+    pub quartiles: (f64, f64),
+}
+
+/// Times two versions of one piece of work in `reps` pairs (after `warmup` untimed pairs),
+/// interleaved — `a` then `b`, then `b` then `a`, and so on — each run bracketed by its own
+/// device events, so that drift in clocks, temperature or the device's state falls on both
+/// alike and neither always runs first. Each closure is asked to [`Phase::Prep`] (untimed)
+/// before each of its runs.
+pub fn paired_ms(
+    gpu: &Gpu,
+    warmup: usize,
+    reps: usize,
+    mut a: impl FnMut(Phase) -> cohort_runtime::Result<()>,
+    mut b: impl FnMut(Phase) -> cohort_runtime::Result<()>,
+) -> cohort_runtime::Result<Paired> {
+    let (start, end) = (Event::new(gpu)?, Event::new(gpu)?);
+    let time = |f: &mut dyn FnMut(Phase) -> cohort_runtime::Result<()>| -> cohort_runtime::Result<f64> {
+        f(Phase::Prep)?;
+        start.record(gpu.stream())?;
+        f(Phase::Run)?;
+        end.record(gpu.stream())?;
+        end.synchronize()?;
+        Ok(end.elapsed_ms_since(&start)? as f64)
+    };
+    for _ in 0..warmup {
+        time(&mut a)?;
+        time(&mut b)?;
+    }
+    let (mut ta, mut tb, mut ratios) = (Vec::with_capacity(reps), Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for rep in 0..reps {
+        let (x, y) = if rep % 2 == 0 {
+            let x = time(&mut a)?;
+            (x, time(&mut b)?)
+        } else {
+            let y = time(&mut b)?;
+            (time(&mut a)?, y)
+        };
+        ta.push(x);
+        tb.push(y);
+        ratios.push(y / x);
+    }
+    // `median` sorts: the quartiles are read from the sorted ratios.
+    let ratio = crate::util::median(&mut ratios);
+    let quartiles = (crate::util::quantile(&ratios, 0.25), crate::util::quantile(&ratios, 0.75));
+    Ok(Paired { a: crate::util::median(&mut ta), b: crate::util::median(&mut tb), ratio, quartiles })
+}
+
 /// Launches a CUDA C++ twin whose parameters are all 8 bytes wide (device addresses and
 /// sizes), given in order.
 ///
