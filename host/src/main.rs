@@ -99,6 +99,13 @@ fn run(command: Command) -> CliResult {
 }
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so printing into a closed pipe (`cohort tour | head`) would panic;
+    // end quietly instead, as `cat` and other command-line tools do.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to the default, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     // Usage errors and `--help` end here, with clap's message (and suggestions) and status 2 / 0.
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
