@@ -203,29 +203,60 @@ cohort::shared! {
 /// One Jacobi step of the 2-D Laplace equation on an `n × n` grid with fixed boundary values:
 /// interior points become the mean of their four neighbours (read through a shared tile with a
 /// one-point halo), boundary points are copied.
+///
+/// Each thread reads its point and edge threads one halo point through [`Matrix::point`]: the
+/// halo addresses are the centre's plus a constant (`[p - 4]`, `[p + 4]`, `[p ± 4n]`), and a
+/// read outside the grid is a branch around the load, as in the C++ twin
+/// (`gx > 0 ? u[i - 1] : 0`).
 #[kernel]
 pub fn jacobi_step(shape: BlockShape<32, 8>, g: Matrix<f32, u32>, mut out: DisjointMatrix<f32, Cyclic, u32>) {
+    jacobi(&shape, g, &mut out, |gy, gx| {
+        let p = g.point(gy, gx);
+        move |dr, dc| p.load_or(dr, dc, 0.0)
+    });
+}
+
+/// [`jacobi_step`] with every read through [`Matrix::load_or`] at the neighbour's own
+/// coordinates (a clamped address and a select, no branch; each address computed afresh):
+/// `cohort bench kernels` times both forms.
+#[kernel]
+pub fn jacobi_step_select(shape: BlockShape<32, 8>, g: Matrix<f32, u32>, mut out: DisjointMatrix<f32, Cyclic, u32>) {
+    jacobi(&shape, g, &mut out, |gy, gx| {
+        move |dr: isize, dc: isize| g.load_or(gy.wrapping_add_signed(dr as i32), gx.wrapping_add_signed(dc as i32), 0.0)
+    });
+}
+
+/// The Jacobi step of the thread at grid point `(gy, gx)`, which reads point `(gy + dr, gx +
+/// dc)` (0 outside the grid) with `reader(gy, gx)(dr, dc)`.
+#[inline(always)]
+fn jacobi<R: Fn(isize, isize) -> f32>(
+    shape: &BlockShape<32, 8>,
+    g: Matrix<f32, u32>,
+    out: &mut DisjointMatrix<f32, Cyclic, u32>,
+    reader: impl Fn(u32, u32) -> R,
+) {
     let (rows, cols) = (g.rows(), g.cols());
     let (x, y) = (shape.x() as usize, shape.y() as usize);
     let (by, bx) = (thread::block_idx_y() * JY as u32, thread::block_idx_x() * JX as u32);
     let (gy, gx) = (by + y as u32, bx + x as u32);
     let tile = JACOBI_TILE.get();
-    // Reads outside the grid yield 0 (a clamped address and a select: no branch); such values
-    // are never used, since boundary points are copied.
-    let centre = g.load_or(gy, gx, 0.0);
+    let read = reader(gy, gx);
+    // Reads outside the grid yield 0; such values are never used, since boundary points are
+    // copied.
+    let centre = read(0, 0);
     tile.store_at(y + 1, x + 1, centre);
     // The halo: edge threads load one more point each.
     if x == 0 {
-        tile.store_at(y + 1, 0, g.load_or(gy, gx.wrapping_sub(1), 0.0));
+        tile.store_at(y + 1, 0, read(0, -1));
     }
     if x == JX - 1 {
-        tile.store_at(y + 1, JX + 1, g.load_or(gy, gx + 1, 0.0));
+        tile.store_at(y + 1, JX + 1, read(0, 1));
     }
     if y == 0 {
-        tile.store_at(0, x + 1, g.load_or(gy.wrapping_sub(1), gx, 0.0));
+        tile.store_at(0, x + 1, read(-1, 0));
     }
     if y == JY - 1 {
-        tile.store_at(JY + 1, x + 1, g.load_or(gy + 1, gx, 0.0));
+        tile.store_at(JY + 1, x + 1, read(1, 0));
     }
     sync_threads();
     let boundary = gx == 0 || gy == 0 || gx + 1 >= cols || gy + 1 >= rows;
@@ -237,5 +268,5 @@ pub fn jacobi_step(shape: BlockShape<32, 8>, g: Matrix<f32, u32>, mut out: Disjo
             + tile.load_at(y + 1, x)
             + tile.load_at(y + 1, x + 2))
     };
-    out.tile(&shape).set(0, 0, v);
+    out.tile(shape).set(0, 0, v);
 }

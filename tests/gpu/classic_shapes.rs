@@ -216,12 +216,7 @@ fn classic(c: &Ctx) -> TestResult {
     for (rows, cols) in [(64usize, 64usize), (50, 50), (40, 72), (72, 33)] {
         let u: Vec<f32> = (0..rows * cols).map(|_| r.random_range(0.0f32..1.0)).collect();
         let du = c.gpu.upload(&u).ctx("up")?;
-        let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
         let cfg = LaunchConfig::new((cols.div_ceil(32) as u32, rows.div_ceil(8) as u32), (32, 8));
-        ck::jacobi_step::load(&c.module)
-            .ctx("load")?
-            .launch(&s, cfg, du.as_matrix(rows, cols).ctx("m")?, out.as_matrix_mut(rows, cols).ctx("m")?)
-            .ctx("launch")?;
         let mut want = u.clone();
         for y in 1..rows - 1 {
             for x in 1..cols - 1 {
@@ -229,9 +224,21 @@ fn classic(c: &Ctx) -> TestResult {
                     0.25 * (u[(y - 1) * cols + x] + u[(y + 1) * cols + x] + u[y * cols + x - 1] + u[y * cols + x + 1]);
             }
         }
-        let got = out.to_vec().ctx("read")?;
-        check_all(&format!("Jacobi step {rows} × {cols}"), &got[..rows * cols], &want)?;
-        ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || "Jacobi wrote past the grid".into())?;
+        // Both forms of the halo reads: through a `Point`, and `Matrix::load_or`.
+        for select in [false, true] {
+            let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
+            let (g, o) = (du.as_matrix(rows, cols).ctx("m")?, out.as_matrix_mut(rows, cols).ctx("m")?);
+            if select {
+                ck::jacobi_step_select::load(&c.module).ctx("load")?.launch(&s, cfg, g, o)
+            } else {
+                ck::jacobi_step::load(&c.module).ctx("load")?.launch(&s, cfg, g, o)
+            }
+            .ctx("launch")?;
+            let name = if select { "jacobi_step_select" } else { "jacobi_step" };
+            let got = out.to_vec().ctx("read")?;
+            check_all(&format!("{name} {rows} × {cols}"), &got[..rows * cols], &want)?;
+            ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || format!("{name} wrote past the grid"))?;
+        }
     }
     // A read-only `Matrix` parameter: its shape is checked on the host, never in the kernel.
     let small = c.gpu.upload(&[1.0f32; 12]).ctx("up")?;

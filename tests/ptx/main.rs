@@ -225,7 +225,8 @@ fn golden_scan() -> TestResult {
 /// Their hot loops keep the instructions that make them fast: fused multiply-adds and 16-byte
 /// shared loads.
 fn classic_no_bounds_checks() -> TestResult {
-    let kernels = ["transpose_naive", "transpose_tiled", "sgemm_tiled32", "sgemm_128x128", "jacobi_step"];
+    let kernels =
+        ["transpose_naive", "transpose_tiled", "sgemm_tiled32", "sgemm_128x128", "jacobi_step", "jacobi_step_select"];
     for m in PTX.modules {
         for k in kernels {
             let body = entry_body(m, k)?;
@@ -238,7 +239,20 @@ fn classic_no_bounds_checks() -> TestResult {
         }
     }
     entry_contains(&PTX, "sgemm_128x128", &["fma.rn.f32", "ld.shared.v4.b32"])?;
-    entry_contains(&PTX, "sgemm_tiled32", &["fma.rn.f32", "ld.shared.v4.b32"])
+    entry_contains(&PTX, "sgemm_tiled32", &["fma.rn.f32", "ld.shared.v4.b32"])?;
+    // A `Point`'s row neighbours are read at the centre's offset ± 4 bytes, folded into the
+    // load as an immediate (as C++'s `u[i - 1]`, `u[i + 1]`), not through a neighbour index
+    // computed afresh.
+    for m in PTX.modules {
+        let body = entry_body(m, "jacobi_step")?;
+        let loads: Vec<&str> = body.lines().map(str::trim).filter(|l| l.starts_with("ld.global.b32")).collect();
+        for off in ["+-4];", "+4];"] {
+            ensure(loads.iter().any(|l| l.ends_with(off)), || {
+                format!("sm_{}: no `jacobi_step` load at an immediate offset `{off}` in {loads:?}", m.arch)
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Every `DisjointMatrix` layout gives each (block, thread, k, l) of a launch its own element:

@@ -6,6 +6,7 @@
 //! | `(r < rows && c < cols) ? a[r * cols + c] : 0` | [`Matrix::load_or`]`(r, c, 0)` (a clamped address and a select: no branch) |
 //! | `unsigned` index arithmetic | `Matrix<T, u32>` ([`MatrixIndex`]; `new` checks that every offset fits) |
 //! | `const float* a, int rows, int cols` kernel parameters | an `a: Matrix<T, I>` kernel parameter (the host passes `buffer.as_matrix(rows, cols)?`; shape checked on the host, none in the kernel) |
+//! | a stencil's neighbours `gx > 0 ? u[i - 1] : 0`, `u[i + n]` | [`Matrix::point`]`(r, c)`, then [`Point::load_or`]`(dr, dc, 0)`: addresses relative to the centre's, as C++'s |
 //! | a block's tile `a[(r0 + i) * cols + c0 + j]` | [`Matrix::window`]`::<R, C>(r0, c0)` (checked once), then [`Window::load_or`]`(i, j, 0)`: unchecked inside, checked at the edge |
 //! | a GEMM's k-loop over A's row strip / B's column strip, `for (t = 0; t < k; t += C)` | [`Matrix::row_strip`]`::<R, C>(r0)` / [`Matrix::col_strip`]`::<R, C>(c0)`: iterators of windows, checked once per block ([`Strip::split`]), not once per step |
 //! | `out[row * cols + col] = v` (the thread's own element of a 2-D grid) | `DisjointMatrix<T, Cyclic>`: `out.tile(&shape).set(0, 0, v)` |
@@ -48,6 +49,8 @@ pub trait MatrixIndex: Copy + Ord + core::fmt::Debug + index_sealed::Sealed + 's
     fn sub(self, o: Self) -> Self;
     /// `self * o` if it fits.
     fn checked_mul(self, o: Self) -> Option<Self>;
+    /// `self + d` if it fits.
+    fn checked_add_signed(self, d: isize) -> Option<Self>;
     /// `rows` and `cols` as `Self` if every offset below `rows * cols` fits `Self` (callers
     /// guarantee that `rows * cols` fits `usize`: for `usize` there is nothing to check).
     #[doc(hidden)]
@@ -91,6 +94,12 @@ macro_rules! matrix_index {
             #[inline(always)]
             fn checked_mul(self, o: Self) -> Option<Self> {
                 self.checked_mul(o)
+            }
+            #[inline(always)]
+            fn checked_add_signed(self, d: isize) -> Option<Self> {
+                // In `Self`'s own width (32-bit compares for `u32`); a `d` too large for it
+                // leaves any value outside.
+                self.checked_add_signed(d.try_into().ok()?)
             }
             #[inline(always)]
             fn shape(rows: usize, cols: usize) -> Option<(Self, Self)> {
@@ -227,6 +236,85 @@ impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
         let (steps, exact) = steps(self.rows.to_usize(), R);
         let full = C > 0 && span_fits(c0, self.cols, C) && exact;
         Strip { m: *self, r0: I::ZERO, c0, across: false, next: 0, steps, full }
+    }
+
+    /// Element `(r, c)` as the centre of a stencil, whose neighbours are read by offset:
+    /// [`Point::load_or`]`(dr, dc, default)` reads `(r + dr, c + dc)`. Their addresses are
+    /// the centre's plus a constant (`dr * cols + dc` elements), as C++'s `u[i - 1]`,
+    /// `u[i + n]`: the compiler folds a row neighbour into the load's immediate offset instead
+    /// of computing each address afresh. `(r, c)` may lie outside the matrix (then so may its
+    /// neighbours; each read is checked).
+    #[inline(always)]
+    #[must_use]
+    pub fn point(&self, r: I, c: I) -> Point<'a, T, I> {
+        // Wrapping: exact for `u32` indices (below 2^64); for `usize`, equal to `r * cols + c`
+        // modulo 2^usize::BITS, which is all `Point::offset` needs.
+        let at = r.to_usize().wrapping_mul(self.cols.to_usize()).wrapping_add(c.to_usize());
+        Point { m: *self, r, c, at }
+    }
+}
+
+/// A stencil's centre in a [`Matrix`] ([`Matrix::point`]): reads its neighbours by offset.
+#[derive(Debug)]
+pub struct Point<'a, T, I: MatrixIndex = usize> {
+    m: Matrix<'a, T, I>,
+    r: I,
+    c: I,
+    /// `r * cols + c`, wrapping in `usize`.
+    at: usize,
+}
+
+impl<T, I: MatrixIndex> Clone for Point<'_, T, I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, I: MatrixIndex> Copy for Point<'_, T, I> {}
+
+impl<'a, T, I: MatrixIndex> Point<'a, T, I> {
+    /// The offset of `(r + dr, c + dc)` if it lies inside the matrix.
+    #[inline(always)]
+    fn offset(&self, dr: isize, dc: isize) -> Option<usize> {
+        let rr = self.r.checked_add_signed(dr)?;
+        let cc = self.c.checked_add_signed(dc)?;
+        if rr < self.m.rows && cc < self.m.cols {
+            // Wrapping arithmetic is exact modulo 2^usize::BITS: this is congruent to
+            // `at + dr * cols + dc` ≡ `(r + dr) * cols + (c + dc)` = `rr * cols + cc` (`rr` and
+            // `cc` are exact: the adds above did not overflow). That offset lies inside the
+            // matrix, below `rows * cols <= len < 2^usize::BITS`, so the two are equal.
+            let step = dr.wrapping_mul(self.m.cols.to_usize() as isize).wrapping_add(dc);
+            Some(self.at.wrapping_add_signed(step))
+        } else {
+            None
+        }
+    }
+
+    /// The neighbour `(r + dr, c + dc)`, or `None` outside the matrix.
+    #[inline(always)]
+    #[must_use]
+    pub fn get(&self, dr: isize, dc: isize) -> Option<&'a T> {
+        let i = self.offset(dr, dc)?;
+        // SAFETY: `i` is the offset of an element inside the matrix (`offset`), so below
+        // `rows * cols <= len`.
+        Some(unsafe { self.m.data.get_unchecked(i) })
+    }
+
+    /// The neighbour `(r + dr, c + dc)`, or `default` outside the matrix: a branch around the
+    /// load, as C++'s `gx > 0 ? u[i - 1] : 0` (where [`Matrix::load_or`] selects, branch-free,
+    /// after a load from a clamped address).
+    #[inline(always)]
+    #[must_use]
+    pub fn load_or(&self, dr: isize, dc: isize, default: T) -> T
+    where
+        T: Copy,
+    {
+        // Not through `get`: an `Option<&T>` is matched by comparing the address with null,
+        // which LLVM does not always see through.
+        match self.offset(dr, dc) {
+            // SAFETY: as in `get`.
+            Some(i) => unsafe { *self.m.data.get_unchecked(i) },
+            None => default,
+        }
     }
 }
 
@@ -990,6 +1078,46 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f.next().unwrap().load_or(0, 0, -1), 2 * 8 + 4);
         assert!(f.next().is_none());
+    }
+
+    /// What a point's neighbour must be: the element at the exact (unwrapped) coordinates.
+    fn neighbour(data: &[i32], rows: usize, cols: usize, r: i128, c: i128) -> Option<i32> {
+        ((0..rows as i128).contains(&r) && (0..cols as i128).contains(&c))
+            .then(|| data[(r * cols as i128 + c) as usize])
+    }
+
+    #[test]
+    fn points_read_their_neighbours_and_nothing_outside() {
+        let data: [i32; 35] = core::array::from_fn(|i| 100 + i as i32);
+        let (rows, cols) = (5usize, 7usize);
+        let offsets = [-3isize, -2, -1, 0, 1, 2, 3, isize::MIN, isize::MAX, 1 << 32, -(1 << 32)];
+        // u32: points inside, next to the edges, far outside and at u32::MAX, where `r + 1`
+        // would wrap to row 0 (inside) if the add were not checked.
+        let m32 = Matrix::new(&data[..], rows as u32, cols as u32).unwrap();
+        let near = [0u32, 1, 4, 5, 6, 7, 8, u32::MAX, u32::MAX - 1, u32::MAX - 2];
+        for (&r, &c) in near.iter().flat_map(|r| near.iter().map(move |c| (r, c))) {
+            let p = m32.point(r, c);
+            for (&dr, &dc) in offsets.iter().flat_map(|dr| offsets.iter().map(move |dc| (dr, dc))) {
+                let want = neighbour(&data, rows, cols, r as i128 + dr as i128, c as i128 + dc as i128);
+                assert_eq!(p.get(dr, dc).copied(), want, "u32 point ({r}, {c}) + ({dr}, {dc})");
+                assert_eq!(p.load_or(dr, dc, -1), want.unwrap_or(-1));
+            }
+        }
+        // usize: the same, plus points whose offset `r * cols + c` wraps usize, from which a
+        // large negative step comes back inside.
+        let m = Matrix::new(&data[..], rows, cols).unwrap();
+        let near = [0usize, 1, 4, 5, 6, 7, 8, usize::MAX, usize::MAX - 1, 1 << 62, 1 << 63];
+        for (&r, &c) in near.iter().flat_map(|r| near.iter().map(move |c| (r, c))) {
+            let p = m.point(r, c);
+            for (&dr, &dc) in offsets.iter().flat_map(|dr| offsets.iter().map(move |dc| (dr, dc))) {
+                let want = neighbour(&data, rows, cols, r as i128 + dr as i128, c as i128 + dc as i128);
+                assert_eq!(p.get(dr, dc).copied(), want, "usize point ({r}, {c}) + ({dr}, {dc})");
+            }
+        }
+        let far = m.point(1 << 62, 3);
+        assert_eq!(far.get(1 - (1 << 62), 2).copied(), Some(data[7 + 5]));
+        assert_eq!(far.get(-(1 << 62), 0).copied(), Some(data[3]));
+        assert_eq!(far.get(-(1 << 62) - 1, 0), None);
     }
 
     #[test]

@@ -197,18 +197,9 @@ pub fn run(args: Args) -> CliResult {
 
     // --- Jacobi ---
     let u0 = random(n * n, 4);
-    let jr = k::jacobi_step::load(&module)?;
     let jc = twins.function("cpp_jacobi_step", false)?;
     let jcfg = LaunchConfig::new((n as u32 / 32, n as u32 / 8), (32, 8));
-    // One step, checked against the CPU element for element.
-    let d0 = gpu.upload(&u0)?;
-    let mut d1 = gpu.zeroed::<f32>(n * n)?;
-    jr.launch(s, jcfg, d0.as_matrix(n, n)?, d1.as_matrix_mut(n, n)?)?;
     let one = jacobi_cpu(&u0, n);
-    let got = d1.to_vec()?;
-    if let Some(i) = (0..n * n).find(|&i| got[i].to_bits() != one[i].to_bits()) {
-        return Err(fail(format!("Rust Jacobi step: u[{i}] = {}, CPU says {}", got[i], one[i])));
-    }
     let run_steps =
         |f: &Step<'_>, x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| -> cohort_runtime::Result<()> {
             for i in 0..steps {
@@ -216,9 +207,6 @@ pub fn run(args: Args) -> CliResult {
             }
             Ok(())
         };
-    let rust_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
-        jr.launch(s, jcfg, x.as_matrix(n, n)?, y.as_matrix_mut(n, n)?)
-    };
     let cpp_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
         let (xp, yp) = (x.as_device_ptr().addr(), y.as_device_ptr().addr());
         // SAFETY: (const float*, size, float*) as the twin declares; both buffers live.
@@ -228,53 +216,69 @@ pub fn run(args: Args) -> CliResult {
     let (mut xr, mut yr) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
     let (mut xc, mut yc) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
     let jreps = reps.min(10);
-    let t = paired_ms(
-        &gpu,
-        1,
-        jreps,
-        |p| match p {
-            Phase::Prep => xr.copy_from(&u0),
-            Phase::Run => run_steps(&rust_step, &mut xr, &mut yr),
-        },
-        |p| match p {
-            Phase::Prep => xc.copy_from(&u0),
-            Phase::Run => run_steps(&cpp_step, &mut xc, &mut yc),
-        },
-    )?;
     let last = |x: &DeviceBuffer<f32>, y: &DeviceBuffer<f32>| if steps % 2 == 0 { x.to_vec() } else { y.to_vec() };
-    let results = [last(&xr, &yr)?, last(&xc, &yc)?];
-    if let Some(i) = (0..n * n).find(|&i| results[0][i].to_bits() != results[1][i].to_bits()) {
-        return Err(fail(format!(
-            "Jacobi after {steps} steps: Rust u[{i}] = {}, C++ {}",
-            results[0][i], results[1][i]
-        )));
-    }
-    // The A/A run: the C++ twin on the Rust side's buffers against itself on its own.
-    let aa = if control {
-        Some(paired_ms(
+    // The halo read through a `Point` (addresses relative to the centre's, as C++), and
+    // through `Matrix::load_or` (each neighbour's address computed afresh, clamped, selected).
+    let (point_k, select_k) = (k::jacobi_step::load(&module)?, k::jacobi_step_select::load(&module)?);
+    for (form, select) in [("`Point` reads", false), ("`load_or` reads", true)] {
+        let rust_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
+            let (g, o) = (x.as_matrix(n, n)?, y.as_matrix_mut(n, n)?);
+            if select { select_k.launch(s, jcfg, g, o) } else { point_k.launch(s, jcfg, g, o) }
+        };
+        // One step, checked against the CPU element for element.
+        xr.copy_from(&u0)?;
+        rust_step(&xr, &mut yr)?;
+        let got = yr.to_vec()?;
+        if let Some(i) = (0..n * n).find(|&i| got[i].to_bits() != one[i].to_bits()) {
+            return Err(fail(format!("Rust Jacobi step ({form}): u[{i}] = {}, CPU says {}", got[i], one[i])));
+        }
+        let t = paired_ms(
             &gpu,
             1,
             jreps,
             |p| match p {
                 Phase::Prep => xr.copy_from(&u0),
-                Phase::Run => run_steps(&cpp_step, &mut xr, &mut yr),
+                Phase::Run => run_steps(&rust_step, &mut xr, &mut yr),
             },
             |p| match p {
                 Phase::Prep => xc.copy_from(&u0),
                 Phase::Run => run_steps(&cpp_step, &mut xc, &mut yc),
             },
-        )?)
-    } else {
-        None
-    };
-    rows.push(Row {
-        name: format!("Jacobi 5-point, shared tile + halo, {n}², {steps} steps"),
-        t,
-        control: aa,
-        work: 8.0 * (n * n) as f64 * steps as f64,
-        unit: "GB/s",
-        cublas: None,
-    });
+        )?;
+        let results = [last(&xr, &yr)?, last(&xc, &yc)?];
+        if let Some(i) = (0..n * n).find(|&i| results[0][i].to_bits() != results[1][i].to_bits()) {
+            return Err(fail(format!(
+                "Jacobi ({form}) after {steps} steps: Rust u[{i}] = {}, C++ {}",
+                results[0][i], results[1][i]
+            )));
+        }
+        // The A/A run: the C++ twin on the Rust side's buffers against itself on its own.
+        let aa = if control && !select {
+            Some(paired_ms(
+                &gpu,
+                1,
+                jreps,
+                |p| match p {
+                    Phase::Prep => xr.copy_from(&u0),
+                    Phase::Run => run_steps(&cpp_step, &mut xr, &mut yr),
+                },
+                |p| match p {
+                    Phase::Prep => xc.copy_from(&u0),
+                    Phase::Run => run_steps(&cpp_step, &mut xc, &mut yc),
+                },
+            )?)
+        } else {
+            None
+        };
+        rows.push(Row {
+            name: format!("Jacobi 5-point, shared tile + halo ({form}), {n}², {steps} steps"),
+            t,
+            control: aa,
+            work: 8.0 * (n * n) as f64 * steps as f64,
+            unit: "GB/s",
+            cublas: None,
+        });
+    }
 
     println!();
     let mut head =
