@@ -12,27 +12,14 @@ use cohort_tests::{Context, Ctx, TestResult, check_all, check_all_by, ensure, gp
 use libtest_mimic::Trial;
 use rand::Rng;
 
+use super::shapes::writer;
+
 pub fn trials() -> Vec<Trial> {
     vec![
         gpu_trial("classic_shapes_u32_layouts_write_their_own_elements", layouts),
         gpu_trial("classic_shapes_kernels_at_whole_and_ragged_sizes", classic),
         gpu_trial("classic_shapes_u32_matrix_too_large_is_refused", too_large),
     ]
-}
-
-/// Who writes element `(r, c)` under each test layout (blocks of 8 × 4): the layout's
-/// definition read backwards, `(by, bx, ty, tx, k, l)` (as in `shapes.rs`).
-fn writer(layout: usize, r: usize, c: usize) -> [usize; 6] {
-    match layout {
-        // Cyclic<2, 3>: tiles of 8 × 24; rows ty + 4k, columns tx + 8l.
-        0 => [r / 8, c / 24, (r % 8) % 4, (c % 24) % 8, (r % 8) / 4, (c % 24) / 8],
-        // Blocked<3, 2>: tiles of 12 × 16; rows 3ty + k, columns 2tx + l.
-        1 => [r / 12, c / 16, (r % 12) / 3, (c % 16) / 2, (r % 12) % 3, (c % 16) % 2],
-        // Transposed<Cyclic<2, 1>>: (r, c) is Cyclic<2, 1>'s (c, r); its k is this tile's l.
-        2 => [c / 8, r / 8, (c % 8) % 4, r % 8, 0, (c % 8) / 4],
-        // TransposedTiles<Blocked<2, 2>>: tiles of 8 × 16 at tile position (bx, by).
-        _ => [c / 16, r / 8, (r % 8) / 2, (c % 16) / 2, (r % 8) % 2, c % 16 % 2],
-    }
 }
 
 fn launch(

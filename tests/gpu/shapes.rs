@@ -52,8 +52,8 @@ fn block_shape(c: &Ctx) -> TestResult {
 }
 
 /// Who writes element `(r, c)` under each test layout (blocks of 8 × 4): the layout's
-/// definition read backwards, `(by, bx, ty, tx, k, l)`.
-fn writer(layout: usize, r: usize, c: usize) -> [usize; 6] {
+/// definition read backwards, `(by, bx, ty, tx, k, l)` (also `classic_shapes.rs`'s `u32` layouts).
+pub(crate) fn writer(layout: usize, r: usize, c: usize) -> [usize; 6] {
     match layout {
         // Cyclic<2, 3>: tiles of 8 × 24; rows ty + 4k, columns tx + 8l.
         0 => [r / 8, c / 24, (r % 8) % 4, (c % 24) % 8, (r % 8) / 4, (c % 24) / 8],

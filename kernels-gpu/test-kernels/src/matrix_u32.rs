@@ -5,13 +5,7 @@
 use cohort::matrix::Layout;
 use cohort::prelude::*;
 
-/// What a writer writes: its block, thread and element, packed (as `shapes::code`).
-#[inline(always)]
-fn code(k: usize, l: usize) -> u32 {
-    let b = thread::block_idx();
-    let t = thread::thread_idx();
-    (b.y << 24) | (b.x << 16) | (t.y << 12) | (t.x << 6) | ((k as u32) << 3) | l as u32
-}
+use crate::shapes::code;
 
 /// Every element of this thread's tile through `ThreadTile::set` (checked per element).
 #[inline(always)]

@@ -5,9 +5,9 @@ use cohort::matrix::Layout;
 use cohort::prelude::*;
 
 /// What a writer writes: its block, thread and element, packed (checked on the host against
-/// the layout's definition).
+/// the layout's definition; also `matrix_u32`'s).
 #[inline(always)]
-fn code(k: usize, l: usize) -> u32 {
+pub(crate) fn code(k: usize, l: usize) -> u32 {
     let b = thread::block_idx();
     let t = thread::thread_idx();
     (b.y << 24) | (b.x << 16) | (t.y << 12) | (t.x << 6) | ((k as u32) << 3) | l as u32
