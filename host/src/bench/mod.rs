@@ -209,3 +209,41 @@ pub fn cuda_twins(gpu: &Gpu, args: &TwinsArgs) -> CliResult<(Module, String)> {
         .map_err(|e| CliError::Failed(format!("NVRTC could not compile the CUDA C++ twins: {e:?}")))?;
     Ok((gpu.load_ptx_text("cuda_twins", &ptx.to_src())?, format!("NVRTC -arch={arch} -O3 (default)")))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::{Phase, paired_ms};
+
+    /// The pairs alternate which side runs first (A B, B A, …), every run follows its own
+    /// preparation, warm-up pairs come first, and the ratio is of the second side to the first.
+    #[test]
+    fn paired_runs_alternate_and_prepare_each_run() {
+        let gpu = cohort_runtime::Gpu::cpu().expect("the CPU device");
+        let log = RefCell::new(String::new());
+        let side = |name: char| {
+            let log = &log;
+            move |p: Phase| {
+                log.borrow_mut().push(if p == Phase::Prep { name.to_ascii_lowercase() } else { name });
+                if p == Phase::Run && name == 'B' {
+                    // Some host time inside B's bracket (the CPU device's events are host clocks).
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                Ok(())
+            }
+        };
+        let t = paired_ms(&gpu, 1, 4, side('A'), side('B')).unwrap();
+        assert_eq!(
+            log.borrow().as_str(),
+            "aAbB" /* warm-up */
+                .to_owned()
+                + "aAbB"
+                + "bBaA"
+                + "aAbB"
+                + "bBaA"
+        );
+        assert!(t.b >= 2.0 && t.b > t.a, "{t:?}");
+        assert!(t.ratio > 1.0 && t.quartiles.0 <= t.ratio && t.ratio <= t.quartiles.1, "{t:?}");
+    }
+}
