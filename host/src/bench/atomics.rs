@@ -6,7 +6,7 @@ use cohort_kernels::PTX;
 use cohort_kernels::atomics::{self as k, BINS};
 use cohort_runtime::LaunchConfig;
 
-use super::{Phase, TwinsArgs, cuda_twins, launch_twin, median_ms};
+use super::{Paired, Phase, TwinsArgs, cuda_twins, launch_twin, median_ms, paired_ms};
 use crate::atomics::launch_histogram_on;
 use crate::util::{self, CliError, CliResult, Table};
 use cohort_host::corpus;
@@ -34,7 +34,10 @@ pub fn run(args: Args) -> CliResult {
     println!("{}", gpu.info());
     let module = gpu.load(&PTX)?;
     let (twins, how) = cuda_twins(&gpu, &twins)?;
-    println!("CUDA C++ twins: {how}; medians of {reps} runs (3 for global atomics)\n");
+    println!(
+        "CUDA C++ twins: {how}; {reps} runs (3 for global atomics) of each, Rust and C++ interleaved in pairs \
+         (medians; the ratio is the median of the pairs' ratios, with its quartiles)\n"
+    );
     let s = gpu.stream();
     let inputs = [("text-like", corpus::text_like(size, 0xa11ce)), ("uniform", corpus::uniform(size, 0x0417))];
     if let Some(dir) = dump {
@@ -44,9 +47,11 @@ pub fn run(args: Args) -> CliResult {
         }
         println!("wrote {0}/text.bin and {0}/uniform.bin for cub_bench\n", dir.display());
     }
-    let mut t = Table::new(&["benchmark", "input", "Rust (Cohort)", "CUDA C++", "Rust / C++"]).numeric(2..5);
+    let mut t = Table::new(&["benchmark", "input", "Rust (Cohort)", "CUDA C++", "Rust / C++ (speed) [quartiles]"])
+        .numeric(2..5);
+    let ratio = |p: &Paired| format!("{:.3} [{:.3}–{:.3}]", p.ratio, p.quartiles.0, p.quartiles.1);
     let mut lib = Table::new(&["Cohort's histogram", "input", "copies/warp", "blocks", "GB/s"]).numeric(2..5);
-    let mut bins = gpu.zeroed::<u32>(BINS)?;
+    let (mut bins, mut bins_cpp) = (gpu.zeroed::<u32>(BINS)?, gpu.zeroed::<u32>(BINS)?);
     let sms = gpu.info().sms;
     for (name, data) in &inputs {
         let want = corpus::histogram_1t(data);
@@ -57,33 +62,37 @@ pub fn run(args: Args) -> CliResult {
             Ok(())
         };
         let dt = gpu.upload(data)?;
-        let (d_ptr, d_len, b_ptr) = (dt.as_device_ptr().addr(), dt.len() as u64, bins.as_device_ptr().addr());
+        let (d_ptr, d_len, b_ptr) = (dt.as_device_ptr().addr(), dt.len() as u64, bins_cpp.as_device_ptr().addr());
         for (which, kname, cname, blocks) in [
             (0u32, "histogram, global atomics", "cpp_histogram_global", 8 * sms),
             (1, "histogram, shared privatized", "cpp_histogram_shared", 8 * sms),
         ] {
             let cfg = LaunchConfig::new(blocks, 256);
             let r = if which == 0 { 3 } else { reps };
-            let rust = median_ms(&gpu, 1, r, |p| match p {
-                Phase::Prep => bins.fill_zero(),
-                Phase::Run => launch_histogram_on(&module, s, which, cfg, 1, &dt, &mut bins),
-            })?;
-            check(bins.to_vec()?, kname)?;
             let f = twins.function(cname, false)?;
-            let cpp = median_ms(&gpu, 1, r, |p| match p {
-                Phase::Prep => bins.fill_zero(),
-                // SAFETY: (const unsigned char*, size, unsigned*, size) as the twin declares;
-                // the buffers outlive the launch.
-                Phase::Run => unsafe { launch_twin(&f, s, cfg, [d_ptr, d_len, b_ptr, 128]) },
-            })?;
-            check(bins.to_vec()?, cname)?;
-            let (gr, gc) = (size as f64 / rust / 1e6, size as f64 / cpp / 1e6);
+            let pair = paired_ms(
+                &gpu,
+                1,
+                r,
+                |p| match p {
+                    Phase::Prep => bins.fill_zero(),
+                    Phase::Run => launch_histogram_on(&module, s, which, cfg, 1, &dt, &mut bins),
+                },
+                |p| match p {
+                    Phase::Prep => bins_cpp.fill_zero(),
+                    // SAFETY: (const unsigned char*, size, unsigned*, size) as the twin declares;
+                    // the buffers outlive the launch.
+                    Phase::Run => unsafe { launch_twin(&f, s, cfg, [d_ptr, d_len, b_ptr, 128]) },
+                },
+            )?;
+            check(bins.to_vec()?, kname)?;
+            check(bins_cpp.to_vec()?, cname)?;
             t.row(vec![
                 format!("{kname} ({blocks} x 256)"),
                 name.to_string(),
-                format!("{gr:.0} GB/s"),
-                format!("{gc:.0} GB/s"),
-                format!("{:.3}", gr / gc),
+                format!("{:.0} GB/s", size as f64 / pair.a / 1e6),
+                format!("{:.0} GB/s", size as f64 / pair.b / 1e6),
+                ratio(&pair),
             ]);
         }
         for copies in [1u32, 2, 4, 8] {
@@ -116,75 +125,75 @@ pub fn run(args: Args) -> CliResult {
     let kp = k::dot_partial::load(&module)?;
     let km = k::dot_mutex::load(&module)?;
     let kb = k::dot_mutex_backoff::load(&module)?;
-    let rust_p = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => Ok(()),
-        Phase::Run => kp.launch(s, cfg, &da, &db, &mut partial),
-    })?;
-    let sum: f64 = partial.to_vec()?.iter().map(|&v| v as f64).sum();
-    if !dot_close(sum, &d, 640 * 256, 640).0 {
-        return Err(CliError::Failed(format!("Rust dot_partial: {sum} vs {}", d.exact)));
-    }
-    let rust_m = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => c.fill_zero(),
-        Phase::Run => km.launch(s, cfg, &mut lock, &da, &db, &mut c),
-    })?;
-    let v = c.to_vec()?[0] as f64;
-    if !dot_close(v, &d, 640 * 256, 640).0 {
-        return Err(CliError::Failed(format!("Rust dot_mutex: {v} vs {}", d.exact)));
-    }
-    let rust_b = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => c.fill_zero(),
-        Phase::Run => kb.launch(s, cfg, &mut lock, &da, &db, &mut c),
-    })?;
-    let v = c.to_vec()?[0] as f64;
-    if !dot_close(v, &d, 640 * 256, 640).0 {
-        return Err(CliError::Failed(format!("Rust dot_mutex_backoff: {v} vs {}", d.exact)));
-    }
     let (a_ptr, b_ptr, nn) = (da.as_device_ptr().addr(), db.as_device_ptr().addr(), n as u64);
-    let (p_ptr, l_ptr, c_ptr) = (partial.as_device_ptr().addr(), lock.as_device_ptr().addr(), c.as_device_ptr().addr());
+    let (mut partial_cpp, lock_cpp, mut c_cpp) =
+        (gpu.zeroed::<f32>(640)?, gpu.zeroed::<u32>(1)?, gpu.zeroed::<f32>(1)?);
+    let (p_ptr, l_ptr, c_ptr) =
+        (partial_cpp.as_device_ptr().addr(), lock_cpp.as_device_ptr().addr(), c_cpp.as_device_ptr().addr());
     let fp = twins.function("cpp_dot_partial", false)?;
     let fm = twins.function("cpp_dot_mutex", false)?;
-    let cpp_p = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => Ok(()),
-        // SAFETY: (const float*, size, const float*, size, float*, size) as the twin declares;
-        // the buffers outlive the launch.
-        Phase::Run => unsafe { launch_twin(&fp, s, cfg, [a_ptr, nn, b_ptr, nn, p_ptr, 640]) },
-    })?;
-    let sum: f64 = partial.to_vec()?.iter().map(|&v| v as f64).sum();
-    if !dot_close(sum, &d, 640 * 256, 640).0 {
-        return Err(CliError::Failed(format!("C++ dot_partial: {sum} vs {}", d.exact)));
+    let close = |v: f64, who: &str| -> CliResult {
+        if dot_close(v, &d, 640 * 256, 640).0 {
+            Ok(())
+        } else {
+            Err(CliError::Failed(format!("{who}: {v} vs {}", d.exact)))
+        }
+    };
+    let partial_sum =
+        |b: &cohort_runtime::DeviceBuffer<f32>| -> CliResult<f64> { Ok(b.to_vec()?.iter().map(|&v| v as f64).sum()) };
+    let pair_p = paired_ms(
+        &gpu,
+        3,
+        reps,
+        |p| match p {
+            Phase::Prep => Ok(()),
+            Phase::Run => kp.launch(s, cfg, &da, &db, &mut partial),
+        },
+        |p| match p {
+            Phase::Prep => partial_cpp.fill_zero(),
+            // SAFETY: (const float*, size, const float*, size, float*, size) as the twin
+            // declares; the buffers outlive the launch.
+            Phase::Run => unsafe { launch_twin(&fp, s, cfg, [a_ptr, nn, b_ptr, nn, p_ptr, 640]) },
+        },
+    )?;
+    close(partial_sum(&partial)?, "Rust dot_partial")?;
+    close(partial_sum(&partial_cpp)?, "C++ dot_partial")?;
+    // The mutex kernels, plain and with backoff, each against the C++ mutex twin.
+    let mut mutex_pairs = Vec::new();
+    for backoff in [false, true] {
+        let pair = paired_ms(
+            &gpu,
+            3,
+            reps,
+            |p| match p {
+                Phase::Prep => c.fill_zero(),
+                Phase::Run if backoff => kb.launch(s, cfg, &mut lock, &da, &db, &mut c),
+                Phase::Run => km.launch(s, cfg, &mut lock, &da, &db, &mut c),
+            },
+            |p| match p {
+                Phase::Prep => c_cpp.fill_zero(),
+                // SAFETY: the twin's (int*, size, const float*, size, const float*, size,
+                // float*, size); the buffers outlive the launch.
+                Phase::Run => unsafe { launch_twin(&fm, s, cfg, [l_ptr, 1, a_ptr, nn, b_ptr, nn, c_ptr, 1]) },
+            },
+        )?;
+        close(c.to_vec()?[0] as f64, if backoff { "Rust dot_mutex_backoff" } else { "Rust dot_mutex" })?;
+        close(c_cpp.to_vec()?[0] as f64, "C++ dot_mutex")?;
+        mutex_pairs.push(pair);
     }
-    let cpp_m = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => c.fill_zero(),
-        // SAFETY: the twin's (int*, size, const float*, size, const float*, size, float*, size);
-        // the buffers outlive the launch.
-        Phase::Run => unsafe { launch_twin(&fm, s, cfg, [l_ptr, 1, a_ptr, nn, b_ptr, nn, c_ptr, 1]) },
-    })?;
-    let v = c.to_vec()?[0] as f64;
-    if !dot_close(v, &d, 640 * 256, 640).0 {
-        return Err(CliError::Failed(format!("C++ dot_mutex: {v} vs {}", d.exact)));
+    for (name, pair) in [
+        ("dot product, partial (640 x 256)", pair_p),
+        ("dot product, mutex (640 x 256)", mutex_pairs[0]),
+        ("dot product, mutex with backoff (`lock`)", mutex_pairs[1]),
+    ] {
+        t.row(vec![
+            name.into(),
+            "10M f32".into(),
+            format!("{:.3} ms", pair.a),
+            format!("{:.3} ms", pair.b),
+            ratio(&pair),
+        ]);
     }
-    t.row(vec![
-        "dot product, partial (640 x 256)".into(),
-        "10M f32".into(),
-        format!("{rust_p:.3} ms"),
-        format!("{cpp_p:.3} ms"),
-        format!("{:.3}", cpp_p / rust_p),
-    ]);
-    t.row(vec![
-        "dot product, mutex (640 x 256)".into(),
-        "10M f32".into(),
-        format!("{rust_m:.3} ms"),
-        format!("{cpp_m:.3} ms"),
-        format!("{:.3}", cpp_m / rust_m),
-    ]);
-    t.row(vec![
-        "dot product, mutex with backoff (`lock`)".into(),
-        "10M f32".into(),
-        format!("{rust_b:.3} ms"),
-        format!("{cpp_m:.3} ms"),
-        format!("{:.3}", cpp_m / rust_b),
-    ]);
     lib.print();
     println!();
     t.print();

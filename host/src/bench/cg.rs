@@ -1,18 +1,21 @@
 //! `cohort bench cg`: cooperative-groups kernels, Rust vs CUDA C++ (same algorithm, same launch
-//! configuration, same buffers), medians of event-timed runs.
+//! configuration), event-timed in interleaved pairs (`paired_ms`): medians, and the median of
+//! the pairs' ratios with its quartiles.
 
 use cohort_kernels::PTX;
 use cohort_kernels::bench::{self as k, U32x4};
 use cohort_runtime::{DeviceBuffer, LaunchConfig};
 use rand::{Rng, SeedableRng};
 
-use super::{Phase, TwinsArgs, cuda_twins, launch_twin, median_ms};
+use super::{Paired, Phase, TwinsArgs, cuda_twins, launch_twin, paired_ms};
 use crate::util::{self, CliError, CliResult, Table};
 
 struct Row {
     name: String,
-    rust: f64,
-    cpp: f64,
+    /// Rust (`a`) against C++ (`b`), milliseconds per run.
+    t: Paired,
+    /// Runs' milliseconds are multiplied by this for the report (grid sync: µs per sync).
+    scale: f64,
     unit: &'static str,
     /// Bytes per run, to turn ms into GB/s (0: report time).
     bytes: f64,
@@ -41,7 +44,8 @@ pub fn run(args: Args) -> CliResult {
     let module = gpu.load(&PTX)?;
     let (twins, how) = cuda_twins(&gpu, &twins)?;
     println!(
-        "CUDA C++ twins: {how}; {n} u32 ({:.2} GiB), median of {reps} runs each\n",
+        "CUDA C++ twins: {how}; {n} u32 ({:.2} GiB); {reps} runs each, Rust and C++ interleaved in pairs \
+         (medians; the ratio is the median of the pairs' ratios, with its quartiles)\n",
         (n * 4) as f64 / (1u64 << 30) as f64
     );
 
@@ -51,7 +55,7 @@ pub fn run(args: Args) -> CliResult {
     let d = gpu.upload(&data)?;
     let quads: Vec<U32x4> = data.as_chunks::<4>().0.iter().map(|c| U32x4(*c)).collect();
     let d4 = gpu.upload(&quads)?;
-    let mut total = gpu.zeroed::<u32>(1)?;
+    let (mut total, mut total_cpp) = (gpu.zeroed::<u32>(1)?, gpu.zeroed::<u32>(1)?);
     let s = gpu.stream();
     let mut rows = Vec::new();
 
@@ -77,7 +81,7 @@ pub fn run(args: Args) -> CliResult {
         }
         Ok(())
     };
-    let t_ptr = total.as_device_ptr().addr();
+    let t_ptr = total_cpp.as_device_ptr().addr();
     let cpp_launch = |f: &cohort_runtime::Function, data: u64, len: u64| -> cohort_runtime::Result<()> {
         // SAFETY: the twin's parameters are (const unsigned*, size, unsigned*, size); the
         // buffers outlive the launch.
@@ -86,38 +90,48 @@ pub fn run(args: Args) -> CliResult {
     let (d_ptr, d_len) = (d.as_device_ptr().addr(), d.len() as u64);
     let (q_ptr, q_len) = (d4.as_device_ptr().addr(), d4.len() as u64);
 
-    let rust_ms = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => total.fill_zero(),
-        Phase::Run => rs.launch(s, cfg, &d, &mut total),
-    })?;
+    let t = paired_ms(
+        &gpu,
+        3,
+        reps,
+        |p| match p {
+            Phase::Prep => total.fill_zero(),
+            Phase::Run => rs.launch(s, cfg, &d, &mut total),
+        },
+        |p| match p {
+            Phase::Prep => total_cpp.fill_zero(),
+            Phase::Run => cpp_launch(&cs, d_ptr, d_len),
+        },
+    )?;
     check(&total, "Rust scalar reduce")?;
-    let cpp_ms = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => total.fill_zero(),
-        Phase::Run => cpp_launch(&cs, d_ptr, d_len),
-    })?;
-    check(&total, "C++ scalar reduce")?;
+    check(&total_cpp, "C++ scalar reduce")?;
     rows.push(Row {
         name: "tile32 reduce u32, scalar loads".into(),
-        rust: rust_ms,
-        cpp: cpp_ms,
+        t,
+        scale: 1.0,
         unit: "GB/s",
         bytes: 4.0 * n as f64,
     });
 
-    let rust_ms = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => total.fill_zero(),
-        Phase::Run => rv.launch(s, cfg, &d4, &mut total),
-    })?;
+    let t = paired_ms(
+        &gpu,
+        3,
+        reps,
+        |p| match p {
+            Phase::Prep => total.fill_zero(),
+            Phase::Run => rv.launch(s, cfg, &d4, &mut total),
+        },
+        |p| match p {
+            Phase::Prep => total_cpp.fill_zero(),
+            Phase::Run => cpp_launch(&cv, q_ptr, q_len),
+        },
+    )?;
     check(&total, "Rust vec4 reduce")?;
-    let cpp_ms = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => total.fill_zero(),
-        Phase::Run => cpp_launch(&cv, q_ptr, q_len),
-    })?;
-    check(&total, "C++ vec4 reduce")?;
+    check(&total_cpp, "C++ vec4 reduce")?;
     rows.push(Row {
         name: "tile32 reduce u32, 16-byte loads".into(),
-        rust: rust_ms,
-        cpp: cpp_ms,
+        t,
+        scale: 1.0,
         unit: "GB/s",
         bytes: 4.0 * n as f64,
     });
@@ -125,12 +139,8 @@ pub fn run(args: Args) -> CliResult {
     // Scan: one thread per element.
     let sc = k::bench_scan_u32::load(&module)?;
     let cc = twins.function("cpp_scan_u32", false)?;
-    let mut out = gpu.zeroed::<u32>(n)?;
+    let (mut out, out_cpp) = (gpu.zeroed::<u32>(n)?, gpu.zeroed::<u32>(n)?);
     let scfg = LaunchConfig::for_elements(n, 256);
-    let rust_ms = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => Ok(()),
-        Phase::Run => sc.launch(s, scfg, &d, &mut out),
-    })?;
     let check_scan = |out: &DeviceBuffer<u32>, who: &str| -> CliResult {
         let got = out.to_vec()?;
         for (w, chunk) in got.chunks(32).enumerate() {
@@ -144,23 +154,25 @@ pub fn run(args: Args) -> CliResult {
         }
         Ok(())
     };
+    let o_ptr = out_cpp.as_device_ptr().addr();
+    let t = paired_ms(
+        &gpu,
+        3,
+        reps,
+        |p| match p {
+            Phase::Prep => Ok(()),
+            Phase::Run => sc.launch(s, scfg, &d, &mut out),
+        },
+        |p| match p {
+            Phase::Prep => Ok(()),
+            // SAFETY: (const unsigned*, size, unsigned*, size) as the twin declares; the buffers
+            // outlive the launch.
+            Phase::Run => unsafe { launch_twin(&cc, s, scfg, [d_ptr, d_len, o_ptr, 1]) },
+        },
+    )?;
     check_scan(&out, "Rust scan")?;
-    out.fill_zero()?;
-    let o_ptr = out.as_device_ptr().addr();
-    let cpp_ms = median_ms(&gpu, 3, reps, |p| match p {
-        Phase::Prep => Ok(()),
-        // SAFETY: (const unsigned*, size, unsigned*, size) as the twin declares; the buffers
-        // outlive the launch.
-        Phase::Run => unsafe { launch_twin(&cc, s, scfg, [d_ptr, d_len, o_ptr, 1]) },
-    })?;
-    check_scan(&out, "C++ scan")?;
-    rows.push(Row {
-        name: "tile32 inclusive scan u32".into(),
-        rust: rust_ms,
-        cpp: cpp_ms,
-        unit: "GB/s",
-        bytes: 8.0 * n as f64,
-    });
+    check_scan(&out_cpp, "C++ scan")?;
+    rows.push(Row { name: "tile32 inclusive scan u32".into(), t, scale: 1.0, unit: "GB/s", bytes: 8.0 * n as f64 });
 
     // Grid sync: time per sync over many.
     let gr = k::bench_grid_sync::load(&module)?;
@@ -168,53 +180,55 @@ pub fn run(args: Args) -> CliResult {
     let iters = 2000u32;
     for blocks in [gpu.info().sms, 8 * gpu.info().sms] {
         let gcfg = LaunchConfig::new(blocks, 256);
-        let mut marks = gpu.zeroed::<u32>(blocks as usize)?;
-        let rust_ms = median_ms(&gpu, 2, reps.min(10), |p| match p {
-            Phase::Prep => Ok(()),
-            Phase::Run => gr.launch_cooperative(s, gcfg, iters, &mut marks),
-        })?;
-        if marks.to_vec()?.iter().any(|&k| k != iters) {
-            return Err(CliError::Failed("Rust grid sync: a block did not finish every round".into()));
-        }
-        marks.fill_zero()?;
-        let m_ptr = marks.as_device_ptr().addr();
-        let cpp_ms = median_ms(&gpu, 2, reps.min(10), |phase| {
-            if phase == Phase::Prep {
-                return Ok(());
-            }
-            {
+        let (mut marks, mut marks_cpp) = (gpu.zeroed::<u32>(blocks as usize)?, gpu.zeroed::<u32>(blocks as usize)?);
+        let m_ptr = marks_cpp.as_device_ptr().addr();
+        let t = paired_ms(
+            &gpu,
+            2,
+            reps.min(10),
+            |p| match p {
+                Phase::Prep => marks.fill_zero(),
+                Phase::Run => gr.launch_cooperative(s, gcfg, iters, &mut marks),
+            },
+            |phase| {
+                if phase == Phase::Prep {
+                    return marks_cpp.fill_zero();
+                }
                 let nb = blocks as u64;
                 let mut p: [*mut std::ffi::c_void; 3] = [
                     (&raw const iters).cast_mut().cast(),
                     (&raw const m_ptr).cast_mut().cast(),
                     (&raw const nb).cast_mut().cast(),
                 ];
-                // SAFETY: (unsigned, unsigned*, size) as the twin declares.
+                // SAFETY: (unsigned, unsigned*, size) as the twin declares; `marks_cpp` outlives
+                // the launch.
                 unsafe { gc.launch_cooperative_raw(s, gcfg, &mut p) }
+            },
+        )?;
+        for (m, who) in [(&marks, "Rust"), (&marks_cpp, "C++")] {
+            if m.to_vec()?.iter().any(|&k| k != iters) {
+                return Err(CliError::Failed(format!("{who} grid sync: a block did not finish every round")));
             }
-        })?;
-        if marks.to_vec()?.iter().any(|&k| k != iters) {
-            return Err(CliError::Failed("C++ grid sync: a block did not finish every round".into()));
         }
         rows.push(Row {
             name: format!("grid.sync, {blocks} blocks of 256"),
-            rust: rust_ms * 1000.0 / iters as f64,
-            cpp: cpp_ms * 1000.0 / iters as f64,
+            t,
+            scale: 1000.0 / iters as f64,
             unit: "us/sync",
             bytes: 0.0,
         });
     }
 
     println!();
-    let mut t = Table::new(&["benchmark", "Rust (Cohort)", "CUDA C++", "Rust / C++ (speed)"]).numeric(1..4);
+    let mut t = Table::new(&["benchmark", "Rust (Cohort)", "CUDA C++", "Rust / C++ (speed) [quartiles]"]).numeric(1..4);
     for r in rows {
-        let (a, b, ratio) = if r.bytes > 0.0 {
-            let (ga, gb) = (r.bytes / r.rust / 1e6, r.bytes / r.cpp / 1e6);
-            (format!("{ga:.0} {}", r.unit), format!("{gb:.0} {}", r.unit), ga / gb)
+        let (a, b) = if r.bytes > 0.0 {
+            (format!("{:.0} {}", r.bytes / r.t.a / 1e6, r.unit), format!("{:.0} {}", r.bytes / r.t.b / 1e6, r.unit))
         } else {
-            (format!("{:.3} {}", r.rust, r.unit), format!("{:.3} {}", r.cpp, r.unit), r.cpp / r.rust)
+            (format!("{:.3} {}", r.t.a * r.scale, r.unit), format!("{:.3} {}", r.t.b * r.scale, r.unit))
         };
-        t.row(vec![r.name, a, b, format!("{ratio:.3}")]);
+        let (q1, q3) = r.t.quartiles;
+        t.row(vec![r.name, a, b, format!("{:.3} [{q1:.3}–{q3:.3}]", r.t.ratio)]);
     }
     t.print();
     println!("\nall results verified against the CPU");
