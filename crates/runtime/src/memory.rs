@@ -752,12 +752,6 @@ pub struct MatrixMut<'a, T: DeviceCopy> {
     _t: PhantomData<&'a mut [T]>,
 }
 
-impl<T: DeviceCopy> fmt::Debug for MatrixMut<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "MatrixMut<{}>({} × {} at {:#x})", std::any::type_name::<T>(), self.rows, self.cols, self.ptr)
-    }
-}
-
 fn matrix_fits(len: usize, rows: usize, cols: usize) -> Result<()> {
     match rows.checked_mul(cols) {
         Some(n) if n <= len => Ok(()),
@@ -784,19 +778,6 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
     pub fn into_matrix(self, rows: usize, cols: usize) -> Result<MatrixMut<'a, T>> {
         matrix_fits(self.len, rows, cols)?;
         Ok(MatrixMut { alloc: self.alloc, ptr: self.ptr, rows, cols, _t: PhantomData })
-    }
-}
-
-impl<T: DeviceCopy> MatrixMut<'_, T> {
-    /// Rows.
-    #[must_use]
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-    /// Columns.
-    #[must_use]
-    pub fn cols(&self) -> usize {
-        self.cols
     }
 }
 
@@ -840,12 +821,6 @@ impl<T: DeviceCopy> Clone for MatrixRef<'_, T> {
 }
 impl<T: DeviceCopy> Copy for MatrixRef<'_, T> {}
 
-impl<T: DeviceCopy> fmt::Debug for MatrixRef<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "MatrixRef<{}>({} × {} at {:#x})", std::any::type_name::<T>(), self.rows, self.cols, self.ptr)
-    }
-}
-
 /// What a read-only matrix needs of `len` elements: `rows * cols` of them, and at least one.
 fn matrix_ref_fits(len: usize, rows: usize, cols: usize) -> Result<()> {
     matrix_fits(len, rows, cols)?;
@@ -879,18 +854,31 @@ impl<'a, T: DeviceCopy> DeviceView<'a, T> {
     }
 }
 
-impl<T: DeviceCopy> MatrixRef<'_, T> {
-    /// Rows.
-    #[must_use]
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-    /// Columns.
-    #[must_use]
-    pub fn cols(&self) -> usize {
-        self.cols
-    }
+/// What the two matrix views share: their shape and how they print.
+macro_rules! matrix_view {
+    ($($view:ident),*) => {$(
+        impl<T: DeviceCopy> $view<'_, T> {
+            /// Rows.
+            #[must_use]
+            pub fn rows(&self) -> usize {
+                self.rows
+            }
+            /// Columns.
+            #[must_use]
+            pub fn cols(&self) -> usize {
+                self.cols
+            }
+        }
+
+        impl<T: DeviceCopy> fmt::Debug for $view<'_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let (view, ty) = (stringify!($view), std::any::type_name::<T>());
+                write!(f, "{view}<{ty}>({} × {} at {:#x})", self.rows, self.cols, self.ptr)
+            }
+        }
+    )*};
 }
+matrix_view!(MatrixMut, MatrixRef);
 
 /// What a read-only `Matrix<T, I>` kernel parameter accepts: a [`MatrixRef`].
 #[diagnostic::on_unimplemented(
