@@ -250,7 +250,7 @@ impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
         // Wrapping: exact for `u32` indices (below 2^64); for `usize`, equal to `r * cols + c`
         // modulo 2^usize::BITS, which is all `Point::offset` needs.
         let at = r.to_usize().wrapping_mul(self.cols.to_usize()).wrapping_add(c.to_usize());
-        Point { m: *self, r, c, at }
+        Point { m: *self, r, c, at: self.data.as_ptr().wrapping_add(at) }
     }
 }
 
@@ -260,8 +260,9 @@ pub struct Point<'a, T, I: MatrixIndex = usize> {
     m: Matrix<'a, T, I>,
     r: I,
     c: I,
-    /// `r * cols + c`, wrapping in `usize`.
-    at: usize,
+    /// The address of element `r * cols + c` (wrapping in `usize`): where the neighbours'
+    /// addresses are counted from. It may lie outside the data; it is never read itself.
+    at: *const T,
 }
 
 impl<T, I: MatrixIndex> Clone for Point<'_, T, I> {
@@ -272,18 +273,20 @@ impl<T, I: MatrixIndex> Clone for Point<'_, T, I> {
 impl<T, I: MatrixIndex> Copy for Point<'_, T, I> {}
 
 impl<'a, T, I: MatrixIndex> Point<'a, T, I> {
-    /// The offset of `(r + dr, c + dc)` if it lies inside the matrix.
+    /// The address of `(r + dr, c + dc)` if it lies inside the matrix.
     #[inline(always)]
-    fn offset(&self, dr: isize, dc: isize) -> Option<usize> {
+    fn address(&self, dr: isize, dc: isize) -> Option<*const T> {
         let rr = self.r.checked_add_signed(dr)?;
         let cc = self.c.checked_add_signed(dc)?;
         if rr < self.m.rows && cc < self.m.cols {
-            // Wrapping arithmetic is exact modulo 2^usize::BITS: this is congruent to
-            // `at + dr * cols + dc` ≡ `(r + dr) * cols + (c + dc)` = `rr * cols + cc` (`rr` and
-            // `cc` are exact: the adds above did not overflow). That offset lies inside the
-            // matrix, below `rows * cols <= len < 2^usize::BITS`, so the two are equal.
+            // Wrapping address arithmetic is exact modulo 2^usize::BITS: this address is
+            // congruent to `data + (r * cols + c) + (dr * cols + dc)` elements =
+            // `data + ((r + dr) * cols + (c + dc))` = `data + (rr * cols + cc)` (`rr` and `cc`
+            // are exact: the adds above did not overflow). That element lies inside the matrix,
+            // below `rows * cols <= len`, so its address is a real address inside the data,
+            // and the two are equal.
             let step = dr.wrapping_mul(self.m.cols.to_usize() as isize).wrapping_add(dc);
-            Some(self.at.wrapping_add_signed(step))
+            Some(self.at.wrapping_offset(step))
         } else {
             None
         }
@@ -293,10 +296,10 @@ impl<'a, T, I: MatrixIndex> Point<'a, T, I> {
     #[inline(always)]
     #[must_use]
     pub fn get(&self, dr: isize, dc: isize) -> Option<&'a T> {
-        let i = self.offset(dr, dc)?;
-        // SAFETY: `i` is the offset of an element inside the matrix (`offset`), so below
-        // `rows * cols <= len`.
-        Some(unsafe { self.m.data.get_unchecked(i) })
+        let p = self.address(dr, dc)?;
+        // SAFETY: `p` is the address of an element inside the matrix (`address`), one of the
+        // `rows * cols <= len` elements `data` borrows for `'a`.
+        Some(unsafe { &*p })
     }
 
     /// The neighbour `(r + dr, c + dc)`, or `default` outside the matrix: a branch around the
@@ -310,9 +313,9 @@ impl<'a, T, I: MatrixIndex> Point<'a, T, I> {
     {
         // Not through `get`: an `Option<&T>` is matched by comparing the address with null,
         // which LLVM does not always see through.
-        match self.offset(dr, dc) {
+        match self.address(dr, dc) {
             // SAFETY: as in `get`.
-            Some(i) => unsafe { *self.m.data.get_unchecked(i) },
+            Some(p) => unsafe { *p },
             None => default,
         }
     }
