@@ -240,17 +240,23 @@ fn classic_no_bounds_checks() -> TestResult {
     }
     entry_contains(&PTX, "sgemm_128x128", &["fma.rn.f32", "ld.shared.v4.b32"])?;
     entry_contains(&PTX, "sgemm_tiled32", &["fma.rn.f32", "ld.shared.v4.b32"])?;
-    // A `Point`'s row neighbours are read at the centre's offset ± 4 bytes, folded into the
-    // load as an immediate (as C++'s `u[i - 1]`, `u[i + 1]`), not through a neighbour index
-    // computed afresh.
+    // A `Point`'s row neighbours are read at the centre's own address register ± 4 bytes,
+    // folded into the load as an immediate, as C++'s `u[i - 1]`, `u[i + 1]`: not through a
+    // neighbour index computed afresh.
     for m in PTX.modules {
         let body = entry_body(m, "jacobi_step")?;
-        let loads: Vec<&str> = body.lines().map(str::trim).filter(|l| l.starts_with("ld.global.b32")).collect();
-        for off in ["+-4];", "+4];"] {
-            ensure(loads.iter().any(|l| l.ends_with(off)), || {
-                format!("sm_{}: no `jacobi_step` load at an immediate offset `{off}` in {loads:?}", m.arch)
-            })?;
-        }
+        let addrs: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("ld.global.b32")?.split('[').nth(1)?.strip_suffix("];"))
+            .collect();
+        let found = addrs.iter().any(|a| {
+            !a.contains('+')
+                && addrs.contains(&format!("{a}+-4").as_str())
+                && addrs.contains(&format!("{a}+4").as_str())
+        });
+        ensure(found, || {
+            format!("sm_{}: `jacobi_step` has no loads at [p], [p+-4], [p+4] of one register p: {addrs:?}", m.arch)
+        })?;
     }
     Ok(())
 }
