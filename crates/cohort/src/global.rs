@@ -236,8 +236,9 @@ impl<T: DeviceCopy> Deref for Constant<T> {
             unsafe { &*(g as *const T) }
         } host => {
             // SAFETY: on the CPU device, the module's host memory for the variable: aligned,
-            // initialized, alive while its module is (the running launch holds it), and written
-            // by no one while a kernel runs.
+            // initialized, never freed (`cohort_cpu::VarTable` keeps it past its module, so a
+            // kept `&'static` never dangles), and written by no one while a kernel of the
+            // module runs.
             unsafe { &*((self.addr)() as usize as *const T) }
         })
     }
@@ -274,8 +275,9 @@ impl<T: GlobalValue> Deref for DeviceGlobal<T> {
             unsafe { &*(g as *const T) }
         } host => {
             // SAFETY: on the CPU device, the module's host memory for the variable: aligned,
-            // initialized, alive while its module is; accessed as on a GPU (reads and atomics
-            // in kernels, host copies only when no launch runs).
+            // initialized, never freed (`cohort_cpu::VarTable` keeps it past its module, so a
+            // kept `&'static` never dangles); accessed as on a GPU (reads and atomics in
+            // kernels, host copies only when no launch of the module runs).
             unsafe { &*((self.addr)() as usize as *const T) }
         })
     }
