@@ -248,7 +248,7 @@ impl<'a, T, I: MatrixIndex> Matrix<'a, T, I> {
     #[must_use]
     pub fn point(&self, r: I, c: I) -> Point<'a, T, I> {
         // Wrapping: exact for `u32` indices (below 2^64); for `usize`, equal to `r * cols + c`
-        // modulo 2^usize::BITS, which is all `Point::offset` needs.
+        // modulo 2^usize::BITS, which is all `Point::address` needs.
         let at = r.to_usize().wrapping_mul(self.cols.to_usize()).wrapping_add(c.to_usize());
         Point { m: *self, r, c, at: self.data.as_ptr().wrapping_add(at) }
     }
