@@ -244,12 +244,17 @@ impl<T: DeviceCopy> Deref for Constant<T> {
     }
 }
 
-impl<T: GlobalValue> DeviceGlobal<T> {
+impl<T> DeviceGlobal<T> {
+    /// Not bounded by `GlobalValue`, so that a `global!` of a type that isn't one is reported
+    /// once, at its type (by `__host_lookup_global`), not again for this call (nothing can use
+    /// such a handle: every access needs the bound).
     #[doc(hidden)]
     pub const fn __new(name: &'static str, addr: fn() -> u64) -> Self {
         Self { name, addr, _t: PhantomData }
     }
+}
 
+impl<T: GlobalValue> DeviceGlobal<T> {
     /// The PTX symbol name (the Rust name as declared), what `cuModuleGetGlobal` looks up.
     #[must_use]
     pub const fn name(&self) -> &'static str {
@@ -351,6 +356,16 @@ unsafe fn ld_const<T: DeviceCopy>(addr: u64) -> T {
 pub fn __host_lookup<T>(name: &str, init: &'static T) -> u64 {
     // SAFETY: `init` is `size_of::<T>()` readable bytes, alive for the whole program.
     unsafe { cohort_cpu::module_var(name, (init as *const T).cast(), size_of::<T>()) }
+}
+
+/// [`__host_lookup`] of a `global!` of type `T`, whose initializer is a `T::Host`: the one
+/// place its expansion needs `T: GlobalValue`, so a type that isn't one is a single error, at
+/// the declared type ("cannot be a module global"; UI test `global_not_device_data`).
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+#[track_caller]
+pub fn __host_lookup_global<T: GlobalValue<Host = H>, H: 'static>(name: &str, init: &'static H) -> u64 {
+    __host_lookup(name, init)
 }
 
 impl<T> Constant<T> {
@@ -505,8 +520,7 @@ macro_rules! global {
                 // first lookup initializes from this declaration's initializer.
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
-                    const INIT: <$t as $crate::global::GlobalValue>::Host = $init;
-                    $crate::global::__host_lookup(stringify!($name), &INIT)
+                    $crate::global::__host_lookup_global::<$t, _>(stringify!($name), &const { $init })
                 }
             }
             $crate::global::DeviceGlobal::<$t>::__new(stringify!($name), __cohort_addr)
