@@ -155,12 +155,17 @@ unsafe impl<U: DeviceCopy, const N: usize> GlobalValue for [Atomic<U, crate::ato
     const DEVICE_WRITES: bool = true;
 }
 
-impl<T: DeviceCopy> Constant<T> {
+impl<T> Constant<T> {
+    /// Not bounded by `DeviceCopy`, so that a `constant!` of a type that isn't is reported once,
+    /// at its type (by `__host_lookup_constant`), not again for this call (nothing can use such
+    /// a handle: every access needs the bound).
     #[doc(hidden)]
     pub const fn __new(name: &'static str, addr: fn() -> u64) -> Self {
         Self { name, addr, _t: PhantomData }
     }
+}
 
+impl<T: DeviceCopy> Constant<T> {
     /// The PTX symbol name (the Rust name as declared), what `cuModuleGetGlobal` looks up.
     #[must_use]
     pub const fn name(&self) -> &'static str {
@@ -358,6 +363,16 @@ pub fn __host_lookup<T>(name: &str, init: &'static T) -> u64 {
     unsafe { cohort_cpu::module_var(name, (init as *const T).cast(), size_of::<T>()) }
 }
 
+/// [`__host_lookup`] of a `constant!` of type `T`: the one place its expansion needs
+/// `T: DeviceCopy`, so a type that isn't is a single error, at the declared type (UI test
+/// `constant_not_device_data`).
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+#[track_caller]
+pub fn __host_lookup_constant<T: DeviceCopy>(name: &str, init: &'static T) -> u64 {
+    __host_lookup(name, init)
+}
+
 /// [`__host_lookup`] of a `global!` of type `T`, whose initializer is a `T::Host`: the one
 /// place its expansion needs `T: GlobalValue`, so a type that isn't one is a single error, at
 /// the declared type ("cannot be a module global"; UI test `global_not_device_data`).
@@ -453,8 +468,7 @@ macro_rules! constant {
                 // first lookup initializes from this declaration's initializer.
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
-                    const INIT: $t = $init;
-                    $crate::global::__host_lookup(stringify!($name), &INIT)
+                    $crate::global::__host_lookup_constant::<$t>(stringify!($name), &const { $init })
                 }
             }
             $crate::global::Constant::<$t>::__new(stringify!($name), __cohort_addr)
