@@ -173,7 +173,11 @@ mod tests {
         let Command::Bench(Bench::Cg(c)) = parse(&["bench", "cg"]).unwrap() else { panic!("not bench cg") };
         assert_eq!((c.n, c.reps, c.twins.twins_ptx), (1 << 28, 20, None));
         let Command::Bench(Bench::Kernels(k)) = parse(&["bench", "kernels"]).unwrap() else { panic!("not kernels") };
-        assert_eq!((k.n, k.gemm, k.steps, k.reps), (8192, 4096, 100, 15));
+        assert_eq!((k.n, k.gemm, k.steps, k.reps, k.control), (8192, 4096, 100, 15, false));
+        let Command::Bench(Bench::Kernels(k)) = parse(&["bench", "kernels", "--control"]).unwrap() else {
+            panic!("not kernels")
+        };
+        assert!(k.control);
         let Command::Doctor(d) = parse(&["doctor"]).unwrap() else { panic!("not doctor") };
         assert!(!d.gpu);
         assert!(matches!(parse(&["info"]).unwrap(), Command::Info));
