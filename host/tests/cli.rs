@@ -3,11 +3,17 @@
 use std::io::Read;
 use std::process::{Command, Stdio};
 
+/// The `cohort` binary: cargo's, or `COHORT_BIN` where the tests run away from the build (the
+/// GPU bundle's `run` script sets it to the bundled binary).
+fn cohort() -> std::ffi::OsString {
+    std::env::var_os("COHORT_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_cohort").into())
+}
+
 /// `cohort … | head`: when the reader goes away, `cohort` ends quietly (SIGPIPE's default
 /// action, as `cat` does), not with a panic about a broken pipe.
 #[test]
 fn a_closed_pipe_ends_quietly() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cohort"))
+    let mut child = Command::new(cohort())
         .args(["ptx", "--module", "sgemm_128x128"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
