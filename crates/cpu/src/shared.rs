@@ -190,6 +190,7 @@ fn block_of(c: &ctx::Ctx) -> &BlockShared {
 
 /// The generic (host) address of the running block's shared window: shared address `a` is the
 /// byte `shared_window() + a`. Valid while the block runs; every block has its own window.
+#[inline]
 #[must_use]
 #[track_caller]
 pub fn shared_window() -> *mut u8 {
@@ -200,22 +201,28 @@ pub fn shared_window() -> *mut u8 {
 /// ends the thread with a [`CpuError::Misuse`] of `op` otherwise: a reference into shared memory
 /// (a shared-memory atomic) kept past the block that made it — the window it pointed into is
 /// another block's now, or freed. Every thread of a block runs on one OS thread, so memory of the
-/// running block's window is touched by nobody else while this thread uses it.
+/// running block's window is touched by nobody else while this thread uses it. Inlined (it runs
+/// on every shared-memory atomic); the failure is out of line.
+#[inline]
 #[track_caller]
 pub fn check_in_shared_window(op: &'static str, ptr: *const u8, size: usize) {
-    let c = current();
-    let base = block_of(&c).base as usize;
+    let base = block_of(&current()).base as usize;
     let at = ptr as usize;
-    let inside = at >= base && at.checked_add(size).is_some_and(|end| end <= base + SHARED_CAPACITY);
-    if !inside {
-        ctx::misuse(
-            op,
-            Location::caller(),
-            "a shared-memory atomic used outside the block whose shared memory it is in (a reference kept past its \
-             block)"
-                .into(),
-        );
+    if !(at >= base && at.checked_add(size).is_some_and(|end| end <= base + SHARED_CAPACITY)) {
+        outside_window(op, Location::caller());
     }
+}
+
+#[cold]
+#[inline(never)]
+fn outside_window(op: &'static str, site: &'static Location<'static>) -> ! {
+    ctx::misuse(
+        op,
+        site,
+        "a shared-memory atomic used outside the block whose shared memory it is in (a reference kept past its \
+         block)"
+            .into(),
+    )
 }
 
 /// The running launch's dynamic shared memory: `(shared address, bytes)` (address 0, the
