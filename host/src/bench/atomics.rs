@@ -6,7 +6,7 @@ use cohort_kernels::PTX;
 use cohort_kernels::atomics::{self as k, BINS};
 use cohort_runtime::LaunchConfig;
 
-use super::{Paired, Phase, TwinsArgs, cuda_twins, launch_twin, median_ms, paired_ms};
+use super::{Phase, TwinsArgs, cuda_twins, launch_twin, median_ms, paired_ms};
 use crate::atomics::launch_histogram_on;
 use crate::util::{self, CliError, CliResult, Table};
 use cohort_host::corpus;
@@ -49,7 +49,6 @@ pub fn run(args: Args) -> CliResult {
     }
     let mut t = Table::new(&["benchmark", "input", "Rust (Cohort)", "CUDA C++", "Rust / C++ (speed) [quartiles]"])
         .numeric(2..5);
-    let ratio = |p: &Paired| format!("{:.3} [{:.3}–{:.3}]", p.ratio, p.quartiles.0, p.quartiles.1);
     let mut lib = Table::new(&["Cohort's histogram", "input", "copies/warp", "blocks", "GB/s"]).numeric(2..5);
     let (mut bins, mut bins_cpp) = (gpu.zeroed::<u32>(BINS)?, gpu.zeroed::<u32>(BINS)?);
     let sms = gpu.info().sms;
@@ -92,7 +91,7 @@ pub fn run(args: Args) -> CliResult {
                 name.to_string(),
                 format!("{:.0} GB/s", size as f64 / pair.a / 1e6),
                 format!("{:.0} GB/s", size as f64 / pair.b / 1e6),
-                ratio(&pair),
+                pair.ratio_text(),
             ]);
         }
         for copies in [1u32, 2, 4, 8] {
@@ -191,7 +190,7 @@ pub fn run(args: Args) -> CliResult {
             "10M f32".into(),
             format!("{:.3} ms", pair.a),
             format!("{:.3} ms", pair.b),
-            ratio(&pair),
+            pair.ratio_text(),
         ]);
     }
     lib.print();

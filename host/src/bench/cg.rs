@@ -227,8 +227,7 @@ pub fn run(args: Args) -> CliResult {
         } else {
             (format!("{:.3} {}", r.t.a * r.scale, r.unit), format!("{:.3} {}", r.t.b * r.scale, r.unit))
         };
-        let (q1, q3) = r.t.quartiles;
-        t.row(vec![r.name, a, b, format!("{:.3} [{q1:.3}–{q3:.3}]", r.t.ratio)]);
+        t.row(vec![r.name, a, b, r.t.ratio_text()]);
     }
     t.print();
     println!("\nall results verified against the CPU");

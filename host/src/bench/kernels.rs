@@ -200,13 +200,6 @@ pub fn run(args: Args) -> CliResult {
     let jc = twins.function("cpp_jacobi_step", false)?;
     let jcfg = LaunchConfig::new((n as u32 / 32, n as u32 / 8), (32, 8));
     let one = jacobi_cpu(&u0, n);
-    let run_steps =
-        |f: &Step<'_>, x: &mut DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| -> cohort_runtime::Result<()> {
-            for i in 0..steps {
-                if i % 2 == 0 { f(x, y)? } else { f(y, x)? }
-            }
-            Ok(())
-        };
     let cpp_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
         let (xp, yp) = (x.as_device_ptr().addr(), y.as_device_ptr().addr());
         // SAFETY: (const float*, size, float*) as the twin declares; both buffers live.
@@ -236,14 +229,8 @@ pub fn run(args: Args) -> CliResult {
             &gpu,
             1,
             jreps,
-            |p| match p {
-                Phase::Prep => xr.copy_from(&u0),
-                Phase::Run => run_steps(&rust_step, &mut xr, &mut yr),
-            },
-            |p| match p {
-                Phase::Prep => xc.copy_from(&u0),
-                Phase::Run => run_steps(&cpp_step, &mut xc, &mut yc),
-            },
+            stepping(&u0, steps, &rust_step, &mut xr, &mut yr),
+            stepping(&u0, steps, &cpp_step, &mut xc, &mut yc),
         )?;
         let results = [last(&xr, &yr)?, last(&xc, &yc)?];
         if let Some(i) = (0..n * n).find(|&i| results[0][i].to_bits() != results[1][i].to_bits()) {
@@ -258,14 +245,8 @@ pub fn run(args: Args) -> CliResult {
                 &gpu,
                 1,
                 jreps,
-                |p| match p {
-                    Phase::Prep => xr.copy_from(&u0),
-                    Phase::Run => run_steps(&cpp_step, &mut xr, &mut yr),
-                },
-                |p| match p {
-                    Phase::Prep => xc.copy_from(&u0),
-                    Phase::Run => run_steps(&cpp_step, &mut xc, &mut yc),
-                },
+                stepping(&u0, steps, &cpp_step, &mut xr, &mut yr),
+                stepping(&u0, steps, &cpp_step, &mut xc, &mut yc),
             )?)
         } else {
             None
@@ -288,7 +269,6 @@ pub fn run(args: Args) -> CliResult {
     }
     head.extend(["cuBLAS", "Rust / cuBLAS"]);
     let mut t = Table::new(&head).numeric(1..head.len());
-    let ratio = |p: &Paired| format!("{:.3} [{:.3}–{:.3}]", p.ratio, p.quartiles.0, p.quartiles.1);
     for r in rows {
         let rate = |ms: f64| r.work / ms / 1e6;
         let (blas, vs) = match r.cublas {
@@ -299,10 +279,10 @@ pub fn run(args: Args) -> CliResult {
             r.name,
             format!("{:.3} ms ({:.0} {})", r.t.a, rate(r.t.a), r.unit),
             format!("{:.3} ms ({:.0} {})", r.t.b, rate(r.t.b), r.unit),
-            ratio(&r.t),
+            r.t.ratio_text(),
         ];
         if let Some(c) = &r.control {
-            cells.push(ratio(c));
+            cells.push(c.ratio_text());
         }
         cells.extend([blas, vs]);
         t.row(cells);
@@ -314,6 +294,26 @@ pub fn run(args: Args) -> CliResult {
          against C++ bit for bit"
     );
     Ok(())
+}
+
+/// One timed side of the Jacobi benchmark: prepare by resetting `x` to `u0`, run `steps` steps
+/// of `step`, back and forth between `x` and `y`.
+fn stepping<'s>(
+    u0: &'s [f32],
+    steps: usize,
+    step: &'s Step<'s>,
+    x: &'s mut DeviceBuffer<f32>,
+    y: &'s mut DeviceBuffer<f32>,
+) -> impl FnMut(Phase) -> cohort_runtime::Result<()> + 's {
+    move |p| match p {
+        Phase::Prep => x.copy_from(u0),
+        Phase::Run => {
+            for i in 0..steps {
+                if i % 2 == 0 { step(x, y)? } else { step(y, x)? }
+            }
+            Ok(())
+        }
+    }
 }
 
 /// One Jacobi step on the CPU, in the kernels' operation order.

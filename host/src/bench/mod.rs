@@ -115,6 +115,14 @@ pub struct Paired {
     pub quartiles: (f64, f64),
 }
 
+impl Paired {
+    /// The ratio and its quartiles as the tables print them: `0.981 [0.975–0.986]`.
+    #[must_use]
+    pub fn ratio_text(&self) -> String {
+        format!("{:.3} [{:.3}–{:.3}]", self.ratio, self.quartiles.0, self.quartiles.1)
+    }
+}
+
 /// Times two versions of one piece of work in `reps` pairs (after `warmup` untimed pairs),
 /// interleaved — `a` then `b`, then `b` then `a`, and so on — each run bracketed by its own
 /// device events, so that drift in clocks, temperature or the device's state falls on both
