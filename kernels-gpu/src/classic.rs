@@ -11,6 +11,7 @@
 //! `u32` offsets (C++'s `int` index arithmetic: one multiply-add per address); and
 //! `#[kernel(contract)]` fuses `acc += a * b` as nvcc does.
 
+use cohort::matrix::Layout;
 use cohort::prelude::*;
 
 /// Tile edge of the transposes.
@@ -208,8 +209,13 @@ cohort::shared! {
 /// halo addresses are the centre's plus a constant (`[p - 4]`, `[p + 4]`, `[p ± 4n]`), and a
 /// read outside the grid is a branch around the load, as in the C++ twin
 /// (`gx > 0 ? u[i - 1] : 0`).
+///
+/// The output is [`Within`]: like the C++ twin, which writes `out[gy * n + gx]` unchecked, it
+/// must be launched with a grid that does not overhang the matrix (`cols / 32 × rows / 8`
+/// blocks, or fewer) — checked at launch, so the threads' writes need no bound.
+/// [`jacobi_step_select`] takes any grid.
 #[kernel]
-pub fn jacobi_step(shape: BlockShape<32, 8>, g: Matrix<f32, u32>, mut out: DisjointMatrix<f32, Cyclic, u32>) {
+pub fn jacobi_step(shape: BlockShape<32, 8>, g: Matrix<f32, u32>, mut out: DisjointMatrix<f32, Within<Cyclic>, u32>) {
     jacobi(&shape, g, &mut out, |gy, gx| {
         let p = g.point(gy, gx);
         move |dr, dc| p.load_or(dr, dc, 0.0)
@@ -217,8 +223,8 @@ pub fn jacobi_step(shape: BlockShape<32, 8>, g: Matrix<f32, u32>, mut out: Disjo
 }
 
 /// [`jacobi_step`] with every read through [`Matrix::load_or`] at the neighbour's own
-/// coordinates (a clamped address and a select, no branch; each address computed afresh):
-/// `cohort bench kernels` times both forms.
+/// coordinates (a clamped address and a select, no branch; each address computed afresh), for
+/// any grid (threads past the matrix write nothing): `cohort bench kernels` times both forms.
 #[kernel]
 pub fn jacobi_step_select(shape: BlockShape<32, 8>, g: Matrix<f32, u32>, mut out: DisjointMatrix<f32, Cyclic, u32>) {
     jacobi(&shape, g, &mut out, |gy, gx| {
@@ -229,10 +235,10 @@ pub fn jacobi_step_select(shape: BlockShape<32, 8>, g: Matrix<f32, u32>, mut out
 /// The Jacobi step of the thread at grid point `(gy, gx)`, which reads point `(gy + dr, gx +
 /// dc)` (0 outside the grid) with `reader(gy, gx)(dr, dc)`.
 #[inline(always)]
-fn jacobi<R: Fn(isize, isize) -> f32>(
+fn jacobi<R: Fn(isize, isize) -> f32, L: Layout>(
     shape: &BlockShape<32, 8>,
     g: Matrix<f32, u32>,
-    out: &mut DisjointMatrix<f32, Cyclic, u32>,
+    out: &mut DisjointMatrix<f32, L, u32>,
     reader: impl Fn(u32, u32) -> R,
 ) {
     let (rows, cols) = (g.rows(), g.cols());

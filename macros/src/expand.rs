@@ -229,12 +229,14 @@ fn abi_record(
             ParamKind::MutPtr(_) => entries.push(one(quote!(u64), "MutPtr")),
             ParamKind::Matrix(elem) => {
                 entries.push(one(subst(elem), "MatrixPtr"));
-                entries.push(one(quote!(usize), "Len"));
+                let ty_s = subst(&p.ty);
+                entries.push(quote!(::cohort::abi::abi_matrix_rows::<#ty_s>()));
                 entries.push(one(quote!(usize), "Len"));
             }
             ParamKind::MatrixRef(elem) => {
                 entries.push(one(subst(elem), "MatrixRefPtr"));
-                entries.push(one(quote!(usize), "Len"));
+                let ty_s = subst(&p.ty);
+                entries.push(quote!(::cohort::abi::abi_matrix_rows::<#ty_s>()));
                 entries.push(one(quote!(usize), "Len"));
             }
             ParamKind::Grid => {}
@@ -749,6 +751,20 @@ fn host_impl(
                             ));
                         }
                     });
+                    // A `Within` layout's launch must stay inside the matrix: the device skips
+                    // the bounds (`DisjointMatrix::tile`). Always true for other layouts.
+                    prep.push(quote! {
+                        if !::cohort::abi::matrix_launch_fits::<#ty_s>(
+                            #len,
+                            #cols,
+                            [__cohort_config.grid.x, __cohort_config.grid.y, __cohort_config.grid.z],
+                            [__cohort_config.block.x, __cohort_config.block.y, __cohort_config.block.z],
+                        ) {
+                            return ::core::result::Result::Err(::cohort_runtime::Error::matrix_overhang(
+                                #entry_str, #pname, #tname, #len, #cols, &__cohort_config,
+                            ));
+                        }
+                    });
                 }
                 {
                     let u0 = format_ident!("__cohort_{}_use0", id);
@@ -855,6 +871,7 @@ fn host_impl(
                 stream: &'g ::cohort_runtime::Stream,
                 #(#host_params),*
             ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
+                let __cohort_config: ::cohort_runtime::LaunchConfig = launch.config();
                 #(#prep)*
                 #(#slot_checks)*
                 let __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
@@ -885,6 +902,7 @@ fn host_impl(
                 #config: impl ::core::convert::Into<::cohort_runtime::LaunchConfig>,
                 #(#host_params),*
             ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
+                let __cohort_config: ::cohort_runtime::LaunchConfig = #config.into();
                 #(#prep)*
                 #(#slot_checks)*
                 let mut __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
@@ -893,7 +911,7 @@ fn host_impl(
                 // `#[kernel]` generated from the same declaration; every argument's type was
                 // checked above, and the pointed-to locals outlive the launch call. The uses
                 // are the memory those arguments name, for stream ordering.
-                unsafe { self.function.#raw(stream, #config.into(), &mut __cohort_params, &__cohort_uses) }
+                unsafe { self.function.#raw(stream, __cohort_config, &mut __cohort_params, &__cohort_uses) }
             }
         }
     };

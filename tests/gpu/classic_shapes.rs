@@ -211,21 +211,48 @@ fn classic(c: &Ctx) -> TestResult {
                     0.25 * (u[(y - 1) * cols + x] + u[(y + 1) * cols + x] + u[y * cols + x - 1] + u[y * cols + x + 1]);
             }
         }
-        // Both forms of the halo reads: through a `Point`, and `Matrix::load_or`.
-        for select in [false, true] {
-            let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
-            let (g, o) = (du.as_matrix(rows, cols).ctx("m")?, out.as_matrix_mut(rows, cols).ctx("m")?);
-            if select {
-                ck::jacobi_step_select::load(&c.module).ctx("load")?.launch(&s, cfg, g, o)
-            } else {
-                ck::jacobi_step::load(&c.module).ctx("load")?.launch(&s, cfg, g, o)
+        // `load_or` reads, any grid: every point.
+        let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
+        let (g, o) = (du.as_matrix(rows, cols).ctx("m")?, out.as_matrix_mut(rows, cols).ctx("m")?);
+        ck::jacobi_step_select::load(&c.module).ctx("load")?.launch(&s, cfg, g, o).ctx("launch")?;
+        let got = out.to_vec().ctx("read")?;
+        check_all(&format!("jacobi_step_select {rows} × {cols}"), &got[..rows * cols], &want)?;
+        ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || "jacobi_step_select wrote past the grid".into())?;
+        // `Point` reads into a `Within` output: a grid that overhangs the matrix (or is 3-D) is
+        // refused, naming the kernel, the parameter and the grid, and writes nothing; the grid of
+        // whole blocks inside it writes exactly their points.
+        let point = ck::jacobi_step::load(&c.module).ctx("load")?;
+        let whole = rows % 8 == 0 && cols % 32 == 0;
+        let inside = LaunchConfig::new(((cols / 32) as u32, (rows / 8) as u32), (32, 8));
+        let deep = LaunchConfig::new(((cols / 32) as u32, (rows / 8) as u32, 2), (32, 8));
+        let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
+        for (bad, what) in [(cfg, "an overhanging"), (deep, "a 3-D")] {
+            if bad == cfg && whole {
+                continue;
             }
-            .ctx("launch")?;
-            let name = if select { "jacobi_step_select" } else { "jacobi_step" };
-            let got = out.to_vec().ctx("read")?;
-            check_all(&format!("{name} {rows} × {cols}"), &got[..rows * cols], &want)?;
-            ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || format!("{name} wrote past the grid"))?;
+            let (g, o) = (du.as_matrix(rows, cols).ctx("m")?, out.as_matrix_mut(rows, cols).ctx("m")?);
+            match point.launch(&s, bad, g, o) {
+                Err(e)
+                    if ["jacobi_step", "`out", "Within", &format!("{}×{}×{}", bad.grid.x, bad.grid.y, bad.grid.z)]
+                        .iter()
+                        .all(|w| e.to_string().contains(w)) => {}
+                other => return Err(format!("{what} grid {bad:?} for a {rows} × {cols} `Within` output: {other:?}")),
+            }
         }
+        let (g, o) = (du.as_matrix(rows, cols).ctx("m")?, out.as_matrix_mut(rows, cols).ctx("m")?);
+        point.launch(&s, inside, g, o).ctx("launch")?;
+        let got = out.to_vec().ctx("read")?;
+        let (hr, hc) = (rows / 8 * 8, cols / 32 * 32);
+        for r in 0..rows {
+            for col in 0..cols {
+                let (v, i) = (got[r * cols + col], r * cols + col);
+                let ok = if r < hr && col < hc { v == want[i] } else { v.is_nan() };
+                ensure(ok, || {
+                    format!("jacobi_step {rows} × {cols}, grid {hc} × {hr} points: ({r}, {col}) = {v}, CPU {}", want[i])
+                })?;
+            }
+        }
+        ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || "jacobi_step wrote past the grid".into())?;
     }
     // A read-only `Matrix` parameter: its shape is checked on the host, never in the kernel.
     let small = c.gpu.upload(&[1.0f32; 12]).ctx("up")?;
@@ -238,14 +265,14 @@ fn classic(c: &Ctx) -> TestResult {
     // the kernel and the parameter.
     let mut out = c.gpu.zeroed::<f32>(4).ctx("alloc")?;
     let huge = small.as_matrix(1 << 32, 0).ctx("m")?;
-    let e = ck::jacobi_step::load(&c.module).ctx("load")?.launch(
+    let e = ck::jacobi_step_select::load(&c.module).ctx("load")?.launch(
         &s,
         LaunchConfig::new((1, 1), (32, 8)),
         huge,
         out.as_matrix_mut(2, 2).ctx("m")?,
     );
     match e {
-        Err(e) if e.to_string().contains("jacobi_step") && e.to_string().contains("`g`") => {}
+        Err(e) if e.to_string().contains("jacobi_step_select") && e.to_string().contains("`g`") => {}
         other => return Err(format!("a 2^32 × 0 `Matrix<f32, u32>` was not refused: {other:?}")),
     }
     Ok(())

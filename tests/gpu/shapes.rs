@@ -298,7 +298,7 @@ fn classic(c: &Ctx) -> TestResult {
     let du = c.gpu.upload(&u).ctx("up")?;
     let mut out = c.gpu.upload(&vec![f32::NAN; nn * nn]).ctx("alloc")?;
     let cfg = LaunchConfig::new((nn.div_ceil(32) as u32, nn.div_ceil(8) as u32), (32, 8));
-    ck::jacobi_step::load(&c.module)
+    ck::jacobi_step_select::load(&c.module)
         .ctx("load")?
         .launch(&s, cfg, du.as_matrix(nn, nn).ctx("m")?, out.as_matrix_mut(nn, nn).ctx("m")?)
         .ctx("launch")?;

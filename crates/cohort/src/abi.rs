@@ -132,6 +132,16 @@ pub unsafe fn disjoint_matrix<'a, T, L: crate::matrix::Layout, I: crate::matrix:
 pub trait MatrixParam {
     /// `I` of `DisjointMatrix<T, L, I>` or `Matrix<T, I>`.
     type Index: crate::matrix::MatrixIndex;
+    /// Whether the launcher must check that the launch stays inside the matrix: a
+    /// `DisjointMatrix` whose layout is [`Within`](crate::matrix::Within).
+    const WITHIN: bool = false;
+    /// The last row and column a launch of `grid` blocks of `block` threads writes, for the
+    /// launch check of a `Within` layout (`None`: it writes nothing).
+    #[doc(hidden)]
+    fn far_corner(grid: [u32; 3], block: [u32; 3]) -> Option<(usize, usize)> {
+        let _ = (grid, block);
+        None
+    }
 }
 
 impl<T, I: crate::matrix::MatrixIndex> MatrixParam for crate::matrix::Matrix<'_, T, I> {
@@ -164,6 +174,36 @@ impl<T, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex> MatrixParam
     for crate::matrix::DisjointMatrix<'_, T, L, I>
 {
     type Index = I;
+    const WITHIN: bool = L::WITHIN;
+    fn far_corner(grid: [u32; 3], block: [u32; 3]) -> Option<(usize, usize)> {
+        if L::KR == 0 || L::KC == 0 || grid.contains(&0) || block.contains(&0) {
+            return None;
+        }
+        // The block at the far corner of a 2-D grid, its thread at the far corner; `place` is
+        // non-decreasing in each, so no thread writes a later row or column. In `u64`: tile
+        // positions below 2^32 times tile edges below 2^31 (`DisjointMatrix::tile`'s bounds).
+        let (x, y) = (block[0] as usize, block[1] as usize);
+        let [r0, dr, c0, dc] = L::place(x - 1, y - 1, x, y, grid[1] as usize - 1, grid[0] as usize - 1);
+        Some((r0 + dr * (L::KR - 1), c0 + dc * (L::KC - 1)))
+    }
+}
+
+/// Whether a launch of `grid` blocks of `block` threads may write the `rows × cols` matrix
+/// parameter of type `M`: always, unless its layout is [`Within`](crate::matrix::Within); then
+/// only a 1-D or 2-D grid of 2-D blocks (`z == 1`) every thread of which writes inside the
+/// matrix. What the host launcher checks before launching (an `Err` otherwise): `DisjointMatrix::tile`
+/// relies on it to skip its bounds.
+#[must_use]
+pub fn matrix_launch_fits<M: MatrixParam>(rows: usize, cols: usize, grid: [u32; 3], block: [u32; 3]) -> bool {
+    if !M::WITHIN {
+        return true;
+    }
+    // Blocks wider than CUDA's 1024 threads never launch; refusing them here also keeps
+    // `far_corner`'s arithmetic far from overflow.
+    if grid[2] != 1 || block[2] != 1 || block[0] > 1024 || block[1] > 1024 {
+        return false;
+    }
+    M::far_corner(grid, block).is_none_or(|(r, c)| r < rows && c < cols)
 }
 
 /// Whether a `rows × cols` matrix (`rows * cols` fitting `usize`) can be the `DisjointMatrix`
@@ -210,7 +250,7 @@ pub const ABI_SYMBOL_PREFIX: &str = "__cohort_abi_";
 pub const ABI_MAGIC: [u8; 4] = *b"CABI";
 
 /// Layout version of the record.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 /// Bytes of the record's header (magic, version, flags, parameter count, and the required block
 /// shape x, y, z — all 0 when the kernel takes any).
@@ -263,6 +303,10 @@ pub enum AbiKind {
     /// The pointer of a read-only `Matrix<T, I>` (size and alignment are `T`'s), followed by two
     /// `Len`s: rows and columns.
     MatrixRefPtr = 13,
+    /// The rows of the `DisjointMatrix` or `Matrix` before it: a `.u64` like `Len`, recorded
+    /// with the size of the matrix's offset type `I` (4 or 8) and, in place of an alignment,
+    /// 1 if its layout is `Within` (its launches are checked to stay inside it), else 0.
+    MatrixRows = 14,
 }
 
 impl AbiKind {
@@ -284,6 +328,7 @@ impl AbiKind {
             11 => Self::MultiGridPtr,
             12 => Self::MultiGridVecPtr,
             13 => Self::MatrixRefPtr,
+            14 => Self::MatrixRows,
             _ => return None,
         })
     }
@@ -316,6 +361,7 @@ impl AbiKind {
             Self::MultiGridPtr => "the barrier block of a `MultiGridGroup`",
             Self::MultiGridVecPtr => "the replica of a `MultiGridVec<T>`",
             Self::MatrixRefPtr => "the pointer of a `Matrix<T>`",
+            Self::MatrixRows => "the rows of a matrix",
         }
     }
 }
@@ -325,6 +371,13 @@ impl AbiKind {
 #[must_use]
 pub const fn abi_param<T>(kind: AbiKind) -> [u32; 3] {
     [kind as u32, size_of::<T>() as u32, align_of::<T>() as u32]
+}
+
+/// The record entry of the rows of matrix parameter type `M` ([`AbiKind::MatrixRows`]): its
+/// offset type and whether it is `Within`, which the device relies on and the launcher checks.
+#[must_use]
+pub const fn abi_matrix_rows<M: MatrixParam>() -> [u32; 3] {
+    [AbiKind::MatrixRows as u32, size_of::<M::Index>() as u32, M::WITHIN as u32]
 }
 
 /// Bytes of the record of a kernel with `params` PTX parameters.

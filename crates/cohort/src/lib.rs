@@ -127,7 +127,7 @@ pub mod prelude {
     pub use crate::atomic::{Atomic, AtomicF32, AtomicF64, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
     pub use crate::cg::{self, Collective, GridGroup, MultiGridGroup, MultiGridVec, ThreadGroup, WarpGroup};
     pub use crate::fp::fma;
-    pub use crate::matrix::{Blocked, Cyclic, DisjointMatrix, Matrix, Transposed, TransposedTiles};
+    pub use crate::matrix::{Blocked, Cyclic, DisjointMatrix, Matrix, Transposed, TransposedTiles, Within};
     pub use crate::mutex::Mutex;
     pub use crate::shape::BlockShape;
     pub use crate::shared::{SharedArray, SharedSlice};

@@ -678,8 +678,15 @@ pub trait Layout: sealed::Sealed + 'static {
     /// Where thread `(tx, ty)` of a block of `x × y` threads whose tile is at tile position
     /// `(tr, tc)` writes: `[r0, dr, c0, dc]`, its element `(k, l)` being
     /// `(r0 + dr * k, c0 + dc * l)`.
+    ///
+    /// Non-decreasing in each of `tx`, `ty`, `tr`, `tc` (the launch check of [`Within`] takes
+    /// the thread and block at the far corner for the last row and column written).
     #[doc(hidden)]
     fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4];
+    /// Whether the layout is [`Within`] (possibly under [`Transposed`] or [`TransposedTiles`]):
+    /// its launches are checked to stay inside the matrix.
+    #[doc(hidden)]
+    const WITHIN: bool = false;
 }
 
 /// Each thread writes `KR × KC` elements spread over its block's tile of `(Y·KR) × (X·KC)`:
@@ -699,6 +706,30 @@ pub enum Blocked<const KR: usize, const KC: usize> {}
 #[derive(Debug)]
 pub struct Transposed<L>(PhantomData<L>);
 
+/// Layout `L`, for launches whose every thread writes inside the matrix: a 1-D or 2-D grid
+/// (`gridDim.z == 1`) that does not overhang it, as CUDA C++ kernels without a bounds check
+/// assume (`out[gy * n + gx] = …` for a grid of exactly `n / 32 × n / 8` blocks).
+///
+/// The host launcher checks it before launching — the last row and column the grid's far
+/// corner writes lie inside the matrix — and refuses any other launch with an `Err` naming the
+/// kernel, the parameter, the matrix and the grid. In exchange [`DisjointMatrix::tile`]
+/// computes no bound and [`ThreadTile::set`] checks nothing: a thread's offset is one
+/// multiply-add, and its tile is always [full](ThreadTile::is_full).
+///
+/// ```
+/// use cohort::prelude::*;
+///
+/// // One element per thread; launched with exactly `cols / 32 × rows / 8` blocks of 32 × 8.
+/// #[kernel]
+/// pub fn scale(shape: BlockShape<32, 8>, a: Matrix<f32, u32>, mut out: DisjointMatrix<f32, Within<Cyclic>, u32>) {
+///     let mut t = out.tile(&shape);
+///     let (r, c) = (t.row(0) as u32, t.col(0) as u32);
+///     t.set(0, 0, 2.0 * a.load_or(r, c, 0.0));
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Within<L>(PhantomData<L>);
+
 /// Layout `L` with the *block* coordinates exchanged: block `(bx, by)` writes the tile at tile
 /// row `bx`, tile column `by` (a tiled transpose's output; threads keep `L`'s arrangement).
 #[derive(Debug)]
@@ -710,6 +741,7 @@ mod sealed {
     impl<const KR: usize, const KC: usize> Sealed for super::Blocked<KR, KC> {}
     impl<L: super::Layout> Sealed for super::Transposed<L> {}
     impl<L: super::Layout> Sealed for super::TransposedTiles<L> {}
+    impl<L: super::Layout> Sealed for super::Within<L> {}
 }
 
 // Proof sketch of disjointness, layout by layout (block tile position `(tr, tc)` is one-to-one
@@ -719,6 +751,8 @@ mod sealed {
 // - `Blocked`: row = tr·(Y·KR) + ty·KR + k, the same argument.
 // - `Transposed<L>`: swapping the two coordinates of a one-to-one map keeps it one-to-one.
 // - `TransposedTiles<L>`: `L` applied to the swapped tile position, itself one-to-one.
+// - `Within<L>`: `L`'s map, with the tile position `(blockIdx.y, blockIdx.x)` (`gridDim.z == 1`,
+//   checked at launch, so the general position is that), one-to-one as `L`'s.
 impl<const KR: usize, const KC: usize> Layout for Cyclic<KR, KC> {
     const KR: usize = KR;
     const KC: usize = KC;
@@ -740,6 +774,7 @@ impl<const KR: usize, const KC: usize> Layout for Blocked<KR, KC> {
 impl<L: Layout> Layout for Transposed<L> {
     const KR: usize = L::KC;
     const KC: usize = L::KR;
+    const WITHIN: bool = L::WITHIN;
     #[inline(always)]
     fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4] {
         let [r0, dr, c0, dc] = L::place(tx, ty, x, y, tr, tc);
@@ -750,9 +785,20 @@ impl<L: Layout> Layout for Transposed<L> {
 impl<L: Layout> Layout for TransposedTiles<L> {
     const KR: usize = L::KR;
     const KC: usize = L::KC;
+    const WITHIN: bool = L::WITHIN;
     #[inline(always)]
     fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4] {
         L::place(tx, ty, x, y, tc, tr)
+    }
+}
+
+impl<L: Layout> Layout for Within<L> {
+    const KR: usize = L::KR;
+    const KC: usize = L::KC;
+    const WITHIN: bool = true;
+    #[inline(always)]
+    fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4] {
+        L::place(tx, ty, x, y, tr, tc)
     }
 }
 
@@ -783,7 +829,9 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
     /// (any pointer, null included, when that is 0: nothing is then written), `rows * cols` not
     /// overflowing `I`; nothing else may access that memory meanwhile except other threads of
     /// the same launch through a `DisjointMatrix` made from the same `ptr`, `rows`, `cols`, `L`
-    /// and `I`.
+    /// and `I`. If `L` is [`Within`], the launch's grid is 1-D or 2-D (`gridDim.z == 1`) and
+    /// every thread's elements lie inside the matrix
+    /// ([`abi::matrix_launch_fits`](crate::abi::matrix_launch_fits) holds for it).
     #[inline(always)]
     #[must_use]
     pub const unsafe fn from_raw_parts(ptr: *mut T, rows: I, cols: I) -> Self {
@@ -829,15 +877,19 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
             );
         };
         let (tx, ty) = (shape.x() as usize, shape.y() as usize);
-        // gridDim.y <= 65535 and blockIdx < gridDim: `tr` < 2^32, computed in 32 bits.
-        let tr = (raw::ctaid_y() + raw::nctaid_y() * raw::ctaid_z()) as usize;
+        // gridDim.y <= 65535 and blockIdx < gridDim: `tr` < 2^32, computed in 32 bits. Under
+        // `Within`, gridDim.z == 1 (checked at launch): blockIdx.z is 0.
+        let tr = if L::WITHIN { raw::ctaid_y() } else { raw::ctaid_y() + raw::nctaid_y() * raw::ctaid_z() } as usize;
         let tc = raw::ctaid_x() as usize;
         let [r0, dr, c0, dc] = L::place(tx, ty, X as usize, Y as usize, tr, tc);
-        // The thread's last row and column (KR, KC >= 1 is not required: then nothing is written).
-        let full = L::KR > 0
-            && L::KC > 0
-            && r0 + dr * (L::KR - 1) < self.rows.to_usize()
-            && c0 + dc * (L::KC - 1) < self.cols.to_usize();
+        // The thread's last row and column (KR, KC >= 1 is not required: then nothing is
+        // written). Under `Within` the launcher checked them for the grid's far corner
+        // (`abi::matrix_launch_fits`), and `place` is non-decreasing: every thread's lie inside.
+        let full = L::WITHIN
+            || (L::KR > 0
+                && L::KC > 0
+                && r0 + dr * (L::KR - 1) < self.rows.to_usize()
+                && c0 + dc * (L::KC - 1) < self.cols.to_usize());
         ThreadTile { ptr: self.ptr, rows: self.rows, cols: self.cols, r0, dr, c0, dc, full, _life: PhantomData }
     }
 }
@@ -1136,5 +1188,77 @@ mod tests {
         assert_eq!(m.load_or(3, 0, -1.0), -1.0);
         assert_eq!(m.load_or(0, 4, -1.0), -1.0);
         assert_eq!(m.load_or(u32::MAX, u32::MAX, -1.0), -1.0);
+    }
+
+    /// `abi::matrix_launch_fits` against every thread's every element, for each layout under
+    /// `Within`, small grids and blocks and matrices around their edges.
+    #[test]
+    fn within_launch_check_is_exact() {
+        use super::{Blocked, Cyclic, DisjointMatrix, Layout, Transposed, TransposedTiles, Within};
+        use crate::abi::matrix_launch_fits;
+        fn brute<L: Layout>(rows: usize, cols: usize, g: [u32; 3], b: [u32; 3]) -> bool {
+            for (by, bx, ty, tx) in itertools(g, b) {
+                let [r0, dr, c0, dc] = L::place(tx, ty, b[0] as usize, b[1] as usize, by, bx);
+                for k in 0..L::KR {
+                    for l in 0..L::KC {
+                        if r0 + dr * k >= rows || c0 + dc * l >= cols {
+                            return false;
+                        }
+                    }
+                }
+            }
+            true
+        }
+        fn itertools(g: [u32; 3], b: [u32; 3]) -> impl Iterator<Item = (usize, usize, usize, usize)> {
+            let (gx, gy, bx, by) = (g[0] as usize, g[1] as usize, b[0] as usize, b[1] as usize);
+            (0..gy).flat_map(move |y| {
+                (0..gx).flat_map(move |x| (0..by).flat_map(move |ty| (0..bx).map(move |tx| (y, x, ty, tx))))
+            })
+        }
+        fn each<L: Layout>() -> usize {
+            assert!(L::WITHIN);
+            let mut fits = 0;
+            for (gx, gy, bx, by) in [(1, 1, 1, 1), (2, 3, 4, 2), (3, 1, 2, 3), (1, 2, 3, 1), (2, 2, 2, 2)] {
+                for rows in 0..14 {
+                    for cols in 0..14 {
+                        let (g, b) = ([gx, gy, 1], [bx, by, 1]);
+                        let got = matrix_launch_fits::<DisjointMatrix<'_, f32, L, u32>>(rows, cols, g, b);
+                        assert_eq!(got, brute::<L>(rows, cols, g, b), "{rows} × {cols}, grid {g:?}, block {b:?}");
+                        fits += usize::from(got);
+                        // A 3-D grid or block is refused, whatever the matrix.
+                        assert!(!matrix_launch_fits::<DisjointMatrix<'_, f32, L, u32>>(rows, cols, [gx, gy, 2], b));
+                        assert!(!matrix_launch_fits::<DisjointMatrix<'_, f32, L, u32>>(rows, cols, g, [bx, by, 2]));
+                    }
+                }
+            }
+            fits
+        }
+        // Each layout admits some of the launches and refuses others.
+        for fits in [
+            each::<Within<Cyclic>>(),
+            each::<Within<Cyclic<2, 3>>>(),
+            each::<Within<Blocked<3, 2>>>(),
+            each::<Transposed<Within<Cyclic<1, 2>>>>(),
+            each::<TransposedTiles<Within<Blocked<2, 1>>>>(),
+            each::<Within<Transposed<Cyclic>>>(),
+        ] {
+            assert!(fits > 0 && fits < 5 * 14 * 14, "{fits}");
+        }
+        // Not `Within`: nothing to check, any launch may write (threads past the matrix don't).
+        assert!(matrix_launch_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(1, 1, [9, 9, 9], [32, 8, 1]));
+        // Blocks CUDA cannot launch are refused (and the check's arithmetic stays small).
+        let huge = [u32::MAX, u32::MAX, 1];
+        assert!(!matrix_launch_fits::<DisjointMatrix<'_, f32, Within<Cyclic>, u32>>(
+            usize::MAX,
+            usize::MAX,
+            huge,
+            [2048, 1, 1]
+        ));
+        assert!(matrix_launch_fits::<DisjointMatrix<'_, f32, Within<Cyclic>, usize>>(
+            usize::MAX,
+            usize::MAX,
+            huge,
+            [1024, 1024, 1]
+        ));
     }
 }

@@ -136,6 +136,11 @@ impl AbiParam {
         match self.kind {
             Some(AbiKind::Value) => format!("a value of {} bytes (align {})", self.size, self.align),
             Some(AbiKind::Len) => "a slice length".to_string(),
+            Some(AbiKind::MatrixRows) => format!(
+                "the rows of a matrix with {}-bit offsets{}",
+                8 * self.size,
+                if self.align == 1 { " whose launches stay inside it (`Within`)" } else { "" }
+            ),
             Some(k @ (AbiKind::SlicePtr | AbiKind::DisjointPtr)) => {
                 format!("{} with {}-byte elements (align {})", k.describe(), self.size, self.align)
             }
@@ -272,7 +277,7 @@ mod tests {
     use cohort::abi::{abi_len, abi_param, abi_record};
 
     const PTX: &str = "
-.visible .global .align 1 .b8 __cohort_abi_k[64] = {67, 65, 66, 73, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 2, 0, 0, 0, 8, 0, 0, 0, 8};
+.visible .global .align 1 .b8 __cohort_abi_k[64] = {67, 65, 66, 73, 3, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 2, 0, 0, 0, 8, 0, 0, 0, 8};
 .visible .entry k(
 	.param .u32 k_param_0,
 	.param .u64 .ptr .align 1 k_param_1,
@@ -370,5 +375,30 @@ mod tests {
         assert!(check(ix.get("k"), &short).unwrap_err().contains("takes 3 PTX parameters, this launcher passes 1"));
         assert!(check(ix.get("empty"), &short).unwrap_err().contains("no ABI record"));
         assert!(check(ix.get("nope"), &short).unwrap_err().contains("no entry point"));
+    }
+
+    /// A matrix's offset type and `Within` are part of the record: a launcher that checks less
+    /// than its device entry assumes is refused at load.
+    #[test]
+    fn matrix_index_and_within_are_recorded() {
+        use cohort::abi::abi_matrix_rows;
+        use cohort::matrix::{Cyclic, DisjointMatrix, Within};
+        type Plain = DisjointMatrix<'static, f32, Cyclic, u32>;
+        type Inside = DisjointMatrix<'static, f32, Within<Cyclic>, u32>;
+        type Wide = DisjointMatrix<'static, f32, Within<Cyclic>, usize>;
+        fn rec(rows: [u32; 3]) -> [u8; abi_len(3)] {
+            abi_record(0, [32, 8, 1], &[abi_param::<f32>(AbiKind::MatrixPtr), rows, abi_param::<usize>(AbiKind::Len)])
+        }
+        let info = |rows| EntryInfo { params: vec![8, 8, 8], record: Some(rec(rows).to_vec()) };
+        let (plain, inside, wide) =
+            (abi_matrix_rows::<Plain>(), abi_matrix_rows::<Inside>(), abi_matrix_rows::<Wide>());
+        assert_eq!(check(Some(&info(inside)), &rec(inside)), Ok(()));
+        let e = check(Some(&info(inside)), &rec(plain)).unwrap_err();
+        assert!(
+            e.contains("PTX parameter 1") && e.contains("stay inside it (`Within`)") && e.contains("32-bit"),
+            "{e}"
+        );
+        let e = check(Some(&info(wide)), &rec(inside)).unwrap_err();
+        assert!(e.contains("64-bit offsets") && e.contains("32-bit offsets"), "{e}");
     }
 }

@@ -76,7 +76,10 @@ fn driver(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ 
 
 impl LaunchBudget {
     /// The budget of `module`, if its PTX declares one (`cohort_launch_budget`, 4 bytes).
-    pub(crate) fn find(module: sys::CUmodule) -> Option<Self> {
+    pub(crate) fn find(module: sys::CUmodule, ptx: &str) -> Option<Self> {
+        if !crate::module::declares_global(ptx, cohort::launch::LAUNCH_BUDGET_SYMBOL) {
+            return None;
+        }
         let sym = std::ffi::CString::new(cohort::launch::LAUNCH_BUDGET_SYMBOL).expect("no NUL in the symbol");
         let (mut counter, mut size) = (0, 0usize);
         // SAFETY: live module of the current context; the out-pointers are locals.

@@ -358,6 +358,26 @@ impl Error {
              type `{ty}` (its sides and element count must fit them); declare it with usize offsets"
         ))
     }
+
+    /// A launch that would write outside a `DisjointMatrix` parameter declared `Within`: its grid
+    /// overhangs the matrix, or is 3-D.
+    #[must_use]
+    pub fn matrix_overhang(
+        kernel: &str,
+        param: &str,
+        ty: &str,
+        rows: usize,
+        cols: usize,
+        config: &LaunchConfig,
+    ) -> Self {
+        let (g, b) = (config.grid, config.block);
+        Error::Argument(format!(
+            "kernel `{kernel}`: parameter `{param}: {ty}` is a {rows} x {cols} matrix, and its `Within` layout needs \
+             a launch that stays inside it (a 1-D or 2-D grid whose last block writes inside the matrix), but the \
+             launch is a grid of {}×{}×{} blocks of {}×{}×{} threads",
+            g.x, g.y, g.z, b.x, b.y, b.z
+        ))
+    }
 }
 
 impl std::error::Error for Error {

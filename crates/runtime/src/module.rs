@@ -211,7 +211,7 @@ impl Module {
                 log: if step.is_empty() { jit.into_owned() } else { format!("{step} failed\n{jit}") },
             });
         }
-        let panic_host = register_panic_record(gpu, raw)?;
+        let panic_host = register_panic_record(gpu, raw, ptx.ptx)?;
         let vars = match crate::symbol::ModuleVars::load(gpu, raw, ptx.ptx) {
             Ok(v) => v,
             Err(e) => {
@@ -223,7 +223,7 @@ impl Module {
             }
         };
         let launch_budget = if ptx.needs_device_runtime() {
-            crate::budget::LaunchBudget::find(raw).map(|b| (b, ptx.device_launching_kernels()))
+            crate::budget::LaunchBudget::find(raw, ptx.ptx).map(|b| (b, ptx.device_launching_kernels()))
         } else {
             None
         };
@@ -442,9 +442,23 @@ pub fn check_kernel_abi(set: &PtxSet, ptx: &PtxModule, name: &str, abi: &[u8]) -
     }
 }
 
+/// Whether module text `ptx` declares the global variable `name` (`.global … name[…]` or
+/// `.global … name;`): optional globals are looked up only then, since a failed
+/// `cuModuleGetGlobal` is an error to tools such as compute-sanitizer, which report it.
+pub(crate) fn declares_global(ptx: &str, name: &str) -> bool {
+    ptx.lines().any(|l| {
+        let l = l.trim_start();
+        (l.starts_with(".global") || l.starts_with(".visible .global") || l.starts_with(".extern .global"))
+            && l.split(|c: char| c.is_whitespace() || c == '[' || c == ';' || c == '=').any(|w| w == name)
+    })
+}
+
 /// Allocates the host-mapped [`PanicRecord`] and stores its device address in the module's
 /// `cohort_panic_record` global (absent when the kernels crate has no Cohort panic handler).
-fn register_panic_record(gpu: &Arc<GpuInner>, module: sys::CUmodule) -> Result<*mut PanicRecord> {
+fn register_panic_record(gpu: &Arc<GpuInner>, module: sys::CUmodule, ptx: &str) -> Result<*mut PanicRecord> {
+    if !declares_global(ptx, PANIC_RECORD_SYMBOL) {
+        return Ok(std::ptr::null_mut());
+    }
     let sym = CString::new(PANIC_RECORD_SYMBOL).expect("no NUL in the symbol");
     let (mut global, mut size) = (0u64, 0usize);
     // SAFETY: live module of the current context; the out-pointers are locals.
@@ -1091,5 +1105,21 @@ impl Function {
             None => run_tracked(&stream.inner, uses, launch),
             Some(vars) => run_tracked(&stream.inner, &vars.with(uses), launch),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::declares_global;
+
+    #[test]
+    fn optional_globals_are_found_in_the_text() {
+        let ptx = ".visible .global .align 8 .b8 cohort_panic_record[8];\n.global .align 4 .u32 n = 3;\n\tld.global.u32 %r1, [m];";
+        assert!(declares_global(ptx, "cohort_panic_record"));
+        assert!(declares_global(ptx, "n"));
+        // A use is not a declaration; a longer name is another name.
+        assert!(!declares_global(ptx, "m"));
+        assert!(!declares_global(ptx, "cohort_panic"));
+        assert!(!declares_global("", "n"));
     }
 }

@@ -367,6 +367,12 @@ impl<'g> MultiGridLaunch<'g> {
         Ok(())
     }
 
+    /// The configuration every grid of this launch runs with.
+    #[must_use]
+    pub fn config(&self) -> LaunchConfig {
+        self.config
+    }
+
     /// Checks every grid, then enqueues all of them (see [`MultiGrid`] for what is checked and
     /// guaranteed).
     ///
