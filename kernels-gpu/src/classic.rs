@@ -57,12 +57,9 @@ cohort::shared! {
 #[kernel]
 pub fn transpose_tiled(
     shape: BlockShape<32, 8>,
-    input: &[f32],
-    rows: u32,
-    cols: u32,
+    a: Matrix<f32, u32>,
     mut out: DisjointMatrix<f32, TransposedTiles<Cyclic<4, 1>>, u32>,
 ) {
-    let Some(a) = Matrix::new(input, rows, cols) else { return };
     let (x, y) = (shape.x() as usize, shape.y() as usize);
     let (bx, by) = (thread::block_idx_x(), thread::block_idx_y());
     let tile = TRANSPOSE_TILE.get();

@@ -159,7 +159,12 @@ fn classic(c: &Ctx) -> TestResult {
             let m = out.as_matrix_mut(cols, rows).ctx("matrix")?;
             let (rr, cc) = (rows as u32, cols as u32);
             if tiled {
-                ck::transpose_tiled::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rr, cc, m)
+                ck::transpose_tiled::load(&c.module).ctx("load")?.launch(
+                    &s,
+                    cfg,
+                    din.as_matrix(rows, cols).ctx("m")?,
+                    m,
+                )
             } else {
                 ck::transpose_naive::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rr, cc, m)
             }

@@ -257,7 +257,7 @@ fn classic(c: &Ctx) -> TestResult {
         let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
         let m = out.as_matrix_mut(cols, rows).ctx("matrix")?;
         if tiled {
-            ck::transpose_tiled::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rows as u32, cols as u32, m)
+            ck::transpose_tiled::load(&c.module).ctx("load")?.launch(&s, cfg, din.as_matrix(rows, cols).ctx("m")?, m)
         } else {
             ck::transpose_naive::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rows as u32, cols as u32, m)
         }

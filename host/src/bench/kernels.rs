@@ -116,7 +116,11 @@ pub fn run(args: Args) -> CliResult {
             Phase::Run => {
                 let m = out.as_matrix_mut(n, n)?;
                 let nn = n as u32;
-                if rust { naive.launch(s, tcfg, &d_in, nn, nn, m) } else { tiled.launch(s, tcfg, &d_in, nn, nn, m) }
+                if rust {
+                    naive.launch(s, tcfg, &d_in, nn, nn, m)
+                } else {
+                    tiled.launch(s, tcfg, d_in.as_matrix(n, n)?, m)
+                }
             }
         };
         let t = paired_ms(&gpu, 3, reps, run_rust, &run_cpp)?;
