@@ -7,9 +7,10 @@
 //! shared-tile indices; global reads use [`Matrix::load_or`] (a select, no branch), a
 //! once-checked [`Window`](cohort::matrix::Window), or (the SGEMMs' k-loops) a row strip of A
 //! and a column strip of B checked once per block ([`cohort::split!`]'s two-view form);
-//! outputs are [`DisjointMatrix`] layouts with
-//! `u32` offsets (C++'s `int` index arithmetic: one multiply-add per address); and
-//! `#[kernel(contract)]` fuses `acc += a * b` as nvcc does.
+//! outputs are [`DisjointMatrix`] layouts with `u32` offsets (C++'s `int` index arithmetic: one
+//! multiply-add per address), [`Within`] where the grid must stay inside the matrix as the C++
+//! assumes (checked at launch; then no thread checks its write); and `#[kernel(contract)]` fuses
+//! `acc += a * b` as nvcc does.
 
 use cohort::matrix::Layout;
 use cohort::prelude::*;
