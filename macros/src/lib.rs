@@ -30,9 +30,8 @@ use proc_macro::TokenStream;
 /// | `out: DisjointSlice<T>` | `&mut DeviceBuffer<T>`, `DeviceViewMut<T>`, … |
 /// | `p: *const T` / `*mut T` (in an `unsafe fn` kernel) | `DevicePtr<T>` / `DevicePtrMut<T>` |
 /// | `grid: GridGroup` (with `cooperative`) | nothing |
-///
 /// | `shape: BlockShape<X, Y, Z>` | nothing (the launch must use blocks of exactly `X × Y × Z`) |
-/// | `out: DisjointMatrix<T, L>` | `MatrixMut<T>` (`buffer.as_matrix_mut(rows, cols)?`) |
+/// | `out: DisjointMatrix<T, L, I>` | `MatrixMut<T>` (`buffer.as_matrix_mut(rows, cols)?`; with `L = Within<_>`, a grid that stays inside it, checked at launch) |
 /// | `a: Matrix<T, I>` (read-only) | `MatrixRef<T>` (`buffer.as_matrix(rows, cols)?`; shape checked at launch) |
 ///
 /// Options: `#[kernel(contract)]` (fused multiply-add as nvcc's default; see `cohort::fp`),
