@@ -176,7 +176,9 @@ impl<T, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex> MatrixParam
     type Index = I;
     const WITHIN: bool = L::WITHIN;
     fn far_corner(grid: [u32; 3], block: [u32; 3]) -> Option<(usize, usize)> {
-        if L::KR == 0 || L::KC == 0 || grid.contains(&0) || block.contains(&0) {
+        // No element (or no thread); or a layout too large for `DisjointMatrix::tile`, whose
+        // const assertion then keeps every kernel from writing through it.
+        if L::KR == 0 || L::KC == 0 || L::KR > 1 << 20 || L::KC > 1 << 20 || grid.contains(&0) || block.contains(&0) {
             return None;
         }
         // The block at the far corner of a 2-D grid, its thread at the far corner; `place` is

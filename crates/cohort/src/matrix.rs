@@ -1260,5 +1260,13 @@ mod tests {
             huge,
             [1024, 1024, 1]
         ));
+        // A layout `tile()` refuses to compile for (over 2^20 elements a side) writes nothing:
+        // no overflow in the check (a debug build would panic).
+        assert!(matrix_launch_fits::<DisjointMatrix<'_, f32, Within<Cyclic<{ 1 << 40 }, 1>>, usize>>(
+            1,
+            1,
+            huge,
+            [1024, 1, 1]
+        ));
     }
 }
