@@ -76,8 +76,13 @@ fn driver(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ 
 
 impl LaunchBudget {
     /// The budget of `module`, if its PTX declares one (`cohort_launch_budget`, 4 bytes).
-    pub(crate) fn find(module: sys::CUmodule, ptx: &str) -> Option<Self> {
-        if !crate::module::declares_global(ptx, cohort::launch::LAUNCH_BUDGET_SYMBOL) {
+    /// `globals`: the module's declared variables (`symbol::layouts`); it is looked up only if
+    /// declared there.
+    pub(crate) fn find(
+        module: sys::CUmodule,
+        globals: &std::collections::HashMap<String, (usize, usize)>,
+    ) -> Option<Self> {
+        if !globals.contains_key(cohort::launch::LAUNCH_BUDGET_SYMBOL) {
             return None;
         }
         let sym = std::ffi::CString::new(cohort::launch::LAUNCH_BUDGET_SYMBOL).expect("no NUL in the symbol");

@@ -211,8 +211,10 @@ impl Module {
                 log: if step.is_empty() { jit.into_owned() } else { format!("{step} failed\n{jit}") },
             });
         }
-        let panic_host = register_panic_record(gpu, raw, ptx.ptx)?;
-        let vars = match crate::symbol::ModuleVars::load(gpu, raw, ptx.ptx) {
+        // The variables the module declares: the optional globals are looked up only if there.
+        let globals = crate::symbol::layouts(ptx.ptx);
+        let panic_host = register_panic_record(gpu, raw, globals.contains_key(PANIC_RECORD_SYMBOL))?;
+        let vars = match crate::symbol::ModuleVars::load(gpu, raw, ptx.ptx, &globals) {
             Ok(v) => v,
             Err(e) => {
                 // SAFETY: the module was loaded above and nothing else holds it yet.
@@ -223,7 +225,7 @@ impl Module {
             }
         };
         let launch_budget = if ptx.needs_device_runtime() {
-            crate::budget::LaunchBudget::find(raw, ptx.ptx).map(|b| (b, ptx.device_launching_kernels()))
+            crate::budget::LaunchBudget::find(raw, &globals).map(|b| (b, ptx.device_launching_kernels()))
         } else {
             None
         };
@@ -442,21 +444,10 @@ pub fn check_kernel_abi(set: &PtxSet, ptx: &PtxModule, name: &str, abi: &[u8]) -
     }
 }
 
-/// Whether module text `ptx` declares the global variable `name` (`.global … name[…]` or
-/// `.global … name;`): optional globals are looked up only then, since a failed
-/// `cuModuleGetGlobal` is an error to tools such as compute-sanitizer, which report it.
-pub(crate) fn declares_global(ptx: &str, name: &str) -> bool {
-    ptx.lines().any(|l| {
-        let l = l.trim_start();
-        (l.starts_with(".global") || l.starts_with(".visible .global") || l.starts_with(".extern .global"))
-            && l.split(|c: char| c.is_whitespace() || c == '[' || c == ';' || c == '=').any(|w| w == name)
-    })
-}
-
 /// Allocates the host-mapped [`PanicRecord`] and stores its device address in the module's
 /// `cohort_panic_record` global (absent when the kernels crate has no Cohort panic handler).
-fn register_panic_record(gpu: &Arc<GpuInner>, module: sys::CUmodule, ptx: &str) -> Result<*mut PanicRecord> {
-    if !declares_global(ptx, PANIC_RECORD_SYMBOL) {
+fn register_panic_record(gpu: &Arc<GpuInner>, module: sys::CUmodule, declared: bool) -> Result<*mut PanicRecord> {
+    if !declared {
         return Ok(std::ptr::null_mut());
     }
     let sym = CString::new(PANIC_RECORD_SYMBOL).expect("no NUL in the symbol");
@@ -1105,21 +1096,5 @@ impl Function {
             None => run_tracked(&stream.inner, uses, launch),
             Some(vars) => run_tracked(&stream.inner, &vars.with(uses), launch),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::declares_global;
-
-    #[test]
-    fn optional_globals_are_found_in_the_text() {
-        let ptx = ".visible .global .align 8 .b8 cohort_panic_record[8];\n.global .align 4 .u32 n = 3;\n\tld.global.u32 %r1, [m];";
-        assert!(declares_global(ptx, "cohort_panic_record"));
-        assert!(declares_global(ptx, "n"));
-        // A use is not a declaration; a longer name is another name.
-        assert!(!declares_global(ptx, "m"));
-        assert!(!declares_global(ptx, "cohort_panic"));
-        assert!(!declares_global("", "n"));
     }
 }

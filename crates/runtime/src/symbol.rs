@@ -70,13 +70,19 @@ struct Refs {
 impl ModuleVars {
     /// Finds the module's variables in its PTX (`__cohort_init_NAME` statics beside `.const`
     /// or `.global` declarations of `NAME`) and copies each initial value into its variable.
-    /// `None` when the module has none (no cost for modules without variables).
-    pub(crate) fn load(gpu: &Arc<GpuInner>, module: sys::CUmodule, ptx: &str) -> Result<Option<Self>> {
+    /// `None` when the module has none (no cost for modules without variables). `layouts` is
+    /// [`layouts`]`(ptx)`, which the module loader has made already.
+    pub(crate) fn load(
+        gpu: &Arc<GpuInner>,
+        module: sys::CUmodule,
+        ptx: &str,
+        layouts: &HashMap<String, (usize, usize)>,
+    ) -> Result<Option<Self>> {
         if !ptx.contains(INIT_PREFIX) {
             return Ok(None);
         }
         if gpu.is_cpu() {
-            return Ok(Self::load_cpu(gpu, ptx));
+            return Ok(Self::load_cpu(gpu, ptx, layouts));
         }
         let mut vars = Vec::new();
         for (name, constant) in declared(ptx) {
@@ -108,8 +114,7 @@ impl ModuleVars {
     /// alignment its PTX declaration gives. Each variable gets its initial value at its first
     /// lookup, by a kernel or by [`Module::constant`] / [`Module::global`] (the declaration's
     /// host half passes the initializer), so no path sees it uninitialized.
-    fn load_cpu(gpu: &Arc<GpuInner>, ptx: &str) -> Option<Self> {
-        let layouts = layouts(ptx);
+    fn load_cpu(gpu: &Arc<GpuInner>, ptx: &str, layouts: &HashMap<String, (usize, usize)>) -> Option<Self> {
         let declared: Vec<(String, bool, usize, usize)> = declared(ptx)
             .into_iter()
             .filter_map(|(name, constant)| {
@@ -234,8 +239,10 @@ fn declared(ptx: &str) -> Vec<(String, bool)> {
 }
 
 /// The size and alignment of every `.const` / `.global` variable the PTX declares
-/// (`.visible .global .align 4 .b8 NAME[64];`).
-fn layouts(ptx: &str) -> HashMap<String, (usize, usize)> {
+/// (`.visible .global .align 4 .b8 NAME[64];`). The module loader also asks it whether the
+/// optional globals (panic record, launch budget) exist before looking them up: a failed
+/// `cuModuleGetGlobal` is an error to tools such as compute-sanitizer, which report it.
+pub(crate) fn layouts(ptx: &str) -> HashMap<String, (usize, usize)> {
     let mut out = HashMap::new();
     for line in ptx.lines() {
         let t = line.trim_start();
@@ -558,6 +565,9 @@ mod tests {
         assert_eq!(l.get("C"), Some(&(16, 4)));
         assert_eq!(l.get("G"), Some(&(4, 4)));
         assert_eq!(l.get("__cohort_init_C"), Some(&(16, 4)));
+        // A use is not a declaration; a prefix of a name is another name.
+        assert_eq!(l.get("vprintf"), None);
+        assert_eq!(l.get("OTHE"), None);
     }
 
     #[test]
