@@ -173,7 +173,7 @@ mod tests {
         let Command::Bench(Bench::Cg(c)) = parse(&["bench", "cg"]).unwrap() else { panic!("not bench cg") };
         assert_eq!((c.n, c.reps, c.twins.twins_ptx), (1 << 28, 20, None));
         let Command::Bench(Bench::Kernels(k)) = parse(&["bench", "kernels"]).unwrap() else { panic!("not kernels") };
-        assert_eq!((k.n, k.gemm, k.steps, k.reps, k.control), (8192, 4096, 100, 15, false));
+        assert_eq!((k.n, k.gemm, k.steps, k.batch, k.reps, k.control), (8192, 4096, 100, 20, 15, false));
         let Command::Bench(Bench::Kernels(k)) = parse(&["bench", "kernels", "--control"]).unwrap() else {
             panic!("not kernels")
         };
