@@ -65,40 +65,28 @@ pub struct DeviceArgs {
 /// device (`None` on a GPU): a workload prints it first.
 pub fn device(choice: DeviceChoice) -> CliResult<(Gpu, Option<String>)> {
     let wants_cpu = std::env::var("COHORT_DEVICE").is_ok_and(|v| v.trim().eq_ignore_ascii_case("cpu"));
-    let line = |gpu: &Gpu, why: &str| {
-        let name = cpu_name(gpu);
-        Some(match why.strip_prefix("no GPU: ") {
-            Some(driver) => format!("No GPU here: running on the CPU device ({name}); {driver}"),
-            None => format!("Running on the CPU device ({name}), {why}"),
-        })
-    };
-    let cpu = |why: &str| -> CliResult<(Gpu, Option<String>)> {
-        let gpu = Gpu::cpu()?;
-        let l = line(&gpu, why);
-        Ok((gpu, l))
-    };
     match choice {
-        DeviceChoice::Cpu => cpu("as --device cpu asks"),
+        DeviceChoice::Cpu => {
+            let gpu = Gpu::cpu()?;
+            let line = cpu_line(&gpu, "as --device cpu asks");
+            Ok((gpu, Some(line)))
+        }
         DeviceChoice::Gpu if wants_cpu => {
             Err(CliError::Usage("--device gpu and COHORT_DEVICE=cpu contradict each other".into()))
         }
         DeviceChoice::Gpu => Ok((Gpu::from_env()?, None)),
-        DeviceChoice::Auto if wants_cpu => cpu("as COHORT_DEVICE=cpu asks"),
-        DeviceChoice::Auto => match Gpu::from_env() {
-            Ok(gpu) => Ok((gpu, None)),
-            Err(e @ (Error::NoDriver | Error::NoDevice { .. })) => cpu(&format!("no GPU: {e}")),
-            Err(e) => Err(e.into()),
-        },
+        DeviceChoice::Auto => Ok(Gpu::any_noted()?),
     }
 }
 
-/// "cohort-cpu, N cores", from the CPU device's name.
-fn cpu_name(gpu: &Gpu) -> String {
+/// "Running on the CPU device (cohort-cpu, N cores), `why`".
+fn cpu_line(gpu: &Gpu, why: &str) -> String {
     let name = &gpu.info().name;
-    match (name.find('('), name.rfind(')')) {
-        (Some(a), Some(b)) if a < b => name[a + 1..b].to_string(),
-        _ => name.clone(),
-    }
+    let name = match (name.find('('), name.rfind(')')) {
+        (Some(a), Some(b)) if a < b => &name[a + 1..b],
+        _ => name.as_str(),
+    };
+    format!("Running on the CPU device ({name}), {why}")
 }
 
 /// A count or size as the options take it: digits with optional `_` separators and an optional

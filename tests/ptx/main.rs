@@ -4,7 +4,8 @@
 //!
 //! Without ptxas (`COHORT_PTXAS`, `PATH`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`) the ptxas
 //! tests report themselves ignored with that reason, unless `COHORT_REQUIRE_PTXAS=1` (set by
-//! CI, which installs ptxas from PyPI), where they fail instead.
+//! CI, which installs ptxas from PyPI), where they fail instead. Likewise the test that the
+//! device runtime (`libcudadevrt.a`) is embedded, with `COHORT_REQUIRE_CUDADEVRT=1`.
 
 mod globals;
 
@@ -49,6 +50,7 @@ fn main() {
         cpu_trial("ptx_golden_launch_cdp2_declarations", golden_launch_declarations),
         cpu_trial("ptx_golden_launch_argument_layout", golden_launch_layout),
         cpu_trial("ptx_launch_only_device_launching_modules_need_the_device_runtime", launch_modules_marked),
+        cudadevrt_trial("ptx_launch_device_runtime_is_embedded", device_runtime_embedded),
         cpu_trial("ptx_golden_constant_declarations_and_ld_const", globals::golden_constants),
         cpu_trial("ptx_golden_device_globals_and_atomics", globals::golden_device_globals),
         cpu_trial("ptx_launch_budget_for_exactly_the_launching_kernels", launch_budget_kernels),
@@ -531,9 +533,33 @@ fn golden_launch_layout() -> TestResult {
         ensure(hello.contains("st.param.b64 \t[param1], 4;"), || {
             format!("sm_{}: no fire-and-forget stream (4)", m.arch)
         })?;
+    }
+    Ok(())
+}
+
+/// The device-launching modules carry `libcudadevrt.a` (the driver links them with it at load).
+fn device_runtime_embedded() -> TestResult {
+    for m in cohort_dynamic_kernels::PTX.modules {
         ensure(m.device_runtime.is_some(), || format!("sm_{}: libcudadevrt.a is not embedded", m.arch))?;
     }
     Ok(())
+}
+
+/// A test of what the build embeds only where `libcudadevrt.a` was found (it is optional: see
+/// the README's Requirements). Without it the test reports itself ignored with the reason and
+/// the fix, unless `COHORT_REQUIRE_CUDADEVRT=1` (set by CI once it has installed the library),
+/// where it runs and fails.
+fn cudadevrt_trial(name: &str, f: fn() -> TestResult) -> Trial {
+    Trial::ignorable_test(name, move || {
+        let embedded = cohort_dynamic_kernels::PTX.modules.iter().any(|m| m.device_runtime.is_some());
+        if !embedded && std::env::var("COHORT_REQUIRE_CUDADEVRT").as_deref() != Ok("1") {
+            return Ok(Completion::ignored_with(
+                "libcudadevrt.a was not found when the kernels were built (optional: pip install --target DIR \
+                 nvidia-cuda-runtime==13.0.96 and set COHORT_CUDADEVRT=DIR/nvidia/cu13/lib/libcudadevrt.a)",
+            ));
+        }
+        f().map(|()| Completion::Completed).map_err(Failed::from)
+    })
 }
 
 /// Only the device-launching crate's modules call the device runtime (the others keep the plain

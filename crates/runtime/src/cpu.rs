@@ -153,9 +153,39 @@ impl Gpu {
     /// # Errors
     /// As [`Gpu::from_env`], except that no driver or no device gives the CPU device.
     pub fn any() -> Result<Self> {
+        Self::any_noted().map(|(gpu, _)| gpu)
+    }
+
+    /// [`Gpu::any`], and when it opened the CPU device, the line a program prints first to say
+    /// so and why: `No GPU here: running on the CPU device (cohort-cpu, 8 cores); <why>` or
+    /// `Running on the CPU device (…), as COHORT_DEVICE=cpu asks`. `COHORT_DEVICE=gpu` asks
+    /// for a GPU only: no driver or no device is then the error, not the CPU device.
+    ///
+    /// # Errors
+    /// As [`Gpu::from_env`], except that no driver or no device gives the CPU device (unless
+    /// `COHORT_DEVICE=gpu`).
+    pub fn any_noted() -> Result<(Self, Option<String>)> {
+        let cpu = |why: String| -> Result<(Self, Option<String>)> {
+            let gpu = Self::cpu()?;
+            let name = gpu.info().name.clone();
+            let name = match (name.find('('), name.rfind(')')) {
+                (Some(a), Some(b)) if a < b => name[a + 1..b].to_string(),
+                _ => name,
+            };
+            let line = match why.strip_prefix("no GPU: ") {
+                Some(driver) => format!("No GPU here: running on the CPU device ({name}); {driver}"),
+                None => format!("Running on the CPU device ({name}), {why}"),
+            };
+            Ok((gpu, Some(line)))
+        };
+        if env_wants_cpu() {
+            return cpu(format!("as {}=cpu asks", crate::device::DEVICE_VAR));
+        }
         match Self::from_env() {
-            Err(Error::NoDriver | Error::NoDevice { .. }) => Self::cpu(),
-            r => r,
+            Err(e @ (Error::NoDriver | Error::NoDevice { .. })) if !crate::device::env_wants_gpu() => {
+                cpu(format!("no GPU: {e}"))
+            }
+            r => r.map(|gpu| (gpu, None)),
         }
     }
 }

@@ -382,16 +382,25 @@ fn describe(code: &DriverError) -> String {
 }
 
 /// The environment variable that picks the default device ([`Gpu::default_ordinal`]): an
-/// ordinal, or `cpu` for the CPU device ([`Gpu::from_env`] then opens [`Gpu::cpu`]).
+/// ordinal, `cpu` for the CPU device ([`Gpu::from_env`] then opens [`Gpu::cpu`]), or `gpu` for
+/// device 0 with no fall-back to the CPU device ([`Gpu::any`]).
 pub const DEVICE_VAR: &str = "COHORT_DEVICE";
 
-/// `COHORT_DEVICE`'s value (`None`: unset) as a device ordinal: unset or blank is device 0.
+/// Whether `COHORT_DEVICE=gpu`: a GPU only ([`Gpu::any`] does not fall back to the CPU device).
+pub(crate) fn env_wants_gpu() -> bool {
+    std::env::var(DEVICE_VAR).is_ok_and(|v| v.trim().eq_ignore_ascii_case("gpu"))
+}
+
+/// `COHORT_DEVICE`'s value (`None`: unset) as a device ordinal: unset, blank or `gpu` is device 0.
 fn parse_device_ordinal(value: Option<&str>) -> Result<usize> {
-    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else { return Ok(0) };
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty() && !v.eq_ignore_ascii_case("gpu")) else {
+        return Ok(0);
+    };
     v.parse::<usize>().map_err(|_| {
         Error::Argument(format!(
             "{DEVICE_VAR}={v} is not a device ordinal: set it to one device's number, such as 0 or 1 \
-             (`cohort info` lists them), `cpu` for the CPU device, or unset it for device 0"
+             (`cohort info` lists them), `cpu` for the CPU device, `gpu` for device 0 only, or unset it \
+             for device 0"
         ))
     })
 }
@@ -747,6 +756,8 @@ mod tests {
         assert_eq!(parse_device_ordinal(Some("  ")).unwrap(), 0);
         assert_eq!(parse_device_ordinal(Some("3")).unwrap(), 3);
         assert_eq!(parse_device_ordinal(Some(" 1\n")).unwrap(), 1, "surrounding blanks are ignored");
+        assert_eq!(parse_device_ordinal(Some("gpu")).unwrap(), 0, "gpu: device 0, no CPU fall-back");
+        assert_eq!(parse_device_ordinal(Some("GPU")).unwrap(), 0);
         for bad in ["gpu1", "-1", "0,1", "1.0", "0x1", "99999999999999999999999"] {
             let e = parse_device_ordinal(Some(bad)).unwrap_err();
             let Error::Argument(m) = &e else { panic!("{bad}: {e:?}") };

@@ -1,12 +1,14 @@
 //! 01: the first kernel: `out[i] = a[i] + b[i]` (`my_kernels::vector_add`).
 //!
-//! `cargo run --example 01_vector_add`. Every example checks the GPU's result against the same
-//! computation on the CPU, prints it, and exits with 0 (checked), 1 (an error or a wrong
-//! result) or 2 (no GPU here).
+//! `cargo run --example 01_vector_add`. Every example runs on a GPU, or on the CPU device where
+//! there is none (saying so on its first line; `COHORT_DEVICE=gpu` refuses that, `=cpu` asks
+//! for it), checks the device's result against the same computation on the CPU, prints it, and
+//! exits with 0 (checked), 1 (an error or a wrong result) or 2 (a GPU was asked for and there
+//! is none).
 
 use std::process::ExitCode;
 
-use cohort_runtime::{Gpu, LaunchConfig};
+use cohort_runtime::LaunchConfig;
 use my_app::{Result, check, exit_code};
 
 fn main() -> ExitCode {
@@ -18,8 +20,7 @@ fn run() -> Result {
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
     let b: Vec<f32> = (0..n).map(|i| (n - i) as f32).collect();
 
-    let gpu = Gpu::from_env()?; // COHORT_DEVICE=<ordinal> picks the GPU (default 0)
-    println!("GPU: {}", gpu.info().name);
+    let gpu = my_app::device()?; // a GPU (COHORT_DEVICE=<ordinal> picks it), else the CPU device
     let module = gpu.load(&my_kernels::PTX)?; // the PTX built for this GPU's architecture
     let add = my_kernels::vector_add::load(&module)?; // the typed launcher #[kernel] made
 

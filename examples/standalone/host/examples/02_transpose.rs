@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use cohort_runtime::{Gpu, LaunchConfig};
+use cohort_runtime::LaunchConfig;
 use my_app::{Result, check, exit_code};
 use my_kernels::matrix::transpose;
 
@@ -18,7 +18,7 @@ fn run() -> Result {
     let (rows, cols) = (1000, 700);
     let input: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
 
-    let gpu = Gpu::from_env()?;
+    let gpu = my_app::device()?;
     let module = gpu.load(&my_kernels::PTX)?;
     let k = transpose::load(&module)?;
     let din = gpu.upload(&input)?;

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use cohort_runtime::{Gpu, LaunchConfig};
+use cohort_runtime::LaunchConfig;
 use my_app::{Result, check, exit_code};
 use my_kernels::reduce::block_sums;
 
@@ -18,7 +18,7 @@ fn run() -> Result {
     let n: usize = 1_000_003; // the last block is partial
     let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) >> 20).collect();
 
-    let gpu = Gpu::from_env()?;
+    let gpu = my_app::device()?;
     let module = gpu.load(&my_kernels::PTX)?;
     let k = block_sums::load(&module)?;
     let d = gpu.upload(&data)?;

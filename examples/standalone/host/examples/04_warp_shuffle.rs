@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use cohort_runtime::{Gpu, LaunchConfig};
+use cohort_runtime::LaunchConfig;
 use my_app::{Result, check, exit_code};
 use my_kernels::warp::warp_scan;
 
@@ -17,7 +17,7 @@ fn run() -> Result {
     let n = 100_000;
     let data: Vec<u32> = (0..n as u32).map(|i| i % 7 + i % 13).collect();
 
-    let gpu = Gpu::from_env()?;
+    let gpu = my_app::device()?;
     let module = gpu.load(&my_kernels::PTX)?;
     let k = warp_scan::load(&module)?;
     let d = gpu.upload(&data)?;

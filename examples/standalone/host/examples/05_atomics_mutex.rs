@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use cohort_runtime::{Gpu, LaunchConfig};
+use cohort_runtime::LaunchConfig;
 use my_app::{Result, check, exit_code};
 use my_kernels::atomics::{dot, histogram};
 
@@ -15,7 +15,7 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result {
-    let gpu = Gpu::from_env()?;
+    let gpu = my_app::device()?;
     let module = gpu.load(&my_kernels::PTX)?;
     // A fixed grid that loops over the data (grid-stride).
     let cfg = LaunchConfig::new(128, 256);

@@ -16,7 +16,7 @@ fn run() -> Result {
     let n = 3_000_000;
     let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.25).collect();
 
-    let gpu = cohort_runtime::Gpu::from_env()?;
+    let gpu = my_app::device()?;
     let module = gpu.load(&my_kernels::PTX)?;
     let k = subtract_mean::load(&module)?;
     // A grid sync needs every block resident at once: as many blocks as fit on the GPU.

@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cohort_runtime::{Gpu, LaunchConfig, Stream, StreamOptions};
+use cohort_runtime::{LaunchConfig, Stream, StreamOptions};
 use my_app::{Result, check, exit_code};
 use my_kernels::streams::scale_add_one;
 
@@ -20,7 +20,7 @@ fn run() -> Result {
     let n = 1 << 24; // 64 MiB of f32
     let data: Vec<f32> = (0..n).map(|i| (i % 4096) as f32).collect();
 
-    let gpu = Gpu::from_env()?;
+    let gpu = my_app::device()?;
     let module = gpu.load(&my_kernels::PTX)?;
     let k = scale_add_one::load(&module)?;
     let streams: Vec<Stream> = (0..STREAMS)

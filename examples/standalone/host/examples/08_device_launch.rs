@@ -10,7 +10,7 @@
 
 use std::process::ExitCode;
 
-use cohort_runtime::{Gpu, LaunchConfig};
+use cohort_runtime::LaunchConfig;
 use my_app::{Result, check, exit_code};
 use my_launching_kernels::max_then_scale;
 
@@ -22,7 +22,7 @@ fn run() -> Result {
     let n = 500_000;
     let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) >> 12).collect();
 
-    let gpu = Gpu::from_env()?;
+    let gpu = my_app::device()?;
     let module = gpu.load(&my_launching_kernels::PTX)?; // linked with libcudadevrt here
     let k = max_then_scale::load(&module)?;
     let d = gpu.upload(&data)?;
@@ -39,6 +39,6 @@ fn run() -> Result {
     let m = *data.iter().max().expect("data") as u64;
     let want: Vec<u32> = data.iter().map(|&v| (v as u64 * 1000 / m) as u32).collect();
     check("device launch", &got, &want, |g, w| g == w)?;
-    println!("max_then_scale: max {m}, child grid launched from the GPU, all {n} results equal to the CPU's");
+    println!("max_then_scale: max {m}, child grid launched from the device, all {n} results equal to the CPU's");
     Ok(())
 }

@@ -1,6 +1,9 @@
 //! Runs every numbered example as a user would (`cargo test` builds them first) and checks how
-//! it ends: with a GPU, each must exit 0 (its result matched the CPU's); without one, each must
-//! exit 2 and say "no GPU" — the test for the other case reports itself ignored, with the reason.
+//! it ends: each must exit 0 (its result matched the CPU's) — on a GPU, or without one on the
+//! CPU device, saying so on its first line; with `COHORT_DEVICE=cpu` on the CPU device even
+//! where there is a GPU; and with `COHORT_DEVICE=gpu` where there is none, exit 2 saying
+//! "no GPU" (the test for the case this machine is not in reports itself ignored, with the
+//! reason).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,24 +25,20 @@ const EXAMPLES: &[&str] = &[
 
 fn main() {
     let args = Arguments::from_args();
-    let no_gpu = match Gpu::count() {
-        Ok(0) => Some("no GPU: the driver reports no device".to_string()),
-        Ok(_) => None,
-        Err(e) => Some(format!("no GPU: {e}")),
-    };
+    let gpu_here = matches!(Gpu::count(), Ok(n) if n > 0);
     let mut trials = vec![Trial::test("examples_are_all_listed", all_listed)];
     for &name in EXAMPLES {
-        let reason = no_gpu.clone();
-        trials.push(Trial::ignorable_test(format!("{name}_on_gpu"), move || match reason {
-            Some(r) => Ok(Completion::ignored_with(r)),
-            None => run(name, 0, "").map(|()| Completion::Completed),
+        // No COHORT_DEVICE: a GPU if there is one, else the CPU device, which must say so.
+        let expect = if gpu_here { "" } else { "No GPU here: running on the CPU device" };
+        trials.push(Trial::test(format!("{name}_runs"), move || run(name, None, 0, expect)));
+        trials.push(Trial::test(format!("{name}_on_the_cpu_device"), move || {
+            run(name, Some("cpu"), 0, "Running on the CPU device")
         }));
-        let gpu_here = no_gpu.is_none();
-        trials.push(Trial::ignorable_test(format!("{name}_without_gpu_exits_2"), move || {
+        trials.push(Trial::ignorable_test(format!("{name}_gpu_only_without_gpu_exits_2"), move || {
             if gpu_here {
                 Ok(Completion::ignored_with("a GPU is here"))
             } else {
-                run(name, 2, "no GPU").map(|()| Completion::Completed)
+                run(name, Some("gpu"), 2, "no GPU").map(|()| Completion::Completed)
             }
         }));
     }
@@ -57,9 +56,15 @@ fn executable(name: &str) -> Result<PathBuf, Failed> {
     })
 }
 
-/// Runs example `name`; it must exit with `status` and print `expect` (on stdout or stderr).
-fn run(name: &str, status: i32, expect: &str) -> Result<(), Failed> {
-    let out = Command::new(executable(name)?).output().map_err(|e| format!("running {name}: {e}"))?;
+/// Runs example `name` with `COHORT_DEVICE` set to `device` (unset for `None`); it must exit with
+/// `status` and print `expect` (on stdout or stderr).
+fn run(name: &str, device: Option<&str>, status: i32, expect: &str) -> Result<(), Failed> {
+    let mut cmd = Command::new(executable(name)?);
+    match device {
+        Some(d) => cmd.env("COHORT_DEVICE", d),
+        None => cmd.env_remove("COHORT_DEVICE"),
+    };
+    let out = cmd.output().map_err(|e| format!("running {name}: {e}"))?;
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     if status == 0 {
         print!("{stdout}"); // the example's result line
