@@ -158,6 +158,27 @@ fn other_thread_error(what: &str, capture: &Capture) -> Error {
     ))
 }
 
+/// `cuStreamWaitEvent(stream, event)`. The caller has checked that both are of one kind of
+/// device, and that both are outside any capture, or both in one, or that the wait joins the
+/// stream into the event's capture (holding the stream's write lock).
+fn wait_event(stream: &StreamInner, event: &Event) -> Result<()> {
+    stream.gpu.bind()?;
+    // SAFETY: live handles of devices of one kind (the caller's check), of one context or of
+    // two (CUDA lets a stream wait for another device's event); as for captures, the caller's
+    // check.
+    unsafe { crate::drv::cuStreamWaitEvent(stream.raw, event.raw, 0) }
+        .result()
+        .map_err(|code| stream.gpu.error(code, Doing::Call("waiting for an event".into())))
+}
+
+fn outside_event_error() -> Error {
+    Error::Argument(
+        "Stream::wait: the stream is in a graph capture, and the event was recorded outside it; a stream in a capture \
+         waits only for events recorded in that capture (order the work before the capture instead)"
+            .into(),
+    )
+}
+
 /// The right to enqueue on a stream ([`StreamInner::gate`]): while it is held, the stream does
 /// not begin, join or leave a capture.
 pub(crate) struct Gate<'s> {
@@ -372,15 +393,15 @@ impl StreamInner {
         if in_host_fn() {
             return Err(host_fn_error(what));
         }
-        let (event, upto) = {
+        let (event, upto, frozen) = {
             let mut mark = self.mark.lock().unwrap_or_else(|p| p.into_inner());
             self.gpu.bind()?;
             match mark.frozen_upto() {
-                Some(upto) => (mark.event, upto),
+                Some(upto) => (mark.event, upto, true),
                 None => {
                     let upto = self.submitted.load(Ordering::Acquire);
                     self.record_mark(&mut mark)?;
-                    (mark.event, upto)
+                    (mark.event, upto, false)
                 }
             }
         };
@@ -391,6 +412,9 @@ impl StreamInner {
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))?;
         self.completed.fetch_max(upto, Ordering::AcqRel);
+        if !frozen {
+            self.gpu.note_finished(Finished::Stream(self.key()));
+        }
         Ok(())
     }
 
@@ -687,7 +711,19 @@ impl Stream {
         if in_host_fn() {
             return Err(host_fn_error("waiting for an event"));
         }
-        // Exclusive for owned streams: the wait may join the stream into a capture.
+        // The usual case, an event recorded outside any capture: the stream's gate is enough.
+        {
+            let gate = inner.gate("waiting for an event")?;
+            let state = event.state.lock().unwrap_or_else(|p| p.into_inner());
+            if state.captured.is_none() {
+                if gate.capture().is_some() {
+                    return Err(outside_event_error());
+                }
+                return wait_event(inner, event);
+            }
+        }
+        // An event recorded in a capture: exclusive (for owned streams), as the wait may join
+        // the stream into the capture.
         let mut link =
             (inner.kind == StreamKind::Owned).then(|| inner.capture.write().unwrap_or_else(|p| p.into_inner()));
         let state = event.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -698,22 +734,10 @@ impl Stream {
         {
             return Err(other_thread_error("waiting for an event", c));
         }
-        let wait = || {
-            inner.gpu.bind()?;
-            // SAFETY: live handles of devices of one kind (checked above), of one context or
-            // of two (CUDA lets a stream wait for another device's event); the event is real
-            // (not recorded in a capture) and the stream outside one, or both in one capture.
-            unsafe { crate::drv::cuStreamWaitEvent(inner.raw, event.raw, 0) }
-                .result()
-                .map_err(|code| inner.gpu.error(code, Doing::Call("waiting for an event".into())))
-        };
+        let wait = || wait_event(inner, event);
         match (&state.captured, here) {
             (None, None) => wait(),
-            (None, Some(_)) => Err(Error::Argument(
-                "Stream::wait: the stream is in a graph capture, and the event was recorded outside it; a stream in a \
-                 capture waits only for events recorded in that capture (order the work before the capture instead)"
-                    .into(),
-            )),
+            (None, Some(_)) => Err(outside_event_error()),
             (Some(ec), _) if !ec.active() => Err(Error::Argument(
                 "Stream::wait: the event was last recorded inside a graph capture that has ended, so it marks no real \
                  work; record it again outside a capture"
@@ -771,12 +795,7 @@ impl Stream {
                 "an internal wait would join a stream into a graph capture or cross captures".into(),
             ));
         }
-        inner.gpu.bind()?;
-        // SAFETY: live handles of devices of one kind; the event and the stream are both
-        // outside any capture or both in one (checked above, under the gate and the state lock).
-        unsafe { crate::drv::cuStreamWaitEvent(inner.raw, event.raw, 0) }
-            .result()
-            .map_err(|code| inner.gpu.error(code, Doing::Call("waiting for an event".into())))
+        wait_event(inner, event)
     }
 
     /// Runs `f` on a driver thread once everything enqueued before it on this stream has
