@@ -21,6 +21,18 @@
 //! (`cuMemcpyPeerAsync`): they need no peer access (the driver stages them through the host
 //! when there is no direct path) and are ordered with both buffers' other work exactly like
 //! any copy (a stream of one device waits for events of the other).
+//!
+//! **One device identity.** Every handle (stream, event, module and its functions and
+//! variables, buffer, graph) belongs to one [`DeviceId`]: a CUDA context of a GPU, or the CPU
+//! device. Each operation that combines handles compares them before any driver call, through
+//! [`require_same`] (one context: recording an event, timing two events, setting a module
+//! variable, a fill, a graph replay, a kernel's module and stream) or [`require_same_kind`]
+//! (two GPUs may meet: a stream waiting for another GPU's event, the ends of a peer copy); a
+//! kernel's buffers may also be peer memory, as above; and the tracker refuses CPU-device
+//! memory on a GPU's stream, or the reverse, for every operation it orders. A mix is an
+//! [`Error::CrossDevice`] naming the operation and both devices. The CPU device and a GPU never
+//! mix: their handles belong to different drivers (`crate::drv` sends a call to the one of the
+//! device made current, so a handle of the other would reach the wrong one).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};

@@ -18,6 +18,30 @@
 //! Waits are *lazy*: recording an operation costs no CUDA call; only when another stream (or
 //! the host) needs to wait for it does Cohort record an event on its stream, which then also
 //! covers whatever that stream ran before.
+//!
+//! # Graph captures
+//!
+//! A capture ([`Stream::capture`]) is a [`Capture`] shared by the stream it began on and every
+//! stream joined into it; a stream joins only by [`Stream::wait`]ing for an event recorded in
+//! the capture (Cohort never makes a stream wait for such an event itself: see below). Each
+//! stream's link to its capture sits under a lock that every operation holds for reading from
+//! its checks to its enqueue ([`StreamInner::gate`]) and that beginning, joining and ending take
+//! for writing, so an operation either sees the capture it will be captured into, or was
+//! enqueued before the stream entered it. Then:
+//!
+//! - an operation on any stream of the capture is kept by the graph (its memory kept alive,
+//!   [`Captured`]) instead of being ordered and recorded; host memory and host functions are
+//!   refused, and so is every operation from another thread than the capturing one, which
+//!   would otherwise go into the graph, never running where its caller expects;
+//! - a stream's mark event is recorded just before it enters a capture and not again until the
+//!   capture ends: other streams and the host that wait for the stream's earlier work wait for
+//!   that event, which is real work, never a captured point (waiting for one would join the
+//!   waiting stream into the capture);
+//! - events recorded in a capture are known as such: the host cannot wait for, query or time
+//!   them, and once the capture has ended no stream can wait for them.
+//!
+//! Which device a handle belongs to is checked wherever an operation combines two
+//! ([`crate::peer`]): a mix is an [`Error::CrossDevice`] before any driver call.
 
 use std::ffi::c_void;
 use std::fmt;
