@@ -485,20 +485,44 @@ impl StreamInner {
                     .result()
                     .map_err(|code| self.gpu.error(code, Doing::Call("ending a stream capture".into())))
             });
-            capture.ended.store(true, Ordering::Release);
-            *link = if still_capturing(self) { Some(Arc::new(Capture::stuck())) } else { None };
+            *link = if still_capturing(self) {
+                Some(self.stuck())
+            } else {
+                // Out of the capture now, before `ended` is set below: operations on it are
+                // real again, so its mark must be again too.
+                self.mark.lock().unwrap_or_else(|p| p.into_inner()).frozen = None;
+                None
+            };
             ended
         };
-        // The joined streams, each under its own lock (never two at once).
+        // The joined streams, each under its own lock (never two at once), while the capture
+        // still counts as active for them (other threads are refused meanwhile).
         let joined = std::mem::take(&mut *capture.joined.lock().unwrap_or_else(|p| p.into_inner()));
         for s in joined.iter().filter_map(Weak::upgrade) {
             let mut link = s.capture.write().unwrap_or_else(|p| p.into_inner());
             if link.as_ref().is_some_and(|c| Arc::ptr_eq(c, capture)) && still_capturing(&s) {
-                *link = Some(Arc::new(Capture::stuck()));
+                *link = Some(s.stuck());
             }
         }
+        capture.ended.store(true, Ordering::Release);
         let _ = self.gpu.bind();
         (graph, ended)
+    }
+}
+
+impl StreamInner {
+    /// A capture of no thread for this stream, which the driver left capturing: its mark stays
+    /// frozen (recording it would make a captured event), so nothing can join the orphaned
+    /// capture, and every operation on it is refused.
+    fn stuck(&self) -> Arc<Capture> {
+        let stuck = Arc::new(Capture::stuck());
+        let mut mark = self.mark.lock().unwrap_or_else(|p| p.into_inner());
+        let upto = match &mark.frozen {
+            Some((_, upto)) => *upto,
+            None => self.submitted.load(Ordering::Acquire),
+        };
+        mark.frozen = Some((stuck.clone(), upto));
+        stuck
     }
 }
 
