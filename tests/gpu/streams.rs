@@ -611,12 +611,12 @@ fn capture_meanwhile(c: &Ctx) -> TestResult {
             add.launch(s, cfg(N), &mut inner, 1)?;
             seen = std::thread::scope(|sc| {
                 sc.spawn(|| -> Result<Vec<u32>, Error> {
-                    // A host read of the writer's output: waits for it (not for the capture).
-                    let host = buf.to_vec()?;
-                    // A kernel on another stream reading it: ordered after the writer.
+                    // A kernel on another stream reading the writer's output: ordered after the
+                    // writer (not joined into the capture).
                     r.launch(&s3, cfg(N), &buf, &mut out)?;
                     s3.synchronize()?;
-                    Ok(host)
+                    // A host read of it: waits for the writer (not for the capture).
+                    buf.to_vec()
                 })
                 .join()
             })
