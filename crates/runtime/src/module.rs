@@ -871,7 +871,9 @@ impl Function {
     ///
     /// # Errors
     /// [`Error::InvalidLaunch`] for an impossible configuration, [`Error::Cooperative`] for a
-    /// cooperative kernel, [`Error::Launch`] when the driver refuses.
+    /// cooperative kernel, [`Error::CrossDevice`] for a stream of another context than the
+    /// module's, [`Error::Argument`] on a stream another thread is capturing into a graph (the
+    /// launch would go into that graph), [`Error::Launch`] when the driver refuses.
     #[inline]
     pub unsafe fn launch_raw(
         &self,
