@@ -17,6 +17,7 @@ pub fn trials() -> Vec<Trial> {
         gpus_trial("multi_gpu_module_stream_and_memory_mismatch", 2, mismatches),
         gpus_trial("multi_gpu_every_gpu_alternately_and_from_threads", 2, alternately_and_threads),
         gpus_trial("multi_gpu_two_contexts_of_one_device", 1, two_contexts_of_one_device),
+        gpus_trial("multi_gpu_events_and_module_variables_stay_on_their_gpu", 2, events_and_variables),
     ]
 }
 
@@ -242,4 +243,52 @@ fn two_contexts_of_one_device(gpus: &[Gpu]) -> TestResult {
     let mut back = p.upload(&vec![f32::NAN; n]).ctx("upload")?;
     p.stream().copy(&out_i, &mut back).ctx("copy isolated -> primary")?;
     check_all("through two contexts (bits)", &bits(&back.to_vec().ctx("read")?), &bits(&want))
+}
+
+/// A module variable of GPU 0 set on a stream of GPU 1, events of two GPUs timed against each
+/// other, and (without peer access) a kernel of GPU 1 given GPU 0's memory are
+/// `Error::CrossDevice`; a stream of GPU 1 waiting for GPU 0's event is allowed (CUDA orders
+/// across devices) and orders the work.
+fn events_and_variables(gpus: &[Gpu]) -> TestResult {
+    let (a, b) = (&gpus[0], &gpus[1]);
+    let ma = a.load(&cohort_test_kernels::PTX).ctx("load on A")?;
+    let poly = ma.constant(&cohort_test_kernels::globals::POLY).ctx("POLY")?;
+    let (sa, sb) = (a.new_stream().ctx("stream")?, b.new_stream().ctx("stream")?);
+    match poly.set(&sb, &[3.0f32; 8]) {
+        Err(Error::CrossDevice { device: 0, other: 1, .. }) => {}
+        r => return Err(format!("device 0's module variable set on a stream of device 1: {r:?}")),
+    }
+    ensure(poly.get().ctx("get")? == [1.0f32, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], || "the variable changed".into())?;
+    let (ea, eb) = (cohort_runtime::Event::new(a).ctx("event")?, cohort_runtime::Event::new(b).ctx("event")?);
+    ea.record(&sa).ctx("record")?;
+    eb.record(&sb).ctx("record")?;
+    ea.synchronize().ctx("sync")?;
+    eb.synchronize().ctx("sync")?;
+    match eb.elapsed_ms_since(&ea) {
+        Err(e @ Error::CrossDevice { device: 1, other: 0, .. }) => {
+            let m = e.to_string();
+            ensure(m.contains("GPU 1") && m.contains("GPU 0"), || format!("the error names both GPUs: {m}"))?;
+        }
+        r => return Err(format!("events of two GPUs timed: {r:?}")),
+    }
+    // B waits for A's event: a slow writer on A, then a copy on B of its output.
+    let n = 1 << 20;
+    let w = cohort_test_kernels::streams::slow_write::load(&ma).ctx("load")?;
+    let mut xa = a.zeroed::<u32>(n).ctx("alloc")?;
+    let mut xb = b.zeroed::<u32>(n).ctx("alloc")?;
+    w.launch(&sa, LaunchConfig::for_elements(n, 256), &mut xa, 17, 20_000_000).ctx("slow writer")?;
+    ea.record(&sa).ctx("record")?;
+    sb.wait(&ea).ctx("a stream of device 1 waiting for device 0's event")?;
+    sb.copy(&xa, &mut xb).ctx("peer copy")?;
+    check_all("copied after the wait", &xb.to_vec().ctx("read")?, &(0..n as u32).map(|i| 17 + i).collect::<Vec<_>>())?;
+    // Without peer access, a kernel of B given A's memory is refused.
+    if !b.peer_access_enabled(a) {
+        let mb = b.load(&cohort_test_kernels::PTX).ctx("load on B")?;
+        let add = cohort_test_kernels::streams::add_in_place::load(&mb).ctx("load")?;
+        match add.launch(&sb, LaunchConfig::for_elements(n, 256), &mut xa, 1) {
+            Err(Error::CrossDevice { device: 1, other: 0, .. }) => {}
+            r => return Err(format!("a kernel of device 1 given device 0's memory without peer access: {r:?}")),
+        }
+    }
+    Ok(())
 }

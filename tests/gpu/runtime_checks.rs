@@ -6,7 +6,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use cohort_kernels::{checks, tour};
-use cohort_runtime::{DeviceBuffer, Error, Gpu, LaunchConfig};
+use cohort_runtime::{DeviceBuffer, Error, Event, Gpu, LaunchConfig, StreamOptions};
+use cohort_test_kernels::globals::POLY;
+use cohort_test_kernels::streams::add_in_place;
 use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_only_trial, gpu_trial};
 use libtest_mimic::Trial;
 
@@ -30,6 +32,12 @@ pub fn trials() -> Vec<Trial> {
             cpu_beside_gpu,
         ),
         gpu_trial("runtime_checks_ptx_text_is_loaded_and_a_nul_inside_refused", ptx_text),
+        gpu_only_trial(
+            "runtime_checks_cpu_and_gpu_handles_never_mix",
+            "the CPU device beside a GPU in one process (a GPU needed)",
+            cpu_and_gpu_handles_never_mix,
+        ),
+        gpu_trial("runtime_checks_handles_of_one_device_mix_freely", one_device_handles),
     ];
     if std::env::var_os(CHILD_VAR).is_some() {
         trials.push(gpu_only_trial(CHILD_TRIAL, STICKY, after_a_trap));
@@ -239,5 +247,127 @@ fn cpu_beside_gpu(c: &Ctx) -> TestResult {
         "GPU memory after the refusals",
         &on_gpu.to_vec().ctx("read")?,
         &(0..n as u32).map(|i| 1000 + i).collect::<Vec<_>>(),
+    )
+}
+
+/// Every pairing of a GPU's handles with the CPU device's — a module variable set on the other's
+/// stream, a stream waiting for the other's event, an event recorded on or timed against the
+/// other's, memory filled, copied or launched on the other's stream, a kernel or a graph on the
+/// other's stream — is an `Error::CrossDevice` naming both devices, before anything reaches a
+/// driver (the driver seam would send one device's handle to the other's driver: a crash, a
+/// hang, or a wait that silently orders nothing). Nothing changes, and each device works on.
+fn cpu_and_gpu_handles_never_mix(c: &Ctx) -> TestResult {
+    let cpu = Gpu::cpu().ctx("CPU device")?;
+    let gpu_name = format!("GPU {}", c.gpu.info().ordinal);
+    let mixed = |what: &str, r: Result<(), Error>| -> TestResult {
+        match r {
+            Err(e @ Error::CrossDevice { .. }) => {
+                let m = e.to_string();
+                ensure(m.contains("the CPU device") && m.contains(&gpu_name), || {
+                    format!("{what}: the error names both devices: {m}")
+                })
+            }
+            other => Err(format!("{what}: expected Error::CrossDevice, got {other:?}")),
+        }
+    };
+    let (mg, mc) = (
+        c.gpu.load(&cohort_test_kernels::PTX).ctx("load on the GPU")?,
+        cpu.load(&cohort_test_kernels::PTX).ctx("load on the CPU device")?,
+    );
+    let (sg, sc) = (c.gpu.new_stream().ctx("stream")?, cpu.new_stream().ctx("stream")?);
+    // Module variables.
+    let (pg, pc) = (mg.constant(&POLY).ctx("POLY")?, mc.constant(&POLY).ctx("POLY")?);
+    let init = [1.0f32, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+    let new = [0.5f32, -2.0, 3.0, 0.25, 0.0, 1.0, 7.0, -1.5];
+    mixed("a GPU module variable set on a CPU-device stream", pg.set(&sc, &new))?;
+    mixed("a CPU-device module variable set on a GPU stream", pc.set(&sg, &new))?;
+    ensure(pg.get().ctx("get")? == init && pc.get().ctx("get")? == init, || "a refused set changed a variable".into())?;
+    // Events.
+    let (eg, ec) = (Event::new(&c.gpu).ctx("event")?, Event::new(&cpu).ctx("event")?);
+    let (eg2, ec2) = (Event::new(&c.gpu).ctx("event")?, Event::new(&cpu).ctx("event")?);
+    for (e, s) in [(&eg, &sg), (&eg2, &sg)] {
+        e.record(s).ctx("record")?;
+    }
+    for (e, s) in [(&ec, &sc), (&ec2, &sc)] {
+        e.record(s).ctx("record")?;
+    }
+    eg2.synchronize().ctx("sync")?;
+    mixed("a GPU stream waiting for a CPU-device event", sg.wait(&ec))?;
+    mixed("a CPU-device stream waiting for a GPU event", sc.wait(&eg))?;
+    mixed("a GPU event recorded on a CPU-device stream", eg.record(&sc))?;
+    mixed("a CPU-device event recorded on a GPU stream", ec.record(&sg))?;
+    mixed("a GPU event timed against a CPU-device event", eg2.elapsed_ms_since(&ec).map(drop))?;
+    mixed("a CPU-device event timed against a GPU event", ec2.elapsed_ms_since(&eg).map(drop))?;
+    // Memory, kernels and graphs.
+    let data: Vec<u32> = (0..4096u32).map(|i| i.wrapping_mul(2_654_435_761) >> 8).collect();
+    let cfg = LaunchConfig::for_elements(data.len(), 256);
+    let (mut bg, mut bc) = (c.gpu.upload(&data).ctx("upload")?, cpu.upload(&data).ctx("upload")?);
+    mixed("a fill of CPU-device memory on a GPU stream", sg.fill(&mut bc, 1u32))?;
+    mixed("a fill of GPU memory on a CPU-device stream", sc.fill(&mut bg, 1u32))?;
+    let (hg, hc) = (c.gpu.pinned_from(&data).ctx("pinned")?, cpu.pinned_from(&data).ctx("pinned")?);
+    mixed("CPU-device pinned memory copied on a GPU stream", sg.copy(&hc, &mut bg))?;
+    mixed("GPU pinned memory copied on a CPU-device stream", sc.copy(&hg, &mut bc))?;
+    let (ag, ac) = (add_in_place::load(&mg).ctx("load")?, add_in_place::load(&mc).ctx("load")?);
+    mixed("a GPU kernel on a CPU-device stream", ag.launch(&sc, cfg, &mut bg, 1))?;
+    mixed("a CPU-device kernel on a GPU stream", ac.launch(&sg, cfg, &mut bc, 1))?;
+    mixed("a GPU kernel given CPU-device memory", ag.launch(&sg, cfg, &mut bc, 1))?;
+    let cap = c.gpu.new_stream_with(StreamOptions::new().non_blocking(true)).ctx("stream")?;
+    let mut gb = c.gpu.upload(&data).ctx("upload")?;
+    let exec = cap.capture(|s| ag.launch(s, cfg, &mut gb, 1)).ctx("capture")?.instantiate().ctx("instantiate")?;
+    mixed("a GPU graph replayed on a CPU-device stream", exec.launch(&sc))?;
+    // Nothing ran or changed; each device works on by itself.
+    for (what, got) in [("GPU buffer", bg.to_vec()), ("CPU-device buffer", bc.to_vec()), ("graph buffer", gb.to_vec())]
+    {
+        check_all(&format!("{what} after the refusals"), &got.ctx("read")?, &data)?;
+    }
+    pg.set(&sg, &new).ctx("set on the GPU")?;
+    pc.set(&sc, &new).ctx("set on the CPU device")?;
+    ensure(pg.get().ctx("get")? == new && pc.get().ctx("get")? == new, || "the variables after their own sets".into())?;
+    ag.launch(&sg, cfg, &mut bg, 2).ctx("GPU kernel")?;
+    ac.launch(&sc, cfg, &mut bc, 3).ctx("CPU-device kernel")?;
+    sg.wait(&eg).ctx("GPU wait")?;
+    sc.wait(&ec).ctx("CPU-device wait")?;
+    eg2.elapsed_ms_since(&eg).ctx("GPU timing")?;
+    ec2.elapsed_ms_since(&ec).ctx("CPU-device timing")?;
+    check_all(
+        "GPU kernel after the refusals",
+        &bg.to_vec().ctx("read")?,
+        &data.iter().map(|v| v + 2).collect::<Vec<_>>(),
+    )?;
+    check_all(
+        "CPU kernel after the refusals",
+        &bc.to_vec().ctx("read")?,
+        &data.iter().map(|v| v + 3).collect::<Vec<_>>(),
+    )
+}
+
+/// Two handles of one device (two `Gpu`s of one primary context, or two `Gpu::cpu()` on the
+/// CPU device) are one device: their modules, variables, streams, events and memory mix freely.
+fn one_device_handles(c: &Ctx) -> TestResult {
+    let other = if c.is_cpu() { Gpu::cpu() } else { Gpu::new(c.gpu.info().ordinal) }.ctx("a second handle")?;
+    ensure(other.same_context(&c.gpu), || "two handles of one device share its context".into())?;
+    let m = c.gpu.load(&cohort_test_kernels::PTX).ctx("load")?;
+    let poly = m.constant(&POLY).ctx("POLY")?;
+    let (s1, s2) = (c.gpu.new_stream().ctx("stream")?, other.new_stream().ctx("stream")?);
+    let vals = [3.0f32, 0.5, -1.0, 2.0, 0.0, 0.0, 1.0, 4.0];
+    poly.set(&s2, &vals).ctx("a variable set on the other handle's stream")?;
+    ensure(poly.get().ctx("get")? == vals, || "the variable after the set".into())?;
+    let (e1, e2) = (Event::new(&c.gpu).ctx("event")?, Event::new(&other).ctx("event")?);
+    e1.record(&s2).ctx("record on the other handle's stream")?;
+    s1.wait(&e1).ctx("wait")?;
+    e2.record(&s1).ctx("record")?;
+    s2.wait(&e2).ctx("wait")?;
+    e2.synchronize().ctx("sync")?;
+    e2.elapsed_ms_since(&e1).ctx("timing events of two handles")?;
+    let add = add_in_place::load(&m).ctx("load")?;
+    let data: Vec<u32> = (0..10_000u32).map(|i| i * 7).collect();
+    let a = c.gpu.upload(&data).ctx("upload")?;
+    let mut b = other.upload(&vec![0u32; data.len()]).ctx("upload")?;
+    s2.copy(&a, &mut b).ctx("copy")?;
+    add.launch(&s2, LaunchConfig::for_elements(data.len(), 256), &mut b, 9).ctx("launch on the other handle")?;
+    check_all(
+        "through two handles of one device",
+        &b.to_vec().ctx("read")?,
+        &data.iter().map(|v| v + 9).collect::<Vec<_>>(),
     )
 }

@@ -44,6 +44,14 @@ pub fn trials() -> Vec<Trial> {
             "CUDA graphs (Stream::capture), which the CPU device does not have",
             graphs,
         ),
+        gpu_only_trial("streams_graph_capture_keeps_the_memory_of_joined_streams", GRAPHS, capture_fork_join),
+        gpu_only_trial("streams_graph_capture_refuses_other_threads", GRAPHS, capture_other_threads),
+        gpu_only_trial(
+            "streams_graph_capture_leaves_earlier_work_to_other_threads_and_streams",
+            GRAPHS,
+            capture_meanwhile,
+        ),
+        gpu_only_trial("streams_graph_capture_events_unjoined_forks_and_panics", GRAPHS, capture_events),
         gpu_only_trial(
             "streams_free_waits_for_pending_work",
             "measures that dropping a buffer waits for a kernel still running; the CPU device finishes work at enqueue",
@@ -58,6 +66,8 @@ pub fn trials() -> Vec<Trial> {
 }
 
 const N: usize = 1 << 16;
+/// Why the graph tests are GPU-only.
+const GRAPHS: &str = "CUDA graphs (Stream::capture), which the CPU device does not have";
 /// A writer that sleeps this long first: long enough that an unordered reader overtakes it.
 const SLOW_NS: u64 = 20_000_000;
 
@@ -448,6 +458,257 @@ fn graphs(c: &Ctx) -> TestResult {
     let blocking = c.gpu.new_stream().ctx("stream")?;
     let e = blocking.capture(|_| Ok(())).err().ok_or("captured a blocking stream")?;
     ensure(e.to_string().contains("non-blocking"), || format!("blocking-stream capture refused with: {e}"))
+}
+
+/// `r` must be an `Error::Argument` whose message contains `needle`.
+fn argument<T: std::fmt::Debug>(what: &str, r: Result<T, Error>, needle: &str) -> TestResult {
+    match r {
+        Err(Error::Argument(m)) if m.contains(needle) => Ok(()),
+        other => Err(format!("{what}: expected an argument error mentioning {needle:?}, got {other:?}")),
+    }
+}
+
+fn add_each(v: &[u32], k: u32) -> Vec<u32> {
+    v.iter().map(|x| x + k).collect()
+}
+
+/// A capture that forks to a second stream and joins back through events: the second
+/// stream's work is captured, and the graph keeps the memory it uses. Dropping that buffer and
+/// allocating one of the same size (which the allocator tends to place at the freed address)
+/// must leave the new one untouched by replays.
+fn capture_fork_join(c: &Ctx) -> TestResult {
+    let (s, side) = (non_blocking(c)?, non_blocking(c)?);
+    let add = k::add_in_place::load(&c.tests).ctx("load")?;
+    let mut rng = rng("capture_fork_join");
+    let main_in: Vec<u32> = (0..N).map(|_| rng.random_range(0..1 << 20)).collect();
+    let side_in: Vec<u32> = (0..N).map(|_| rng.random_range(0..1 << 20)).collect();
+    let mut main = c.gpu.upload(&main_in).ctx("alloc")?;
+    let mut side_buf = c.gpu.upload(&side_in).ctx("alloc")?;
+    let side_addr = side_buf.as_device_ptr().addr();
+    let graph = s
+        .capture(|s| {
+            let fork = Event::untimed(&c.gpu)?;
+            fork.record(s)?;
+            side.wait(&fork)?; // `side` joins the capture
+            add.launch(&side, cfg(N), &mut side_buf, 5)?; // only the joined stream uses `side_buf`
+            add.launch(s, cfg(N), &mut main, 1)?;
+            let join = Event::untimed(&c.gpu)?;
+            join.record(&side)?;
+            s.wait(&join) // joined back
+        })
+        .ctx("capture")?;
+    ensure(graph.node_count().ctx("nodes")? == 2, || "expected the 2 kernels of both streams".into())?;
+    let kept = format!("{graph:?}");
+    ensure(kept.contains("allocations: 2"), || format!("the graph keeps both streams' memory: {kept}"))?;
+    check_all("capturing ran nothing on the joined stream", &side_buf.to_vec().ctx("read")?, &side_in)?;
+    let exec = graph.instantiate().ctx("instantiate")?;
+    drop(graph);
+    drop(side_buf);
+    let fresh_in: Vec<u32> = (0..N as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let fresh = c.gpu.upload(&fresh_in).ctx("alloc")?;
+    let at = if fresh.as_device_ptr().addr() == side_addr { "at" } else { "beside" };
+    for _ in 0..3 {
+        exec.launch(&s).ctx("replay")?;
+    }
+    s.synchronize().ctx("sync")?;
+    check_all(
+        &format!("a new buffer {at} the dropped one's address, after replays"),
+        &fresh.to_vec().ctx("read")?,
+        &fresh_in,
+    )?;
+    check_all("the capturing stream's output after 3 replays", &main.to_vec().ctx("read")?, &add_each(&main_in, 3))?;
+    // The joined stream is out of the capture: its work runs again.
+    let mut after = c.gpu.upload(&side_in).ctx("alloc")?;
+    add.launch(&side, cfg(N), &mut after, 2).ctx("launch after the capture")?;
+    side.synchronize().ctx("sync")?;
+    check_all("the joined stream after the capture", &after.to_vec().ctx("read")?, &add_each(&side_in, 2))
+}
+
+/// While a stream captures, another thread's launches into it (or into a stream joined into the
+/// capture), event records on it and waits for it are refused — they would go into the graph
+/// and never run where their caller expects — and nothing of them runs or is captured; after
+/// the capture the same work from that thread runs.
+fn capture_other_threads(c: &Ctx) -> TestResult {
+    let (s, side) = (non_blocking(c)?, non_blocking(c)?);
+    let add = k::add_in_place::load(&c.tests).ctx("load")?;
+    let mut rng = rng("capture_other_threads");
+    let input: Vec<u32> = (0..N).map(|_| rng.random_range(0..1 << 20)).collect();
+    let mut mine = c.gpu.upload(&input).ctx("alloc")?;
+    let mut theirs = c.gpu.upload(&input).ctx("alloc")?;
+    let mut theirs_side = c.gpu.upload(&input).ctx("alloc")?;
+    let mut refusals: Vec<(&str, Result<(), Error>)> = Vec::new();
+    let graph = s
+        .capture(|s| {
+            let fork = Event::untimed(&c.gpu)?;
+            fork.record(s)?;
+            side.wait(&fork)?;
+            add.launch(&side, cfg(N), &mut mine, 1)?;
+            let from_another_thread = std::thread::scope(|sc| {
+                sc.spawn(|| {
+                    let ev = Event::untimed(&c.gpu);
+                    vec![
+                        ("a launch into the capturing stream", add.launch(s, cfg(N), &mut theirs, 7)),
+                        ("a launch into the joined stream", add.launch(&side, cfg(N), &mut theirs_side, 9)),
+                        (
+                            "an event recorded on the capturing stream",
+                            ev.as_ref().map_err(Clone::clone).and_then(|e| e.record(s)),
+                        ),
+                        ("a fill on the joined stream", side.fill(&mut theirs_side, 3u32)),
+                        ("a synchronize of the joined stream", side.synchronize()),
+                    ]
+                })
+                .join()
+            });
+            refusals = from_another_thread.map_err(|_| Error::Argument("the other thread panicked".into()))?;
+            let join = Event::untimed(&c.gpu)?;
+            join.record(&side)?;
+            s.wait(&join)
+        })
+        .ctx("capture")?;
+    for (what, r) in refusals {
+        argument(&format!("{what}, from another thread during a capture"), r, "another thread")?;
+    }
+    ensure(graph.node_count().ctx("nodes")? == 1, || "only the capturing thread's kernel is in the graph".into())?;
+    check_all("the other thread's buffer (capturing stream)", &theirs.to_vec().ctx("read")?, &input)?;
+    check_all("the other thread's buffer (joined stream)", &theirs_side.to_vec().ctx("read")?, &input)?;
+    // Not lost: refused with an error, and after the capture the same work from that thread runs.
+    std::thread::scope(|sc| {
+        sc.spawn(|| -> Result<(), Error> {
+            add.launch(&s, cfg(N), &mut theirs, 7)?;
+            add.launch(&side, cfg(N), &mut theirs_side, 9)?;
+            s.synchronize()?;
+            side.synchronize()
+        })
+        .join()
+    })
+    .map_err(|_| "the other thread panicked".to_string())?
+    .ctx("the other thread, after the capture")?;
+    check_all("the other thread's launch after the capture", &theirs.to_vec().ctx("read")?, &add_each(&input, 7))?;
+    check_all("its launch on the other stream", &theirs_side.to_vec().ctx("read")?, &add_each(&input, 9))?;
+    check_all("capturing ran nothing", &mine.to_vec().ctx("read")?, &input)?;
+    graph.instantiate().ctx("instantiate")?.launch(&s).ctx("replay")?;
+    check_all("the replay", &mine.to_vec().ctx("read")?, &add_each(&input, 1))
+}
+
+/// While a stream captures, other threads still see its work from *before* the capture as
+/// real work: a host read waits for it, another stream's kernel is ordered after it (without
+/// joining the capture), and a buffer it used can be freed.
+fn capture_meanwhile(c: &Ctx) -> TestResult {
+    let (s, s3) = (non_blocking(c)?, non_blocking(c)?);
+    let w = k::slow_write::load(&c.tests).ctx("load")?;
+    let r = k::copy_u32::load(&c.tests).ctx("load")?;
+    let add = k::add_in_place::load(&c.tests).ctx("load")?;
+    let input: Vec<u32> = (0..N as u32).map(|i| i * 3).collect();
+    let mut buf = c.gpu.upload(&vec![u32::MAX; N]).ctx("alloc")?;
+    let mut inner = c.gpu.upload(&input).ctx("alloc")?;
+    let mut out = c.gpu.zeroed::<u32>(N).ctx("alloc")?;
+    let want: Vec<u32> = (0..N as u32).map(|i| 40 + i).collect();
+    // A slow writer on `s` before the capture.
+    w.launch(&s, cfg(N), &mut buf, 40, SLOW_NS).ctx("writer")?;
+    let mut seen = Vec::new();
+    let graph = s
+        .capture(|s| {
+            add.launch(s, cfg(N), &mut inner, 1)?;
+            seen = std::thread::scope(|sc| {
+                sc.spawn(|| -> Result<Vec<u32>, Error> {
+                    // A kernel on another stream reading the writer's output: ordered after the
+                    // writer (not joined into the capture).
+                    r.launch(&s3, cfg(N), &buf, &mut out)?;
+                    s3.synchronize()?;
+                    // A host read of it: waits for the writer (not for the capture).
+                    buf.to_vec()
+                })
+                .join()
+            })
+            .map_err(|_| Error::Argument("the other thread panicked".into()))??;
+            Ok(())
+        })
+        .ctx("capture with another thread reading the stream's earlier output")?;
+    check_all("the host read from another thread during the capture", &seen, &want)?;
+    check_all("another stream's kernel during the capture", &out.to_vec().ctx("read")?, &want)?;
+    ensure(graph.node_count().ctx("nodes")? == 1, || "another stream's kernel was captured".into())?;
+    // A buffer the stream used before the capture, freed by another thread during it.
+    let mut doomed = c.gpu.zeroed::<u32>(N).ctx("alloc")?;
+    w.launch(&s, cfg(N), &mut doomed, 50, SLOW_NS).ctx("writer")?;
+    let graph2 = s
+        .capture(|s| {
+            add.launch(s, cfg(N), &mut inner, 10)?;
+            std::thread::scope(|sc| sc.spawn(|| drop(doomed)).join())
+                .map_err(|_| Error::Argument("the other thread panicked".into()))
+        })
+        .ctx("capture with another thread freeing a buffer of the stream's earlier work")?;
+    let exec = graph.instantiate().ctx("instantiate")?;
+    let exec2 = graph2.instantiate().ctx("instantiate")?;
+    exec.launch(&s).ctx("replay")?;
+    exec2.launch(&s).ctx("replay")?;
+    check_all("both graphs replayed", &inner.to_vec().ctx("read")?, &add_each(&input, 11))
+}
+
+/// Events recorded inside a capture mark points of the graph, not real work; forks that are
+/// not joined back, and panics inside the capture, leave every stream usable.
+fn capture_events(c: &Ctx) -> TestResult {
+    let (s, side, other) = (non_blocking(c)?, non_blocking(c)?, non_blocking(c)?);
+    let add = k::add_in_place::load(&c.tests).ctx("load")?;
+    let input: Vec<u32> = (0..N as u32).map(|i| i ^ 0x5555).collect();
+    let mut buf = c.gpu.upload(&input).ctx("alloc")?;
+    let ev = Event::new(&c.gpu).ctx("event")?;
+    let outside = Event::untimed(&c.gpu).ctx("event")?;
+    outside.record(&other).ctx("record")?;
+    let blocking = c.gpu.new_stream().ctx("stream")?;
+    let legacy = c.gpu.legacy_stream();
+    let mut inside: Vec<(&str, Result<(), Error>, &str)> = Vec::new();
+    let graph = s
+        .capture(|s| {
+            ev.record(s)?;
+            inside = vec![
+                ("waiting on the host for a captured event", ev.synchronize(), "inside a graph capture"),
+                ("querying a captured event", ev.query().map(drop), "inside a graph capture"),
+                ("timing a captured event", ev.elapsed_ms_since(&ev).map(drop), "inside a graph capture"),
+                ("the capturing stream waiting for an event from outside", s.wait(&outside), "recorded outside"),
+                ("a blocking stream joining the capture", blocking.wait(&ev), "blocking"),
+                ("the legacy stream joining the capture", legacy.wait(&ev), "default streams"),
+                ("synchronizing the capturing stream", s.synchronize(), "graph capture"),
+                ("querying the capturing stream", s.query().map(drop), "graph capture"),
+            ];
+            add.launch(s, cfg(N), &mut buf, 1)
+        })
+        .ctx("capture")?;
+    for (what, r, needle) in inside {
+        argument(what, r, needle)?;
+    }
+    ensure(graph.node_count().ctx("nodes")? == 1, || "expected 1 node".into())?;
+    // After the capture, the event still marks a point of the (ended) capture.
+    argument("waiting for an event of an ended capture", other.wait(&ev), "has ended")?;
+    argument("waiting on the host for it", ev.synchronize(), "inside a graph capture")?;
+    ev.record(&other).ctx("record outside a capture")?;
+    ev.synchronize().ctx("an event recorded again outside a capture")?;
+    // A fork that is not joined back: the capture fails, and both streams work afterwards.
+    let mut forked = c.gpu.upload(&input).ctx("alloc")?;
+    let unjoined = s.capture(|s| {
+        let fork = Event::untimed(&c.gpu)?;
+        fork.record(s)?;
+        side.wait(&fork)?;
+        add.launch(&side, cfg(N), &mut forked, 3)
+    });
+    ensure(unjoined.is_err(), || "a capture with a fork not joined back succeeded".into())?;
+    // A panic inside a capture with a stream joined.
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        s.capture(|s| {
+            let fork = Event::untimed(&c.gpu)?;
+            fork.record(s)?;
+            side.wait(&fork)?;
+            add.launch(&side, cfg(N), &mut forked, 4)?;
+            panic!("deliberate panic inside a capture")
+        })
+    }));
+    ensure(panicked.is_err(), || "the capture did not panic".into())?;
+    add.launch(&side, cfg(N), &mut forked, 5).ctx("the forked stream after the failed captures")?;
+    add.launch(&s, cfg(N), &mut buf, 6).ctx("the capturing stream after them")?;
+    side.synchronize().ctx("sync")?;
+    s.synchronize().ctx("sync")?;
+    check_all("nothing of the failed captures ran", &forked.to_vec().ctx("read")?, &add_each(&input, 5))?;
+    graph.instantiate().ctx("instantiate")?.launch(&s).ctx("replay")?;
+    check_all("the graph after the failed captures", &buf.to_vec().ctx("read")?, &add_each(&input, 7))
 }
 
 /// Dropping a buffer (device or pinned) while a kernel or a copy still uses it waits for them.

@@ -117,6 +117,16 @@ impl GpuInner {
         self.ctx.is_none()
     }
 
+    /// Which device and context this is, for the checks of handles that operations combine
+    /// ([`crate::peer::relation`]).
+    #[inline]
+    pub(crate) fn id(&self) -> crate::peer::DeviceId {
+        match &self.ctx {
+            None => crate::peer::DeviceId::Cpu,
+            Some(c) => crate::peer::DeviceId::Gpu { ordinal: self.info.ordinal, ctx: c.cu_ctx() as usize },
+        }
+    }
+
     /// The raw CUDA context (null for the CPU device: no CUDA context equals it).
     #[inline]
     pub(crate) fn cu_ctx(&self) -> sys::CUcontext {
@@ -324,6 +334,29 @@ fn record_lost(lost: Lost) -> (Arc<Lost>, bool) {
     all.push(lost.clone());
     ANY_LOST.store(true, Ordering::Release);
     (lost, true)
+}
+
+/// The names of the devices opened in this process, by ordinal, for errors that name a device.
+static NAMES: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+
+/// How errors name device `ordinal`: `GPU 0 (NVIDIA H200)` (the name once a `Gpu` of it has
+/// been opened, else `GPU 0`), or `the CPU device`.
+pub(crate) fn device_label(ordinal: usize) -> String {
+    if ordinal == crate::cpu::CPU_ORDINAL {
+        return "the CPU device".into();
+    }
+    let names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    match names.iter().find(|(o, _)| *o == ordinal) {
+        Some((_, name)) => format!("GPU {ordinal} ({name})"),
+        None => format!("GPU {ordinal}"),
+    }
+}
+
+fn remember_name(ordinal: usize, name: &str) {
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    if !names.iter().any(|(o, _)| *o == ordinal) {
+        names.push((ordinal, name.to_string()));
+    }
 }
 
 /// The error for a failed driver call on device `ordinal` outside any [`GpuInner`] (making a
@@ -700,6 +733,7 @@ fn read_info(ctx: &CudaContext, ordinal: usize) -> Result<DeviceInfo> {
             .map_err(|code| device_error(ordinal, code, format!("reading device attribute {a:?}")))
     };
     let name = ctx.name().map_err(|code| device_error(ordinal, code, "reading the device name".into()))?;
+    remember_name(ordinal, &name);
     let total_memory = ctx.total_mem().map_err(|code| device_error(ordinal, code, "reading the memory size".into()))?;
     let mut driver_version = 0;
     // SAFETY: writes one int.

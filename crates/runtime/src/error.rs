@@ -167,15 +167,19 @@ pub enum Error {
     /// A host function ([`Stream::host_fn`](crate::Stream::host_fn)) panicked; the message is
     /// the panic's.
     HostFnPanicked(String),
-    /// Work of one GPU given memory or a stream of another: a kernel on device `device`
-    /// given a buffer of device `other` without peer access from its context, a module of one
-    /// context launched on a stream of another, host memory of another context.
+    /// An operation given handles of two devices that do not mix there: a kernel on device
+    /// `device` given a buffer of device `other` without peer access from its context, a module
+    /// of one context launched on a stream of another, host memory of another context, an
+    /// event recorded on (or timed against) another device's, a module variable set on another
+    /// device's stream, a graph replayed on another device's stream, and any handle of the CPU
+    /// device given to work of a GPU or the reverse. Refused before anything is enqueued.
     CrossDevice {
-        /// The kernel, or the operation ("copy").
+        /// The kernel, or the operation ("copy", "Stream::wait").
         what: String,
-        /// The device (ordinal) the work runs on.
+        /// The device (ordinal; `usize::MAX` for the CPU device) the work runs on.
         device: usize,
-        /// The device (ordinal) of the memory or stream that does not belong to it.
+        /// The device (ordinal; `usize::MAX` for the CPU device) of the memory, stream, event
+        /// or module that does not belong to it.
         other: usize,
         /// Why it is refused, and what to do.
         reason: String,
@@ -205,6 +209,23 @@ pub enum Error {
         /// The device whose memory it would read.
         peer: usize,
     },
+}
+
+impl Error {
+    /// [`Error::CrossDevice`]: `what`, which runs on `device`, was given a handle of `other`.
+    pub(crate) fn cross_device(
+        what: impl Into<String>,
+        device: &crate::device::GpuInner,
+        other: &crate::device::GpuInner,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::CrossDevice {
+            what: what.into(),
+            device: device.info.ordinal,
+            other: other.info.ordinal,
+            reason: reason.into(),
+        }
+    }
 }
 
 /// `Result<T, cohort_runtime::Error>`.
@@ -327,13 +348,12 @@ impl fmt::Display for Error {
             Error::Argument(m) => f.write_str(m),
             Error::HostFnPanicked(m) => write!(f, "a host function enqueued with Stream::host_fn panicked: {m}"),
             Error::CrossDevice { what, device, other, reason } if device == other => {
-                write!(f, "{what} on device {device} was given memory or a stream of another context of it: {reason}")
+                let on = crate::device::device_label(*device);
+                write!(f, "{what} on {on} was given memory, a stream or an event of another context of it: {reason}")
             }
             Error::CrossDevice { what, device, other, reason } => {
-                let name = |o: usize| {
-                    if o == crate::cpu::CPU_ORDINAL { "the CPU device".to_string() } else { format!("device {o}") }
-                };
-                write!(f, "{what} on {} was given memory or a stream of {}: {reason}", name(*device), name(*other))
+                let (on, of) = (crate::device::device_label(*device), crate::device::device_label(*other));
+                write!(f, "{what} on {on} was given memory, a stream or an event of {of}: {reason}")
             }
             Error::CpuKernel { kernel, config, error } => {
                 write!(f, "kernel `{kernel}` ({config}) failed on the CPU device: {error}")

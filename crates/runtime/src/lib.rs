@@ -66,6 +66,12 @@
 //! that no copy into it can coexist with. Raw pointers (`unsafe` kernels, [`Stream::cu_stream`])
 //! are not tracked.
 //!
+//! A graph capture ([`Stream::capture`]) covers every stream joined into it through events
+//! ([`Stream::wait`]): the graph keeps the memory of all their operations, and operations from
+//! other threads into any of them are refused rather than silently captured. Handles of two
+//! devices (a GPU's and the CPU device's, or two GPUs' where CUDA does not allow it) given to
+//! one operation are an [`Error::CrossDevice`] naming both, before anything reaches a driver.
+//!
 //! Launch checks happen once, here: block size against the kernel's limit, grid and block
 //! extents, shared memory against the device (raising the kernel's opt-in limit past 48 KiB
 //! when needed), and for cooperative launches that the whole grid fits on the GPU at once.

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::launch::{Dim3, LaunchConfig};
 use crate::ptx::{PtxModule, PtxSet};
 use crate::stream::Stream;
-use crate::track::{Use, run_tracked};
+use crate::track::{Use, run_tracked_in};
 
 /// Host-mapped memory where a panicking kernel thread leaves its location.
 pub(crate) struct PanicSlot {
@@ -871,7 +871,9 @@ impl Function {
     ///
     /// # Errors
     /// [`Error::InvalidLaunch`] for an impossible configuration, [`Error::Cooperative`] for a
-    /// cooperative kernel, [`Error::Launch`] when the driver refuses.
+    /// cooperative kernel, [`Error::CrossDevice`] for a stream of another context than the
+    /// module's, [`Error::Argument`] on a stream another thread is capturing into a graph (the
+    /// launch would go into that graph), [`Error::Launch`] when the driver refuses.
     #[inline]
     pub unsafe fn launch_raw(
         &self,
@@ -881,9 +883,35 @@ impl Function {
     ) -> Result<()> {
         self.check_plain(&config)?;
         crate::peer::check_launch(&self.name, &self.module.gpu, &stream.inner.gpu, &[])?;
+        let gate = stream.inner.gate_with(|| format!("launching kernel `{}`", self.name))?;
+        self.check_capture(&gate)?;
         self.module.gpu.bind()?;
         // SAFETY: the caller's contract.
         unsafe { self.enqueue(stream, config, params, false) }
+    }
+
+    /// A kernel that launches kernels from the device cannot be captured into a graph.
+    fn check_capture(&self, gate: &crate::stream::Gate<'_>) -> Result<()> {
+        if self.device_launches && self.module.launch_budget.is_some() && gate.capture().is_some() {
+            return Err(Error::Argument(format!(
+                "kernel `{}` launches kernels from the device, so it cannot be captured into a graph: each host \
+                 launch gets its own launch budget, which a replay would not reset in order",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`run_tracked`] of a launch (`launch`) of this kernel with operands `uses` on `stream`:
+    /// the stream's gate first (another thread's capture is refused), then a capture check,
+    /// then the tracker, with the module variables the kernel uses.
+    fn tracked(&self, stream: &Stream, uses: &[Use<'_>], launch: impl FnOnce() -> Result<()>) -> Result<()> {
+        let gate = stream.inner.gate_with(|| format!("launching kernel `{}`", self.name))?;
+        self.check_capture(&gate)?;
+        match &self.vars {
+            None => run_tracked_in(&stream.inner, &gate, uses, launch),
+            Some(vars) => run_tracked_in(&stream.inner, &gate, &vars.with(uses), launch),
+        }
     }
 
     /// What generated launchers call: [`Function::launch_raw`], ordered against other
@@ -910,10 +938,7 @@ impl Function {
         self.module.gpu.bind()?;
         // SAFETY: the caller's contract; the tracker orders the launch.
         let launch = || unsafe { self.enqueue(stream, config, params, false) };
-        match &self.vars {
-            None => run_tracked(&stream.inner, uses, launch),
-            Some(vars) => run_tracked(&stream.inner, &vars.with(uses), launch),
-        }
+        self.tracked(stream, uses, launch)
     }
 
     fn check_plain(&self, config: &LaunchConfig) -> Result<()> {
@@ -942,13 +967,7 @@ impl Function {
         if self.device_launches
             && let Some((budget, _)) = &self.module.launch_budget
         {
-            if stream.inner.capture.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
-                return Err(Error::Argument(format!(
-                    "kernel `{}` launches kernels from the device, so it cannot be captured into a graph: each \
-                     host launch gets its own launch budget, which a replay would not reset in order",
-                    self.name
-                )));
-            }
+            // Not in a capture: the callers checked (`check_capture`) under the stream's gate.
             let serial = &self.module.gpu.launch_serial;
             // SAFETY: forwarded; the budget only orders and resets before the launch.
             let launch = || unsafe { self.enqueue_now(stream, config, params, cooperative) };
@@ -1066,6 +1085,8 @@ impl Function {
     ) -> Result<()> {
         self.check_cooperative(&config)?;
         crate::peer::check_launch(&self.name, &self.module.gpu, &stream.inner.gpu, &[])?;
+        let gate = stream.inner.gate_with(|| format!("launching kernel `{}`", self.name))?;
+        self.check_capture(&gate)?;
         self.module.gpu.bind()?;
         // SAFETY: the caller's contract; co-residency was checked.
         unsafe { self.enqueue(stream, config, params, true) }
@@ -1092,9 +1113,6 @@ impl Function {
         self.module.gpu.bind()?;
         // SAFETY: the caller's contract; co-residency was checked; the tracker orders it.
         let launch = || unsafe { self.enqueue(stream, config, params, true) };
-        match &self.vars {
-            None => run_tracked(&stream.inner, uses, launch),
-            Some(vars) => run_tracked(&stream.inner, &vars.with(uses), launch),
-        }
+        self.tracked(stream, uses, launch)
     }
 }

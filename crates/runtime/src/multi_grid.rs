@@ -15,7 +15,7 @@ use crate::launch::LaunchConfig;
 use crate::memory::DeviceBuffer;
 use crate::module::Function;
 use crate::stream::{Captured, Stream};
-use crate::track::{Mark, Use, run_tracked_multi};
+use crate::track::{Mark, Use, gates_outside_capture, run_tracked_multi};
 
 /// Bytes of one barrier block (a [`MultiGridWords`], rounded up to a multiple of 128).
 const BLOCK_BYTES: usize = size_of::<MultiGridWords>().div_ceil(128) * 128;
@@ -412,22 +412,13 @@ impl<'g> MultiGridLaunch<'g> {
                     ),
                 });
             }
-            if g.function.module_gpu().info.ordinal != g.stream.inner.gpu.info.ordinal {
-                return Err(Error::CrossDevice {
-                    what: format!("kernel `{name}`"),
-                    device: g.function.module_gpu().info.ordinal,
-                    other: g.stream.inner.gpu.info.ordinal,
-                    reason: "the kernel was loaded on another GPU than its grid's stream".into(),
-                });
-            }
+            crate::peer::require_same(
+                || format!("kernel `{name}`"),
+                g.function.module_gpu(),
+                &g.stream.inner.gpu,
+                "the kernel was loaded on another GPU than its grid's stream",
+            )?;
             g.function.check_cooperative(&self.config)?;
-            if g.stream.inner.capture.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
-                return Err(Error::Argument(format!(
-                    "kernel `{name}`: a multi-grid launch cannot be captured into a graph (grid rank {}'s stream is \
-                     capturing): its grids must start together on every GPU",
-                    g.rank
-                )));
-            }
             crate::peer::check_launch(&name, g.function.module_gpu(), &g.stream.inner.gpu, &g.uses())?;
         }
         for (i, a) in self.grids.iter().enumerate() {
@@ -457,6 +448,13 @@ impl<'g> MultiGridLaunch<'g> {
             }
         }
 
+        // No stream of the launch enters a capture until it is enqueued.
+        let gates = gates_outside_capture(
+            self.grids.iter().map(|g| &*g.stream.inner),
+            &format!("kernel `{name}`"),
+            "a multi-grid launch cannot be captured into a graph (a grid's stream is in a capture): its grids must \
+             start together on every GPU",
+        )?;
         // Everything is checked: from here on, all grids are enqueued or the launch is aborted.
         let mut last = LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner());
         let mut pool = self.group.pool.lock().unwrap_or_else(|p| p.into_inner());
@@ -499,7 +497,7 @@ impl<'g> MultiGridLaunch<'g> {
         let mut marks: Vec<Arc<Mark>> = Vec::with_capacity(n);
         let config = self.config;
         let grids = &self.grids;
-        let tracked = run_tracked_multi(&parts, || {
+        let tracked = run_tracked_multi(&parts, &gates, || {
             for (k, g) in grids.iter().enumerate() {
                 let mut cells = g.cells.clone();
                 let mut ptrs: Vec<*mut c_void> =

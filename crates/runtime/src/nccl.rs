@@ -69,7 +69,7 @@ use cudarc::driver::sys::CUstream;
 use crate::device::Gpu;
 use crate::error::Error;
 use crate::stream::{Event, Stream};
-use crate::track::{AllocKind, CopyDst, CopySrc, Use, run_tracked};
+use crate::track::{AllocKind, CopyDst, CopySrc, Gates, Use, run_tracked_in};
 
 // ---------------------------------------------------------------------------------------------
 // The library
@@ -1098,14 +1098,45 @@ impl<'a> Group<'a> {
                 others.push(o);
             }
         }
+        // In a graph capture of the lead stream (this thread's: another thread's is refused
+        // below), the other streams join it first, through an event recorded in it; their
+        // NCCL work is then captured too, and the graph keeps every operand (recorded on the
+        // lead stream).
+        let capturing = lead.inner.capture_now().is_some();
+        if capturing && !others.is_empty() {
+            let fork = Event::untimed(&first.comm.gpu)?;
+            fork.record(lead)?;
+            for o in &others {
+                o.stream.wait(&fork)?;
+            }
+        }
+        // Every stream's gate, held until all is enqueued: no stream enters or leaves a
+        // capture meanwhile, and another thread's capture is refused.
+        let gates = Gates::take(
+            std::iter::once(&*lead.inner).chain(others.iter().map(|o| &*o.stream.inner)),
+            "an NCCL operation",
+        )?;
+        let lead_gate = gates.get(&lead.inner).expect("taken above");
+        let capture = lead_gate.capture();
+        for o in &others {
+            let theirs = gates.get(&o.stream.inner).expect("taken above").capture();
+            if capture.map(Arc::as_ptr) != theirs.map(Arc::as_ptr) {
+                return Err(arg(
+                    "an NCCL group whose streams are not all in the same graph capture (or all outside one): capture \
+                     on the group's first stream; the others join its capture"
+                        .into(),
+                ));
+            }
+        }
         lead.inner.gpu.bind()?;
-        run_tracked(&lead.inner, &uses, || {
-            // Fork: the other streams start after the lead's waits.
-            if !others.is_empty() {
+        run_tracked_in(&lead.inner, lead_gate, &uses, || {
+            // Fork: the other streams start after the lead's waits (in a capture, they joined
+            // it above).
+            if !others.is_empty() && capture.is_none() {
                 let fork = Event::untimed(&first.comm.gpu)?;
-                fork.record(lead)?;
+                fork.record_in(&lead.inner, lead_gate)?;
                 for o in &others {
-                    o.stream.wait(&fork)?;
+                    o.stream.wait_in(&fork, gates.get(&o.stream.inner).expect("taken above"))?;
                 }
             }
             let enqueued = self.enqueue(api);
@@ -1114,8 +1145,8 @@ impl<'a> Group<'a> {
             let mut joined = Ok(());
             for o in &others {
                 let join = Event::untimed(&o.comm.gpu).and_then(|j| {
-                    j.record(o.stream)?;
-                    lead.wait(&j)
+                    j.record_in(&o.stream.inner, gates.get(&o.stream.inner).expect("taken above"))?;
+                    lead.wait_in(&j, lead_gate)
                 });
                 if let Err(e) = join {
                     joined = Err(NcclError::from(e));

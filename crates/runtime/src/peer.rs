@@ -21,6 +21,18 @@
 //! (`cuMemcpyPeerAsync`): they need no peer access (the driver stages them through the host
 //! when there is no direct path) and are ordered with both buffers' other work exactly like
 //! any copy (a stream of one device waits for events of the other).
+//!
+//! **One device identity.** Every handle (stream, event, module and its functions and
+//! variables, buffer, graph) belongs to one [`DeviceId`]: a CUDA context of a GPU, or the CPU
+//! device. Each operation that combines handles compares them before any driver call, through
+//! [`require_same`] (one context: recording an event, timing two events, setting a module
+//! variable, a fill, a graph replay, a kernel's module and stream) or [`require_same_kind`]
+//! (two GPUs may meet: a stream waiting for another GPU's event, the ends of a peer copy); a
+//! kernel's buffers may also be peer memory, as above; and the tracker refuses CPU-device
+//! memory on a GPU's stream, or the reverse, for every operation it orders. A mix is an
+//! [`Error::CrossDevice`] naming the operation and both devices. The CPU device and a GPU never
+//! mix: their handles belong to different drivers (`crate::drv` sends a call to the one of the
+//! device made current, so a handle of the other would reach the wrong one).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -40,10 +52,88 @@ static PEERS: Mutex<Vec<PeerPair>> = Mutex::new(Vec::new());
 /// Whether any pair was ever recorded (the usual single-GPU path takes no lock).
 static ANY_PEER: AtomicBool = AtomicBool::new(false);
 
-/// Whether `a` and `b` are the same CUDA context (two `Gpu::new(0)` share the primary one).
+/// Whether `a` and `b` are the same CUDA context (two `Gpu::new(0)` share the primary one), or
+/// both the CPU device.
 #[inline]
 pub(crate) fn same_context(a: &GpuInner, b: &GpuInner) -> bool {
-    std::ptr::eq(a, b) || a.cu_ctx() == b.cu_ctx()
+    std::ptr::eq(a, b) || a.id() == b.id()
+}
+
+/// Which device a handle (stream, event, module, symbol, buffer, graph) belongs to: what the
+/// checks compare. Handles of one context are one device's; the CPU device is one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DeviceId {
+    /// The CPU device ([`Gpu::cpu`]).
+    Cpu,
+    /// A CUDA context (`ctx`, the raw handle) on GPU `ordinal`.
+    Gpu { ordinal: usize, ctx: usize },
+}
+
+/// How the devices of two handles relate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Relation {
+    /// One context (or both the CPU device): they mix freely.
+    Same,
+    /// Two contexts of one GPU (a primary `Gpu` and an isolated one).
+    OtherContext,
+    /// Two GPUs: a stream may wait for the other's event, a copy may move between them, a
+    /// kernel may use the other's memory with peer access; nothing else.
+    OtherGpu,
+    /// The CPU device and a GPU: nothing mixes (their handles are for different drivers).
+    CpuAndGpu,
+}
+
+/// How `a`'s and `b`'s devices relate.
+pub(crate) fn relation(a: DeviceId, b: DeviceId) -> Relation {
+    match (a, b) {
+        (DeviceId::Cpu, DeviceId::Cpu) => Relation::Same,
+        (DeviceId::Cpu, _) | (_, DeviceId::Cpu) => Relation::CpuAndGpu,
+        (DeviceId::Gpu { ctx: x, .. }, DeviceId::Gpu { ctx: y, .. }) if x == y => Relation::Same,
+        (DeviceId::Gpu { ordinal: x, .. }, DeviceId::Gpu { ordinal: y, .. }) if x == y => Relation::OtherContext,
+        _ => Relation::OtherGpu,
+    }
+}
+
+/// Why handles of two devices that relate as `r` do not mix here, then `fix`.
+fn mix_reason(r: Relation, fix: &str) -> String {
+    let why = match r {
+        Relation::CpuAndGpu => "handles of the CPU device and of a GPU never mix (they belong to different drivers)",
+        Relation::OtherContext => "they belong to two contexts of one GPU (a primary Gpu and an isolated one)",
+        _ => "they belong to two GPUs",
+    };
+    format!("{why}; {fix}")
+}
+
+/// The check of an operation that combines handles: `given` (a stream, an event, a buffer, a
+/// module variable, a graph) must be of the context `what` runs on, `runs_on`; otherwise
+/// [`Error::CrossDevice`] naming `what`, both devices, and `fix`. Made before any driver call
+/// (so a handle never reaches another device's driver: see `crate::drv`).
+#[inline]
+pub(crate) fn require_same(
+    what: impl FnOnce() -> String,
+    runs_on: &GpuInner,
+    given: &GpuInner,
+    fix: &str,
+) -> Result<()> {
+    match relation(runs_on.id(), given.id()) {
+        Relation::Same => Ok(()),
+        r => Err(Error::cross_device(what(), runs_on, given, mix_reason(r, fix))),
+    }
+}
+
+/// As [`require_same`], but two GPUs (or two contexts) may meet: only a mix of the CPU device
+/// and a GPU is refused (a stream waiting for another GPU's event, the two ends of a peer copy).
+#[inline]
+pub(crate) fn require_same_kind(
+    what: impl FnOnce() -> String,
+    runs_on: &GpuInner,
+    given: &GpuInner,
+    fix: &str,
+) -> Result<()> {
+    match relation(runs_on.id(), given.id()) {
+        Relation::CpuAndGpu => Err(Error::cross_device(what(), runs_on, given, mix_reason(Relation::CpuAndGpu, fix))),
+        _ => Ok(()),
+    }
 }
 
 /// Whether peer access from `reader`'s context to `owner`'s was enabled through Cohort and
@@ -78,62 +168,42 @@ fn enable_outcome(code: CUresult) -> std::result::Result<(), CUresult> {
 /// Checks a kernel launch before it is enqueued: the stream is of the module's context, and
 /// every operand is memory of that context or peer memory it may read.
 pub(crate) fn check_launch(kernel: &str, module: &GpuInner, stream: &GpuInner, uses: &[Use<'_>]) -> Result<()> {
-    if !same_context(module, stream) {
-        return Err(Error::CrossDevice {
-            what: format!("kernel `{kernel}`"),
-            device: module.info.ordinal,
-            other: stream.info.ordinal,
-            reason: "the stream belongs to another context than the module the kernel was loaded from; launch it on \
-                     a stream of the module's Gpu (load the module on each GPU you run it on)"
-                .into(),
-        });
-    }
+    let what = || format!("kernel `{kernel}`");
+    require_same(
+        what,
+        module,
+        stream,
+        "the stream belongs to another context than the module the kernel was loaded from; launch it on a stream of \
+         the module's Gpu (load the module on each GPU you run it on)",
+    )?;
     for u in uses {
         let owner = &*u.alloc.gpu;
         if same_context(owner, module) {
             continue;
         }
-        if owner.is_cpu() != module.is_cpu() {
-            return Err(Error::CrossDevice {
-                what: format!("kernel `{kernel}`"),
-                device: module.info.ordinal,
-                other: owner.info.ordinal,
-                reason: "memory of the CPU device and of a GPU do not mix: copy the data through host memory".into(),
-            });
-        }
-        let (device, other) = (module.info.ordinal, owner.info.ordinal);
-        if u.alloc.kind != AllocKind::Device {
-            return Err(Error::CrossDevice {
-                what: format!("kernel `{kernel}`"),
-                device,
-                other,
-                reason: "pinned or registered host memory is mapped for the context that allocated it; allocate it \
-                         on the kernel's Gpu or copy it"
-                    .into(),
-            });
-        }
-        if device == other {
-            return Err(Error::CrossDevice {
-                what: format!("kernel `{kernel}`"),
-                device,
-                other,
-                reason: "the buffer belongs to another context of the same device (an isolated Gpu, or a primary \
-                         one beside an isolated one), which a kernel cannot reach; copy it into this context \
-                         (Stream::copy)"
-                    .into(),
-            });
-        }
-        if !enabled(module, owner) {
-            return Err(Error::CrossDevice {
-                what: format!("kernel `{kernel}`"),
-                device,
-                other,
-                reason: format!(
+        let r = relation(module.id(), owner.id());
+        let reason = match r {
+            Relation::Same => continue,
+            Relation::CpuAndGpu => mix_reason(r, "copy the data through host memory"),
+            _ if u.alloc.kind != AllocKind::Device => {
+                "pinned or registered host memory is mapped for the context that \
+                allocated it; allocate it on the kernel's Gpu or copy it"
+                    .into()
+            }
+            Relation::OtherContext => "the buffer belongs to another context of the same device (an isolated Gpu, or \
+                a primary one beside an isolated one), which a kernel cannot reach; copy it into this context \
+                (Stream::copy)"
+                .into(),
+            Relation::OtherGpu if enabled(module, owner) => continue,
+            Relation::OtherGpu => {
+                let (device, other) = (module.info.ordinal, owner.info.ordinal);
+                format!(
                     "peer access from device {device} to device {other} is not enabled; call \
                      gpu{device}.enable_peer_access(&gpu{other}) first, or copy the buffer to device {device}"
-                ),
-            });
-        }
+                )
+            }
+        };
+        return Err(Error::cross_device(what(), module, owner, reason));
     }
     Ok(())
 }
@@ -153,25 +223,16 @@ pub(crate) fn copy_path(stream: &GpuInner, src: &Use<'_>, dst: &Use<'_>) -> Resu
         return Ok(CopyPath::Local);
     }
     for g in [s, d] {
-        if g.is_cpu() != stream.is_cpu() {
-            return Err(Error::CrossDevice {
-                what: "copy".into(),
-                device: stream.info.ordinal,
-                other: g.info.ordinal,
-                reason: "memory of the CPU device and of a GPU do not mix: copy through host memory (to_vec, \
-                         copy_from)"
-                    .into(),
-            });
-        }
+        require_same_kind(|| "copy".into(), stream, g, "copy through host memory (to_vec, copy_from)")?;
     }
     for (u, g) in [(src, s), (dst, d)] {
         if u.alloc.kind != AllocKind::Device && !same_context(g, stream) {
-            return Err(Error::CrossDevice {
-                what: "copy".into(),
-                device: stream.info.ordinal,
-                other: g.info.ordinal,
-                reason: "pinned or registered host memory can be copied only on a stream of its own Gpu".into(),
-            });
+            return Err(Error::cross_device(
+                "copy",
+                stream,
+                g,
+                "pinned or registered host memory can be copied only on a stream of its own Gpu",
+            ));
         }
     }
     Ok(CopyPath::Peer(d.cu_ctx(), s.cu_ctx()))
@@ -301,9 +362,64 @@ mod tests {
                 .into(),
         };
         let m = e.to_string();
-        assert!(m.starts_with("kernel `scale` on device 1 was given memory or a stream of device 0"), "{m}");
+        // Named "GPU n (its name)" once a Gpu of it was opened in this process.
+        assert!(m.starts_with("kernel `scale` on GPU 1"), "{m}");
+        assert!(m.contains(" was given memory, a stream or an event of GPU 0"), "{m}");
         assert!(m.contains("enable_peer_access"), "{m}");
         let m = Error::PeerAccessUnsupported { device: 0, peer: 1 }.to_string();
         assert!(m.contains("device 0 cannot access device 1") && m.contains("Stream::copy"), "{m}");
+    }
+
+    const CPU: DeviceId = DeviceId::Cpu;
+    const G0: DeviceId = DeviceId::Gpu { ordinal: 0, ctx: 0x5000 };
+    const G0_ISOLATED: DeviceId = DeviceId::Gpu { ordinal: 0, ctx: 0x6000 };
+    const G1: DeviceId = DeviceId::Gpu { ordinal: 1, ctx: 0x7000 };
+
+    #[test]
+    fn device_identity_relations() {
+        use Relation::*;
+        let table = [
+            (CPU, CPU, Same),
+            (G0, G0, Same),
+            (CPU, G0, CpuAndGpu),
+            (G1, CPU, CpuAndGpu),
+            (G0, G0_ISOLATED, OtherContext),
+            (G0_ISOLATED, G0, OtherContext),
+            (G0, G1, OtherGpu),
+            (G1, G0_ISOLATED, OtherGpu),
+        ];
+        for (a, b, want) in table {
+            assert_eq!(relation(a, b), want, "{a:?} vs {b:?}");
+        }
+    }
+
+    #[test]
+    fn the_cpu_device_is_one_device() {
+        // Two handles of the CPU device (one per `Gpu::cpu()` call) are the same device: every
+        // check passes.
+        let (a, b) = (Gpu::cpu().unwrap(), Gpu::cpu().unwrap());
+        assert_eq!(a.inner.id(), DeviceId::Cpu);
+        assert!(same_context(&a.inner, &b.inner));
+        require_same(|| "test".into(), &a.inner, &b.inner, "").unwrap();
+        require_same_kind(|| "test".into(), &a.inner, &b.inner, "").unwrap();
+    }
+
+    #[test]
+    fn mix_errors_name_both_devices() {
+        let m = mix_reason(Relation::CpuAndGpu, "copy through host memory");
+        assert!(m.contains("CPU device and of a GPU never mix") && m.ends_with("copy through host memory"), "{m}");
+        let e = Error::CrossDevice {
+            what: "Stream::wait".into(),
+            device: crate::cpu::CPU_ORDINAL,
+            other: 1_000_003,
+            reason: m,
+        };
+        let m = e.to_string();
+        assert!(
+            m.starts_with("Stream::wait on the CPU device was given memory, a stream or an event of GPU 1000003"),
+            "{m}"
+        );
+        let e = Error::CrossDevice { what: "copy".into(), device: 1_000_003, other: 1_000_003, reason: "r".into() };
+        assert!(e.to_string().contains("of another context of it"), "{e}");
     }
 }

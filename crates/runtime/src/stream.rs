@@ -18,12 +18,37 @@
 //! Waits are *lazy*: recording an operation costs no CUDA call; only when another stream (or
 //! the host) needs to wait for it does Cohort record an event on its stream, which then also
 //! covers whatever that stream ran before.
+//!
+//! # Graph captures
+//!
+//! A capture ([`Stream::capture`]) is a [`Capture`] shared by the stream it began on and every
+//! stream joined into it; a stream joins only by [`Stream::wait`]ing for an event recorded in
+//! the capture (Cohort never makes a stream wait for such an event itself: see below). Each
+//! stream's link to its capture sits under a lock that every operation holds for reading from
+//! its checks to its enqueue ([`StreamInner::gate`]) and that beginning, joining and ending take
+//! for writing, so an operation either sees the capture it will be captured into, or was
+//! enqueued before the stream entered it. Then:
+//!
+//! - an operation on any stream of the capture is kept by the graph (its memory kept alive,
+//!   [`Captured`]) instead of being ordered and recorded; host memory and host functions are
+//!   refused, and so is every operation from another thread than the capturing one, which
+//!   would otherwise go into the graph, never running where its caller expects;
+//! - a stream's mark event is recorded just before it enters a capture and not again until the
+//!   capture ends: other streams and the host that wait for the stream's earlier work wait for
+//!   that event, which is real work, never a captured point (waiting for one would join the
+//!   waiting stream into the capture);
+//! - events recorded in a capture are known as such: the host cannot wait for, query or time
+//!   them, and once the capture has ended no stream can wait for them.
+//!
+//! Which device a handle belongs to is checked wherever an operation combines two
+//! ([`crate::peer`]): a mix is an [`Error::CrossDevice`] before any driver call.
 
 use std::ffi::c_void;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, Weak};
+use std::thread::ThreadId;
 
 use cudarc::driver::DriverError;
 use cudarc::driver::sys;
@@ -31,7 +56,7 @@ use cudarc::driver::sys;
 use crate::device::{Doing, Finished, Gpu, GpuInner};
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
-use crate::track::{Alloc, CopyDst, CopySrc, Use, run_tracked};
+use crate::track::{Alloc, AllocKind, CopyDst, CopySrc, Use, run_tracked};
 
 /// Unique numbers for streams (and per-thread default streams, per thread).
 static IDS: AtomicU64 = AtomicU64::new(1);
@@ -75,6 +100,152 @@ pub(crate) struct Captured {
     pub(crate) write: bool,
 }
 
+/// A graph capture in progress ([`Stream::capture`]), shared by every stream in it: the one it
+/// began on and those joined into it through events recorded in it ([`Stream::wait`]).
+///
+/// Cohort knows which streams are in a capture without asking the driver: a stream enters one
+/// only by beginning it or by waiting for an event recorded in it, both through this module
+/// (raw handles aside), and both under the stream's write lock ([`StreamInner::capture`]),
+/// which every operation on the stream holds for reading from its checks to its enqueue. So an
+/// operation either sees the capture it will be captured into, or is enqueued before the
+/// stream entered it.
+pub(crate) struct Capture {
+    /// The thread that captures: operations from other threads into the capture's streams
+    /// are refused (they would go into the graph instead of running, unknown to their caller).
+    /// `None` for a stream the driver left capturing after the end (refused to every thread).
+    thread: Option<ThreadId>,
+    /// The memory the operations captured on any of its streams use.
+    used: Mutex<Vec<Captured>>,
+    /// The streams joined into it (not the one it began on), to check when it ends.
+    joined: Mutex<Vec<Weak<StreamInner>>>,
+    /// Set once `cuStreamEndCapture` has returned: its streams capture no more.
+    ended: AtomicBool,
+}
+
+impl Capture {
+    fn new() -> Self {
+        Self {
+            thread: Some(std::thread::current().id()),
+            used: Mutex::new(Vec::new()),
+            joined: Mutex::new(Vec::new()),
+            ended: AtomicBool::new(false),
+        }
+    }
+
+    /// What a stream the driver did not take out of its capture is left in: a capture of no
+    /// thread, which never ends.
+    fn stuck() -> Self {
+        Self { thread: None, ..Self::new() }
+    }
+
+    /// Whether it has not ended.
+    #[inline]
+    pub(crate) fn active(&self) -> bool {
+        !self.ended.load(Ordering::Acquire)
+    }
+
+    /// Keeps `uses` (the operands of an operation captured on one of its streams) for the
+    /// graph; host memory is refused.
+    pub(crate) fn keep(&self, uses: &[Use<'_>]) -> Result<()> {
+        let mut list = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        for u in uses {
+            match (u.alloc.kind, u.owner) {
+                (AllocKind::Device, Some(owner)) => {
+                    list.push(Captured { alloc: owner.clone(), start: u.start, end: u.end, write: u.write });
+                }
+                _ => {
+                    return Err(Error::Argument(
+                        "pinned or registered host memory cannot be captured into a graph: the host could use it \
+                         while a replay runs; copy through device memory, or replay without a graph"
+                            .into(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The error for an operation (`what`) from another thread into a stream that `capture` holds.
+fn other_thread_error(what: &str, capture: &Capture) -> Error {
+    let Some(thread) = capture.thread else {
+        return Error::Argument(format!(
+            "{what}: the stream is still in a graph capture that the driver did not end (cuStreamEndCapture left \
+             it capturing); make a new stream"
+        ));
+    };
+    Error::Argument(format!(
+        "{what}: the stream is being captured into a graph by another thread ({:?}, Stream::capture); from this \
+         thread the work would go into that graph instead of running, and the graph would not keep its memory. \
+         Enqueue it from the capturing thread inside the capture, or on a stream outside the capture",
+        thread
+    ))
+}
+
+/// `cuStreamWaitEvent(stream, event)`. The caller has checked that both are of one kind of
+/// device, and that both are outside any capture, or both in one, or that the wait joins the
+/// stream into the event's capture (holding the stream's write lock).
+fn wait_event(stream: &StreamInner, event: &Event) -> Result<()> {
+    stream.gpu.bind()?;
+    // SAFETY: live handles of devices of one kind (the caller's check), of one context or of
+    // two (CUDA lets a stream wait for another device's event); as for captures, the caller's
+    // check.
+    unsafe { crate::drv::cuStreamWaitEvent(stream.raw, event.raw, 0) }
+        .result()
+        .map_err(|code| stream.gpu.error(code, Doing::Call("waiting for an event".into())))
+}
+
+fn outside_event_error() -> Error {
+    Error::Argument(
+        "Stream::wait: the stream is in a graph capture, and the event was recorded outside it; a stream in a capture \
+         waits only for events recorded in that capture (order the work before the capture instead)"
+            .into(),
+    )
+}
+
+/// The right to enqueue on a stream ([`StreamInner::gate`]): while it is held, the stream does
+/// not begin, join or leave a capture.
+pub(crate) struct Gate<'s> {
+    /// `None` for the default streams, which never capture.
+    guard: Option<RwLockReadGuard<'s, Option<Arc<Capture>>>>,
+}
+
+impl Gate<'_> {
+    /// The capture the stream is in (the calling thread's: another thread's is refused by
+    /// [`StreamInner::gate`]).
+    #[inline]
+    pub(crate) fn capture(&self) -> Option<&Arc<Capture>> {
+        self.guard.as_ref().and_then(|g| g.as_ref()).filter(|c| c.active())
+    }
+}
+
+/// A stream's mark: the event other streams and the host wait for (see [`StreamInner::make_wait`]).
+struct MarkState {
+    /// Created on first use.
+    event: sys::CUevent,
+    /// While the stream is in a capture: that capture, and the number of the stream's last
+    /// operation before it. `event` was recorded just before the stream entered the capture
+    /// (it covers every real operation of the stream) and is not re-recorded until the capture
+    /// ends: recorded inside the capture it would be a captured event, and a stream waiting for
+    /// it would join the capture.
+    frozen: Option<(Arc<Capture>, u64)>,
+}
+
+impl MarkState {
+    /// The number of the last real operation the event covers, while the stream is in an
+    /// active capture.
+    fn frozen_upto(&mut self) -> Option<u64> {
+        match &self.frozen {
+            Some((c, upto)) if c.active() => Some(*upto),
+            Some(_) => {
+                self.frozen = None;
+                None
+            }
+            None => None,
+        }
+    }
+}
+
 pub(crate) struct StreamInner {
     pub(crate) raw: sys::CUstream,
     pub(crate) gpu: Arc<GpuInner>,
@@ -83,20 +254,22 @@ pub(crate) struct StreamInner {
     /// Whether it synchronizes with the legacy default stream.
     blocking: bool,
     /// An event re-recorded each time another stream or the host waits for this stream's
-    /// work so far (created on first use).
-    mark: Mutex<sys::CUevent>,
+    /// work so far.
+    mark: Mutex<MarkState>,
     /// Operations recorded on this stream (a sequence number for each).
     submitted: AtomicU64,
     /// Operations known finished (everything up to this number).
     completed: AtomicU64,
-    /// `Some` while capturing into a graph: the memory the captured operations use.
-    pub(crate) capture: Mutex<Option<Vec<Captured>>>,
+    /// The capture the stream is in (begun on it, or joined), if any: read-locked by each
+    /// operation from its checks to its enqueue ([`StreamInner::gate`]), write-locked to begin,
+    /// join or end one. Lock order: this, then allocations' records, events' states, marks.
+    capture: RwLock<Option<Arc<Capture>>>,
     /// The message of a host function that panicked, for the next `synchronize`.
     callback_panic: Arc<Mutex<Option<String>>>,
 }
 
 // SAFETY: a CUstream and a CUevent may be used from any thread (the driver synchronizes
-// internally); the rest is atomics and mutexes.
+// internally); the rest is atomics and locks.
 unsafe impl Send for StreamInner {}
 // SAFETY: as above.
 unsafe impl Sync for StreamInner {}
@@ -124,63 +297,170 @@ impl StreamInner {
         self.completed.load(Ordering::Acquire) >= seq
     }
 
+    /// Enters an operation (`what`, for errors) on this stream: until the [`Gate`] is dropped
+    /// the stream does not begin, join or leave a capture. Every operation that enqueues work
+    /// on a stream holds one from its checks to its enqueue.
+    ///
+    /// # Errors
+    /// [`Error::Argument`] when another thread is capturing the stream.
+    #[inline]
+    pub(crate) fn gate(&self, what: &str) -> Result<Gate<'_>> {
+        self.gate_with(|| what.to_string())
+    }
+
+    /// [`StreamInner::gate`], the operation named by `what` (called only for the error).
+    #[inline]
+    pub(crate) fn gate_with(&self, what: impl FnOnce() -> String) -> Result<Gate<'_>> {
+        if self.kind != StreamKind::Owned {
+            // The default streams cannot capture nor join a capture (refused where they would).
+            return Ok(Gate { guard: None });
+        }
+        let guard = self.capture.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = guard.as_ref().filter(|c| c.active())
+            && c.thread != Some(std::thread::current().id())
+        {
+            return Err(other_thread_error(&what(), c));
+        }
+        Ok(Gate { guard: Some(guard) })
+    }
+
+    /// The capture the stream is in now, without holding it (a check made before an
+    /// operation takes its [`Gate`]; only the capturing thread can change the answer for
+    /// itself, and another thread's capture is refused by the gate).
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn capture_now(&self) -> Option<Arc<Capture>> {
+        if self.kind != StreamKind::Owned {
+            return None;
+        }
+        self.capture.read().unwrap_or_else(|p| p.into_inner()).as_ref().filter(|c| c.active()).cloned()
+    }
+
+    /// Records the mark (creating it first) on this stream, whose context is current.
+    fn record_mark(&self, mark: &mut MarkState) -> Result<()> {
+        if mark.event.is_null() {
+            // SAFETY: this stream's context is current (callers bind it); `event` receives the
+            // handle.
+            unsafe { crate::drv::cuEventCreate(&mut mark.event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
+                .result()
+                .map_err(|code| self.gpu.error(code, Doing::Call("creating an event".into())))?;
+        }
+        // SAFETY: live event and stream of this context, which is current; the event is
+        // re-recorded under the lock; the stream is not in a capture (callers checked: the
+        // mark is never recorded inside one).
+        unsafe { crate::drv::cuEventRecord(mark.event, self.raw) }
+            .result()
+            .map_err(|code| self.gpu.error(code, Doing::Call("ordering a stream after another".into())))
+    }
+
     /// Makes `consumer` wait (on the GPU) for everything enqueued on this stream so far.
     /// The streams may belong to two contexts (devices): the event is made in this stream's
-    /// context, and `consumer`'s context is current again on return.
+    /// context, and `consumer`'s context is current again on return. While this stream is in
+    /// a capture, `consumer` waits for its work from before the capture (its captured work is
+    /// not real work: it runs when the graph is replayed, ordered then).
     pub(crate) fn make_wait(&self, consumer: &StreamInner) -> Result<()> {
+        crate::peer::require_same_kind(
+            || "ordering a stream after another".into(),
+            &consumer.gpu,
+            &self.gpu,
+            "the tracker never orders them",
+        )?;
         let mut mark = self.mark.lock().unwrap_or_else(|p| p.into_inner());
-        // Another context (device): make this stream's current to create and record its event,
-        // and the consumer's again to wait (a stream may wait for another device's event).
-        let other = !crate::peer::same_context(&self.gpu, &consumer.gpu);
-        if other {
-            self.gpu.bind()?;
-        }
-        let recorded = (|| {
-            if mark.is_null() {
-                // SAFETY: this stream's context is current (callers bind the consumer's, the
-                // same one, or it was bound above); `mark` receives the handle.
-                unsafe { crate::drv::cuEventCreate(&mut *mark, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
-                    .result()
-                    .map_err(|code| self.gpu.error(code, Doing::Call("creating an event".into())))?;
+        if mark.frozen_upto().is_none() {
+            // Another context (device): make this stream's current to record its event, and
+            // the consumer's again to wait (a stream may wait for another device's event).
+            let other = !crate::peer::same_context(&self.gpu, &consumer.gpu);
+            if other {
+                self.gpu.bind()?;
             }
-            // SAFETY: live event and stream of this context, which is current; the event is
-            // re-recorded under the lock.
-            unsafe { crate::drv::cuEventRecord(*mark, self.raw) }
-                .result()
-                .map_err(|code| self.gpu.error(code, Doing::Call("ordering a stream after another".into())))
-        })();
-        if other {
-            consumer.gpu.bind()?;
+            let recorded = self.record_mark(&mut mark);
+            if other {
+                consumer.gpu.bind()?;
+            }
+            recorded?;
         }
-        recorded?;
-        // SAFETY: live event and stream (the event may be of another context: allowed);
-        // `cuStreamWaitEvent` captures the state the event has now.
-        unsafe { crate::drv::cuStreamWaitEvent(consumer.raw, *mark, 0) }
+        // SAFETY: live event and stream of devices of one kind (checked above; the event may
+        // be of another context: allowed); `cuStreamWaitEvent` captures the state the event has
+        // now; the event is a real one, never recorded in a capture.
+        unsafe { crate::drv::cuStreamWaitEvent(consumer.raw, mark.event, 0) }
             .result()
             .map_err(|code| consumer.gpu.error(code, Doing::Call("ordering a stream after another".into())))
     }
 
+    /// Makes this stream enter `capture` through `enter` (which begins the capture on it, or
+    /// makes it wait for an event recorded in the capture): first the mark is recorded, so
+    /// that it covers all the stream's real work while the stream is in the capture. The
+    /// caller holds the stream's write lock and has made its context current.
+    fn enter_capture(&self, capture: &Arc<Capture>, enter: impl FnOnce() -> Result<()>) -> Result<()> {
+        let mut mark = self.mark.lock().unwrap_or_else(|p| p.into_inner());
+        if mark.frozen_upto().is_some() {
+            return Err(Error::Argument("the stream is already in a graph capture".into()));
+        }
+        self.record_mark(&mut mark)?;
+        // No operation runs meanwhile (the caller holds the write lock): this is the last one.
+        let upto = self.submitted.load(Ordering::Acquire);
+        enter()?;
+        mark.frozen = Some((capture.clone(), upto));
+        Ok(())
+    }
+
     /// Waits on the host until operation `seq` has finished, before the host access `what`
     /// (which errors name).
+    ///
+    /// It waits for the mark, recorded now (or, while the stream is in a capture, the one
+    /// recorded before it), rather than for the stream: a stream in a capture cannot be
+    /// waited for, and one may enter a capture at any moment (the callers hold allocations'
+    /// records, so they cannot take the stream's gate).
     pub(crate) fn wait_host(&self, seq: u64, what: &'static str) -> Result<()> {
         if self.is_done(seq) {
             return Ok(());
         }
-        self.sync_doing(|| Doing::Call(what.into()))
+        if in_host_fn() {
+            return Err(host_fn_error(what));
+        }
+        let (event, upto, frozen) = {
+            let mut mark = self.mark.lock().unwrap_or_else(|p| p.into_inner());
+            self.gpu.bind()?;
+            match mark.frozen_upto() {
+                Some(upto) => (mark.event, upto, true),
+                None => {
+                    let upto = self.submitted.load(Ordering::Acquire);
+                    self.record_mark(&mut mark)?;
+                    (mark.event, upto, false)
+                }
+            }
+        };
+        // SAFETY: the stream's live event (destroyed only with the stream, which `self`
+        // keeps), never recorded in a capture; another thread may re-record it meanwhile, and
+        // this then waits for more work, all of it enqueued.
+        unsafe { crate::drv::cuEventSynchronize(event) }
+            .result()
+            .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))?;
+        self.completed.fetch_max(upto, Ordering::AcqRel);
+        if !frozen {
+            self.gpu.note_finished(Finished::Stream(self.key()));
+        }
+        Ok(())
     }
 
     pub(crate) fn synchronize(&self) -> Result<()> {
-        self.sync_doing(|| Doing::Wait("synchronizing a stream"))
-    }
-
-    fn sync_doing(&self, doing: impl FnOnce() -> Doing) -> Result<()> {
         if in_host_fn() {
             return Err(host_fn_error("synchronizing a stream"));
         }
+        // Held while waiting: no capture begins on the stream meanwhile.
+        let gate = self.gate("synchronizing a stream")?;
+        if gate.capture().is_some() {
+            return Err(Error::Argument(
+                "synchronizing a stream that is in a graph capture (Stream::capture): its captured work runs only \
+                 when the graph is replayed; synchronize after the capture"
+                    .into(),
+            ));
+        }
         let upto = self.submitted.load(Ordering::Relaxed);
         self.gpu.bind()?;
-        // SAFETY: `raw` is a live stream of the current context.
-        unsafe { crate::drv::cuStreamSynchronize(self.raw) }.result().map_err(|code| self.gpu.error(code, doing()))?;
+        // SAFETY: `raw` is a live stream of the current context, not in a capture (the gate).
+        unsafe { crate::drv::cuStreamSynchronize(self.raw) }
+            .result()
+            .map_err(|code| self.gpu.error(code, Doing::Wait("synchronizing a stream")))?;
         self.completed.fetch_max(upto, Ordering::AcqRel);
         self.gpu.note_finished(Finished::Stream(self.key()));
         if let Some(message) = self.callback_panic.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -188,6 +468,73 @@ impl StreamInner {
         }
         Ok(())
     }
+
+    /// Ends `capture`, begun on this stream by this thread: returns the graph (null when the
+    /// driver made none) and the driver's answer. Every stream of the capture is out of it
+    /// afterwards — or, if the driver still says one is capturing, it stays marked as in a
+    /// capture that no thread owns, so that every operation on it is refused rather than
+    /// captured into a graph nobody gets.
+    fn end_capture(&self, capture: &Arc<Capture>) -> (sys::CUgraph, Result<()>) {
+        let mut graph = std::ptr::null_mut();
+        let ended = {
+            let mut link = self.capture.write().unwrap_or_else(|p| p.into_inner());
+            let ended = self.gpu.bind().and_then(|()| {
+                // SAFETY: the stream is capturing (begun by `Stream::capture` on this thread);
+                // ending returns the graph, ours.
+                unsafe { crate::drv::cuStreamEndCapture(self.raw, &mut graph) }
+                    .result()
+                    .map_err(|code| self.gpu.error(code, Doing::Call("ending a stream capture".into())))
+            });
+            *link = if still_capturing(self) {
+                Some(self.stuck())
+            } else {
+                // Out of the capture now, before `ended` is set below: operations on it are
+                // real again, so its mark must be again too.
+                self.mark.lock().unwrap_or_else(|p| p.into_inner()).frozen = None;
+                None
+            };
+            ended
+        };
+        // The joined streams, each under its own lock (never two at once), while the capture
+        // still counts as active for them (other threads are refused meanwhile).
+        let joined = std::mem::take(&mut *capture.joined.lock().unwrap_or_else(|p| p.into_inner()));
+        for s in joined.iter().filter_map(Weak::upgrade) {
+            let mut link = s.capture.write().unwrap_or_else(|p| p.into_inner());
+            if link.as_ref().is_some_and(|c| Arc::ptr_eq(c, capture)) && still_capturing(&s) {
+                *link = Some(s.stuck());
+            }
+        }
+        capture.ended.store(true, Ordering::Release);
+        let _ = self.gpu.bind();
+        (graph, ended)
+    }
+}
+
+impl StreamInner {
+    /// A capture of no thread for this stream, which the driver left capturing: its mark stays
+    /// frozen (recording it would make a captured event), so nothing can join the orphaned
+    /// capture, and every operation on it is refused.
+    fn stuck(&self) -> Arc<Capture> {
+        let stuck = Arc::new(Capture::stuck());
+        let mut mark = self.mark.lock().unwrap_or_else(|p| p.into_inner());
+        let upto = match &mark.frozen {
+            Some((_, upto)) => *upto,
+            None => self.submitted.load(Ordering::Acquire),
+        };
+        mark.frozen = Some((stuck.clone(), upto));
+        stuck
+    }
+}
+
+/// Whether the driver says `s` is capturing (`true` too if it cannot say).
+fn still_capturing(s: &StreamInner) -> bool {
+    if s.gpu.bind().is_err() {
+        return true;
+    }
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: a live stream of the current context; `status` receives the answer.
+    let r = unsafe { crate::drv::cuStreamIsCapturing(s.raw, &mut status) };
+    r != sys::CUresult::CUDA_SUCCESS || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
 }
 
 impl Drop for StreamInner {
@@ -195,7 +542,7 @@ impl Drop for StreamInner {
         if self.gpu.bind().is_err() {
             return;
         }
-        let mark = *self.mark.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mark = self.mark.get_mut().unwrap_or_else(|p| p.into_inner()).event;
         // SAFETY: handles we created, not used after this; work still queued on a destroyed
         // stream completes normally (its resources are released after it).
         unsafe {
@@ -272,10 +619,10 @@ impl Stream {
                 id: IDS.fetch_add(1, Ordering::Relaxed),
                 kind,
                 blocking,
-                mark: Mutex::new(std::ptr::null_mut()),
+                mark: Mutex::new(MarkState { event: std::ptr::null_mut(), frozen: None }),
                 submitted: AtomicU64::new(0),
                 completed: AtomicU64::new(0),
-                capture: Mutex::new(None),
+                capture: RwLock::new(None),
                 callback_panic: Arc::new(Mutex::new(None)),
             }),
         }
@@ -319,7 +666,9 @@ impl Stream {
     /// # Errors
     /// [`Error::KernelFailed`] if a kernel failed (here or on another stream), naming it (as far
     /// as the driver lets Cohort know: see [`Error::KernelFailed`]'s `kernel`) and where it
-    /// panicked; [`Error::HostFnPanicked`] if a host function of this stream panicked.
+    /// panicked; [`Error::HostFnPanicked`] if a host function of this stream panicked;
+    /// [`Error::Argument`] while the stream is in a graph capture (begun on it or joined), or
+    /// from another thread than the capturing one.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()
     }
@@ -328,11 +677,21 @@ impl Stream {
     /// waiting.
     ///
     /// # Errors
-    /// [`Error::KernelFailed`] if a kernel failed.
+    /// [`Error::KernelFailed`] if a kernel failed; [`Error::Argument`] while the stream is in a
+    /// graph capture.
     pub fn query(&self) -> Result<bool> {
+        // Held while asking: no capture begins on the stream meanwhile.
+        let gate = self.inner.gate("querying a stream")?;
+        if gate.capture().is_some() {
+            return Err(Error::Argument(
+                "querying a stream that is in a graph capture (Stream::capture): its captured work runs only when the \
+                 graph is replayed"
+                    .into(),
+            ));
+        }
         let upto = self.inner.submitted.load(Ordering::Relaxed);
         self.inner.gpu.bind()?;
-        // SAFETY: live stream of the current context.
+        // SAFETY: live stream of the current context, not in a capture (the gate).
         match unsafe { crate::drv::cuStreamQuery(self.inner.raw) } {
             sys::CUresult::CUDA_SUCCESS => {
                 self.inner.completed.fetch_max(upto, Ordering::AcqRel);
@@ -366,7 +725,7 @@ impl Stream {
     /// Records `event` on this stream: it completes when everything enqueued before it has.
     ///
     /// # Errors
-    /// A driver failure.
+    /// As [`Event::record`].
     pub fn record(&self, event: &Event) -> Result<()> {
         event.record(self)
     }
@@ -374,15 +733,117 @@ impl Stream {
     /// Makes this stream wait (on the GPU) until `event` completes (`cuStreamWaitEvent`); the
     /// event may be another GPU's.
     ///
+    /// Inside a graph capture, this is how work forks to another stream and joins back: an
+    /// event recorded on a capturing stream, waited for by another stream of the same device,
+    /// joins that stream into the capture (`Stream::wait` is the only way a stream joins
+    /// one). From then until the capture ends, the stream's work is captured too — its memory
+    /// kept by the graph, host memory and host functions refused, and work from other threads
+    /// refused — and the capture must join it back (the capturing stream waits for an event
+    /// recorded on it) before it ends, or the capture fails.
+    ///
     /// # Errors
-    /// A driver failure.
+    /// [`Error::CrossDevice`] for an event of the CPU device on a GPU's stream, or the
+    /// reverse. [`Error::Argument`]: an event recorded in a capture waited for from another
+    /// thread, by a default stream or a blocking stream (which cannot capture), or by a stream
+    /// in another capture; an event recorded in a capture that has ended; an event recorded
+    /// outside the capture waited for by a stream in one (CUDA refuses that too). A driver
+    /// failure.
     pub fn wait(&self, event: &Event) -> Result<()> {
-        self.inner.gpu.bind()?;
-        // SAFETY: live handles (of one context, or of two: CUDA lets a stream wait for another
-        // device's event).
-        unsafe { crate::drv::cuStreamWaitEvent(self.inner.raw, event.raw, 0) }
-            .result()
-            .map_err(|code| self.inner.gpu.error(code, Doing::Call("waiting for an event".into())))
+        let inner = &self.inner;
+        crate::peer::require_same_kind(
+            || "Stream::wait".into(),
+            &inner.gpu,
+            &event.gpu,
+            "wait for events of the stream's own kind of device",
+        )?;
+        if in_host_fn() {
+            return Err(host_fn_error("waiting for an event"));
+        }
+        // The usual case, an event recorded outside any capture: the stream's gate is enough.
+        {
+            let gate = inner.gate("waiting for an event")?;
+            let state = event.state.lock().unwrap_or_else(|p| p.into_inner());
+            if state.captured.is_none() {
+                if gate.capture().is_some() {
+                    return Err(outside_event_error());
+                }
+                return wait_event(inner, event);
+            }
+        }
+        // An event recorded in a capture: exclusive (for owned streams), as the wait may join
+        // the stream into the capture.
+        let mut link =
+            (inner.kind == StreamKind::Owned).then(|| inner.capture.write().unwrap_or_else(|p| p.into_inner()));
+        let state = event.state.lock().unwrap_or_else(|p| p.into_inner());
+        let me = Some(std::thread::current().id());
+        let here = link.as_ref().and_then(|l| l.as_ref()).filter(|c| c.active()).cloned();
+        if let Some(c) = &here
+            && c.thread != me
+        {
+            return Err(other_thread_error("waiting for an event", c));
+        }
+        let wait = || wait_event(inner, event);
+        match (&state.captured, here) {
+            (None, None) => wait(),
+            (None, Some(_)) => Err(outside_event_error()),
+            (Some(ec), _) if !ec.active() => Err(Error::Argument(
+                "Stream::wait: the event was last recorded inside a graph capture that has ended, so it marks no real \
+                 work; record it again outside a capture"
+                    .into(),
+            )),
+            (Some(ec), _) if ec.thread != me => {
+                Err(other_thread_error("waiting for an event recorded in a capture", ec))
+            }
+            (Some(ec), Some(c)) if Arc::ptr_eq(ec, &c) => wait(),
+            (Some(_), Some(_)) => Err(Error::Argument(
+                "Stream::wait: the stream is in one graph capture and the event was recorded in another; CUDA cannot \
+                 merge two captures"
+                    .into(),
+            )),
+            (Some(ec), None) => {
+                let Some(link) = link.as_mut() else {
+                    return Err(Error::Argument(
+                        "Stream::wait: the legacy and per-thread default streams cannot join a graph capture; wait on a \
+                         stream made with new_stream_with(StreamOptions::new().non_blocking(true))"
+                            .into(),
+                    ));
+                };
+                if inner.blocking {
+                    return Err(Error::Argument(
+                        "Stream::wait: a blocking stream cannot join a graph capture (other threads' legacy-stream work \
+                         would fail while it captures); use a non-blocking stream \
+                         (`gpu.new_stream_with(StreamOptions::new().non_blocking(true))`)"
+                            .into(),
+                    ));
+                }
+                inner.gpu.bind()?;
+                inner.enter_capture(ec, wait)?;
+                ec.joined.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(inner));
+                **link = Some(ec.clone());
+                Ok(())
+            }
+        }
+    }
+
+    /// [`Stream::wait`] under this stream's gate, which the caller holds: never joins the
+    /// stream into a capture (the event and the stream are both outside any, or both in the
+    /// gate's capture, else [`Error::Argument`]).
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn wait_in(&self, event: &Event, gate: &Gate<'_>) -> Result<()> {
+        let inner = &self.inner;
+        crate::peer::require_same_kind(|| "Stream::wait".into(), &inner.gpu, &event.gpu, "")?;
+        let state = event.state.lock().unwrap_or_else(|p| p.into_inner());
+        let same = match (&state.captured, gate.capture()) {
+            (None, None) => true,
+            (Some(ec), Some(c)) => Arc::ptr_eq(ec, c),
+            _ => false,
+        };
+        if !same {
+            return Err(Error::Argument(
+                "an internal wait would join a stream into a graph capture or cross captures".into(),
+            ));
+        }
+        wait_event(inner, event)
     }
 
     /// Runs `f` on a driver thread once everything enqueued before it on this stream has
@@ -396,10 +857,12 @@ impl Stream {
     /// [`Error::HostFnPanicked`].
     ///
     /// # Errors
-    /// A driver failure; [`Error::Argument`] while the stream is capturing a graph (a graph
-    /// would run `f` once per replay, and `f` runs at most once).
+    /// A driver failure; [`Error::Argument`] while the stream is in a graph capture (a graph
+    /// would run `f` once per replay, and `f` runs at most once), or from another thread than
+    /// the capturing one.
     pub fn host_fn(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
-        if self.inner.capture.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+        let gate = self.inner.gate("enqueueing a host function")?;
+        if gate.capture().is_some() {
             return Err(Error::Argument(
                 "a host function cannot be captured into a graph: it would run on every replay".into(),
             ));
@@ -427,6 +890,7 @@ impl Stream {
         // SAFETY: `trampoline` takes ownership of `data` when it runs; if the driver refuses
         // the call it never runs and we take the payload back.
         let r = unsafe { crate::drv::cuLaunchHostFunc(self.inner.raw, Some(trampoline), data) }.result();
+        drop(gate);
         r.map_err(|code| {
             // SAFETY: refused, so the driver never calls `trampoline` with `data`.
             drop(unsafe { Box::from_raw(data.cast::<Payload>()) });
@@ -527,14 +991,12 @@ impl Stream {
         if !d.is_device() {
             return Err(Error::Argument("fill: the destination must be device memory".into()));
         }
-        if !crate::peer::same_context(&d.alloc.gpu, &self.inner.gpu) {
-            return Err(Error::CrossDevice {
-                what: "fill".into(),
-                device: self.inner.gpu.info.ordinal,
-                other: d.alloc.gpu.info.ordinal,
-                reason: "fill a buffer on a stream of its own Gpu".into(),
-            });
-        }
+        crate::peer::require_same(
+            || "fill".into(),
+            &self.inner.gpu,
+            &d.alloc.gpu,
+            "fill a buffer on a stream of its own Gpu",
+        )?;
         let bytes = d.end - d.start;
         if bytes == 0 {
             return Ok(());
@@ -563,17 +1025,28 @@ impl Stream {
     /// inside keep all their checks; the graph keeps the device memory its operations use
     /// alive, and each replay is ordered against other streams like any other operation.
     ///
-    /// Pinned or registered host memory and host functions cannot be captured (the host could
-    /// touch that memory while a replay runs): they are an [`Error::Argument`] inside `f`.
+    /// The capture may fork to other streams and join back through events
+    /// ([`Stream::wait`] on an event recorded on this stream joins a stream into the capture):
+    /// the work of every stream in the capture is captured, and the graph keeps its memory too.
+    /// Every stream joined in must be joined back (this stream waits for an event recorded on
+    /// it) before `f` returns, or the capture fails.
     ///
-    /// Only a non-blocking stream ([`StreamOptions::non_blocking`]) can capture: while a
-    /// *blocking* stream captures, work that any other thread puts on the legacy default stream
-    /// (synchronous copies, `cudaMemcpy`-style calls of other libraries) fails with
-    /// `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` and invalidates the capture.
+    /// While the capture lasts, its streams take work only from this thread: a launch, copy,
+    /// fill, event record or wait from another thread into any of them is an
+    /// [`Error::Argument`] (it would go into the graph instead of running). Synchronizing or
+    /// querying them, and host functions, are refused too; pinned or registered host memory
+    /// cannot be captured (the host could touch it while a replay runs). Waiting on the host
+    /// for their earlier work (a host read, a free) waits for the work from before the capture.
+    ///
+    /// Only a non-blocking stream ([`StreamOptions::non_blocking`]) can capture or join a
+    /// capture: while a *blocking* stream captures, work that any other thread puts on the
+    /// legacy default stream (synchronous copies, `cudaMemcpy`-style calls of other libraries)
+    /// fails with `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` and invalidates the capture.
     ///
     /// # Errors
     /// What `f` returns; [`Error::Argument`] on a blocking stream, on the legacy or per-thread
-    /// default stream (CUDA cannot capture them) or when already capturing; a driver failure.
+    /// default stream (CUDA cannot capture them), when already in a capture, or from another
+    /// thread than one capturing it; a driver failure (a stream not joined back included).
     pub fn capture(&self, f: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
         if self.inner.gpu.is_cpu() {
             return Err(crate::cpu::not_on_cpu(
@@ -592,49 +1065,56 @@ impl Stream {
                     .into(),
             ));
         }
+        if in_host_fn() {
+            return Err(host_fn_error("beginning a graph capture"));
+        }
+        let capture = Arc::new(Capture::new());
         {
-            let mut cap = self.inner.capture.lock().unwrap_or_else(|p| p.into_inner());
-            if cap.is_some() {
-                return Err(Error::Argument("capture: the stream is already capturing".into()));
+            let mut link = self.inner.capture.write().unwrap_or_else(|p| p.into_inner());
+            if let Some(c) = link.as_ref().filter(|c| c.active()) {
+                return Err(match c.thread {
+                    Some(t) if t == std::thread::current().id() => {
+                        Error::Argument("capture: the stream is already in a graph capture".into())
+                    }
+                    _ => other_thread_error("beginning a graph capture", c),
+                });
             }
             self.inner.gpu.bind()?;
-            // SAFETY: live stream of the current context.
-            unsafe {
-                crate::drv::cuStreamBeginCapture_v2(
-                    self.inner.raw,
-                    sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-                )
-            }
-            .result()
-            .map_err(|code| self.inner.gpu.error(code, Doing::Call("beginning a stream capture".into())))?;
-            *cap = Some(Vec::new());
+            self.inner.enter_capture(&capture, || {
+                // SAFETY: live stream of the current context, not in a capture (checked above
+                // under the write lock).
+                unsafe {
+                    crate::drv::cuStreamBeginCapture_v2(
+                        self.inner.raw,
+                        sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                    )
+                }
+                .result()
+                .map_err(|code| self.inner.gpu.error(code, Doing::Call("beginning a stream capture".into())))
+            })?;
+            *link = Some(capture.clone());
         }
         /// Ends the capture if `f` panics (and drops the half-made graph).
-        struct EndOnUnwind<'a>(&'a StreamInner, bool);
+        struct EndOnUnwind<'a>(&'a StreamInner, &'a Arc<Capture>, bool);
         impl Drop for EndOnUnwind<'_> {
             fn drop(&mut self) {
-                if self.1 {
-                    self.0.capture.lock().unwrap_or_else(|p| p.into_inner()).take();
-                    let mut graph = std::ptr::null_mut();
-                    // SAFETY: the stream is capturing (begun above); the graph is ours.
-                    unsafe {
-                        if crate::drv::cuStreamEndCapture(self.0.raw, &mut graph).result().is_ok() && !graph.is_null() {
-                            let _ = crate::drv::cuGraphDestroy(graph);
-                        }
+                if self.2 {
+                    let (graph, _) = self.0.end_capture(self.1);
+                    if !graph.is_null() {
+                        // SAFETY: the graph the capture made, ours, not used after this.
+                        let _ = unsafe { crate::drv::cuGraphDestroy(graph) };
                     }
                 }
             }
         }
-        let mut guard = EndOnUnwind(&self.inner, true);
+        let mut guard = EndOnUnwind(&self.inner, &capture, true);
         let r = f(self);
-        guard.1 = false;
-        let used = self.inner.capture.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default();
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: the stream is capturing (begun above); ending returns the graph, ours.
-        let ended = unsafe { crate::drv::cuStreamEndCapture(self.inner.raw, &mut raw) }.result();
+        guard.2 = false;
+        let (raw, ended) = self.inner.end_capture(&capture);
+        let used = std::mem::take(&mut *capture.used.lock().unwrap_or_else(|p| p.into_inner()));
         let graph = (!raw.is_null()).then(|| Graph { raw, gpu: self.inner.gpu.clone(), used: Arc::new(used) });
         r?;
-        ended.map_err(|code| self.inner.gpu.error(code, Doing::Call("ending a stream capture".into())))?;
+        ended?;
         graph.ok_or_else(|| Error::Argument("capture: the driver returned no graph".into()))
     }
 
@@ -658,9 +1138,19 @@ impl Stream {
 pub struct Event {
     raw: sys::CUevent,
     gpu: Arc<GpuInner>,
+    state: Mutex<EventState>,
 }
 
-// SAFETY: event handles may be used from any thread.
+/// What Cohort knows of an event's last record.
+#[derive(Default)]
+struct EventState {
+    /// The capture it was last recorded in, if it was recorded on a stream in a capture: it
+    /// then marks a point of the graph, not of real work (waiting for it joins a stream into
+    /// the capture; the host cannot wait for it or time it).
+    captured: Option<Arc<Capture>>,
+}
+
+// SAFETY: event handles may be used from any thread; the state is under a mutex.
 unsafe impl Send for Event {}
 // SAFETY: as above.
 unsafe impl Sync for Event {}
@@ -679,7 +1169,7 @@ impl Event {
         unsafe { crate::drv::cuEventCreate(&mut raw, flags as u32) }
             .result()
             .map_err(|code| gpu.inner.error(code, Doing::Call("creating an event".into())))?;
-        Ok(Self { raw, gpu: gpu.inner.clone() })
+        Ok(Self { raw, gpu: gpu.inner.clone(), state: Mutex::new(EventState::default()) })
     }
 
     /// A new event that records timing (`cudaEventCreate`).
@@ -700,31 +1190,58 @@ impl Event {
     }
 
     /// Records the event on `stream`, a stream of the event's `Gpu` (another GPU's stream may
-    /// [`Stream::wait`] for it).
+    /// [`Stream::wait`] for it). On a stream in a graph capture, the event marks a point of the
+    /// capture: a stream that waits for it joins the capture (see [`Stream::capture`]).
     ///
     /// # Errors
-    /// [`Error::CrossDevice`] for a stream of another context; a driver failure.
+    /// [`Error::CrossDevice`] for a stream of another context (or device); [`Error::Argument`]
+    /// on a stream another thread is capturing; a driver failure.
     pub fn record(&self, stream: &Stream) -> Result<()> {
-        if !crate::peer::same_context(&self.gpu, &stream.inner.gpu) {
-            return Err(Error::CrossDevice {
-                what: "recording an event".into(),
-                device: self.gpu.info.ordinal,
-                other: stream.inner.gpu.info.ordinal,
-                reason: "record an event on a stream of the Gpu it was made for".into(),
-            });
+        crate::peer::require_same(
+            || "recording an event".into(),
+            &self.gpu,
+            &stream.inner.gpu,
+            "record an event on a stream of the Gpu it was made for",
+        )?;
+        let gate = stream.inner.gate("recording an event")?;
+        self.record_in(&stream.inner, &gate)
+    }
+
+    /// [`Event::record`] on `stream`, of the event's context, whose gate the caller holds.
+    pub(crate) fn record_in(&self, stream: &StreamInner, gate: &Gate<'_>) -> Result<()> {
+        if in_host_fn() {
+            return Err(host_fn_error("recording an event"));
         }
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         self.gpu.bind()?;
-        // SAFETY: both handles are live and belong to the same context.
-        unsafe { crate::drv::cuEventRecord(self.raw, stream.inner.raw) }
+        // SAFETY: both handles are live and belong to the same context (checked by the
+        // callers), which is current.
+        unsafe { crate::drv::cuEventRecord(self.raw, stream.raw) }
             .result()
-            .map_err(|code| self.gpu.error(code, Doing::Call("recording an event".into())))
+            .map_err(|code| self.gpu.error(code, Doing::Call("recording an event".into())))?;
+        state.captured = gate.capture().cloned();
+        Ok(())
+    }
+
+    /// `Err` (naming `what`) when the event was last recorded in a graph capture: it marks no
+    /// real work, so the host cannot wait for it, query it or time it.
+    fn real(&self, what: &str) -> Result<()> {
+        match &self.state.lock().unwrap_or_else(|p| p.into_inner()).captured {
+            None => Ok(()),
+            Some(_) => Err(Error::Argument(format!(
+                "{what}: the event was last recorded inside a graph capture (Stream::capture), so it marks a point of \
+                 the graph, not of work that runs; record it on a stream outside a capture"
+            ))),
+        }
     }
 
     /// Waits for the event.
     ///
     /// # Errors
-    /// [`Error::KernelFailed`] if work before it failed.
+    /// [`Error::KernelFailed`] if work before it failed; [`Error::Argument`] for an event
+    /// last recorded in a graph capture.
     pub fn synchronize(&self) -> Result<()> {
+        self.real("waiting for an event")?;
         self.gpu.bind()?;
         // SAFETY: live handle.
         unsafe { crate::drv::cuEventSynchronize(self.raw) }
@@ -735,8 +1252,10 @@ impl Event {
     /// Whether the work before the event has finished (`cuEventQuery`), without waiting.
     ///
     /// # Errors
-    /// [`Error::KernelFailed`] if that work failed.
+    /// [`Error::KernelFailed`] if that work failed; [`Error::Argument`] for an event last
+    /// recorded in a graph capture.
     pub fn is_complete(&self) -> Result<bool> {
+        self.real("querying an event")?;
         self.gpu.bind()?;
         // SAFETY: live handle.
         match unsafe { crate::drv::cuEventQuery(self.raw) } {
@@ -757,11 +1276,21 @@ impl Event {
     /// Milliseconds from `start` to this event (both recorded with timing, and complete).
     ///
     /// # Errors
-    /// A driver failure (an event not yet recorded, or made [`Event::untimed`]).
+    /// [`Error::CrossDevice`] for events of two contexts (devices); [`Error::Argument`] for an
+    /// event last recorded in a graph capture; a driver failure (an event not yet recorded, or
+    /// made [`Event::untimed`]).
     pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
+        crate::peer::require_same(
+            || "timing two events (Event::elapsed_ms_since)".into(),
+            &self.gpu,
+            &start.gpu,
+            "time events of one Gpu",
+        )?;
+        self.real("timing an event")?;
+        start.real("timing an event")?;
         let mut ms = 0.0f32;
         self.gpu.bind()?;
-        // SAFETY: both events are live.
+        // SAFETY: both events are live, of one context (checked above), which is current.
         unsafe { crate::drv::cuEventElapsedTime_v2(&mut ms, start.raw, self.raw) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call("reading event time".into())))?;
@@ -865,16 +1394,13 @@ impl GraphExec {
     /// [`Error::CrossDevice`] for a stream of another context than the one the graph was
     /// captured in; a driver failure (a kernel that failed in an earlier replay included).
     pub fn launch(&self, stream: &Stream) -> Result<()> {
-        if !crate::peer::same_context(&self.gpu, &stream.inner.gpu) {
-            return Err(Error::CrossDevice {
-                what: "a graph replay".into(),
-                device: self.gpu.info.ordinal,
-                other: stream.inner.gpu.info.ordinal,
-                reason: "a graph runs only on streams of the context it was captured in (its kernels and memory \
-                         are that context's); capture it again on the other GPU"
-                    .into(),
-            });
-        }
+        crate::peer::require_same(
+            || "a graph replay".into(),
+            &self.gpu,
+            &stream.inner.gpu,
+            "a graph runs only on streams of the context it was captured in (its kernels and memory are that \
+             context's); capture it again on the other GPU",
+        )?;
         let uses: Vec<Use<'_>> = self.used.iter().map(Use::captured).collect();
         self.gpu.bind()?;
         run_tracked(&stream.inner, &uses, || {
@@ -896,5 +1422,154 @@ impl Drop for GraphExec {
                 let _ = crate::drv::cuGraphExecDestroy(self.raw);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The capture bookkeeping, without a GPU: the CPU device has no graphs, so these link its
+    //! streams to a [`Capture`] as `Stream::capture` and `Stream::wait` do, and check what the
+    //! gate, the tracker and the event rules make of it (the CPU driver accepts the waits).
+
+    use super::*;
+    use crate::StreamOptions;
+
+    fn cpu_stream(gpu: &Gpu) -> Stream {
+        gpu.new_stream_with(StreamOptions::new().non_blocking(true)).unwrap()
+    }
+
+    /// `s` as `Stream::capture` leaves it: in `c`, its mark frozen.
+    fn begin(s: &Stream, c: &Arc<Capture>) {
+        let mut link = s.inner.capture.write().unwrap();
+        s.inner.gpu.bind().unwrap();
+        s.inner.enter_capture(c, || Ok(())).unwrap();
+        *link = Some(c.clone());
+    }
+
+    /// A capture owned by another thread.
+    fn foreign_capture() -> Arc<Capture> {
+        std::thread::spawn(|| Arc::new(Capture::new())).join().unwrap()
+    }
+
+    fn is_argument<T: fmt::Debug>(r: Result<T>, needle: &str) {
+        match r {
+            Err(Error::Argument(m)) => assert!(m.contains(needle), "{m}"),
+            other => panic!("expected an argument error mentioning {needle:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_joined_stream_s_memory_is_kept_by_the_capture() {
+        let gpu = Gpu::cpu().unwrap();
+        let (origin, side) = (cpu_stream(&gpu), cpu_stream(&gpu));
+        let c = Arc::new(Capture::new());
+        begin(&origin, &c);
+        let fork = Event::untimed(&gpu).unwrap();
+        fork.record(&origin).unwrap();
+        assert!(fork.state.lock().unwrap().captured.as_ref().is_some_and(|e| Arc::ptr_eq(e, &c)));
+        // Waiting for an event recorded in the capture joins `side` into it.
+        side.wait(&fork).unwrap();
+        assert!(side.inner.capture_now().is_some_and(|j| Arc::ptr_eq(&j, &c)));
+        assert_eq!(c.joined.lock().unwrap().len(), 1);
+        let mut buf = gpu.zeroed::<u32>(64).unwrap();
+        side.fill(&mut buf, 7u32).unwrap();
+        {
+            let used = c.used.lock().unwrap();
+            assert_eq!(used.len(), 1, "the joined stream's fill is kept by the capture");
+            assert!(used[0].alloc.ptr == buf.as_device_ptr().addr() && used[0].write);
+        }
+        assert_eq!(buf.pending_accesses(), 0, "a captured operation is not recorded as real work");
+        // Host memory, host functions, waits and queries on a joined stream are refused.
+        let pinned = gpu.pinned::<u32>(64).unwrap();
+        is_argument(side.copy(&pinned, &mut buf), "pinned");
+        is_argument(side.host_fn(|| ()), "host function");
+        is_argument(side.synchronize(), "graph capture");
+        is_argument(side.query(), "graph capture");
+        // The end takes it out.
+        c.ended.store(true, Ordering::Release);
+        assert!(side.inner.capture_now().is_none());
+        side.fill(&mut buf, 9u32).unwrap();
+        assert_eq!(buf.to_vec().unwrap(), vec![9u32; 64]);
+        assert_eq!(c.used.lock().unwrap().len(), 1, "after the end nothing more is kept");
+    }
+
+    #[test]
+    fn other_threads_are_refused_by_streams_in_a_capture() {
+        let gpu = Gpu::cpu().unwrap();
+        let s = cpu_stream(&gpu);
+        let c = foreign_capture();
+        begin(&s, &c);
+        let mut buf = gpu.upload(&[5u32; 64]).unwrap();
+        let other = gpu.upload(&[6u32; 64]).unwrap();
+        is_argument(s.fill(&mut buf, 1u32), "another thread");
+        is_argument(s.copy(&other, &mut buf), "another thread");
+        let e = Event::untimed(&gpu).unwrap();
+        is_argument(e.record(&s), "another thread");
+        is_argument(s.wait(&e), "another thread");
+        is_argument(s.synchronize(), "another thread");
+        is_argument(s.host_fn(|| ()), "another thread");
+        assert!(matches!(s.capture(|_| Ok(())), Err(Error::NotOnCpu { .. })));
+        assert!(c.used.lock().unwrap().is_empty(), "nothing was kept");
+        // Nothing ran (the CPU device would have run it at once).
+        assert_eq!(buf.to_vec().unwrap(), vec![5u32; 64]);
+        c.ended.store(true, Ordering::Release);
+        s.fill(&mut buf, 1u32).unwrap();
+        assert_eq!(buf.to_vec().unwrap(), vec![1u32; 64]);
+    }
+
+    #[test]
+    fn events_recorded_in_a_capture_mark_no_work() {
+        let gpu = Gpu::cpu().unwrap();
+        let (s, plain, blocking) = (cpu_stream(&gpu), cpu_stream(&gpu), gpu.new_stream().unwrap());
+        let c = Arc::new(Capture::new());
+        begin(&s, &c);
+        let (e, outside) = (Event::new(&gpu).unwrap(), Event::new(&gpu).unwrap());
+        outside.record(&plain).unwrap();
+        e.record(&s).unwrap();
+        is_argument(e.synchronize(), "inside a graph capture");
+        is_argument(e.query(), "inside a graph capture");
+        is_argument(e.elapsed_ms_since(&outside), "inside a graph capture");
+        is_argument(outside.elapsed_ms_since(&e), "inside a graph capture");
+        is_argument(s.wait(&outside), "recorded outside");
+        is_argument(blocking.wait(&e), "blocking");
+        is_argument(gpu.legacy_stream().wait(&e), "default streams");
+        is_argument(gpu.per_thread_stream().wait(&e), "default streams");
+        // From another thread, a stream outside the capture cannot join it.
+        let joined = std::thread::scope(|sc| sc.spawn(|| plain.wait(&e)).join().unwrap());
+        is_argument(joined, "another thread");
+        assert!(plain.inner.capture_now().is_none());
+        // A second capture's event cannot merge into this one.
+        let (s2, c2) = (cpu_stream(&gpu), Arc::new(Capture::new()));
+        begin(&s2, &c2);
+        let e2 = Event::untimed(&gpu).unwrap();
+        e2.record(&s2).unwrap();
+        is_argument(s.wait(&e2), "another");
+        c2.ended.store(true, Ordering::Release);
+        c.ended.store(true, Ordering::Release);
+        // After the end, the event still marks a point of the ended capture until recorded again.
+        is_argument(plain.wait(&e), "has ended");
+        e.record(&plain).unwrap();
+        plain.wait(&e).unwrap();
+        e.synchronize().unwrap();
+        assert!(e.elapsed_ms_since(&outside).is_ok());
+    }
+
+    #[test]
+    fn a_frozen_mark_covers_the_work_before_the_capture() {
+        let gpu = Gpu::cpu().unwrap();
+        let (s, reader) = (cpu_stream(&gpu), cpu_stream(&gpu));
+        let mut buf = gpu.zeroed::<u32>(64).unwrap();
+        s.fill(&mut buf, 3u32).unwrap();
+        s.fill(&mut buf, 4u32).unwrap();
+        let c = Arc::new(Capture::new());
+        begin(&s, &c);
+        assert_eq!(s.inner.mark.lock().unwrap().frozen_upto(), Some(2), "the mark covers both fills");
+        // Host waits and other streams' waits use the frozen mark (no record on `s`).
+        assert_eq!(buf.to_vec().unwrap(), vec![4u32; 64]);
+        let mut out = gpu.zeroed::<u32>(64).unwrap();
+        reader.copy(&buf, &mut out).unwrap();
+        assert_eq!(out.to_vec().unwrap(), vec![4u32; 64]);
+        c.ended.store(true, Ordering::Release);
+        assert_eq!(s.inner.mark.lock().unwrap().frozen_upto(), None, "thawed once the capture ended");
     }
 }

@@ -33,7 +33,7 @@ use crate::device::{Doing, GpuInner};
 use crate::error::{Error, Result};
 use crate::module::{Module, ModuleInner};
 use crate::stream::Stream;
-use crate::track::{Alloc, AllocKind, Use, run_tracked};
+use crate::track::{Alloc, AllocKind, Use, run_tracked_in};
 
 /// The prefix of the static that holds a variable's initial value.
 const INIT_PREFIX: &str = "__cohort_init_";
@@ -383,11 +383,20 @@ impl<T: DeviceCopy> Symbol<T> {
     /// so `value` may change afterwards.
     ///
     /// # Errors
-    /// [`Error::Argument`] while `stream` is capturing a graph (a replay would copy host memory
-    /// that is gone); a driver failure.
+    /// [`Error::CrossDevice`] for a stream of another context (or device) than the module's;
+    /// [`Error::Argument`] while `stream` is in a graph capture (a replay would copy host memory
+    /// that is gone), or from another thread than the one capturing it; a driver failure.
     pub fn set(&self, stream: &Stream, value: &T) -> Result<()> {
         let v = self.var();
-        if stream.inner.capture.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+        let gpu = &self.module.gpu;
+        crate::peer::require_same(
+            || format!("setting module variable `{}`", v.name),
+            gpu,
+            &stream.inner.gpu,
+            "set a module variable on a stream of the Gpu its module was loaded on",
+        )?;
+        let gate = stream.inner.gate_with(|| format!("setting module variable `{}`", v.name))?;
+        if gate.capture().is_some() {
             return Err(Error::Argument(format!(
                 "setting module variable `{}` cannot be captured into a graph: set it before capturing or between replays",
                 v.name
@@ -400,14 +409,14 @@ impl<T: DeviceCopy> Symbol<T> {
         // A copy on this thread's stack: pageable memory, which the driver stages before the
         // copy call returns (a pinned source would be read later, after `value` may change).
         let staged: T = *value;
-        let gpu = &self.module.gpu;
         gpu.bind()?;
-        run_tracked(&stream.inner, &[Use::new(&self.vars().record, range(v.addr, v.size), true)], || {
+        run_tracked_in(&stream.inner, &gate, &[Use::new(&self.vars().record, range(v.addr, v.size), true)], || {
             // On the CPU device: not while a launch of the module runs (on another thread).
             let _guard = self.vars().cpu.as_ref().map(|t| t.host_guard());
             // SAFETY: the variable has `size_of::<T>()` bytes (checked at lookup); `staged` is
             // a live `T` whose bytes are all initialized (`DeviceCopy`: no padding); pageable,
-            // so it is read before the call returns; the tracker ordered the copy.
+            // so it is read before the call returns; the stream is of the module's context
+            // (checked above), which is current; the tracker ordered the copy.
             unsafe { crate::drv::cuMemcpyHtoDAsync_v2(v.addr, (&raw const staged).cast(), bytes, stream.inner.raw) }
                 .result()
                 .map_err(|code| gpu.error(code, Doing::Call(format!("setting module variable `{}`", v.name))))
