@@ -157,8 +157,8 @@ mod vars;
 use core::fmt;
 
 pub use ctx::{
-    block_dim, block_idx, global_rank, grid_dim, in_kernel, is_cooperative, lane_id, lanemask_eq, lanemask_ge,
-    lanemask_gt, lanemask_le, lanemask_lt, thread_idx, thread_rank, warp_id,
+    at_instruction, block_dim, block_idx, global_rank, grid_dim, in_kernel, is_cooperative, lane_id, lanemask_eq,
+    lanemask_ge, lanemask_gt, lanemask_le, lanemask_lt, thread_idx, thread_rank, warp_id,
 };
 pub use device_launch::{
     DeviceLaunch, Entry, MAX_DEPTH, Refusal, is_global, register_global, unregister_global, with_launch_budget,
