@@ -52,7 +52,7 @@
 //! `thread_rank`, `num_threads`). Not yet supported: the Hopper `thread_block_cluster` group.
 
 mod coalesced;
-mod grid;
+pub(crate) mod grid;
 mod large;
 mod memcpy;
 mod multi_grid;
