@@ -20,7 +20,8 @@
 //!    -Zbuild-std=core` on the crate with `-Ctarget-cpu=sm_XX`, in its own target directory
 //!    (`<target>/cohort-ptx/<crate>/sm_XX`, so no lock is shared with the outer build), with
 //!    the outer build's `RUSTFLAGS`, wrappers and profile overrides removed. rustc's
-//!    `llvm-bitcode-linker` writes the `.ptx`;
+//!    `llvm-bitcode-linker` writes the `.ptx`, in which the builder numbers checked mode's
+//!    call-site markers, one number per call instruction ([`number_site_markers`]);
 //! 3. when `ptxas` is found (`COHORT_PTXAS`, `PATH`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`),
 //!    assembles the PTX for its architecture and records each kernel's registers, spills,
 //!    stack and shared memory, which end up in the [`PtxSet`](../cohort_runtime/struct.PtxSet.html);

@@ -226,10 +226,12 @@ pub(crate) mod grid_sites {
     /// The slots (a module global, zero at load).
     static SITES: [Slot; SLOTS] = [EMPTY; SLOTS];
 
+    /// The slot of generation `parity` of the barrier on `word`: a hash of the address (from
+    /// its high product bits: words are 4-byte aligned, vectors' words further) and the parity.
     #[inline(always)]
     fn slot(word: u64, parity: u32) -> &'static Slot {
-        let i = ((word >> 2).wrapping_mul(0x9e37_79b9) as usize ^ parity as usize) % SLOTS;
-        &SITES[i]
+        let h = (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60) as usize;
+        &SITES[(2 * h + (parity & 1) as usize) % SLOTS]
     }
 
     /// Block 0, before it arrives at generation `parity` of the barrier on `word`: publishes

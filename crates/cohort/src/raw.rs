@@ -32,6 +32,8 @@
 //! | `%clock`, `%clock64`, `%globaltimer`, `%smid` | [`clock`], [`clock64`], [`globaltimer`], [`smid`] | `clock()`, `clock64()`, `%globaltimer` |
 //! | `%envreg1`, `%envreg2` | [`envreg1`], [`envreg2`] | (cooperative groups' grid workspace) |
 //! | `%dynamic_smem_size` | [`dynamic_smem_size`] | — |
+//! | `mov.u32 %r, 0; // cohort-site?` (numbered by `cohort-build`) | `site_marker` (checked mode; crate-private) | — |
+//! | `mbarrier.init/arrive/test_wait/try_wait.shared.b64` (sm_80) | `mbarrier_*` (the block's phase barrier; crate-private) | `cuda::barrier` |
 //! | `fns.b32` | [`fns`] | `__fns` |
 //! | `isspacep.global` | [`isspacep_global`] | `__isGlobal` |
 //! | `call __cudaCDP2GetParameterBufferV2` (libcudadevrt) | [`cdp2_get_parameter_buffer`] | `cudaGetParameterBuffer` (what `<<<>>>` in device code becomes) |

@@ -7,6 +7,15 @@
 //! the last arrival flips bit 31) with a release atomic at GPU scope, then spins with acquire
 //! loads until bit 31 differs from what it saw; a block barrier.
 //!
+//! That barrier counts arrivals: blocks at two different grid syncs pass it together. So the
+//! grid syncs that protect data are on words of their own — a `GridVec`'s phase changes and
+//! `reduce_grid` synchronize on the vector's word, which no other grid sync arrives at — and
+//! in checked mode every block compares its grid sync's call with block 0's
+//! ([`crate::check`]). A phase change's block part is a barrier that only phase changes arrive
+//! on (an `mbarrier` in shared memory, set up at kernel entry by the vector's rebuild; a counter
+//! and a generation before sm_80), not block barrier 0, which a thread's own `sync_threads()`
+//! would complete.
+//!
 //! On driver 580 the workspace pointer is non-null for normal launches too, so the device
 //! cannot tell whether grid sync is safe. Cohort makes it a type: only a
 //! `#[kernel(cooperative)]` kernel receives a [`GridGroup`] (the host API launches those

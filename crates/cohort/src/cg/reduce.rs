@@ -7,7 +7,7 @@
 //! | coalesced group (other cases) | tree of rank-relative `shfl_down`, then a broadcast | every member |
 //! | large tile (64–512) | per-warp as above, then the warps' partials through shared scratch | every member |
 //! | thread block ([`this_thread_block`](super::this_thread_block)) | per-warp as above, then the warps' partials through shared scratch (any block size) | every thread |
-//! | grid ([`reduce_grid`]) | block reduce, one partial per block in a scratch buffer, grid sync, each block combines the partials | every thread of the grid |
+//! | grid ([`reduce_grid`]) | block reduce, one partial per block in a scratch [`GridVec`], a grid barrier on the scratch's own word, each block combines the partials | every thread of the grid |
 //!
 //! Scans (`inclusive_scan`, `exclusive_scan`) run on the same groups; thread *r* gets the
 //! combination of ranks `0..=r` (inclusive) or `0..r` (exclusive: rank 0 gets
