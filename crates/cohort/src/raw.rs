@@ -574,7 +574,7 @@ pub fn fns(mask: u32, base: u32, offset: i32) -> u32 {
 // ---------------------------------------------------------------------------------------------
 // Call-site markers (checked mode) and the block's phase barrier (`mbarrier`)
 
-/// What an unnumbered call-site marker says in PTX: [`site_marker`] emits
+/// What an unnumbered call-site marker says in PTX: `site_marker` emits
 /// `mov.u32 %r, 0; // cohort-site?`, and `cohort-build` numbers each one
 /// (`mov.u32 %r, 17; // cohort-site=17`). The runtime refuses to load PTX that still holds one.
 pub const SITE_MARKER_UNNUMBERED: &str = "// cohort-site?";
