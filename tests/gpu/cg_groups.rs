@@ -316,7 +316,7 @@ fn grid_reduce(c: &Ctx) -> TestResult {
         let n = (blocks * 256) as usize - 17;
         let data: Vec<u64> = (0..n).map(|_| r.random_range(0..1 << 40)).collect();
         let dd = c.gpu.upload(&data).ctx("upload")?;
-        let mut scratch = c.gpu.zeroed::<u64>(2 * blocks as usize).ctx("alloc")?;
+        let mut scratch = cohort_runtime::GridVecBuffer::<u64>::zeroed(&c.gpu, 2 * blocks as usize).ctx("alloc")?;
         let mut out = c.gpu.upload(&vec![[0u64; 4]; (blocks * 256) as usize]).ctx("alloc")?;
         kern.launch_cooperative(&s, LaunchConfig::new(blocks, 256), &dd, &mut scratch, &mut out).ctx("launch")?;
         let threads = (blocks * 256) as u64;

@@ -38,6 +38,7 @@ pub fn trials() -> Vec<Trial> {
             cpu_and_gpu_handles_never_mix,
         ),
         gpu_trial("runtime_checks_handles_of_one_device_mix_freely", one_device_handles),
+        gpu_trial("runtime_checks_ptx_with_unnumbered_site_markers_is_refused", unnumbered_sites),
     ];
     if std::env::var_os(CHILD_VAR).is_some() {
         trials.push(gpu_only_trial(CHILD_TRIAL, STICKY, after_a_trap));
@@ -196,6 +197,30 @@ fn ptx_text(c: &Ctx) -> TestResult {
         Err(Error::Argument(msg)) if msg.contains("NUL at byte 100") => Ok(()),
         other => Err(format!("PTX text with a NUL inside: {other:?}")),
     }
+}
+
+/// Checked-mode PTX whose call-site markers were not numbered (built outside cohort-build) is
+/// refused at load with an `Err` that says how to fix it; numbered, the same text loads.
+fn unnumbered_sites(c: &Ctx) -> TestResult {
+    // A checked kernel's shape: a marker (as `cohort::raw::site_marker` emits it) whose number
+    // a check would compare.
+    let unnumbered = format!(
+        ".version 7.0\n.target sm_80\n.address_size 64\n\n.visible .entry site_probe(.param .u64 out)\n{{\n\t.reg \
+         .b32 %r<2>;\n\t.reg .b64 %rd<3>;\n\tmov.u32 %r1, 0; {}\n\tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 \
+         %rd2, %rd1;\n\tst.global.u32 [%rd2], %r1;\n\tret;\n}}\n",
+        cohort::raw::SITE_MARKER_UNNUMBERED
+    );
+    match c.gpu.load_ptx_text("runtime_checks_unnumbered", &unnumbered) {
+        Err(e @ Error::UnnumberedSiteMarkers { .. }) => {
+            let msg = e.to_string();
+            ensure(msg.contains("cohort-build") && msg.contains("runtime_checks_unnumbered"), || msg.clone())?;
+        }
+        other => return Err(format!("PTX with an unnumbered marker: {other:?}")),
+    }
+    let (numbered, n) = cohort_build::number_site_markers(&unnumbered)?;
+    ensure(n == 1 && numbered.contains("mov.u32 %r1, 1; // cohort-site=1"), || numbered.clone())?;
+    c.gpu.load_ptx_text("runtime_checks_numbered", &numbered).ctx("load the numbered text")?;
+    Ok(())
 }
 
 /// The CPU device and a GPU in one process, on one thread: their memory does not mix (launches

@@ -33,6 +33,8 @@ fn main() {
         cpu_trial("ptx_every_arch_is_embedded", every_arch_embedded),
         cpu_trial("ptx_module_selection_by_compute_capability", selection),
         cpu_trial("ptx_golden_grid_sync", golden_grid_sync),
+        cpu_trial("ptx_golden_site_markers_are_numbered_one_per_call_instruction", golden_site_markers),
+        cpu_trial("ptx_golden_phase_changes_use_the_blocks_own_mbarrier", golden_phase_mbarrier),
         cpu_trial("ptx_golden_atomic_reduction", golden_atomic),
         cpu_trial("ptx_golden_printf", golden_printf),
         cpu_trial("ptx_golden_cg_reduce_uses_redux_sync", golden_redux),
@@ -195,6 +197,68 @@ fn golden_grid_sync() -> TestResult {
         "neighbour_sums",
         &["%envreg1", "%envreg2", "atom.add.release.gpu.u32", "ld.acquire.gpu.u32", "barrier.sync 	0"],
     )
+}
+
+/// The numbers of the call-site markers in `text`, in order.
+fn site_numbers(text: &str) -> Vec<u32> {
+    text.match_indices(cohort::raw::SITE_MARKER_NUMBERED)
+        .filter_map(|(at, m)| {
+            let rest = &text[at + m.len()..];
+            rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len())].parse().ok()
+        })
+        .collect()
+}
+
+/// Checked mode's call-site markers (issue 31): numbered by cohort-build in every module (none
+/// left as `// cohort-site?`), each number once per module, and the two calls of one macro
+/// expansion or `#[track_caller]` helper get two numbers.
+fn golden_site_markers() -> TestResult {
+    ensure(
+        cohort_build::SITE_MARKER_UNNUMBERED == cohort::raw::SITE_MARKER_UNNUMBERED
+            && cohort_build::SITE_MARKER_NUMBERED == cohort::raw::SITE_MARKER_NUMBERED,
+        || "cohort-build and the device library spell the call-site markers differently".into(),
+    )?;
+    for set in SETS {
+        for m in set.modules {
+            ensure(!m.text().contains(cohort::raw::SITE_MARKER_UNNUMBERED), || {
+                format!("{} sm_{}: an unnumbered call-site marker", set.crate_name, m.arch)
+            })?;
+        }
+    }
+    for m in cohort_test_kernels::PTX.modules {
+        let mut all = site_numbers(m.text());
+        ensure(all.len() > 100, || format!("sm_{}: only {} markers in the checked test kernels", m.arch, all.len()))?;
+        all.sort_unstable();
+        let n = all.len();
+        all.dedup();
+        ensure(all.len() == n, || format!("sm_{}: a marker number is used twice", m.arch))?;
+        for entry in [
+            "diverge_macro_shfl",
+            "diverge_helper_shfl",
+            "diverge_macro_sync_count",
+            "diverge_helper_sync_count",
+            "diverge_grid_sites",
+        ] {
+            let nums = site_numbers(entry_body(m, entry)?);
+            ensure(nums.len() >= 2, || format!("sm_{}: {entry} has the markers {nums:?}, not one per arm", m.arch))?;
+        }
+    }
+    Ok(())
+}
+
+/// `GridVec` phase changes arrive on the block's own `mbarrier` (set up at kernel entry),
+/// which no `sync_threads()` can complete (issue 31).
+fn golden_phase_mbarrier() -> TestResult {
+    for m in cohort_test_kernels::PTX.modules {
+        let wait = if m.arch >= 90 { "mbarrier.try_wait.shared.b64" } else { "mbarrier.test_wait.shared.b64" };
+        for entry in ["phases", "grid_reduce"] {
+            let body = entry_body(m, entry)?;
+            for needle in ["mbarrier.init.shared.b64", "mbarrier.arrive.shared.b64", wait, "barrier.red.or.pred"] {
+                ensure(body.contains(needle), || format!("sm_{}: {entry} lacks `{needle}`", m.arch))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn golden_atomic() -> TestResult {

@@ -20,7 +20,8 @@
 //!    -Zbuild-std=core` on the crate with `-Ctarget-cpu=sm_XX`, in its own target directory
 //!    (`<target>/cohort-ptx/<crate>/sm_XX`, so no lock is shared with the outer build), with
 //!    the outer build's `RUSTFLAGS`, wrappers and profile overrides removed. rustc's
-//!    `llvm-bitcode-linker` writes the `.ptx`;
+//!    `llvm-bitcode-linker` writes the `.ptx`, in which the builder numbers checked mode's
+//!    call-site markers, one number per call instruction ([`number_site_markers`]);
 //! 3. when `ptxas` is found (`COHORT_PTXAS`, `PATH`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`),
 //!    assembles the PTX for its architecture and records each kernel's registers, spills,
 //!    stack and shared memory, which end up in the [`PtxSet`](../cohort_runtime/struct.PtxSet.html);
@@ -122,6 +123,44 @@ pub const DEVICE_RUNTIME_MARK: &str = "__cudaCDP2";
 #[must_use]
 pub fn needs_device_runtime(ptx: &str) -> bool {
     ptx.contains(DEVICE_RUNTIME_MARK)
+}
+
+/// What a checked-mode call-site marker says in PTX before the builder numbers it: the device
+/// library's `raw::site_marker` emits `mov.u32 %r, 0; // cohort-site?` at each collective's
+/// check, one per call instruction after inlining (the same text as
+/// `cohort::raw::SITE_MARKER_UNNUMBERED`).
+pub const SITE_MARKER_UNNUMBERED: &str = "// cohort-site?";
+/// What a numbered marker says, before its number (`cohort::raw::SITE_MARKER_NUMBERED`).
+pub const SITE_MARKER_NUMBERED: &str = "// cohort-site=";
+
+/// Numbers checked mode's call-site markers: the `n`-th `mov.u32 %r, 0; // cohort-site?` of the
+/// module becomes `mov.u32 %r, n; // cohort-site=n` (`n` from 1). Checked mode compares these
+/// numbers between the members of a collective, so each call instruction needs its own; the
+/// runtime refuses PTX whose markers are not numbered. Returns the text and how many markers
+/// it numbered (PTX without markers, as release builds are, comes back unchanged).
+///
+/// # Errors
+/// A marker in another form than the device library's (the text of the line).
+pub fn number_site_markers(ptx: &str) -> Result<(String, u32), String> {
+    if !ptx.contains(SITE_MARKER_UNNUMBERED) {
+        return Ok((ptx.to_owned(), 0));
+    }
+    let mut out = String::with_capacity(ptx.len() + ptx.len() / 64);
+    let mut n = 0u32;
+    for line in ptx.split_inclusive('\n') {
+        let Some(at) = line.find(SITE_MARKER_UNNUMBERED) else {
+            out.push_str(line);
+            continue;
+        };
+        let (code, rest) = line.split_at(at);
+        let Some(head) = code.trim_end().strip_suffix(", 0;").filter(|h| h.trim_start().starts_with("mov.u32")) else {
+            return Err(format!("a call-site marker in an unexpected form: `{}`", line.trim()));
+        };
+        n = n.checked_add(1).ok_or("more than 2^32 call-site markers")?;
+        let rest = &rest[SITE_MARKER_UNNUMBERED.len()..];
+        out.push_str(&format!("{head}, {n}; {SITE_MARKER_NUMBERED}{n}{rest}"));
+    }
+    Ok((out, n))
 }
 
 /// Finds `libcudadevrt.a`: `COHORT_CUDADEVRT` (the file), then `lib64/` and `lib/` of
@@ -427,7 +466,12 @@ impl Builder {
                 lib_name = stem.to_string_lossy().into_owned();
             }
             let dest = out_dir.join(format!("{lib_name}.sm_{arch}.ptx"));
-            let text = fs::read(&ptx).map_err(|e| BuildError::Other(format!("reading {}: {e}", ptx.display())))?;
+            let text =
+                fs::read_to_string(&ptx).map_err(|e| BuildError::Other(format!("reading {}: {e}", ptx.display())))?;
+            let text = number_site_markers(&text)
+                .map_err(|e| BuildError::Other(format!("{} (sm_{arch}): {e}", ptx.display())))?
+                .0
+                .into_bytes();
             write_if_changed(&dest, &text)
                 .map_err(|e| BuildError::Other(format!("writing {}: {e}", dest.display())))?;
             let dep_info = ptx.with_extension("d");
@@ -944,6 +988,22 @@ mod tests {
         assert_eq!(head.len(), 1);
         assert!(head[0].contains("sm_90"), "{head:?}");
         assert!(details.starts_with("error: no matching package"), "{details}");
+    }
+
+    #[test]
+    fn site_markers_get_one_number_each() {
+        let ptx = "\t// begin inline asm\n\tmov.u32 %r5, 0; // cohort-site?\n\t// end inline asm\n\tshfl.sync.idx.b32 \
+                   %r6, %r1, 0, 31, -1;\n\tmov.u32 %r7, 0; // cohort-site?\n";
+        let (out, n) = number_site_markers(ptx).unwrap();
+        assert_eq!(n, 2);
+        assert!(out.contains("\tmov.u32 %r5, 1; // cohort-site=1\n"), "{out}");
+        assert!(out.contains("\tmov.u32 %r7, 2; // cohort-site=2\n"), "{out}");
+        assert!(!out.contains(SITE_MARKER_UNNUMBERED));
+        assert!(out.contains("shfl.sync.idx.b32 %r6, %r1, 0, 31, -1;"));
+        // Nothing to number: the text comes back as it was.
+        assert_eq!(number_site_markers("mov.u32 %r1, 0;\n").unwrap(), ("mov.u32 %r1, 0;\n".to_owned(), 0));
+        // Another form is refused rather than left unnumbered.
+        assert!(number_site_markers("add.u32 %r1, %r2, 0; // cohort-site?\n").is_err());
     }
 
     #[test]

@@ -3,19 +3,37 @@
 //! CUDA leaves a collective that only part of its group reaches undefined (wrong values, or a
 //! hang); see the convergence rule in [`crate::cg`]. Built with `--cfg cohort_checked` (what
 //! `cohort_build` does by default for debug builds, or with `COHORT_CHECKED=1`), every
-//! collective first checks that exactly its group is at **one call site**, and otherwise ends the
+//! collective first checks that exactly its group is at **one call**, and otherwise ends the
 //! kernel with an `Err` on the host that names the collective, the call site and the threads
 //! present:
 //!
 //! | scope | how it checks | cost (checked mode only) |
 //! |---|---|---|
-//! | tile ≤ 32, coalesced group | `bar.warp.sync` on the group's mask (on sm_70+ members may arrive from different instructions), then `match.any.sync` of a hash of the call site: every member must hold the same | 2 warp instructions + a hash |
-//! | block (`sync_threads*`, block `reduce`/scans) | a barrier, thread 0 publishes its call site in shared memory, a barrier, `barrier.red.or` of "mine differs" | 3 block barriers |
-//! | grid (`grid.sync()`) | the wait for the other blocks is bounded (5 s by `%globaltimer`) | a timer read per spin |
+//! | tile ≤ 32, coalesced group | `bar.warp.sync` on the group's mask (on sm_70+ members may arrive from different instructions), then `match.any.sync` of the call's number: every member must hold the same | 2 warp instructions |
+//! | block (`sync_threads*`, block `reduce`/scans, the block part of grid syncs) | a barrier, thread 0 publishes its call's number in shared memory, a barrier, `barrier.red.or` of "mine differs" | 3 block barriers |
+//! | grid (`grid.sync()`, `GridVec` phase changes, `reduce_grid`) | block 0 publishes its call's number beside the barrier's generation; every other block compares after the barrier; the wait for the other blocks is bounded (5 s by `%globaltimer`) | a few global loads and stores per block, a timer read per spin |
+//!
+//! **What "one call" means.** Not the source location: `Location::caller()` is the same for
+//! every call written inside one `macro_rules!` body (it is the macro's invocation), and for
+//! every call reached through one `#[track_caller]` helper. Each check compares instead a
+//! number of **its call instruction**: a marker (`raw::site_marker`) that every inlined copy of
+//! the check carries, numbered by `cohort-build` in the PTX (a module whose markers are not
+//! numbered is refused at load). So two calls in one macro expansion or helper that members
+//! reach divergently are an error too, and the report says that the location is shared. The
+//! location stays what the report names.
+//!
+//! The marker follows the check's first barrier (`bar.warp.sync` or `barrier.sync`), a
+//! convergent instruction LLVM never hoists out of an `if`; an inline asm with side effects is
+//! not hoisted past it, nor ever sunk or merged, so the two arms of a divergent branch keep two
+//! markers. One call in a loop is one instruction, every iteration: its members agree.
 //!
 //! Without `cohort_checked` every function here is empty and inlined away: release kernels
 //! are unchanged. Not checked: large tiles (64–512, named barriers), and a member that exited
 //! instead of reaching the collective (it can hang the check, as it hangs the collective).
+//!
+//! On the CPU device the engine makes the same checks at every collective, checked mode or not
+//! (its own errors: `divergence: …`, `deadlock in block …`), telling the calls of one location
+//! apart by the address of their code in builds with debug assertions.
 
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
 use core::panic::Location;
@@ -29,64 +47,99 @@ fn site(loc: &Location<'_>) -> u64 {
     file.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ ((loc.line() as u64) << 32 | loc.column() as u64)
 }
 
+/// Whether two locations are the same file, line and column.
+#[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+#[inline(always)]
+fn same_location(a: &Location<'_>, b: &Location<'_>) -> bool {
+    a.line() == b.line() && a.column() == b.column() && a.file() == b.file()
+}
+
 /// Checks that every lane of `mask` is at this call of `op` (warp-level groups).
 #[inline(always)]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub(crate) fn warp(op: &'static str, mask: u32) {
     #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
-    warp_at(op, mask, Location::caller());
+    {
+        // SAFETY: the calling lane is in `mask` (every group's mask holds its members); on
+        // sm_70+ the lanes of `mask` may reach a warp barrier from different instructions,
+        // which is exactly the case being checked. It is this call's own instruction (inlined
+        // here) so that the marker after it stays in this call (see the module docs).
+        unsafe { crate::raw::bar_warp_sync(mask) };
+        warp_at(op, mask, Location::caller(), crate::raw::site_marker());
+    }
     let _ = (op, mask);
 }
 
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
 #[inline(never)]
-fn warp_at(op: &'static str, mask: u32, loc: &'static Location<'static>) {
-    // SAFETY: the calling lane is in `mask` (every group's mask holds its members); on sm_70+
-    // the lanes of `mask` may reach this warp barrier from different instructions, which is
-    // exactly the case being checked.
-    unsafe { crate::raw::bar_warp_sync(mask) };
-    // SAFETY: every lane of `mask` is past the warp barrier above and executes this.
-    let same = unsafe { crate::raw::match_any_sync_b64(mask, site(loc)) };
+fn warp_at(op: &'static str, mask: u32, loc: &'static Location<'static>, call: u32) {
+    // SAFETY: every lane of `mask` is past the warp barrier of its call and executes this.
+    let same = unsafe { crate::raw::match_any_sync_b32(mask, call) };
     if same != mask {
-        crate::panic::fail_check(crate::panic::CheckKind::Warp, op, mask, same, loc);
+        // Every lane of `mask` is here (none has a match set of the whole mask): do the lanes
+        // that differ share a source location?
+        // SAFETY: as above.
+        let same_loc = unsafe { crate::raw::match_any_sync_b64(mask, site(loc)) };
+        let kind = if same_loc == mask { crate::panic::CheckKind::WarpSameSite } else { crate::panic::CheckKind::Warp };
+        crate::panic::fail_check(kind, op, mask, same, loc, None);
     }
 }
 
-/// Checks that every thread of the block is at this call of `op` (block-level collectives).
-/// Every thread of the block must call it (it is made of block barriers).
+/// Checks that every thread of the block is at this call of `op` (block-level collectives),
+/// and returns the call's number (0 without checked mode). Every thread of the block must call
+/// it (it is made of block barriers).
 #[inline(always)]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
-pub(crate) fn block(op: &'static str) {
+pub(crate) fn block(op: &'static str) -> u32 {
     #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
-    block_at(op, Location::caller());
-    let _ = op;
+    {
+        // SAFETY: every thread of the block reaches this barrier and the two in `block_at`, from
+        // whichever collective it is at: the non-aligned form allows different instructions.
+        // It is this call's own (see `warp`).
+        unsafe { crate::raw::barrier_sync() };
+        let call = crate::raw::site_marker();
+        block_at(op, Location::caller(), call);
+        call
+    }
+    #[cfg(not(all(cohort_checked, target_arch = "nvptx64")))]
+    {
+        let _ = op;
+        0
+    }
 }
 
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
 crate::shared! {
-    /// The call site of thread 0 of the block, for the block check.
-    static BLOCK_SITE: [u64; 1];
+    /// The call of thread 0 of the block, for the block check: its number and its location
+    /// (the address of a `&'static Location`).
+    static BLOCK_SITE: [u64; 2];
 }
 
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
 #[inline(never)]
-fn block_at(op: &'static str, loc: &'static Location<'static>) {
-    let me = site(loc);
+fn block_at(op: &'static str, loc: &'static Location<'static>, call: u32) {
     let cell = BLOCK_SITE.get();
-    // SAFETY: every thread of the block reaches this and the next two barriers, from whichever
-    // collective it is at: the non-aligned forms allow different instructions.
-    unsafe { crate::raw::barrier_sync() };
     let rank = crate::thread::thread_rank_in_block();
     if rank == 0 {
-        cell.store(0, me);
+        cell.store(0, u64::from(call));
+        cell.store(1, loc as *const Location<'static> as u64);
     }
-    // SAFETY: as above.
+    // SAFETY: as in `block`.
     unsafe { crate::raw::barrier_sync() };
-    let differs = cell.load(0) != me;
+    let differs = cell.load(0) != u64::from(call);
     // SAFETY: as above.
     let any = unsafe { crate::raw::barrier_sync_or(differs) };
     if differs {
-        crate::panic::fail_check(crate::panic::CheckKind::Block, op, rank, 0, loc);
+        // SAFETY: thread 0 stored the address of its `&'static Location` (a constant of this
+        // module) before the barrier above, and nobody writes the cell until every thread has
+        // passed the `barrier.red` above.
+        let first: &'static Location<'static> = unsafe { &*(cell.load(1) as *const Location<'static>) };
+        let kind = if same_location(first, loc) {
+            crate::panic::CheckKind::BlockSameSite
+        } else {
+            crate::panic::CheckKind::Block
+        };
+        crate::panic::fail_check(kind, op, rank, 0, loc, Some(first));
     }
     if any {
         // Another thread's check fails and traps the launch; this one waits for that rather
@@ -97,18 +150,126 @@ fn block_at(op: &'static str, loc: &'static Location<'static>) {
     }
 }
 
-/// How long a checked grid sync waits for the other blocks before it reports them missing.
+/// How long a checked wait (a grid sync for the other blocks, a phase change for the block's
+/// threads) lasts before it reports them missing.
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
-pub(crate) const GRID_SYNC_TIMEOUT_NS: u64 = 5_000_000_000;
+pub(crate) const WAIT_TIMEOUT_NS: u64 = 5_000_000_000;
 
 /// For a grid sync's spin loop: ends the kernel with a grid check failure when `start_ns`
-/// (a `%globaltimer` reading) is more than [`GRID_SYNC_TIMEOUT_NS`] ago.
+/// (a `%globaltimer` reading) is more than [`WAIT_TIMEOUT_NS`] ago.
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
 #[inline(always)]
 pub(crate) fn grid_waited(start_ns: u64, blocks: u32, op: &'static str, loc: &'static Location<'static>) {
     let now = crate::raw::globaltimer();
-    if now.wrapping_sub(start_ns) > GRID_SYNC_TIMEOUT_NS {
+    if now.wrapping_sub(start_ns) > WAIT_TIMEOUT_NS {
         let ms = (now.wrapping_sub(start_ns) / 1_000_000) as u32;
-        crate::panic::fail_check(crate::panic::CheckKind::Grid, op, ms, blocks, loc);
+        crate::panic::fail_check(crate::panic::CheckKind::Grid, op, ms, blocks, loc, None);
+    }
+}
+
+/// For a phase change's wait for the block's threads: ends the kernel when `start_ns` is more
+/// than [`WAIT_TIMEOUT_NS`] ago (a thread of the block is elsewhere: at a barrier of its own,
+/// or exited).
+#[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+#[inline(always)]
+pub(crate) fn phase_waited(start_ns: u64, op: &'static str, loc: &'static Location<'static>) {
+    let now = crate::raw::globaltimer();
+    if now.wrapping_sub(start_ns) > WAIT_TIMEOUT_NS {
+        let ms = (now.wrapping_sub(start_ns) / 1_000_000) as u32;
+        let threads = crate::thread::block_size();
+        crate::panic::fail_check(crate::panic::CheckKind::PhaseBlock, op, ms, threads, loc, None);
+    }
+}
+
+/// Checked mode's comparison of grid-sync calls across blocks.
+///
+/// Block 0's thread 0 publishes, before it arrives at a grid barrier, its call's number and
+/// location in a slot of a module global, chosen by the barrier word's address and the
+/// parity of the barrier's generation (bit 31 of the word, which only the last arrival of a
+/// generation flips, so every arriving block sees the same). Every other block's thread 0
+/// reads the slot once the barrier completes and compares. Two slots per word suffice: block 0
+/// writes the slot of generation *g* again only at *g* + 2, which it reaches only after every
+/// block arrived at *g* + 1, after its comparison of *g*.
+///
+/// The slots are shared by every launch of the module (concurrent cooperative launches on
+/// other streams) and by every barrier word (the driver's workspace, each `GridVec`'s): a
+/// slot is a seqlock (writers take it with a CAS, readers retry nothing) that holds the word's
+/// address, and a reader that finds another word's record, or a write in progress, skips the
+/// comparison. So a collision can only hide a divergence, never report one that isn't.
+#[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+pub(crate) mod grid_sites {
+    use core::panic::Location;
+    use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+    use crate::atomic::{AtomicU32, AtomicU64};
+
+    /// One published grid-sync call.
+    pub(crate) struct Slot {
+        /// Even: stable; odd: a write is in progress.
+        seq: AtomicU32,
+        /// The barrier word's address.
+        word: AtomicU64,
+        /// The call's number.
+        call: AtomicU64,
+        /// The call's `&'static Location`, as an address.
+        loc: AtomicU64,
+    }
+
+    const SLOTS: usize = 16;
+
+    #[allow(clippy::declare_interior_mutable_const)]
+    // SAFETY: a device `static` is `.global` memory, the space of these atomics.
+    const EMPTY: Slot = unsafe {
+        Slot { seq: AtomicU32::new(0), word: AtomicU64::new(0), call: AtomicU64::new(0), loc: AtomicU64::new(0) }
+    };
+
+    /// The slots (a module global, zero at load).
+    static SITES: [Slot; SLOTS] = [EMPTY; SLOTS];
+
+    /// The slot of generation `parity` of the barrier on `word`: a hash of the address (from
+    /// its high product bits: words are 4-byte aligned, vectors' words further) and the parity.
+    #[inline(always)]
+    fn slot(word: u64, parity: u32) -> &'static Slot {
+        let h = (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60) as usize;
+        &SITES[(2 * h + (parity & 1) as usize) % SLOTS]
+    }
+
+    /// Block 0, before it arrives at generation `parity` of the barrier on `word`: publishes
+    /// its call.
+    #[inline(never)]
+    pub(crate) fn publish(word: u64, parity: u32, call: u32, loc: &'static Location<'static>) {
+        let s = slot(word, parity);
+        // Another launch (or another word of this one) may be writing this slot: take it. A
+        // writer holds it for four stores, without waiting for anything.
+        let seq = loop {
+            let seq = s.seq.load(Relaxed);
+            if seq & 1 == 0 && s.seq.compare_exchange(seq, seq | 1, Acquire, Relaxed).is_ok() {
+                break seq;
+            }
+            crate::raw::nanosleep(100);
+        };
+        s.word.store(word, Relaxed);
+        s.call.store(u64::from(call), Relaxed);
+        s.loc.store(loc as *const Location<'static> as u64, Relaxed);
+        s.seq.store(seq.wrapping_add(2), Release);
+    }
+
+    /// Another block, after generation `parity` of the barrier on `word` completed: block 0's
+    /// call there, if the slot still holds it.
+    #[inline(never)]
+    pub(crate) fn read(word: u64, parity: u32) -> Option<(u32, &'static Location<'static>)> {
+        let s = slot(word, parity);
+        let seq = s.seq.load(Acquire);
+        if seq & 1 != 0 {
+            return None;
+        }
+        let (w, call, loc) = (s.word.load(Relaxed), s.call.load(Relaxed), s.loc.load(Relaxed));
+        crate::raw::fence_acq_rel_gpu();
+        if s.seq.load(Relaxed) != seq || w != word || loc == 0 {
+            return None;
+        }
+        // SAFETY: block 0 stored the address of its `&'static Location` (a constant of this
+        // module) under this sequence number, which has not changed since.
+        Some((call as u32, unsafe { &*(loc as *const Location<'static>) }))
     }
 }

@@ -47,6 +47,11 @@ pub struct PanicRecord {
     pub op_len: u32,
     /// The collective a failed check was about (`shfl`, `sync_threads_count`, …), UTF-8.
     pub op: [u8; PANIC_OP_BYTES],
+    /// Where the thread (or block) that a failed check disagrees with is: line, column, bytes
+    /// used in `other_file` (all 0 when the check names none).
+    pub other: [u32; 3],
+    /// Its source file, as `file`.
+    pub other_file: [u8; PANIC_FILE_BYTES],
 }
 
 /// Longest collective name a [`PanicRecord`] keeps.
@@ -72,6 +77,21 @@ pub enum CheckKind {
     /// or two vectors' phases): numbers are the rank of a grid that differs from grid 0 and
     /// the grids of the launch.
     MultiGridPhase = 5,
+    /// As [`Warp`](Self::Warp), where the members are at two calls with the same source
+    /// location (inside one macro expansion or `#[track_caller]` helper).
+    WarpSameSite = 6,
+    /// As [`Block`](Self::Block), where the threads are at two calls with the same source
+    /// location.
+    BlockSameSite = 7,
+    /// Blocks at different grid syncs (another call: a grid sync, a `GridVec` phase change or
+    /// a `reduce_grid` elsewhere), which would pass each other's barrier: numbers are this
+    /// block's rank and block 0's (0); the record's other site is block 0's call.
+    GridSite = 8,
+    /// As [`GridSite`](Self::GridSite), with the two calls at the same source location.
+    GridSiteSameSite = 9,
+    /// A phase change (`GridVec::publish`, …) that not every thread of the block reached in
+    /// time: numbers are the milliseconds waited and the threads of the block.
+    PhaseBlock = 10,
 }
 
 impl CheckKind {
@@ -84,6 +104,11 @@ impl CheckKind {
             3 => Some(Self::Grid),
             4 => Some(Self::MultiGrid),
             5 => Some(Self::MultiGridPhase),
+            6 => Some(Self::WarpSameSite),
+            7 => Some(Self::BlockSameSite),
+            8 => Some(Self::GridSite),
+            9 => Some(Self::GridSiteSameSite),
+            10 => Some(Self::PhaseBlock),
             _ => None,
         }
     }
@@ -102,6 +127,8 @@ impl PanicRecord {
         check: [0; 3],
         op_len: 0,
         op: [0; PANIC_OP_BYTES],
+        other: [0; 3],
+        other_file: [0; PANIC_FILE_BYTES],
     };
 
     /// The collective a failed check was about (empty for an ordinary panic).
@@ -114,22 +141,30 @@ impl PanicRecord {
     /// How a failed check of checked mode reads (`None` for an ordinary panic).
     #[must_use]
     pub fn check_text(&self) -> Option<CheckText<'_>> {
+        let other = (self.other[2] != 0).then(|| (text(&self.other_file, self.other[2]), self.other[0], self.other[1]));
         CheckKind::from_u32(self.check[0]).map(|kind| CheckText {
             kind,
             op: self.op(),
             a: self.check[1],
             b: self.check[2],
+            here: (self.file(), self.line, self.column),
+            other,
         })
     }
 
     /// The file path recorded (lossy if it was cut inside a character).
     #[must_use]
     pub fn file(&self) -> &str {
-        let n = (self.file_len as usize).min(PANIC_FILE_BYTES);
-        match core::str::from_utf8(&self.file[..n]) {
-            Ok(s) => s,
-            Err(e) => core::str::from_utf8(&self.file[..e.valid_up_to()]).unwrap_or(""),
-        }
+        text(&self.file, self.file_len)
+    }
+}
+
+/// The first `len` bytes of `bytes` as text (lossy if cut inside a character).
+fn text(bytes: &[u8; PANIC_FILE_BYTES], len: u32) -> &str {
+    let n = (len as usize).min(PANIC_FILE_BYTES);
+    match core::str::from_utf8(&bytes[..n]) {
+        Ok(s) => s,
+        Err(e) => core::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""),
     }
 }
 
@@ -140,11 +175,29 @@ pub struct CheckText<'a> {
     op: &'a str,
     a: u32,
     b: u32,
+    /// The reporting thread's call site: file, line, column.
+    here: (&'a str, u32, u32),
+    /// The site of the thread or block it disagrees with, if the check names one.
+    other: Option<(&'a str, u32, u32)>,
+}
+
+/// Writes ` (file:line:col)` for `other`, if there is one.
+struct Other<'a>(Option<(&'a str, u32, u32)>);
+
+impl core::fmt::Display for Other<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some((file, line, col)) => write!(f, " ({file}:{line}:{col})"),
+            None => Ok(()),
+        }
+    }
 }
 
 impl core::fmt::Display for CheckText<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let op = self.op;
+        let (file, line, col) = self.here;
+        let other = Other(self.other);
         match self.kind {
             CheckKind::Warp => write!(
                 f,
@@ -153,10 +206,45 @@ impl core::fmt::Display for CheckText<'_> {
                  convergence rule)",
                 self.a, self.b
             ),
+            CheckKind::WarpSameSite => write!(
+                f,
+                "divergence: `{op}` of the group of lanes {:#010x} was reached at one call by lanes {:#010x} only; the \
+                 other members are at another call with the same source location: two calls inside one macro \
+                 expansion or `#[track_caller]` helper at {file}:{line}:{col} diverged (every member must make the \
+                 same call, see `cohort::cg`'s convergence rule)",
+                self.a, self.b
+            ),
             CheckKind::Block => write!(
                 f,
                 "divergence: thread rank {} of its block reached `{op}` here while thread rank {} is at another \
-                 barrier of the block (every thread of the block must reach the same barrier)",
+                 barrier of the block{other} (every thread of the block must reach the same barrier)",
+                self.a, self.b
+            ),
+            CheckKind::BlockSameSite => write!(
+                f,
+                "divergence: thread rank {} of its block reached `{op}` at one call while thread rank {} is at \
+                 another call with the same source location: two calls inside one macro expansion or \
+                 `#[track_caller]` helper at {file}:{line}:{col} diverged (every thread of the block must reach the \
+                 same barrier)",
+                self.a, self.b
+            ),
+            CheckKind::GridSite => write!(
+                f,
+                "divergence: block {} reached `{op}` here while block {} is at another grid sync{other} (every block \
+                 must make the same grid syncs, `GridVec` phase changes and `reduce_grid` calls, in the same order)",
+                self.a, self.b
+            ),
+            CheckKind::GridSiteSameSite => write!(
+                f,
+                "divergence: block {} reached `{op}` at one call while block {} is at another call with the same \
+                 source location: two calls inside one macro expansion or `#[track_caller]` helper at \
+                 {file}:{line}:{col} diverged (every block must make the same grid syncs, in the same order)",
+                self.a, self.b
+            ),
+            CheckKind::PhaseBlock => write!(
+                f,
+                "divergence: `{op}` waited {} ms and not every one of the {} threads of the block reached it (a thread \
+                 is at a barrier of its own, or exited; every thread of the block must make the same phase change)",
                 self.a, self.b
             ),
             CheckKind::Grid => write!(
@@ -218,10 +306,13 @@ mod handler {
         record_and_trap(info.location(), None)
     }
 
+    /// A failed check's detail: kind, collective, the two numbers, the other site.
+    pub(crate) type Check<'a> = (u32, &'a str, u32, u32, Option<&'a core::panic::Location<'a>>);
+
     /// Writes the record (location, thread, and a failed check's detail) if this thread is the
     /// first to panic, then traps.
     #[inline(always)]
-    pub(crate) fn record_and_trap(loc: Option<&core::panic::Location<'_>>, check: Option<(u32, &str, u32, u32)>) -> ! {
+    pub(crate) fn record_and_trap(loc: Option<&core::panic::Location<'_>>, check: Option<Check<'_>>) -> ! {
         // SAFETY: the host writes this pointer once, before any launch of the module.
         let rec = unsafe { core::ptr::read_volatile(&raw const cohort_panic_record) };
         if !rec.is_null() {
@@ -244,11 +335,11 @@ mod handler {
     }
 
     #[inline(always)]
-    fn fill(rec: &mut PanicRecord, loc: Option<&core::panic::Location<'_>>, check: Option<(u32, &str, u32, u32)>) {
+    fn fill(rec: &mut PanicRecord, loc: Option<&core::panic::Location<'_>>, check: Option<Check<'_>>) {
         use crate::raw;
         // SAFETY: `rec` is a valid, exclusively claimed record (for every volatile write below).
         unsafe {
-            if let Some((kind, op, a, b)) = check {
+            if let Some((kind, op, a, b, other)) = check {
                 core::ptr::write_volatile(&mut rec.check, [kind, a, b]);
                 let op = op.as_bytes();
                 let n = op.len().min(super::PANIC_OP_BYTES);
@@ -258,19 +349,16 @@ mod handler {
                     i += 1;
                 }
                 core::ptr::write_volatile(&mut rec.op_len, n as u32);
+                if let Some(other) = other {
+                    let n = write_file(&mut rec.other_file, other.file());
+                    core::ptr::write_volatile(&mut rec.other, [other.line(), other.column(), n]);
+                }
             }
             core::ptr::write_volatile(&mut rec.block, [raw::ctaid_x(), raw::ctaid_y(), raw::ctaid_z()]);
             core::ptr::write_volatile(&mut rec.thread, [raw::tid_x(), raw::tid_y(), raw::tid_z()]);
             if let Some(loc) = loc {
-                let file = loc.file().as_bytes();
-                let skip = file.len().saturating_sub(PANIC_FILE_BYTES);
-                let file = &file[skip..];
-                let mut i = 0;
-                while i < file.len() {
-                    core::ptr::write_volatile(rec.file.as_mut_ptr().add(i), *file.as_ptr().add(i));
-                    i += 1;
-                }
-                core::ptr::write_volatile(&mut rec.file_len, file.len() as u32);
+                let n = write_file(&mut rec.file, loc.file());
+                core::ptr::write_volatile(&mut rec.file_len, n);
                 core::ptr::write_volatile(&mut rec.line, loc.line());
                 core::ptr::write_volatile(&mut rec.column, loc.column());
             }
@@ -279,19 +367,44 @@ mod handler {
         }
         raw::fence_sc_sys();
     }
+
+    /// Writes the tail of `file` that fits into `dst` with volatile stores; returns its length.
+    #[inline(always)]
+    fn write_file(dst: &mut [u8; PANIC_FILE_BYTES], file: &str) -> u32 {
+        let file = file.as_bytes();
+        let skip = file.len().saturating_sub(PANIC_FILE_BYTES);
+        let file = &file[skip..];
+        let mut i = 0;
+        while i < file.len() {
+            // SAFETY: `i < file.len() <= PANIC_FILE_BYTES`, in bounds of both.
+            unsafe { core::ptr::write_volatile(dst.as_mut_ptr().add(i), *file.as_ptr().add(i)) };
+            i += 1;
+        }
+        file.len() as u32
+    }
 }
 
-/// Ends the kernel for a failed check of checked mode: records `loc`, the thread, `kind`, `op`
-/// and the two numbers (as a panic does), then traps; the host's `Err` carries them.
+/// Ends the kernel for a failed check of checked mode: records `loc`, the thread, `kind`, `op`,
+/// the two numbers and the other site (of the thread or block this one disagrees with), as a
+/// panic does, then traps; the host's `Err` carries them.
 #[cold]
 #[inline(never)]
-pub(crate) fn fail_check(kind: CheckKind, op: &str, a: u32, b: u32, loc: &core::panic::Location<'_>) -> ! {
+pub(crate) fn fail_check(
+    kind: CheckKind,
+    op: &str,
+    a: u32,
+    b: u32,
+    loc: &core::panic::Location<'_>,
+    other: Option<&core::panic::Location<'_>>,
+) -> ! {
     #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
     {
-        handler::record_and_trap(Some(loc), Some((kind as u32, op, a, b)))
+        handler::record_and_trap(Some(loc), Some((kind as u32, op, a, b, other)))
     }
     #[cfg(not(all(target_arch = "nvptx64", feature = "panic-handler")))]
     {
-        panic!("{} at {loc}", CheckText { kind, op, a, b })
+        let here = (loc.file(), loc.line(), loc.column());
+        let other = other.map(|l| (l.file(), l.line(), l.column()));
+        panic!("{} at {loc}", CheckText { kind, op, a, b, here, other })
     }
 }

@@ -32,6 +32,8 @@
 //! | `%clock`, `%clock64`, `%globaltimer`, `%smid` | [`clock`], [`clock64`], [`globaltimer`], [`smid`] | `clock()`, `clock64()`, `%globaltimer` |
 //! | `%envreg1`, `%envreg2` | [`envreg1`], [`envreg2`] | (cooperative groups' grid workspace) |
 //! | `%dynamic_smem_size` | [`dynamic_smem_size`] | — |
+//! | `mov.u32 %r, 0; // cohort-site?` (numbered by `cohort-build`) | `site_marker` (checked mode; crate-private) | — |
+//! | `mbarrier.init/arrive/test_wait/try_wait.shared.b64` (sm_80) | `mbarrier_*` (the block's phase barrier; crate-private) | `cuda::barrier` |
 //! | `fns.b32` | [`fns`] | `__fns` |
 //! | `isspacep.global` | [`isspacep_global`] | `__isGlobal` |
 //! | `call __cudaCDP2GetParameterBufferV2` (libcudadevrt) | [`cdp2_get_parameter_buffer`] | `cudaGetParameterBuffer` (what `<<<>>>` in device code becomes) |
@@ -246,6 +248,7 @@ pub unsafe fn barrier_sync() {
         // SAFETY: the caller upholds the barrier contract.
         unsafe { nvvm_barrier_sync(0) }
     } host => {
+        crate::host::mark_instruction();
         cohort_cpu::sync_threads()
     })
 }
@@ -261,6 +264,7 @@ pub unsafe fn barrier_sync_named(id: u32, count: u32) {
         // SAFETY: the caller upholds the barrier contract.
         unsafe { nvvm_barrier_sync_cnt(id, count) }
     } host => {
+        crate::host::mark_instruction();
         cohort_cpu::barrier_named(id, count)
     })
 }
@@ -278,6 +282,7 @@ pub unsafe fn barrier_sync_count(pred: bool) -> u32 {
         // SAFETY: the caller upholds the barrier contract.
         unsafe { nvvm_barrier_red_popc(0, pred) }
     } host => {
+        crate::host::mark_instruction();
         cohort_cpu::sync_threads_count(pred)
     })
 }
@@ -295,6 +300,7 @@ pub unsafe fn barrier_sync_and(pred: bool) -> bool {
         // SAFETY: the caller upholds the barrier contract.
         unsafe { nvvm_barrier_red_and(0, pred) }
     } host => {
+        crate::host::mark_instruction();
         cohort_cpu::sync_threads_and(pred)
     })
 }
@@ -312,6 +318,7 @@ pub unsafe fn barrier_sync_or(pred: bool) -> bool {
         // SAFETY: the caller upholds the barrier contract.
         unsafe { nvvm_barrier_red_or(0, pred) }
     } host => {
+        crate::host::mark_instruction();
         cohort_cpu::sync_threads_or(pred)
     })
 }
@@ -329,6 +336,7 @@ pub unsafe fn bar_warp_sync(mask: u32) {
         // SAFETY: the caller upholds the warp-barrier contract.
         unsafe { nvvm_bar_warp_sync(mask) }
     } host => {
+        crate::host::mark_instruction();
         cohort_cpu::sync_warp(mask)
     })
 }
@@ -352,7 +360,10 @@ macro_rules! shfl_b32 {
             on_device!(stringify!($name) => {
                 // SAFETY: the caller upholds the convergence contract of `shfl.sync`.
                 unsafe { $intr(mask, value, b, c) }
-            } host => { cohort_cpu::shfl(cohort_cpu::ShflMode::$host, mask, value, b, c) })
+            } host => {
+                crate::host::mark_instruction();
+                cohort_cpu::shfl(cohort_cpu::ShflMode::$host, mask, value, b, c)
+            })
         }
     )*};
 }
@@ -391,7 +402,10 @@ macro_rules! vote_pred {
             on_device!(stringify!($name) => {
                 // SAFETY: the caller upholds the convergence contract of `vote.sync`.
                 unsafe { $intr(mask, pred) }
-            } host => { $host(mask, pred) })
+            } host => {
+                crate::host::mark_instruction();
+                $host(mask, pred)
+            })
         }
     )*};
 }
@@ -419,6 +433,7 @@ pub unsafe fn vote_sync_ballot(mask: u32, pred: bool) -> u32 {
         // SAFETY: the caller upholds the convergence contract of `vote.sync`.
         unsafe { nvvm_vote_ballot(mask, pred) }
     } host => {
+        crate::host::mark_instruction();
         cohort_cpu::ballot(mask, pred)
     })
 }
@@ -435,6 +450,7 @@ pub unsafe fn match_any_sync_b32(mask: u32, value: u32) -> u32 {
         // SAFETY: the caller upholds the convergence contract of `match.sync`.
         unsafe { nvvm_match_any_i32(mask, value) }
     } host => {
+        crate::host::mark_instruction();
         cohort_cpu::match_any_u32(mask, value)
     })
 }
@@ -451,6 +467,7 @@ pub unsafe fn match_any_sync_b64(mask: u32, value: u64) -> u32 {
         // SAFETY: the caller upholds the convergence contract of `match.sync`.
         unsafe { nvvm_match_any_i64(mask, value) }
     } host => {
+        crate::host::mark_instruction();
         cohort_cpu::match_any_u64(mask, value)
     })
 }
@@ -492,6 +509,7 @@ pub fn activemask() -> u32 {
         // SAFETY: `activemask` has no preconditions.
         unsafe { nvvm_activemask() }
     } host => {
+        crate::host::mark_instruction();
         cohort_cpu::activemask()
     })
 }
@@ -510,7 +528,10 @@ macro_rules! redux {
             on_device!(stringify!($name) => {
                 // SAFETY: the caller upholds the convergence contract of `redux.sync`.
                 unsafe { $intr(value, mask) }
-            } host => { cohort_cpu::$hf(cohort_cpu::ReduxOp::$op, mask, value) })
+            } host => {
+                crate::host::mark_instruction();
+                cohort_cpu::$hf(cohort_cpu::ReduxOp::$op, mask, value)
+            })
         }
     )*};
 }
@@ -548,6 +569,101 @@ pub fn fns(mask: u32, base: u32, offset: i32) -> u32 {
     } host => {
         crate::host::fns(mask, base, offset)
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Call-site markers (checked mode) and the block's phase barrier (`mbarrier`)
+
+/// What an unnumbered call-site marker says in PTX: `site_marker` emits
+/// `mov.u32 %r, 0; // cohort-site?`, and `cohort-build` numbers each one
+/// (`mov.u32 %r, 17; // cohort-site=17`). The runtime refuses to load PTX that still holds one.
+pub const SITE_MARKER_UNNUMBERED: &str = "// cohort-site?";
+
+/// What a numbered call-site marker says in PTX, before its number.
+pub const SITE_MARKER_NUMBERED: &str = "// cohort-site=";
+
+/// A number that identifies **this call instruction** of the module, after all inlining: a
+/// `mov.u32` of a placeholder that `cohort-build` replaces, in the PTX, by a number of its own
+/// per marker (1, 2, …). Checked mode compares these between the members of a collective, so
+/// two calls that share a source location (`Location::caller()` is the same for every call
+/// inside one `macro_rules!` expansion, or reached through one `#[track_caller]` helper) still
+/// differ.
+///
+/// The asm is not `pure`: LLVM never merges two of them into one (it does not sink inline asm,
+/// and does not CSE asm with side effects), but it may *hoist* identical leading instructions
+/// out of both arms of an `if`. So a marker must follow, in its basic block, an instruction
+/// LLVM cannot hoist: the checks place it right after a convergent barrier (`bar.warp.sync`,
+/// `barrier.sync`), which SimplifyCFG never hoists, and past which it does not hoist an
+/// instruction with side effects.
+#[cfg(all(target_arch = "nvptx64", cohort_checked))]
+#[inline(always)]
+#[must_use]
+pub(crate) fn site_marker() -> u32 {
+    let r: u32;
+    // SAFETY: a move of an immediate into a register; the comment is for cohort-build.
+    unsafe { asm!("mov.u32 {0}, 0; // cohort-site?", out(reg32) r, options(nomem, nostack, preserves_flags)) };
+    r
+}
+
+/// `mbarrier.init.shared.b64 [addr], count` (sm_80): makes the 8 bytes at shared address
+/// `addr` an mbarrier that completes a phase when `count` arrivals have been made.
+///
+/// # Safety
+/// sm_80+; `addr` is an 8-byte aligned shared-memory address that no thread uses as an
+/// mbarrier meanwhile, and every thread that will use it is ordered after this (a block
+/// barrier) before it does.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+#[inline(always)]
+pub(crate) unsafe fn mbarrier_init(addr: u32, count: u32) {
+    // SAFETY: the caller's contract.
+    unsafe { asm!("mbarrier.init.shared.b64 [{0}], {1};", in(reg32) addr, in(reg32) count, options(nostack)) }
+}
+
+/// `mbarrier.arrive.shared.b64` (sm_80; release at block scope): this thread's arrival on the
+/// mbarrier at `addr`; returns the state to wait with ([`mbarrier_wait_done`]).
+///
+/// # Safety
+/// sm_80+; `addr` holds an initialized mbarrier whose current phase still expects an arrival.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+#[inline(always)]
+#[must_use]
+pub(crate) unsafe fn mbarrier_arrive(addr: u32) -> u64 {
+    let state: u64;
+    // SAFETY: the caller's contract.
+    unsafe { asm!("mbarrier.arrive.shared.b64 {0}, [{1}];", out(reg64) state, in(reg32) addr, options(nostack)) };
+    state
+}
+
+/// Whether the mbarrier phase that `state` (from [`mbarrier_arrive`]) belongs to has completed
+/// (acquire at block scope): `mbarrier.try_wait` on sm_90 (the thread may sleep in hardware
+/// until then, or a time limit of the hardware's), `mbarrier.test_wait` before.
+///
+/// # Safety
+/// sm_80+; `addr` holds the initialized mbarrier that `state` came from.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+#[inline(always)]
+#[must_use]
+pub(crate) unsafe fn mbarrier_wait_done(addr: u32, state: u64) -> bool {
+    let done: u32;
+    macro_rules! wait {
+        ($ins:literal) => {
+            // SAFETY: the caller's contract.
+            unsafe {
+                asm!(
+                    concat!("{{ .reg .pred p; ", $ins, " p, [{a}], {s}; selp.u32 {d}, 1, 0, p; }}"),
+                    a = in(reg32) addr,
+                    s = in(reg64) state,
+                    d = out(reg32) done,
+                    options(nostack),
+                )
+            }
+        };
+    }
+    #[cfg(target_feature = "sm_90")]
+    wait!("mbarrier.try_wait.shared.b64");
+    #[cfg(not(target_feature = "sm_90"))]
+    wait!("mbarrier.test_wait.shared.b64");
+    done != 0
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -352,10 +352,13 @@ impl<'a, T> AppendSlice<'a, T> {
 ///
 /// `publish` and `reclaim` synchronize the grid on a barrier word that belongs to *this*
 /// vector (the host's `GridVecBuffer` holds it beside the elements), after checking that every
-/// thread of the block is at the same vector's barrier. So threads that diverge — some
-/// publishing this vector, others another — never pass a barrier together: they wait (and in
-/// checked mode end the launch with an `Err` after 5 s) instead of reading what others still
-/// write. Cost: one grid sync and two more block barriers per phase change.
+/// thread of the block is at the same vector's barrier. The block's part is a barrier that
+/// only phase changes arrive on (an `mbarrier` in shared memory, set up at kernel entry), so a
+/// thread's own `sync_threads()` cannot stand in for it. So threads that diverge — some
+/// publishing this vector, others another, others at barriers of their own — never pass a
+/// barrier together: they wait (and in checked mode end the launch with an `Err` after 5 s)
+/// instead of reading what others still write. Cost: one grid barrier, an `mbarrier`
+/// arrive-and-wait and two block barriers per phase change.
 ///
 /// As a `#[kernel]` parameter it is passed from the host as `&mut GridVecBuffer<T>`.
 ///
@@ -384,14 +387,19 @@ pub struct GridVec<'a, T> {
 }
 
 impl<'a, T> GridVec<'a, T> {
-    /// Wraps device memory and its barrier word.
+    /// Wraps device memory and its barrier word, and makes the block's phase barrier ready
+    /// (a block barrier: see below).
     ///
     /// # Safety
     /// As [`abi::grid_vec`](crate::abi::grid_vec); `ptr` non-null; every thread of the launch
-    /// receives the same vector.
+    /// receives the same vector. Every thread of the block calls this at the same point,
+    /// before any phase change of any vector and while no thread of the block is in one (at
+    /// kernel entry, as `#[kernel]`'s parameter rebuild does).
     #[inline(always)]
     #[must_use]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn from_raw_parts(ptr: *mut T, len: usize, barrier: *mut u32) -> Self {
+        crate::cg::grid::phase_init();
         // SAFETY: non-null by the caller's contract.
         Self { ptr: unsafe { NonNull::new_unchecked(ptr) }, len, barrier, _life: PhantomData }
     }
@@ -430,6 +438,18 @@ impl<'a, T> GridVec<'a, T> {
             }
             None => false,
         }
+    }
+
+    /// The address of the vector's barrier word.
+    #[inline(always)]
+    pub(crate) fn barrier_word(&self) -> u64 {
+        self.barrier as u64
+    }
+
+    /// The elements' address.
+    #[inline(always)]
+    pub(crate) fn elements(&self) -> *mut T {
+        self.ptr.as_ptr()
     }
 
     /// Ends the write phase: a grid barrier on this vector, after which every thread may read

@@ -595,6 +595,57 @@ fn deadlock_at_two_barriers_is_an_err_naming_both() {
     assert_ne!(first.site.line(), second.site.line(), "{err}");
 }
 
+/// Two divergent shuffles written inside one `macro_rules!` body: both calls have the
+/// macro's invocation as their `Location::caller()`.
+macro_rules! split_shfl {
+    ($warp:expr, $v:expr) => {
+        if $warp.thread_rank() < 16 { $warp.shfl($v, 0) } else { $warp.shfl($v, 31) }
+    };
+}
+
+/// Lanes 0–15 and 16–31 of each warp shuffle at two calls of one macro expansion.
+#[kernel]
+pub fn macro_shfl(mut out: DisjointSlice<u32>) {
+    let i = thread::index_1d();
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let r = split_shfl!(warp, *i as u32);
+    out.set(i, r);
+}
+
+/// A divergent `sync_threads_count` behind a `#[track_caller]` helper: both calls have the
+/// helper's caller as their location.
+#[track_caller]
+fn split_count(hi: bool) -> u32 {
+    if hi { cohort::sync::sync_threads_count(true) } else { cohort::sync::sync_threads_count(false) }
+}
+
+/// Warp 0 and the other warps at two calls of one `#[track_caller]` helper.
+#[kernel]
+pub fn helper_count(mut out: DisjointSlice<u32>) {
+    let i = thread::index_1d();
+    let n = split_count(thread::warp_id() == 0);
+    out.set(i, n);
+}
+
+#[test]
+#[cfg_attr(
+    not(debug_assertions),
+    ignore = "the CPU device tells two calls of one source location apart only in builds with debug assertions"
+)]
+fn calls_inside_one_macro_or_helper_are_told_apart() {
+    let mut v = vec![0u32; 64];
+    let p = Ptr::of(&mut v);
+    let err = launch(&LaunchSpec::new(1u32, 64u32), &|| __cohort_kernel_macro_shfl(p.disjoint())).unwrap_err();
+    let CpuError::WarpDivergence { site, elsewhere, .. } = &err else { panic!("{err}") };
+    assert!(matches!(elsewhere, cohort_cpu::Elsewhere::SameSite { .. }), "{err}");
+    assert!(site.file().ends_with("tests/cpu.rs"), "{err}");
+    assert!(err.to_string().contains("macro expansion or `#[track_caller]` helper"), "{err}");
+    let err = launch(&LaunchSpec::new(1u32, 64u32), &|| __cohort_kernel_helper_count(p.disjoint())).unwrap_err();
+    let CpuError::BarrierMismatch { first, second, .. } = &err else { panic!("{err}") };
+    assert_eq!(first.site, second.site, "{err}");
+    assert!(err.to_string().contains("macro expansion or `#[track_caller]` helper"), "{err}");
+}
+
 // --- More of the device library ----------------------------------------------------------------
 
 cohort::shared! {

@@ -69,6 +69,27 @@ thread_local! {
     /// Where the last kernel panic on this OS thread happened and what it said (filled by the
     /// engine's panic hook).
     pub(crate) static LAST_PANIC: RefCell<Option<PanicNote>> = const { RefCell::new(None) };
+    /// The call-instruction token of the operation about to be called ([`at_instruction`]).
+    static TOKEN: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Says which call instruction the next device operation of this OS thread comes from:
+/// `token` is distinct per call instruction of the kernel's code after inlining (the device
+/// library's host build passes the instruction's address in debug builds; 0 when unknown).
+/// The engine then meets threads only when they are at the same call site **and** the same
+/// instruction, so two calls that share a source location (inside one `macro_rules!`
+/// expansion, or reached through one `#[track_caller]` helper) are told apart.
+///
+/// The next operation takes it (and clears it); an operation called without it has token 0.
+#[inline]
+pub fn at_instruction(token: u64) {
+    TOKEN.with(|t| t.set(token));
+}
+
+/// The token [`at_instruction`] left for this operation (0 if none), cleared.
+#[inline]
+pub(crate) fn take_token() -> u64 {
+    TOKEN.with(|t| t.replace(0))
 }
 
 /// Sets the thread of the context (the fast path's per-thread step: one field, not the whole

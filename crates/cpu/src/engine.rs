@@ -3,14 +3,12 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use core::panic::Location;
-
 use corosensei::stack::DefaultStack;
 
 use crate::ctx::{CTX, Ctx};
 use crate::device_launch::Scope;
 use crate::error::CpuError;
-use crate::sched::{BlockCfg, BlockRun, Outcome, panic_error, tid_of};
+use crate::sched::{BlockCfg, BlockRun, GridAt, Outcome, panic_error, tid_of};
 use crate::shared::{BlockShared, SHARED_CAPACITY};
 use crate::{Dim3, LaunchSpec, Mode};
 
@@ -87,7 +85,8 @@ struct GridState {
     finished: u64,
     generation: u64,
     abort: bool,
-    waiting: Option<(Dim3, &'static Location<'static>)>,
+    /// The first block to arrive in this generation, and where.
+    waiting: Option<(Dim3, GridAt)>,
     exited: Option<Dim3>,
 }
 
@@ -100,10 +99,10 @@ impl GridBar {
     /// exited while others wait.
     fn check(&self, s: &mut GridState) -> Result<(), CpuError> {
         if s.arrived > 0 && s.arrived + s.finished == self.total {
-            if let (Some(exited), Some((waiting, site))) = (s.exited, s.waiting) {
+            if let (Some(exited), Some((waiting, at))) = (s.exited, s.waiting) {
                 s.abort = true;
                 self.cv.notify_all();
-                return Err(CpuError::GridSyncExited { waiting_block: waiting, site, exited_block: exited });
+                return Err(CpuError::GridSyncExited { waiting_block: waiting, site: at.site, exited_block: exited });
             }
             s.arrived = 0;
             s.waiting = None;
@@ -113,12 +112,26 @@ impl GridBar {
         Ok(())
     }
 
-    /// A block arrives at a grid sync; returns the generation it waits in.
-    fn arrive(&self, block: Dim3, site: &'static Location<'static>) -> Result<u64, CpuError> {
+    /// A block arrives at a grid sync; returns the generation it waits in. A block at another
+    /// grid sync than the first block of the generation (another call site or instruction) ends
+    /// the launch: on a GPU the two would pass each other's barrier.
+    fn arrive(&self, block: Dim3, at: GridAt) -> Result<u64, CpuError> {
         let mut s = self.lock();
         let generation = s.generation;
+        if let Some((first_block, first)) = s.waiting
+            && (first.site != at.site || first.token != at.token)
+        {
+            s.abort = true;
+            self.cv.notify_all();
+            return Err(CpuError::GridSyncMismatch {
+                first_block,
+                first: (first.op, first.site, first.token),
+                second_block: block,
+                second: (at.op, at.site, at.token),
+            });
+        }
         s.arrived += 1;
-        s.waiting.get_or_insert((block, site));
+        s.waiting.get_or_insert((block, at));
         self.check(&mut s)?;
         Ok(generation)
     }
@@ -387,9 +400,9 @@ fn coop_worker(spec: &LaunchSpec, cfg: &BlockCfg<'_>, w: usize, workers: usize, 
                     *done = true;
                     grid.finish(run.idx)
                 }
-                Outcome::Parked(site) => {
+                Outcome::Parked(at) => {
                     *parked = true;
-                    generation = grid.arrive(run.idx, site)?;
+                    generation = grid.arrive(run.idx, at)?;
                     Ok(())
                 }
                 Outcome::Yielded => {

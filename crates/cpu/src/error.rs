@@ -14,12 +14,20 @@ pub struct ThreadAt {
     pub op: &'static str,
     /// Its call site.
     pub site: &'static Location<'static>,
+    /// Which call instruction at `site` (0 when unknown): two calls inside one macro expansion
+    /// or `#[track_caller]` helper share a site and differ here.
+    pub instruction: u64,
 }
 
 impl fmt::Display for ThreadAt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "thread {} at `{}` ({})", self.thread, self.op, self.site)
     }
+}
+
+/// What a report adds when two threads wait at different calls of one source location.
+fn same_site_note(site: &Location<'_>) -> String {
+    format!("; two calls inside one macro expansion or `#[track_caller]` helper at {site} diverged")
 }
 
 /// Where a lane that a warp collective waits for is instead.
@@ -34,6 +42,12 @@ pub enum Elsewhere {
         /// Its call site.
         site: &'static Location<'static>,
     },
+    /// It waits at another call instruction of the same call site: a second call inside the
+    /// same macro expansion or `#[track_caller]` helper.
+    SameSite {
+        /// The operation.
+        op: &'static str,
+    },
 }
 
 impl fmt::Display for Elsewhere {
@@ -41,6 +55,7 @@ impl fmt::Display for Elsewhere {
         match self {
             Self::Exited => f.write_str("exited"),
             Self::At { op, site } => write!(f, "at `{op}` ({site})"),
+            Self::SameSite { op } => write!(f, "at another call of `{op}` with the same source location"),
         }
     }
 }
@@ -146,6 +161,19 @@ pub enum CpuError {
         /// What is wrong.
         reason: String,
     },
+    /// Blocks of a cooperative launch at different grid syncs (another call site, or another
+    /// call inside the same macro expansion or `#[track_caller]` helper; a `GridVec` phase
+    /// change is a grid sync too): on a GPU they would pass each other's barrier.
+    GridSyncMismatch {
+        /// A block, and the grid sync it waits at.
+        first_block: Dim3,
+        /// That grid sync (the operation, its call site, its call instruction).
+        first: (&'static str, &'static Location<'static>, u64),
+        /// A block at another grid sync.
+        second_block: Dim3,
+        /// That other grid sync.
+        second: (&'static str, &'static Location<'static>, u64),
+    },
     /// A block exited while other blocks wait at a grid sync.
     GridSyncExited {
         /// A block waiting at the grid sync.
@@ -216,11 +244,17 @@ impl fmt::Display for CpuError {
                 }
                 write!(f, " in block {block} thread {thread}: {message}")
             }
-            Self::BarrierMismatch { block, first, second } => write!(
-                f,
-                "deadlock in block {block}: {first} while {second} (every thread of the block must reach the same \
-                 barrier)"
-            ),
+            Self::BarrierMismatch { block, first, second } => {
+                write!(
+                    f,
+                    "deadlock in block {block}: {first} while {second} (every thread of the block must reach the same \
+                     barrier"
+                )?;
+                if first.site == second.site && first.instruction != second.instruction {
+                    f.write_str(&same_site_note(first.site))?;
+                }
+                f.write_str(")")
+            }
             Self::ExitedAtBarrier { block, waiting, exited } => write!(
                 f,
                 "deadlock in block {block}: {waiting} while thread {exited} has exited (every thread of the block must \
@@ -231,14 +265,32 @@ impl fmt::Display for CpuError {
                 "deadlock in block {block}: named barrier {id} waits for {count} threads and only {arrived} arrived \
                  ({waiting})"
             ),
-            Self::WarpDivergence { block, warp, op, site, mask, arrived, lane, elsewhere } => write!(
-                f,
-                "divergence: `{op}` of the group of lanes {mask:#010x} was reached at {site} by lanes {arrived:#010x} \
-                 only (block {block}, warp {warp}); lane {lane} is {elsewhere} (every member must make the same call, \
-                 see `cohort::cg`'s convergence rule)"
-            ),
+            Self::WarpDivergence { block, warp, op, site, mask, arrived, lane, elsewhere } => {
+                write!(
+                    f,
+                    "divergence: `{op}` of the group of lanes {mask:#010x} was reached at {site} by lanes \
+                     {arrived:#010x} only (block {block}, warp {warp}); lane {lane} is {elsewhere} (every member must \
+                     make the same call, see `cohort::cg`'s convergence rule"
+                )?;
+                if matches!(elsewhere, Elsewhere::SameSite { .. }) {
+                    f.write_str(&same_site_note(site))?;
+                }
+                f.write_str(")")
+            }
             Self::Misuse { block, thread, op, site, reason } => {
                 write!(f, "`{op}` at {site} in block {block} thread {thread}: {reason}")
+            }
+            Self::GridSyncMismatch { first_block, first, second_block, second } => {
+                write!(
+                    f,
+                    "divergence: block {first_block} waits at `{}` ({}) while block {second_block} waits at `{}` ({}) \
+                     (every block must reach the same grid sync",
+                    first.0, first.1, second.0, second.1
+                )?;
+                if first.1 == second.1 {
+                    f.write_str(&same_site_note(first.1))?;
+                }
+                f.write_str(")")
             }
             Self::GridSyncExited { waiting_block, site, exited_block } => write!(
                 f,

@@ -32,7 +32,11 @@
 //!   operation, same mask, same value type; `sync_warp` may meet across sites, as
 //!   `bar.warp.sync` does on sm_70+), `sync_threads*` when every thread of the block is at the
 //!   same call, a named barrier when `count` threads arrived, a grid sync when every thread of
-//!   every block is there. Results are computed over the lanes that really participate.
+//!   every block is at the same grid sync (a block at another is [`CpuError::GridSyncMismatch`]).
+//!   Results are computed over the lanes that really participate. "The same call" is the same
+//!   call site and, where the caller says which ([`at_instruction`]), the same call
+//!   instruction: the device library passes its code's address, so two calls inside one
+//!   `macro_rules!` expansion or `#[track_caller]` helper (one site) are two calls.
 //! - **Maximal convergence.** [`activemask`] completes last: when no other meeting point can
 //!   complete, the lanes of a warp waiting at the same `activemask` call are its result. So
 //!   lanes that took the same branch and reached the call "together" form the mask, whatever
@@ -82,7 +86,9 @@
 //! functions on the way from a kernel to these calls are `#[track_caller]` on the host
 //! (`cfg_attr(not(target_arch = "nvptx64"), track_caller)`, so the PTX does not change), so that
 //! errors name the kernel's line; a library function that shuffles the words of a value does so
-//! in a loop, not a closure, for the same reason. The engine checks convergence on every call,
+//! in a loop, not a closure, for the same reason. Before each operation the host arm calls
+//! [`at_instruction`] with its own address (in builds with debug assertions), which the
+//! `#[inline(always)]` functions on the way put into the kernel's code, one copy per call. The engine checks convergence on every call,
 //! so the host arms of `check::*` are empty. A `#[kernel]`'s body is the host function
 //! `__cohort_kernel_<name>` (with the kernel's visibility, `#[doc(hidden)]`): run it with
 //! [`launch`], building its slice parameters from host memory (`crates/cohort/tests/cpu.rs`).
@@ -157,8 +163,8 @@ mod vars;
 use core::fmt;
 
 pub use ctx::{
-    block_dim, block_idx, global_rank, grid_dim, in_kernel, is_cooperative, lane_id, lanemask_eq, lanemask_ge,
-    lanemask_gt, lanemask_le, lanemask_lt, thread_idx, thread_rank, warp_id,
+    at_instruction, block_dim, block_idx, global_rank, grid_dim, in_kernel, is_cooperative, lane_id, lanemask_eq,
+    lanemask_ge, lanemask_gt, lanemask_le, lanemask_lt, thread_idx, thread_rank, warp_id,
 };
 pub use device_launch::{
     DeviceLaunch, Entry, MAX_DEPTH, Refusal, is_global, register_global, unregister_global, with_launch_budget,

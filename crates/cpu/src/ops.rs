@@ -9,13 +9,13 @@ use core::any::TypeId;
 use core::mem::MaybeUninit;
 use core::panic::Location;
 
-use crate::ctx::{self, block_on, current};
+use crate::ctx::{self, block_on, current, take_token};
 use crate::sched::{Kind, Red, ReduxOp, ShflMode, Wait, WarpOp};
 
 #[inline]
 #[track_caller]
 fn bar(op: &'static str, id: u32, count: u32, red: Red, pred: bool) -> u64 {
-    block_on(Wait { op, site: Location::caller(), kind: Kind::Bar { id, count, red, pred } })
+    block_on(Wait { op, site: Location::caller(), token: take_token(), kind: Kind::Bar { id, count, red, pred } })
 }
 
 /// `__syncthreads()` (`barrier.sync 0`): waits until every thread of the block is at this call.
@@ -75,7 +75,7 @@ pub fn grid_sync() {
     if !current().cooperative {
         ctx::misuse("grid_sync", site, "grid sync in a launch that is not cooperative".into());
     }
-    block_on(Wait { op: "grid_sync", site, kind: Kind::Grid });
+    block_on(Wait { op: "grid_sync", site, token: take_token(), kind: Kind::Grid });
 }
 
 /// A pause in a spin-wait (the host arm of `nanosleep` and of spin loops): lets the other
@@ -91,7 +91,7 @@ pub fn yield_now() {
         std::thread::yield_now();
         return;
     }
-    block_on(Wait { op: "yield_now", site: Location::caller(), kind: Kind::Yield });
+    block_on(Wait { op: "yield_now", site: Location::caller(), token: take_token(), kind: Kind::Yield });
 }
 
 #[inline]
@@ -100,6 +100,7 @@ fn warp(op: &'static str, mask: u32, wop: WarpOp, word: u64) -> u64 {
     block_on(Wait {
         op,
         site: Location::caller(),
+        token: take_token(),
         kind: Kind::Warp { mask, op: wop, word, b: 0, c: 0, src: core::ptr::null(), dst: core::ptr::null_mut() },
     })
 }
@@ -129,6 +130,7 @@ pub fn shfl<T: Copy + 'static>(mode: ShflMode, mask: u32, v: T, b: u32, c: u32) 
     block_on(Wait {
         op,
         site: Location::caller(),
+        token: take_token(),
         kind: Kind::Warp {
             mask,
             op: WarpOp::Shfl(mode, TypeId::of::<T>(), size_of::<T>()),
@@ -251,5 +253,5 @@ pub fn redux_i32(op: ReduxOp, mask: u32, v: i32) -> i32 {
 #[must_use]
 #[track_caller]
 pub fn activemask() -> u32 {
-    block_on(Wait { op: "activemask", site: Location::caller(), kind: Kind::Active }) as u32
+    block_on(Wait { op: "activemask", site: Location::caller(), token: take_token(), kind: Kind::Active }) as u32
 }

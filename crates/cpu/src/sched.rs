@@ -105,7 +105,16 @@ pub(crate) enum Kind {
 pub(crate) struct Wait {
     pub op: &'static str,
     pub site: &'static Location<'static>,
+    /// Which call instruction at `site` (see [`crate::at_instruction`]; 0 when unknown).
+    pub token: u64,
     pub kind: Kind,
+}
+
+impl Wait {
+    /// Whether `other` waits at the same call: the same call site and the same instruction.
+    pub(crate) fn same_call(&self, other: &Wait) -> bool {
+        self.site == other.site && self.token == other.token
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -116,11 +125,19 @@ enum St {
     Exited,
 }
 
+/// The grid sync a block is parked at: the operation, its call site and instruction.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GridAt {
+    pub op: &'static str,
+    pub site: &'static Location<'static>,
+    pub token: u64,
+}
+
 /// How a call to [`BlockRun::run`] ended.
 pub(crate) enum Outcome {
     Done,
-    /// Every live thread waits at a grid sync at this site.
-    Parked(&'static Location<'static>),
+    /// Every live thread waits at this grid sync.
+    Parked(GridAt),
     /// The block can only move through threads that spin ([`crate::yield_now`]): the worker
     /// may run other blocks before calling `run` again.
     Yielded,
@@ -263,7 +280,7 @@ impl BlockRun {
 
     fn at(&self, cfg: &BlockCfg<'_>, t: u32) -> ThreadAt {
         let w = self.waits[t as usize].expect("a waiting thread");
-        ThreadAt { thread: tid_of(t, cfg.bdim), op: w.op, site: w.site }
+        ThreadAt { thread: tid_of(t, cfg.bdim), op: w.op, site: w.site, instruction: w.token }
     }
 
     /// Releases the threads parked at a grid sync.
@@ -422,8 +439,8 @@ impl BlockRun {
                 for j in bits(mask) {
                     let tj = (base + j) as usize;
                     match (self.st[tj], self.waits[tj]) {
-                        (St::Waiting, Some(Wait { kind: Kind::Warp { mask: m2, op: op2, .. }, site, .. }))
-                            if (op == WarpOp::Sync && op2 == WarpOp::Sync) || (site == w.site && op2 == op) =>
+                        (St::Waiting, Some(w2 @ Wait { kind: Kind::Warp { mask: m2, op: op2, .. }, .. }))
+                            if (op == WarpOp::Sync && op2 == WarpOp::Sync) || (w.same_call(&w2) && op2 == op) =>
                         {
                             if m2 != mask {
                                 return Err(misuse(format!(
@@ -432,8 +449,8 @@ impl BlockRun {
                                 )));
                             }
                         }
-                        (St::Waiting, Some(Wait { kind: Kind::Warp { op: WarpOp::Shfl(..), .. }, site, .. }))
-                            if site == w.site && matches!(op, WarpOp::Shfl(..)) =>
+                        (St::Waiting, Some(w2 @ Wait { kind: Kind::Warp { op: WarpOp::Shfl(..), .. }, .. }))
+                            if w.same_call(&w2) && matches!(op, WarpOp::Shfl(..)) =>
                         {
                             return Err(misuse(format!(
                                 "lanes {l} and {j} shuffle values of different types or modes at this call"
@@ -465,14 +482,14 @@ impl BlockRun {
             }
         }
         if whole.len() == n as usize {
-            let site = self.waits[0].expect("waiting").site;
-            let red = match self.waits[0].expect("waiting").kind {
+            let w0 = self.waits[0].expect("waiting");
+            let red = match w0.kind {
                 Kind::Bar { red, .. } => red,
                 _ => Red::None,
             };
             let same = whole.iter().all(|&t| {
                 let w = self.waits[t as usize].expect("waiting");
-                w.site == site && matches!(w.kind, Kind::Bar { red: r, .. } if r == red)
+                w.same_call(&w0) && matches!(w.kind, Kind::Bar { red: r, .. } if r == red)
             });
             if same {
                 self.complete_bar(&whole, red);
@@ -484,7 +501,7 @@ impl BlockRun {
                 continue;
             }
             group.sort_by_key(|&t| self.seq[t as usize]);
-            let Some(Wait { kind: Kind::Bar { count, red, .. }, site, op }) = self.waits[group[0] as usize] else {
+            let Some(Wait { kind: Kind::Bar { count, red, .. }, site, op, .. }) = self.waits[group[0] as usize] else {
                 continue;
             };
             if let Some(&t) = group.iter().find(|&&t| {
@@ -551,7 +568,7 @@ impl BlockRun {
             }
             WarpOp::Shfl(mode, _, size) => {
                 for l in bits(mask) {
-                    let Some(Wait { kind: Kind::Warp { b, c, dst, src, .. }, site, op: name }) =
+                    let Some(Wait { kind: Kind::Warp { b, c, dst, src, .. }, site, op: name, .. }) =
                         self.waits[(base + l) as usize]
                     else {
                         unreachable!()
@@ -636,9 +653,9 @@ impl BlockRun {
                 .fold(0, |a, l| a | 1 << l);
             while left != 0 {
                 let first = left.trailing_zeros();
-                let site = self.waits[(base + first) as usize].expect("waiting").site;
+                let w0 = self.waits[(base + first) as usize].expect("waiting");
                 let group = bits(left)
-                    .filter(|&l| self.waits[(base + l) as usize].expect("waiting").site == site)
+                    .filter(|&l| self.waits[(base + l) as usize].expect("waiting").same_call(&w0))
                     .fold(0u32, |a, l| a | 1 << l);
                 for l in bits(group) {
                     self.waits[(base + l) as usize] = None;
@@ -664,13 +681,18 @@ impl BlockRun {
             let at_same = |j: u32| {
                 let tj = (base + j) as usize;
                 self.st[tj] == St::Waiting
-                    && matches!(self.waits[tj], Some(Wait { kind: Kind::Warp { op: o2, .. }, site, .. })
-                        if o2 == op && (op == WarpOp::Sync || site == w.site))
+                    && matches!(self.waits[tj], Some(w2 @ Wait { kind: Kind::Warp { op: o2, .. }, .. })
+                        if o2 == op && (op == WarpOp::Sync || w.same_call(&w2)))
             };
             let arrived = bits(mask).filter(|&j| at_same(j)).fold(0u32, |a, j| a | 1 << j);
             let Some(lane) = bits(mask).find(|&j| !at_same(j)) else { continue };
             let tl = (base + lane) as usize;
             let elsewhere = match (self.st[tl], self.waits[tl]) {
+                // The same source location and another instruction: a second call inside one
+                // macro expansion or `#[track_caller]` helper.
+                (St::Waiting, Some(w2)) if w2.site == w.site && w2.token != w.token => {
+                    Elsewhere::SameSite { op: w2.op }
+                }
                 (St::Waiting, Some(w2)) => Elsewhere::At { op: w2.op, site: w2.site },
                 _ => Elsewhere::Exited,
             };
@@ -690,11 +712,11 @@ impl BlockRun {
         // Every live thread at one grid sync: park.
         let all_grid_here = waiting.iter().all(|&t| {
             let w = self.waits[t as usize].expect("waiting");
-            matches!(w.kind, Kind::Grid) && w.site == w0.site
+            matches!(w.kind, Kind::Grid) && w.same_call(&w0)
         });
         if all_grid_here {
             return match exited {
-                None => Ok(Outcome::Parked(w0.site)),
+                None => Ok(Outcome::Parked(GridAt { op: w0.op, site: w0.site, token: w0.token })),
                 Some(e) => Err(CpuError::ExitedAtBarrier {
                     block: self.idx,
                     waiting: self.at(cfg, first),
@@ -704,7 +726,7 @@ impl BlockRun {
         }
         // Threads at different places.
         let same_place = |a: &Wait, b: &Wait| {
-            a.site == b.site
+            a.same_call(b)
                 && match (a.kind, b.kind) {
                     (Kind::Bar { id, count, .. }, Kind::Bar { id: i2, count: c2, .. }) => id == i2 && count == c2,
                     (Kind::Grid, Kind::Grid) => true,

@@ -278,7 +278,8 @@ fn cpu_options() -> CpuOptions {
 /// Instructions whose presence in an entry's reach rules out the fast path: block barriers,
 /// warp collectives, and `nanosleep` (a spin-wait that needs other threads to move).
 pub(crate) fn needs_threads(body: &str) -> bool {
-    const OPS: [&str; 8] = ["bar.", "barrier.", "shfl.", "vote.", "match.", "redux.", "activemask", "nanosleep"];
+    const OPS: [&str; 9] =
+        ["bar.", "barrier.", "mbarrier.", "shfl.", "vote.", "match.", "redux.", "activemask", "nanosleep"];
     body.lines().any(|line| {
         let mut l = line.trim_start();
         if let Some(rest) = l.strip_prefix('@') {

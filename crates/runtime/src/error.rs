@@ -59,6 +59,14 @@ pub enum Error {
         /// The module's architecture.
         arch: u32,
     },
+    /// The module was built in checked mode outside `cohort-build`: its call-site markers
+    /// (`// cohort-site?`) are not numbered, so checked mode could not tell its calls apart.
+    UnnumberedSiteMarkers {
+        /// The kernels crate.
+        crate_name: &'static str,
+        /// The module's architecture.
+        arch: u32,
+    },
     /// The module has no kernel of this name.
     KernelNotFound {
         /// The name looked up.
@@ -280,6 +288,13 @@ impl fmt::Display for Error {
                  cohort-build (which embeds the one it finds: COHORT_CUDADEVRT, $CUDA_PATH/lib64, or beside a pip-installed \
                  ptxas; `python3 -m pip install --target DIR nvidia-cuda-runtime==13.0.96` gets it without a CUDA \
                  toolkit), or give it with PtxModule::with_device_runtime"
+            ),
+            Error::UnnumberedSiteMarkers { crate_name, arch } => write!(
+                f,
+                "the sm_{arch} PTX of `{crate_name}` was built in checked mode (`--cfg cohort_checked`) but its call-site \
+                 markers (`// cohort-site?`) are not numbered, so checked mode could not tell its collectives' calls \
+                 apart: build it with cohort-build (which numbers them), or number them with \
+                 `cohort_build::number_site_markers` before loading"
             ),
             Error::ModuleLoad { crate_name, arch, code, log } => {
                 write!(f, "loading the sm_{arch} PTX of `{crate_name}` failed: {}", code_text(code))?;

@@ -168,6 +168,10 @@ impl Module {
             compute_capability: cc,
             available: set.archs(),
         })?;
+        // Checked mode tells collectives' calls apart by numbers cohort-build gives its markers.
+        if ptx.ptx.contains(cohort::raw::SITE_MARKER_UNNUMBERED) {
+            return Err(Error::UnnumberedSiteMarkers { crate_name: set.crate_name, arch: ptx.arch });
+        }
         gpu.bind()?;
         let mut raw = std::ptr::null_mut();
         let mut log = vec![0u8; 16 * 1024];

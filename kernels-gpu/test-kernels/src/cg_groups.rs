@@ -196,7 +196,7 @@ pub fn shfl_types<T: DeviceCopy>(vals: &[T], mut out: DisjointSlice<[T; 4]>) {
 /// (11 reductions back to back, so each half of the scratch is reused while slow blocks may
 /// still be finishing the reduction before).
 #[kernel(cooperative)]
-pub fn grid_reduce(grid: GridGroup, data: &[u64], scratch: DisjointSlice<u64>, mut out: DisjointSlice<[u64; 4]>) {
+pub fn grid_reduce(grid: GridGroup, data: &[u64], scratch: GridVec<u64>, mut out: DisjointSlice<[u64; 4]>) {
     let i = thread::index_1d();
     let v = data.get(*i).copied().unwrap_or(0);
     let mut scratch = cg::GridScratch::new(&grid, scratch);

@@ -7,6 +7,15 @@
 //! the last arrival flips bit 31) with a release atomic at GPU scope, then spins with acquire
 //! loads until bit 31 differs from what it saw; a block barrier.
 //!
+//! That barrier counts arrivals: blocks at two different grid syncs pass it together. So the
+//! grid syncs that protect data are on words of their own — a `GridVec`'s phase changes and
+//! `reduce_grid` synchronize on the vector's word, which no other grid sync arrives at — and
+//! in checked mode every block compares its grid sync's call with block 0's
+//! ([`crate::check`]). A phase change's block part is a barrier that only phase changes arrive
+//! on (an `mbarrier` in shared memory, set up at kernel entry by the vector's rebuild; a counter
+//! and a generation before sm_80), not block barrier 0, which a thread's own `sync_threads()`
+//! would complete.
+//!
 //! On driver 580 the workspace pointer is non-null for normal launches too, so the device
 //! cannot tell whether grid sync is safe. Cohort makes it a type: only a
 //! `#[kernel(cooperative)]` kernel receives a [`GridGroup`] (the host API launches those
@@ -162,16 +171,18 @@ impl ThreadGroup for GridGroup {
         self.grid.num_threads()
     }
     /// `grid.sync()`: every thread of the grid waits for all others. In checked mode
-    /// ([`crate::check`]) the block's threads must be at this call, and a block that never
-    /// arrives (it skipped the sync or exited) ends the kernel with an `Err` after 5 s instead
-    /// of a hang.
+    /// ([`crate::check`]) the block's threads must be at this call, every block must be at
+    /// this call too (not at another grid sync), and a block that never arrives (it skipped the
+    /// sync or exited) ends the kernel with an `Err` after 5 s instead of a hang.
     #[inline(always)]
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn sync(&self) {
-        crate::check::block("grid.sync");
+        let call = crate::check::block("grid.sync");
         crate::host::on_device!("GridGroup::sync" => {
-            grid_sync(workspace())
+            grid_barrier(workspace() + 4, "grid.sync", call)
         } host => {
+            let _ = call;
+            crate::host::mark_instruction();
             cohort_cpu::grid_sync()
         })
     }
@@ -185,102 +196,240 @@ fn workspace() -> u64 {
     (raw::envreg1() as u64) << 32 | raw::envreg2() as u64
 }
 
-/// CUDA's `sync_grids`, on the driver's barrier word at `workspace + 4`.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
-fn grid_sync(workspace: u64) {
-    grid_barrier(workspace + 4, "grid.sync")
-}
-
 /// CUDA's grid barrier on the `u32` at `barrier` (generic address of global memory): a block
-/// barrier; one thread per block adds 1 (block 0 adds `0x8000_0000 - (nblocks - 1)`, so the last
-/// arrival flips bit 31) with release at GPU scope, then spins with acquire loads until bit 31
-/// differs from what it saw; a block barrier. Complete rounds leave the low 31 bits as they
-/// found them (0), so a word can serve any number of rounds and launches.
+/// barrier; thread 0 arrives and waits for the other blocks ([`grid_arrive_wait`]); a block
+/// barrier. `call` is the call's number in checked mode (0 otherwise).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
-fn grid_barrier(barrier: u64, op: &'static str) {
-    use core::arch::asm;
-    let _ = op;
+#[cfg_attr(cohort_checked, track_caller)]
+fn grid_barrier(barrier: u64, op: &'static str, call: u32) {
     crate::sync::barrier_unchecked();
     if raw::tid_x() + raw::tid_y() + raw::tid_z() == 0 {
-        let expected = raw::nctaid_x() * raw::nctaid_y() * raw::nctaid_z();
-        let gpu_master = raw::ctaid_x() + raw::ctaid_y() + raw::ctaid_z() == 0;
-        let nb: u32 = if gpu_master { 0x8000_0000u32.wrapping_sub(expected - 1) } else { 1 };
-        let old: u32;
-        // SAFETY: the driver's grid workspace is valid global memory for the whole cooperative
-        // launch (guaranteed by the `GridGroup` constructor's contract).
-        unsafe {
-            asm!("atom.add.release.gpu.u32 {0}, [{1}], {2};", out(reg32) old, in(reg64) barrier, in(reg32) nb, options(nostack));
-        }
-        #[cfg(cohort_checked)]
-        let (start, loc) = (raw::globaltimer(), core::panic::Location::caller());
-        loop {
-            #[cfg(cohort_checked)]
-            crate::check::grid_waited(start, expected, op, loc);
-            let current: u32;
-            // SAFETY: as above.
-            unsafe {
-                asm!("ld.acquire.gpu.u32 {0}, [{1}];", out(reg32) current, in(reg64) barrier, options(nostack));
-            }
-            if (old ^ current) & 0x8000_0000 != 0 {
-                break;
-            }
-        }
+        grid_arrive_wait(barrier, op, call);
     }
     crate::sync::barrier_unchecked();
 }
 
-/// On the CPU device: the engine's grid barrier (every thread of every block).
-#[cfg(not(target_arch = "nvptx64"))]
-#[track_caller]
-fn grid_barrier(_barrier: u64, _op: &'static str) {
-    cohort_cpu::grid_sync()
+/// Thread 0's part of CUDA's grid barrier on the `u32` at `barrier`: add 1 (block 0 adds
+/// `0x8000_0000 - (nblocks - 1)`, so the last arrival flips bit 31) with release at GPU scope,
+/// then spin with acquire loads until bit 31 differs from what it saw. Complete rounds leave
+/// the low 31 bits as they found them (0), so a word can serve any number of rounds and
+/// launches.
+///
+/// In checked mode the wait is bounded (5 s), and the blocks compare their calls: block 0
+/// publishes `call` for this generation before it arrives, the others compare theirs once the
+/// barrier completes ([`crate::check`]'s `grid_sites`): blocks at different grid syncs (which
+/// pass each other's barrier) end the kernel with an `Err` naming both.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
+fn grid_arrive_wait(barrier: u64, op: &'static str, call: u32) {
+    use core::arch::asm;
+    let _ = (op, call);
+    let expected = raw::nctaid_x() * raw::nctaid_y() * raw::nctaid_z();
+    let gpu_master = raw::ctaid_x() + raw::ctaid_y() + raw::ctaid_z() == 0;
+    #[cfg(cohort_checked)]
+    let loc = core::panic::Location::caller();
+    #[cfg(cohort_checked)]
+    if gpu_master {
+        let now: u32;
+        // SAFETY: the barrier word is valid global memory for the whole launch (the driver's
+        // workspace, by the `GridGroup` constructor's contract, or a `GridVec`'s own word), and
+        // every access to it is atomic.
+        unsafe { asm!("ld.relaxed.gpu.u32 {0}, [{1}];", out(reg32) now, in(reg64) barrier, options(nostack)) };
+        crate::check::grid_sites::publish(barrier, now >> 31, call, loc);
+    }
+    let nb: u32 = if gpu_master { 0x8000_0000u32.wrapping_sub(expected - 1) } else { 1 };
+    let old: u32;
+    // SAFETY: as above.
+    unsafe {
+        asm!("atom.add.release.gpu.u32 {0}, [{1}], {2};", out(reg32) old, in(reg64) barrier, in(reg32) nb, options(nostack));
+    }
+    #[cfg(cohort_checked)]
+    let start = raw::globaltimer();
+    loop {
+        #[cfg(cohort_checked)]
+        crate::check::grid_waited(start, expected, op, loc);
+        let current: u32;
+        // SAFETY: as above.
+        unsafe {
+            asm!("ld.acquire.gpu.u32 {0}, [{1}];", out(reg32) current, in(reg64) barrier, options(nostack));
+        }
+        if (old ^ current) & 0x8000_0000 != 0 {
+            break;
+        }
+    }
+    #[cfg(cohort_checked)]
+    if !gpu_master
+        && let Some((first, first_loc)) = crate::check::grid_sites::read(barrier, old >> 31)
+        && first != call
+    {
+        use crate::panic::CheckKind;
+        let same =
+            first_loc.line() == loc.line() && first_loc.column() == loc.column() && first_loc.file() == loc.file();
+        let kind = if same { CheckKind::GridSiteSameSite } else { CheckKind::GridSite };
+        crate::panic::fail_check(kind, op, crate::thread::block_rank() as u32, 0, loc, Some(first_loc));
+    }
 }
 
 crate::shared! {
-    /// The barrier word a block's thread 0 is about to use, for the `GridVec` phase check.
+    /// The barrier word a block's thread 0 is about to use, for the phase check.
     static PHASE_WORD: [u64; 1];
+    /// The block's phase barrier, which only phase changes arrive on: an `mbarrier` (sm_80+),
+    /// or a count and a generation (older GPUs).
+    static PHASE_BAR: [u32; 2];
+}
+
+/// Makes the block's phase barrier ready: every thread of the block calls it, at kernel entry
+/// (the rebuild of a `GridVec` or `MultiGridVec` parameter), before any phase change.
+///
+/// Thread 0 initializes the barrier for the block's threads, then a block barrier orders that
+/// before any use: no user code has run yet, so no thread can stand in for another at it.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) fn phase_init() {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if crate::thread::thread_rank_in_block() == 0 {
+            let bar = PHASE_BAR.get();
+            #[cfg(target_feature = "sm_80")]
+            // SAFETY: the block's own 8-byte aligned `PHASE_BAR` (shared statics are 16-byte
+            // aligned); no thread uses it until the barrier below (this runs before any phase
+            // change of the kernel).
+            unsafe {
+                raw::mbarrier_init(bar.as_slice().shared_addr(), crate::thread::block_size())
+            };
+            #[cfg(not(target_feature = "sm_80"))]
+            {
+                bar.store(0, 0);
+                bar.store(1, 0);
+            }
+        }
+        crate::sync::barrier_unchecked();
+    }
+}
+
+/// Every thread of the block arrives at the block's phase barrier and waits until every
+/// thread of the block has: a barrier that only phase changes arrive on, so no thread's own
+/// `sync_threads()` can make the others go on (the hardware's block barrier 0 counts arrivals,
+/// from any code). In checked mode the wait ends the kernel with an `Err` after 5 s.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
+fn block_arrive_wait(op: &'static str) {
+    let _ = op;
+    #[cfg(cohort_checked)]
+    let (start, loc) = (raw::globaltimer(), core::panic::Location::caller());
+    let bar = PHASE_BAR.get();
+    #[cfg(target_feature = "sm_80")]
+    {
+        let addr = bar.as_slice().shared_addr();
+        // SAFETY: `phase_init` made `PHASE_BAR` an mbarrier of the block's threads at kernel
+        // entry; each thread arrives once per phase (it waits for the phase before it can
+        // arrive again).
+        let state = unsafe { raw::mbarrier_arrive(addr) };
+        // SAFETY: as above; `state` comes from this mbarrier.
+        while !unsafe { raw::mbarrier_wait_done(addr, state) } {
+            #[cfg(cohort_checked)]
+            crate::check::phase_waited(start, op, loc);
+        }
+    }
+    #[cfg(not(target_feature = "sm_80"))]
+    {
+        use crate::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+        // A sense-reversing counter: the generation cannot move before this thread arrives.
+        let (count, generation) = (bar.atomic(0), bar.atomic(1));
+        let g = generation.load(Acquire);
+        if count.fetch_add(1, AcqRel) == crate::thread::block_size() - 1 {
+            count.store(0, Relaxed);
+            generation.store(g.wrapping_add(1), Release);
+        } else {
+            while generation.load(Acquire) == g {
+                raw::nanosleep(20);
+                #[cfg(cohort_checked)]
+                crate::check::phase_waited(start, op, loc);
+            }
+        }
+    }
+}
+
+/// On the CPU device: the engine's grid barrier (every thread of every block), met only by
+/// blocks at the same call (the engine compares call sites and instructions across blocks).
+#[cfg(not(target_arch = "nvptx64"))]
+#[inline(always)]
+#[track_caller]
+fn grid_barrier(_barrier: u64, _op: &'static str, _call: u32) {
+    crate::host::mark_instruction();
+    cohort_cpu::grid_sync()
 }
 
 impl GridGroup {
     /// A grid barrier on the `u32` word at `barrier` (a `GridVec`'s own), after checking that
     /// every thread of the block is at a barrier on the same word (always, not only in checked
     /// mode: a thread past a barrier of another vector could write what this one publishes).
+    ///
+    /// On a GPU: thread 0 notes the word; every thread arrives at the block's phase barrier
+    /// (which only phase changes arrive on) and waits for the whole block; `barrier.red.or` of
+    /// "my word differs" (only phase changes can be at block barrier 0 now: every thread of
+    /// the block is in one); thread 0 arrives at the grid barrier on the word and waits for the
+    /// other blocks; a block barrier. A thread elsewhere (at its own `sync_threads()`, or
+    /// exited) keeps the block waiting — and in checked mode ends the kernel with an `Err` —
+    /// instead of letting the others read what it may still write.
+    ///
+    /// On the CPU device the engine's barriers meet only threads at the same call, and its
+    /// grid barrier only blocks at the same call: the block check below and the grid barrier.
     #[inline(always)]
     #[track_caller]
     pub(crate) fn phase_barrier(&self, barrier: u64, op: &'static str) {
-        crate::check::block(op);
-        // The same code on both targets: the block check on shared memory and barriers, then
-        // the grid barrier (on the host, the CPU engine's).
+        let call = crate::check::block(op);
+        let rank = crate::thread::thread_rank_in_block();
+        let cell = PHASE_WORD.get();
+        #[cfg(target_arch = "nvptx64")]
         {
-            let cell = PHASE_WORD.get();
+            if rank == 0 {
+                cell.store(0, barrier);
+            }
+            // Orders thread 0's store before every thread's load (mbarrier arrive releases and
+            // its wait acquires, at block scope).
+            block_arrive_wait(op);
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
             crate::sync::barrier_unchecked();
-            let rank = crate::thread::thread_rank_in_block();
             if rank == 0 {
                 cell.store(0, barrier);
             }
             crate::sync::barrier_unchecked();
-            let differs = cell.load(0) != barrier;
-            // SAFETY: every thread of the block reaches this barrier (the two above show it).
-            if unsafe { raw::barrier_sync_or(differs) } {
-                if differs {
-                    crate::panic::fail_check(
-                        crate::panic::CheckKind::Block,
-                        op,
-                        rank,
-                        0,
-                        core::panic::Location::caller(),
-                    );
-                }
-                // The thread that differs traps the launch; wait for it.
-                loop {
-                    raw::nanosleep(1000);
-                }
-            }
-            grid_barrier(barrier, op)
         }
+        let differs = cell.load(0) != barrier;
+        // SAFETY: every thread of the block reaches this barrier: on a GPU every thread of the
+        // block is in a phase change (the phase barrier above completed), and phase changes
+        // reach no other block barrier in between; on the CPU device the engine meets only
+        // threads at this call.
+        if unsafe { raw::barrier_sync_or(differs) } {
+            if differs {
+                crate::panic::fail_check(
+                    crate::panic::CheckKind::Block,
+                    op,
+                    rank,
+                    0,
+                    core::panic::Location::caller(),
+                    None,
+                );
+            }
+            // The thread that differs traps the launch; wait for it.
+            loop {
+                raw::nanosleep(1000);
+            }
+        }
+        #[cfg(target_arch = "nvptx64")]
+        {
+            if rank == 0 {
+                grid_arrive_wait(barrier, op, call);
+            }
+            crate::sync::barrier_unchecked();
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        grid_barrier(barrier, op, call);
     }
 }

@@ -37,14 +37,19 @@
 //!
 //! Every collective — `sync`, shuffles, votes, matches, `reduce` and the scans, partitions,
 //! `memcpy_async`'s wait, grid sync, `reduce_grid` — must be called by **every member of its
-//! group, at the same call site**. As in CUDA, a collective reached by only part of its group
+//! group, at the same call**. As in CUDA, a collective reached by only part of its group
 //! (lanes 0–15 at one `shfl`, 16–31 at another; one block skipping `grid.sync()`) is undefined: it
-//! can return wrong values or hang. Cohort emits the *non-aligned* block barriers
+//! can return wrong values or hang. "The same call" is one call in the code as compiled: two
+//! calls written inside one `macro_rules!` body, or reached through one `#[track_caller]`
+//! helper, are two calls, though they share a source location; one call in a loop is one call.
+//! Blocks at two different grid syncs break the rule too (the hardware's grid barrier counts
+//! arrivals, and would let them pass each other). Cohort emits the *non-aligned* block barriers
 //! (`barrier.sync`, `barrier.red`), so warps that reach one `sync_threads*` from different
 //! instructions are defined. In checked mode ([`crate::check`]; on by default in debug builds)
-//! partial participation in a tile, coalesced-group or block collective, and a grid sync that
-//! not every block reaches, end the launch with an `Err` naming the collective and the call
-//! site. The collectives' docs refer to this section.
+//! partial participation in a tile, coalesced-group or block collective, blocks at different
+//! grid syncs, and a grid sync that not every block reaches, end the launch with an `Err`
+//! naming the collective and the call site (the CPU device reports the same, always). The
+//! collectives' docs refer to this section.
 //!
 //! `this_multi_grid()` (removed from CUDA 13) is a `multi: MultiGridGroup` parameter of a
 //! `#[kernel(multi_grid)]` kernel, launched on several GPUs at once through
@@ -52,7 +57,7 @@
 //! `thread_rank`, `num_threads`). Not yet supported: the Hopper `thread_block_cluster` group.
 
 mod coalesced;
-mod grid;
+pub(crate) mod grid;
 mod large;
 mod memcpy;
 mod multi_grid;

@@ -193,13 +193,20 @@ fn exchange(
             next_check = now + CHECK_EVERY_NS;
             // SAFETY: as above.
             if unsafe { raw::ld_acquire_sys_u32(abort) } != 0 {
-                crate::panic::fail_check(crate::panic::CheckKind::MultiGrid, op, 0, grids, loc);
+                crate::panic::fail_check(crate::panic::CheckKind::MultiGrid, op, 0, grids, loc, None);
             }
             // SAFETY: as above.
             let limit = *limit_ms.get_or_insert_with(|| unsafe { raw::ld_acquire_sys_u32(timeout) });
             let waited_ms = now.wrapping_sub(start) / 1_000_000;
             if limit != 0 && waited_ms >= limit as u64 {
-                crate::panic::fail_check(crate::panic::CheckKind::MultiGrid, op, waited_ms.max(1) as u32, grids, loc);
+                crate::panic::fail_check(
+                    crate::panic::CheckKind::MultiGrid,
+                    op,
+                    waited_ms.max(1) as u32,
+                    grids,
+                    loc,
+                    None,
+                );
             }
         }
     };
@@ -215,7 +222,7 @@ fn exchange(
             };
             if seen != tag {
                 // Grid `i` is at another barrier (another vector's phase, or a plain sync).
-                crate::panic::fail_check(crate::panic::CheckKind::MultiGridPhase, op, i as u32, grids, loc);
+                crate::panic::fail_check(crate::panic::CheckKind::MultiGridPhase, op, i as u32, grids, loc, None);
             }
         }
         for i in 1..grids as usize {
@@ -329,7 +336,10 @@ impl<'a, T: Copy> MultiGridVec<'a, T> {
     /// in grid-rank order; `mine` must be this grid's entry; `barrier` a `u32` of this GPU's
     /// memory used only by this vector's barriers (0, or left by complete rounds); `tag_id`
     /// (at least 1, below 2³¹) must be the same in every grid and differ from every other
-    /// vector's of the launch; nothing else may access them during the launch.
+    /// vector's of the launch; nothing else may access them during the launch. Every thread
+    /// of the block calls this at the same point, before any phase change and while no thread
+    /// of the block is in one (at kernel entry, as `#[kernel]`'s parameter rebuild does): it
+    /// makes the block's phase barrier ready, with a block barrier.
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
@@ -341,6 +351,7 @@ impl<'a, T: Copy> MultiGridVec<'a, T> {
         barrier: *mut u32,
         tag_id: u32,
     ) -> Self {
+        super::grid::phase_init();
         // SAFETY: the caller's contract (a live allocation, so non-null; dangling if empty).
         let mine = unsafe { NonNull::new_unchecked(if len == 0 { NonNull::dangling().as_ptr() } else { mine }) };
         Self { table, mine, len, replicas, barrier, tag: tag_id.wrapping_mul(2), _life: PhantomData }

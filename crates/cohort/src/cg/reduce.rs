@@ -7,7 +7,7 @@
 //! | coalesced group (other cases) | tree of rank-relative `shfl_down`, then a broadcast | every member |
 //! | large tile (64–512) | per-warp as above, then the warps' partials through shared scratch | every member |
 //! | thread block ([`this_thread_block`](super::this_thread_block)) | per-warp as above, then the warps' partials through shared scratch (any block size) | every thread |
-//! | grid ([`reduce_grid`]) | block reduce, one partial per block in a scratch buffer, grid sync, each block combines the partials | every thread of the grid |
+//! | grid ([`reduce_grid`]) | block reduce, one partial per block in a scratch [`GridVec`], a grid barrier on the scratch's own word, each block combines the partials | every thread of the grid |
 //!
 //! Scans (`inclusive_scan`, `exclusive_scan`) run on the same groups; thread *r* gets the
 //! combination of ranks `0..=r` (inclusive) or `0..r` (exclusive: rank 0 gets
@@ -26,7 +26,7 @@ use crate::DeviceCopy;
 use crate::atomic::{Atomic, Ordering, Space};
 use crate::raw;
 use crate::shared::{SharedSlice, load_words, store_words};
-use crate::slice::DisjointSlice;
+use crate::slice::GridVec;
 use crate::thread;
 
 /// A binary operation for collectives: one of [`plus`], [`less`], [`greater`], [`bit_and`],
@@ -592,50 +592,61 @@ pub fn inclusive_scan_update<G: Collective + WarpGroup, T: AtomicAdd, S: Space>(
     old + incl
 }
 
-/// Scratch memory of [`reduce_grid`]: one partial per block, twice (two halves used in turn),
-/// owned by the reductions so that no other code can write it while a slower block still reads
-/// the partials.
+/// Scratch memory of [`reduce_grid`]: a [`GridVec`] of at least two elements per block
+/// (the host passes `&mut GridVecBuffer<T>`), owned by the reductions.
 ///
-/// Why two halves make one grid sync per reduction enough: reduction *k* writes and then reads
-/// half *k mod 2*, with a grid sync between. Reduction *k + 2* writes the same half again, but
-/// every thread reaches it only after passing the grid sync of reduction *k + 1*, which no
-/// thread passes before every thread has finished reduction *k* (its reads included).
+/// Each reduction writes one partial per block into one half, synchronizes the grid on **the
+/// vector's own barrier word** (a phase barrier, as `GridVec::publish`: only threads in this
+/// scratch's reductions can complete it, not a `grid.sync()` elsewhere nor a thread's own
+/// `sync_threads()`), then every block reads the half's partials.
+///
+/// Why two halves make one barrier per reduction enough: reduction *k* writes and then reads
+/// half *k mod 2*, with the barrier between. Reduction *k + 2* writes the same half again, but
+/// every thread reaches it only after passing the barrier of reduction *k + 1*, which no
+/// thread passes before every thread of the grid has finished reduction *k* (its reads
+/// included): each barrier on the word is some reduction's of this scratch, and a block's
+/// *k*-th barrier on it is its *k*-th reduction.
 #[derive(Debug)]
 pub struct GridScratch<'a, T> {
-    slice: DisjointSlice<'a, T>,
+    vec: GridVec<'a, T>,
     half: usize,
     phase: bool,
 }
 
 impl<'a, T: DeviceCopy> GridScratch<'a, T> {
-    /// Takes `slice` (at least `2 * grid.num_blocks()` elements) for grid reductions. Starts with
-    /// a grid sync, so that the kernel's earlier accesses to `slice` have finished.
+    /// Takes `vec` (at least `2 * grid.num_blocks()` elements) for grid reductions. Starts with
+    /// a barrier on the vector's word, so that the kernel's earlier writes to it have finished.
+    /// Every thread of the grid must call it.
     ///
     /// # Panics
-    /// If `slice` is shorter than two elements per block.
+    /// If `vec` is shorter than two elements per block.
     #[inline(always)]
     #[track_caller]
-    pub fn new(grid: &GridGroup, slice: DisjointSlice<'a, T>) -> Self {
+    pub fn new(grid: &GridGroup, vec: GridVec<'a, T>) -> Self {
         let nblocks = grid.num_blocks();
-        assert!(slice.len() as u64 >= 2 * nblocks, "GridScratch: needs two elements per block of the grid");
-        grid.sync();
-        Self { slice, half: nblocks as usize, phase: false }
+        assert!(vec.len() as u64 >= 2 * nblocks, "GridScratch: needs two elements per block of the grid");
+        grid.phase_barrier(vec.barrier_word(), "GridScratch::new");
+        Self { vec, half: nblocks as usize, phase: false }
     }
 
-    /// Gives the slice back, after a grid sync (so that every reduction's reads have finished).
+    /// Gives the vector back (in its write phase), after a barrier on its word (so that every
+    /// reduction's reads have finished). Every thread of the grid must call it.
     #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[track_caller]
     #[must_use]
-    pub fn into_inner(self, grid: &GridGroup) -> DisjointSlice<'a, T> {
-        grid.sync();
-        self.slice
+    pub fn into_inner(self, grid: &GridGroup) -> GridVec<'a, T> {
+        grid.phase_barrier(self.vec.barrier_word(), "GridScratch::into_inner");
+        self.vec
     }
 }
 
 /// Grid-wide reduction in a cooperative kernel: every thread of the grid gets the
-/// combination of every thread's `value`. Every thread of the grid must call it.
+/// combination of every thread's `value`. Every thread of the grid must call it, at the same
+/// call (in checked mode blocks at different calls end the kernel with an `Err`; without it,
+/// they still never read a partial that is not written: see [`GridScratch`]).
 ///
-/// Cost: one grid sync and two block reductions ([`GridScratch`] says why one sync is enough).
+/// Cost: one phase barrier on the scratch's own word and two block reductions
+/// ([`GridScratch`] says why one barrier is enough).
 #[inline(always)]
 #[track_caller]
 pub fn reduce_grid<T: DeviceCopy, Op: ReduceOp<T>>(
@@ -649,21 +660,23 @@ pub fn reduce_grid<T: DeviceCopy, Op: ReduceOp<T>>(
     scratch.phase = !scratch.phase;
     let part = block_reduce(value, op, thread::block_size());
     let block = grid.block_rank() as usize;
+    let elems = scratch.vec.elements();
     if thread::thread_rank_in_block() == 0 {
         // SAFETY: in bounds (`GridScratch::new` checked 2 * nblocks); only thread 0 of block
         // `b` writes element `base + b` in this reduction, and no thread reads this half
-        // until the grid sync below, nor still reads it from two reductions ago (see
+        // until the barrier below, nor still reads it from two reductions ago (see
         // `GridScratch`).
-        unsafe { *scratch.slice.get_unchecked_mut(base_index + block) = part };
+        unsafe { elems.add(base_index + block).write(part) };
     }
-    grid.sync();
+    grid.phase_barrier(scratch.vec.barrier_word(), "reduce_grid");
     // SAFETY: `base_index .. base_index + nblocks` is in bounds (checked at `new`).
-    let base = unsafe { (scratch.slice.as_mut_ptr() as *const T).add(base_index) };
+    let base = unsafe { (elems as *const T).add(base_index) };
     let (tid, bdim) = (thread::thread_rank_in_block(), thread::block_size());
     let active = (nblocks.min(bdim as u64)) as u32;
     let mut acc = value;
     if tid < active {
-        // SAFETY: element `tid` < `nblocks` of this half was written before the grid sync.
+        // SAFETY: element `tid` < `nblocks` of this half was written before the barrier, by a
+        // thread of this reduction (every block wrote its own).
         acc = unsafe { base.add(tid as usize).read() };
         let mut i = (tid + bdim) as u64;
         while i < nblocks {

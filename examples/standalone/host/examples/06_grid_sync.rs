@@ -23,7 +23,8 @@ fn run() -> Result {
     let cfg = k.function().persistent_config(256, 0)?;
     let blocks = cfg.grid.volume() as usize;
     let dx = gpu.upload(&x)?;
-    let mut scratch = gpu.zeroed::<f64>(2 * blocks)?; // the grid reduction's partial sums
+    // The grid reduction's partial sums, and the barrier word its reductions synchronize on.
+    let mut scratch = cohort_runtime::GridVecBuffer::<f64>::zeroed(&gpu, 2 * blocks)?;
     let mut out = gpu.zeroed::<f32>(n)?;
     // `#[kernel(cooperative)]` kernels have only `launch_cooperative`, which refuses a grid
     // that cannot be resident all at once (instead of hanging at the grid sync).

@@ -4,10 +4,10 @@ use cohort::cg::GridScratch;
 use cohort::prelude::*;
 
 /// `out[i] = x[i] - mean(x)` in one launch: every thread sums its share, a grid-wide reduction
-/// (one grid sync inside) gives every thread the total, then each writes its elements.
-/// `scratch` needs two elements per block.
+/// (one grid barrier inside, on the scratch's own word) gives every thread the total, then each
+/// writes its elements. `scratch` needs two elements per block.
 #[kernel(cooperative)]
-pub fn subtract_mean(grid: GridGroup, x: &[f32], scratch: DisjointSlice<f64>, mut out: DisjointSlice<f32>) {
+pub fn subtract_mean(grid: GridGroup, x: &[f32], scratch: GridVec<f64>, mut out: DisjointSlice<f32>) {
     let mut scratch = GridScratch::new(&grid, scratch);
     let mut acc = 0.0f64;
     for i in thread::grid_stride(x.len()) {
