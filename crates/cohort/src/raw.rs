@@ -253,6 +253,24 @@ pub unsafe fn barrier_sync() {
     })
 }
 
+/// `barrier.sync id` (non-`.aligned`, no count): a named barrier for every thread of the block,
+/// which, like barrier 0, is released when the only threads missing have exited.
+///
+/// # Safety
+/// Every non-exited thread of the block must reach barrier `id` (0..16), and no thread may use
+/// `id` with a thread count meanwhile.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn barrier_sync_all(id: u32) {
+    on_device!("barrier_sync_all" => {
+        // SAFETY: the caller upholds the barrier contract.
+        unsafe { nvvm_barrier_sync(id) }
+    } host => {
+        crate::host::mark_instruction();
+        cohort_cpu::barrier_named(id, crate::thread::block_size())
+    })
+}
+
 /// `barrier.sync id, count`: a named barrier for `count` threads (a multiple of 32).
 ///
 /// # Safety

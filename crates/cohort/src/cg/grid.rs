@@ -12,9 +12,9 @@
 //! `reduce_grid` synchronize on the vector's word, which no other grid sync arrives at — and
 //! in checked mode every block compares its grid sync's call with block 0's
 //! ([`crate::check`]). A phase change's block part is a barrier that only phase changes arrive
-//! on (an `mbarrier` in shared memory, set up at kernel entry by the vector's rebuild; a counter
-//! and a generation before sm_80), not block barrier 0, which a thread's own `sync_threads()`
-//! would complete.
+//! on — hardware barrier 15 (exited threads let through, as at barrier 0), or in checked mode
+//! an `mbarrier` in shared memory set up at kernel entry by the vector's rebuild, whose wait is
+//! bounded — not block barrier 0, which a thread's own `sync_threads()` would complete.
 //!
 //! On driver 580 the workspace pointer is non-null for normal launches too, so the device
 //! cannot tell whether grid sync is safe. Cohort makes it a type: only a
@@ -275,20 +275,31 @@ fn grid_arrive_wait(barrier: u64, op: &'static str, call: u32) {
 crate::shared! {
     /// The barrier word a block's thread 0 is about to use, for the phase check.
     static PHASE_WORD: [u64; 1];
-    /// The block's phase barrier, which only phase changes arrive on: an `mbarrier` (sm_80+),
-    /// or a count and a generation (older GPUs).
+}
+
+#[cfg(all(target_arch = "nvptx64", cohort_checked))]
+crate::shared! {
+    /// The block's phase barrier in checked mode, which only phase changes arrive on: an
+    /// `mbarrier` (sm_80+), or a count and a generation (older GPUs).
     static PHASE_BAR: [u32; 2];
 }
+
+/// The hardware barrier id of phase changes outside checked mode: no other code of the library
+/// uses it (large tiles use ids 1–14), and safe code cannot name a barrier id.
+#[cfg(all(target_arch = "nvptx64", not(cohort_checked)))]
+const PHASE_BARRIER_ID: u32 = 15;
 
 /// Makes the block's phase barrier ready: every thread of the block calls it, at kernel entry
 /// (the rebuild of a `GridVec` or `MultiGridVec` parameter), before any phase change.
 ///
-/// Thread 0 initializes the barrier for the block's threads, then a block barrier orders that
-/// before any use: no user code has run yet, so no thread can stand in for another at it.
+/// In checked mode the phase barrier is an `mbarrier` (so that a wait can end in a report):
+/// thread 0 initializes it for the block's threads, then a block barrier orders that before any
+/// use — no user code has run yet, so no thread can stand in for another at it. Outside checked
+/// mode it is hardware barrier [`PHASE_BARRIER_ID`], which needs nothing.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn phase_init() {
-    #[cfg(target_arch = "nvptx64")]
+    #[cfg(all(target_arch = "nvptx64", cohort_checked))]
     {
         if crate::thread::thread_rank_in_block() == 0 {
             let bar = PHASE_BAR.get();
@@ -313,11 +324,26 @@ pub(crate) fn phase_init() {
 /// thread of the block has: a barrier that only phase changes arrive on, so no thread's own
 /// `sync_threads()` can make the others go on (the hardware's block barrier 0 counts arrivals,
 /// from any code). In checked mode the wait ends the kernel with an `Err` after 5 s.
-#[cfg(target_arch = "nvptx64")]
+///
+/// Outside checked mode it is hardware barrier [`PHASE_BARRIER_ID`] for every thread of the
+/// block: user code cannot arrive at it, and, like barrier 0, it lets through the threads of a
+/// block whose only missing threads have exited (an exited thread writes nothing more). A
+/// thread waiting at another barrier keeps the block waiting (a hang, never a race). In checked
+/// mode it is the block's `mbarrier`, whose wait is bounded: a thread elsewhere, or one that
+/// exited before the phase change, is then an `Err`.
+#[cfg(all(target_arch = "nvptx64", not(cohort_checked)))]
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
+fn block_arrive_wait(_op: &'static str) {
+    // SAFETY: every non-exited thread of the block arrives here from a phase change (or the
+    // block waits, which is what the phase check needs); only phase changes use this id.
+    unsafe { raw::barrier_sync_all(PHASE_BARRIER_ID) }
+}
+
+/// The checked-mode form of the block's phase barrier (see above).
+#[cfg(all(target_arch = "nvptx64", cohort_checked))]
+#[inline(always)]
+#[track_caller]
 fn block_arrive_wait(op: &'static str) {
-    let _ = op;
     #[cfg(cohort_checked)]
     let (start, loc) = (raw::globaltimer(), core::panic::Location::caller());
     let bar = PHASE_BAR.get();
@@ -369,12 +395,15 @@ impl GridGroup {
     /// mode: a thread past a barrier of another vector could write what this one publishes).
     ///
     /// On a GPU: thread 0 notes the word; every thread arrives at the block's phase barrier
-    /// (which only phase changes arrive on) and waits for the whole block; `barrier.red.or` of
-    /// "my word differs" (only phase changes can be at block barrier 0 now: every thread of
-    /// the block is in one); thread 0 arrives at the grid barrier on the word and waits for the
-    /// other blocks; a block barrier. A thread elsewhere (at its own `sync_threads()`, or
-    /// exited) keeps the block waiting — and in checked mode ends the kernel with an `Err` —
-    /// instead of letting the others read what it may still write.
+    /// (which only phase changes arrive on: hardware barrier 15, or in checked mode an
+    /// `mbarrier`) and waits for the whole block; `barrier.red.or` of "my word differs" (only
+    /// phase changes can be at block barrier 0 now: every live thread of the block is in one);
+    /// thread 0 arrives at the grid barrier on the word and waits for the other blocks; a block
+    /// barrier. A thread elsewhere (at its own `sync_threads()`) keeps the block waiting — and in
+    /// checked mode ends the kernel with an `Err` — instead of letting the others read what it
+    /// may still write. A thread that exited before the phase change is let through outside
+    /// checked mode (it writes nothing more) and reported in checked mode (every thread must
+    /// take part, as on the CPU device).
     ///
     /// On the CPU device the engine's barriers meet only threads at the same call, and its
     /// grid barrier only blocks at the same call: the block check below and the grid barrier.
@@ -389,8 +418,8 @@ impl GridGroup {
             if rank == 0 {
                 cell.store(0, barrier);
             }
-            // Orders thread 0's store before every thread's load (mbarrier arrive releases and
-            // its wait acquires, at block scope).
+            // Orders thread 0's store before every thread's load (a block barrier; in checked
+            // mode the mbarrier's arrive releases and its wait acquires, at block scope).
             block_arrive_wait(op);
         }
         #[cfg(not(target_arch = "nvptx64"))]
