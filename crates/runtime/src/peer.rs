@@ -103,13 +103,24 @@ pub(crate) fn check_launch(kernel: &str, module: &GpuInner, stream: &GpuInner, u
         }
         let (device, other) = (module.info.ordinal, owner.info.ordinal);
         if u.alloc.kind != AllocKind::Device {
+            let reason = match u.alloc.kind {
+                AllocKind::Pooled => {
+                    "stream-ordered (pool) memory is reachable only from its own GPU (Cohort grants peers no access \
+                     to pools); copy it into a buffer of the kernel's Gpu"
+                }
+                AllocKind::Managed => {
+                    "managed memory is used only by its own GPU's kernels; allocate it on the kernel's Gpu"
+                }
+                _ => {
+                    "pinned or registered host memory is mapped for the context that allocated it; allocate it on the \
+                     kernel's Gpu or copy it"
+                }
+            };
             return Err(Error::CrossDevice {
                 what: format!("kernel `{kernel}`"),
                 device,
                 other,
-                reason: "pinned or registered host memory is mapped for the context that allocated it; allocate it \
-                         on the kernel's Gpu or copy it"
-                    .into(),
+                reason: reason.into(),
             });
         }
         if device == other {
@@ -166,11 +177,19 @@ pub(crate) fn copy_path(stream: &GpuInner, src: &Use<'_>, dst: &Use<'_>) -> Resu
     }
     for (u, g) in [(src, s), (dst, d)] {
         if u.alloc.kind != AllocKind::Device && !same_context(g, stream) {
+            let reason = match u.alloc.kind {
+                AllocKind::Pooled => {
+                    "stream-ordered (pool) memory can be copied only on a stream of its own Gpu, to or from memory of \
+                     that Gpu (peers have no access to pools); stage it in a buffer from `Gpu::zeroed`"
+                }
+                AllocKind::Managed => "managed memory can be copied only on a stream of its own Gpu",
+                _ => "pinned or registered host memory can be copied only on a stream of its own Gpu",
+            };
             return Err(Error::CrossDevice {
                 what: "copy".into(),
                 device: stream.info.ordinal,
                 other: g.info.ordinal,
-                reason: "pinned or registered host memory can be copied only on a stream of its own Gpu".into(),
+                reason: reason.into(),
             });
         }
     }
