@@ -60,11 +60,11 @@ fn pattern(seed: u32, n: usize) -> Vec<u32> {
     (0..n as u32).map(|i| seed ^ i.wrapping_mul(0x9e37_79b9)).collect()
 }
 
-/// Rounds of: allocate on stream 1 (from the default pool, or from a pool of our own that keeps
-/// its memory), write a pattern on stream 1, read it slowly on stream 2, drop the buffer. The
-/// next round's allocation reuses the memory (checked on a GPU); were the free not ordered
-/// after stream 2's read, the next pattern would land while that read still runs, and the
-/// reader's output would hold it.
+/// Rounds of: allocate on stream 1 (from the default pool and from a pool of our own that keeps
+/// its memory, in turn), write a pattern on stream 1, read it slowly on stream 2, drop the
+/// buffer. A later round's allocation from the same pool reuses the memory (checked on a GPU);
+/// were the free not ordered after stream 2's read, that round's pattern would land while the
+/// read still runs, and the reader's output would hold it.
 fn no_aliasing(c: &Ctx) -> TestResult {
     let (s1, s2) = (non_blocking(&c.gpu)?, non_blocking(&c.gpu)?);
     let (write, read) = (m::pattern::load(&c.tests).ctx("load")?, k::slow_read::load(&c.tests).ctx("load")?);
@@ -74,7 +74,8 @@ fn no_aliasing(c: &Ctx) -> TestResult {
     // Allocated first: `zeroed` waits on the host, which would close the windows below.
     let mut outs: Vec<DeviceBuffer<u32>> =
         (0..rounds).map(|_| c.gpu.zeroed::<u32>(N)).collect::<Result<_, _>>().ctx("alloc outs")?;
-    let (mut last, mut reused) = (0u64, 0);
+    // The previous address from each pool (rounds alternate between them).
+    let (mut last, mut reused) = ([0u64; 2], 0);
     for round in 0..rounds {
         let seed = 0x1000_0000 + round * 0x0101;
         // SAFETY: `pattern` writes every element before anything reads it.
@@ -82,8 +83,9 @@ fn no_aliasing(c: &Ctx) -> TestResult {
             unsafe { if round % 2 == 0 { s1.alloc_uninit::<u32>(N) } else { own.alloc_uninit::<u32>(&s1, N) } }
                 .ctx("stream-ordered allocation")?;
         let addr = buf.as_device_ptr().addr();
-        reused += usize::from(round >= 2 && addr == last);
-        last = addr;
+        let from = round as usize % 2;
+        reused += usize::from(round >= 2 && addr == last[from]);
+        last[from] = addr;
         write.launch(&s1, cfg(N), &mut buf, seed).ctx("pattern on stream 1")?;
         let out = &mut outs[round as usize];
         read.launch(&s2, cfg(N), &buf, out, slow(c, SLOW_NS)).ctx("slow read on stream 2")?;

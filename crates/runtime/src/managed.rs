@@ -160,8 +160,7 @@ fn reserve(gpu: &Gpu, bytes: usize) -> Result<Tally> {
     let device = gpu.inner.info.ordinal;
     let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     let now = live.iter().find(|(d, _)| *d == device).map_or(0, |e| e.1);
-    let limit = free / 16 * 15;
-    if now.checked_add(bytes).is_none_or(|total| total > limit) {
+    if too_much(now, bytes, free) {
         return Err(gpu.inner.error(
             DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
             Doing::Call(format!(
@@ -175,6 +174,12 @@ fn reserve(gpu: &Gpu, bytes: usize) -> Result<Tally> {
         None => live.push((device, bytes)),
     }
     Ok(Tally { device, bytes })
+}
+
+/// Whether `bytes` more of managed memory, with `live` bytes of it alive, exceed 15/16 of the
+/// device's `free` bytes.
+fn too_much(live: usize, bytes: usize, free: usize) -> bool {
+    live.checked_add(bytes).is_none_or(|total| total > free / 16 * 15)
 }
 
 impl<T: DeviceCopy> ManagedBuffer<T> {
@@ -437,5 +442,22 @@ impl<T: DeviceCopy> CopySrc<T> for &mut ManagedBuffer<T> {
 impl<T: DeviceCopy> CopyDst<T> for &mut ManagedBuffer<T> {
     fn use_write(&self) -> Use<'_> {
         self.whole(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::too_much;
+
+    #[test]
+    fn managed_memory_stays_inside_the_free_memory() {
+        let free = 16 << 30;
+        assert!(!too_much(0, 15 << 30, free));
+        assert!(too_much(0, (15 << 30) + 1, free));
+        // Live managed buffers count: two of 8 GiB do not fit where one does.
+        assert!(!too_much(0, 8 << 30, free));
+        assert!(too_much(8 << 30, 8 << 30, free));
+        assert!(too_much(usize::MAX, 1, free), "overflow is refused");
+        assert!(too_much(0, 1, 0));
     }
 }
