@@ -16,6 +16,7 @@ mod doctor;
 mod dynamic;
 mod info;
 mod inspect;
+mod managed;
 mod multi_grid;
 mod nccl;
 mod overlap;
@@ -38,7 +39,7 @@ use util::{CliError, CliResult};
     version,
     arg_required_else_help = true,
     after_help = "Environment: COHORT_DEVICE=<ordinal> picks the GPU (default 0); COHORT_DEVICE=cpu the CPU device.\n\
-                  Without a GPU, `tour` and `atomics` run on the CPU device (cohort-cpu); `--device cpu` asks for it.\n\
+                  Without a GPU, `tour`, `atomics` and `managed` run on the CPU device (cohort-cpu); `--device cpu` asks for it.\n\
                   Exit status: 0 success, 1 a failure, 2 a usage error or no GPU."
 )]
 pub struct Cli {
@@ -77,6 +78,8 @@ pub enum Command {
     P2p(p2p::Args),
     /// A Jacobi solver whose cooperative kernel spans every GPU (multi-grid barrier), vs one GPU, checked
     MultiGrid(multi_grid::Args),
+    /// The Cooperative Groups blog's managed-memory sum (ManagedBuffer, prefetches), checked
+    Managed(managed::Args),
 }
 
 /// Runs one command.
@@ -95,6 +98,7 @@ fn run(command: Command) -> CliResult {
         Command::Nccl(a) => nccl::run(a),
         Command::P2p(a) => p2p::run(a),
         Command::MultiGrid(a) => multi_grid::run(a),
+        Command::Managed(a) => managed::run(a),
     }
 }
 
@@ -125,7 +129,7 @@ fn main() -> ExitCode {
         Err(CliError::NoGpu(e)) => {
             eprintln!("cohort: no GPU to run on: {e}");
             if matches!(e, cohort_runtime::Error::NoDriver | cohort_runtime::Error::NoDevice { .. }) {
-                eprintln!("(`cohort tour` and `cohort atomics` run on the CPU device without a GPU)");
+                eprintln!("(`cohort tour`, `cohort atomics` and `cohort managed` run on the CPU device without a GPU)");
             }
             ExitCode::from(2)
         }
@@ -178,6 +182,16 @@ mod tests {
             panic!("not kernels")
         };
         assert!(k.control);
+        let Command::Bench(Bench::Alloc(a)) = parse(&["bench", "alloc"]).unwrap() else { panic!("not bench alloc") };
+        assert_eq!((a.bytes, a.iters, a.reps, a.twin), (1 << 20, 2000, 10, None));
+        let Command::Bench(Bench::Pdl(p)) = parse(&["bench", "pdl", "--twin", "./t"]).unwrap() else {
+            panic!("not bench pdl")
+        };
+        assert_eq!((p.n, p.kernels, p.reps, p.twin.as_deref()), (65536, 256, 20, Some("./t")));
+        let Command::Bench(Bench::Managed(m)) = parse(&["bench", "managed"]).unwrap() else { panic!("not managed") };
+        assert_eq!((m.n, m.reps), (1 << 24, 10));
+        let Command::Managed(m) = parse(&["managed", "--device", "cpu"]).unwrap() else { panic!("not managed") };
+        assert_eq!((m.n, m.device.device), (None, crate::util::DeviceChoice::Cpu));
         let Command::Doctor(d) = parse(&["doctor"]).unwrap() else { panic!("not doctor") };
         assert!(!d.gpu);
         assert!(matches!(parse(&["info"]).unwrap(), Command::Info));

@@ -10,6 +10,7 @@
 //! | [`checks`] | kernels the GPU tests use to probe the runtime (indices, traps, launch limits) |
 //! | [`atomics`] | the atomics-and-mutex workloads: the race, histograms, the mutex counter, dot products |
 //! | [`overlap`] | `cohort overlap`, `cohort pipeline`: the overlap article's kernel (chunks on streams) |
+//! | [`memory`] | `cohort managed` (the Cooperative Groups blog's managed-memory sum), `cohort bench alloc`, `cohort bench pdl` |
 //! | [`multi`] | `cohort multi-grid`, `cohort bench multi-grid`: the multi-grid Jacobi solver and barrier-latency kernel |
 //! | [`bench`](mod@bench) | `cohort bench`: the Rust halves of the side-by-side benchmarks |
 
@@ -23,6 +24,7 @@ pub mod atomics;
 pub mod bench;
 pub mod checks;
 pub mod classic;
+pub mod memory;
 pub mod multi;
 pub mod overlap;
 pub mod tour;

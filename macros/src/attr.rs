@@ -16,6 +16,7 @@ pub struct KernelAttr {
     pub cooperative: Option<Ident>,
     pub multi_grid: Option<Ident>,
     pub contract: Option<Ident>,
+    pub dependent: Option<Ident>,
     pub instances: Option<(Ident, Vec<Instance>)>,
 }
 
@@ -43,6 +44,12 @@ impl Parse for KernelAttr {
                     }
                     attr.contract = Some(key);
                 }
+                "dependent" => {
+                    if attr.dependent.is_some() {
+                        return Err(syn::Error::new_spanned(&key, "`dependent` given twice"));
+                    }
+                    attr.dependent = Some(key);
+                }
                 "instances" => {
                     if attr.instances.is_some() {
                         return Err(syn::Error::new_spanned(&key, "`instances` given twice"));
@@ -60,7 +67,7 @@ impl Parse for KernelAttr {
                     return Err(syn::Error::new_spanned(
                         &key,
                         format!(
-                            "unknown `#[kernel]` option `{other}`; expected `cooperative`, `multi_grid`, `contract` or `instances(...)`"
+                            "unknown `#[kernel]` option `{other}`; expected `cooperative`, `multi_grid`, `contract`, `dependent` or `instances(...)`"
                         ),
                     ));
                 }

@@ -26,6 +26,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let body_ident = format_ident!("__cohort_kernel_{}", name);
     let multi_grid = attr.multi_grid.is_some();
     let cooperative = attr.cooperative.is_some() || multi_grid;
+    let dependent = attr.dependent.is_some();
 
     let (docs, others): (Vec<_>, Vec<_>) = item.attrs.iter().partition(|a| a.path().is_ident("doc"));
     let cfgs: Vec<&syn::Attribute> = others.iter().filter(|a| a.path().is_ident("cfg")).copied().collect();
@@ -89,9 +90,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         let subst = |t: &dyn ToTokens| substitute(t.to_token_stream(), &map);
         let call_generics = if turbofish.is_empty() { quote!() } else { quote!(::<#(#turbofish),*>) };
 
-        let abi = abi_record(&params, cooperative, multi_grid, &subst);
+        let abi = abi_record(&params, cooperative, multi_grid, dependent, &subst);
         let lowering = lower(&item, &params, &body_ident, &call_generics, &subst);
-        device.extend(device_entry(&lowering, &entry, &cfgs));
+        device.extend(device_entry(&lowering, &entry, &cfgs, dependent));
         device.extend(cpu_entry(&lowering, &entry, &cfgs));
         device.extend(device_abi(&entry, &abi, &cfgs));
         host_impls.extend(zero_sized_checks(&params, &cfgs, &subst));
@@ -101,6 +102,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             &entry_str,
             cooperative,
             multi_grid,
+            dependent,
             &impl_args,
             &cfgs,
             &subst,
@@ -147,6 +149,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         "Launch with `add_to` on a `MultiGridLaunch` (one grid per GPU of a `MultiGrid`), then `submit`."
     } else if cooperative {
         "Launch with `launch_cooperative`: this kernel uses grid sync, so it runs only in cooperative launches."
+    } else if dependent {
+        "Launch with `launch`, or with `launch_programmatic` to let it begin while the kernel before it on the \
+         stream finishes (programmatic dependent launch: it waits for that kernel at its entry)."
     } else {
         "Launch with `launch`."
     };
@@ -196,6 +201,7 @@ fn abi_record(
     params: &[Param],
     cooperative: bool,
     multi_grid: bool,
+    dependent: bool,
     subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
 ) -> TokenStream {
     let mut entries = Vec::new();
@@ -260,7 +266,8 @@ fn abi_record(
         }
     }
     let n = entries.len();
-    let flags = u32::from(cooperative) | if multi_grid { 2u32 } else { 0 };
+    // `cohort::abi::ABI_FLAG_COOPERATIVE`, `ABI_FLAG_MULTI_GRID`, `ABI_FLAG_DEPENDENT`.
+    let flags = u32::from(cooperative) | if multi_grid { 2u32 } else { 0 } | if dependent { 4u32 } else { 0 };
     quote! {
         ::cohort::abi::abi_record::<{ ::cohort::abi::abi_len(#n) }>(#flags, #shape, &[#(#entries),*])
     }
@@ -522,9 +529,22 @@ fn lower(
 }
 
 /// The PTX entry of a kernel instance: `extern "ptx-kernel"`, its parameters the lowered list.
-fn device_entry(lowering: &Lowering, entry: &syn::Ident, cfgs: &[&syn::Attribute]) -> TokenStream {
+/// A `dependent` kernel's entry first waits for its programmatic prerequisites
+/// (`griddepcontrol.wait`, sm_90), before any argument is rebuilt or any of its body runs: the
+/// host may then launch it before the kernel ahead of it on the stream has finished.
+fn device_entry(lowering: &Lowering, entry: &syn::Ident, cfgs: &[&syn::Attribute], dependent: bool) -> TokenStream {
     let Lowering { params, checks, rebuild, call } = lowering;
     let lowered = params.iter().map(|LoweredParam { ident, ty, .. }| quote!(#ident: #ty));
+    let wait = if dependent {
+        quote! {
+            // Before anything touches memory: the kernel ahead of this one on the stream may
+            // still be running (a programmatic launch), and its writes are visible only after
+            // this wait. `launch_programmatic` exists only for kernels that have it.
+            ::cohort::launch::wait_for_prior_grid();
+        }
+    } else {
+        quote!()
+    };
     quote! {
         #(#cfgs)*
         #[cfg(target_arch = "nvptx64")]
@@ -532,6 +552,7 @@ fn device_entry(lowering: &Lowering, entry: &syn::Ident, cfgs: &[&syn::Attribute
         #[allow(non_snake_case, clippy::too_many_arguments)]
         #[doc(hidden)]
         pub unsafe extern "ptx-kernel" fn #entry(#(#lowered),*) {
+            #wait
             #(#checks)*
             #(#rebuild)*
             #call
@@ -628,6 +649,7 @@ fn host_impl(
     entry_str: &str,
     cooperative: bool,
     multi_grid: bool,
+    dependent: bool,
     impl_args: &[TokenStream],
     cfgs: &[&syn::Attribute],
     subst: &dyn Fn(&dyn ToTokens) -> TokenStream,
@@ -887,33 +909,60 @@ fn host_impl(
             }
         }
     } else {
-        quote! {
-            #[doc = #launch_doc]
-            ///
-            /// # Errors
-            /// An impossible configuration (block too large, too much shared memory, a
-            /// cooperative grid that cannot be co-resident) is refused before launching, naming
-            /// the kernel and the limit; driver errors are returned as they come.
-            #safety_doc
-            #[allow(clippy::too_many_arguments)]
-            pub #unsafety fn #launch(
-                &self,
-                stream: &::cohort_runtime::Stream,
-                #config: impl ::core::convert::Into<::cohort_runtime::LaunchConfig>,
-                #(#host_params),*
-            ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
-                let __cohort_config: ::cohort_runtime::LaunchConfig = #config.into();
-                #(#prep)*
-                #(#slot_checks)*
-                let mut __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
-                let __cohort_uses: [::cohort_runtime::Use<'_>; #n_uses] = [#(#uses),*];
-                // SAFETY: the parameter array matches the entry point's PTX signature, which
-                // `#[kernel]` generated from the same declaration; every argument's type was
-                // checked above, and the pointed-to locals outlive the launch call. The uses
-                // are the memory those arguments name, for stream ordering.
-                unsafe { self.function.#raw(stream, __cohort_config, &mut __cohort_params, &__cohort_uses) }
+        let method = |launch: &syn::Ident, raw: &syn::Ident, doc: &str, extra_doc: TokenStream| {
+            quote! {
+                #[doc = #doc]
+                #extra_doc
+                ///
+                /// # Errors
+                /// An impossible configuration (block too large, too much shared memory, a
+                /// cooperative grid that cannot be co-resident) is refused before launching, naming
+                /// the kernel and the limit; driver errors are returned as they come.
+                #safety_doc
+                #[allow(clippy::too_many_arguments)]
+                pub #unsafety fn #launch(
+                    &self,
+                    stream: &::cohort_runtime::Stream,
+                    #config: impl ::core::convert::Into<::cohort_runtime::LaunchConfig>,
+                    #(#host_params),*
+                ) -> ::core::result::Result<(), ::cohort_runtime::Error> {
+                    let __cohort_config: ::cohort_runtime::LaunchConfig = #config.into();
+                    #(#prep)*
+                    #(#slot_checks)*
+                    let mut __cohort_params: [*mut ::core::ffi::c_void; #n] = [#(#ptrs),*];
+                    let __cohort_uses: [::cohort_runtime::Use<'_>; #n_uses] = [#(#uses),*];
+                    // SAFETY: the parameter array matches the entry point's PTX signature, which
+                    // `#[kernel]` generated from the same declaration; every argument's type was
+                    // checked above, and the pointed-to locals outlive the launch call. The uses
+                    // are the memory those arguments name, for stream ordering.
+                    unsafe { self.function.#raw(stream, __cohort_config, &mut __cohort_params, &__cohort_uses) }
+                }
             }
+        };
+        let mut methods = method(&launch, &raw, &launch_doc, quote!());
+        if dependent {
+            let doc = format!(
+                "Launches `{entry_str}` on `stream` with `config` as a programmatic dependent launch: it may \
+                 begin while the kernel before it on `stream` is still finishing (on sm_90 and later; elsewhere \
+                 it is an ordinary launch). Arguments: {}.",
+                if arg_docs.is_empty() { "none".to_string() } else { arg_docs.join(", ") }
+            );
+            let extra = quote! {
+                ///
+                /// The kernel is `#[kernel(dependent)]`: its entry waits (`griddepcontrol.wait`) until
+                /// the kernel before it has completed and its writes are visible, before any of its
+                /// body runs, so the result is the result of `launch`. What overlaps is the launch
+                /// itself: this grid is scheduled while the one before finishes (sooner still if that
+                /// one calls `cohort::launch::launch_dependents()`).
+            };
+            methods.extend(method(
+                &format_ident!("launch_programmatic"),
+                &format_ident!("launch_programmatic_tracked"),
+                &doc,
+                extra,
+            ));
         }
+        methods
     };
     quote! {
         #(#cfgs)*
@@ -923,6 +972,8 @@ fn host_impl(
             pub const NAME: &'static str = #entry_str;
             /// Whether the kernel must be launched cooperatively.
             pub const COOPERATIVE: bool = #cooperative;
+            /// Whether the kernel is `#[kernel(dependent)]` (it has `launch_programmatic`).
+            pub const DEPENDENT: bool = #dependent;
             /// The kernel's ABI as this launcher was compiled: checked at `load` against the
             /// record the device side wrote into the module and against the entry's parameters.
             pub const ABI: &'static [u8] = &#abi;

@@ -35,7 +35,10 @@ use proc_macro::TokenStream;
 /// | `a: Matrix<T, I>` (read-only) | `MatrixRef<T>` (`buffer.as_matrix(rows, cols)?`; shape checked at launch) |
 ///
 /// Options: `#[kernel(contract)]` (fused multiply-add as nvcc's default; see `cohort::fp`),
-/// `#[kernel(cooperative)]` (may use grid sync; launched only cooperatively) and
+/// `#[kernel(cooperative)]` (may use grid sync; launched only cooperatively),
+/// `#[kernel(dependent)]` (the entry first waits for the kernel before it on the stream,
+/// `griddepcontrol.wait` on sm_90, so the host launcher also gets `launch_programmatic`: a
+/// programmatic dependent launch that may begin while that kernel finishes) and
 /// `#[kernel(instances(f32, f64))]` for a generic kernel: one entry per instance, named
 /// `<name>_<instance>`, and a host struct `name<T>` with `load`/`launch` for each instance.
 /// Several generic parameters take tuples: `instances((f32, 4), (f64, 8))`.

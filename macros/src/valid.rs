@@ -71,6 +71,15 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr, params: &[Param]) -> syn::Result
             "`multi_grid` kernels are cooperative on every GPU already: drop `cooperative`",
         ));
     }
+    if let Some(d) = &attr.dependent
+        && (attr.cooperative.is_some() || attr.multi_grid.is_some())
+    {
+        return Err(syn::Error::new_spanned(
+            d,
+            "a `dependent` kernel cannot be `cooperative` or `multi_grid`: a programmatic launch may begin while the \
+             kernel before it still holds SMs, which a grid that must be resident all at once cannot share",
+        ));
+    }
     let mut grid_params = 0;
     let mut multi_params = 0;
     let mut shape_params = 0;

@@ -56,6 +56,7 @@ fn main() {
         cpu_trial("ptx_golden_constant_declarations_and_ld_const", globals::golden_constants),
         cpu_trial("ptx_golden_device_globals_and_atomics", globals::golden_device_globals),
         cpu_trial("ptx_launch_budget_for_exactly_the_launching_kernels", launch_budget_kernels),
+        cpu_trial("ptx_golden_dependent_kernels_wait_before_touching_memory", golden_dependent_wait),
     ];
     for set in SETS {
         for m in set.modules {
@@ -257,6 +258,44 @@ fn golden_phase_mbarrier() -> TestResult {
                 ensure(body.contains(needle), || format!("sm_{}: {entry} lacks `{needle}`", m.arch))?;
             }
         }
+    }
+    Ok(())
+}
+
+/// A `#[kernel(dependent)]` entry (launched programmatically, so it may start before the kernel
+/// ahead of it has finished) executes `griddepcontrol.wait` before any access to memory other
+/// than its parameters, in the sm_90 PTX; the sm_80 PTX (where `griddepcontrol` does not
+/// exist) has none, and the runtime launches its kernels in plain stream order. A kernel
+/// declared without `dependent` has no wait; `launch_dependents()` is
+/// `griddepcontrol.launch_dependents` on sm_90.
+fn golden_dependent_wait() -> TestResult {
+    use cohort_test_kernels::PTX as TESTS;
+    for m in TESTS.modules {
+        for name in ["pdl_step", "pdl_slow_produce"] {
+            let body = entry_body(m, name)?;
+            let wait = body.find("griddepcontrol.wait");
+            if m.arch < 90 {
+                ensure(!body.contains("griddepcontrol"), || format!("sm_{}: `{name}` has griddepcontrol", m.arch))?;
+                continue;
+            }
+            let wait = wait.ok_or_else(|| format!("sm_{}: `{name}` has no griddepcontrol.wait", m.arch))?;
+            // The first instruction that touches memory other than the parameter space.
+            let first_access = body
+                .lines()
+                .map(str::trim_start)
+                .filter(|l| !l.starts_with("//") && !l.starts_with("ld.param"))
+                .find(|l| ["ld.", "st.", "atom.", "red.", "call", "cp.async"].iter().any(|op| l.starts_with(op)))
+                .and_then(|l| body.find(l));
+            ensure(first_access.is_none_or(|a| wait < a), || {
+                format!("sm_{}: `{name}` touches memory before griddepcontrol.wait:\n{body}", m.arch)
+            })?;
+        }
+        let produce = entry_body(m, "pdl_slow_produce")?;
+        ensure(m.arch < 90 || produce.contains("griddepcontrol.launch_dependents"), || {
+            format!("sm_{}: launch_dependents() is not griddepcontrol.launch_dependents", m.arch)
+        })?;
+        let plain = entry_body(m, "pdl_step_plain")?;
+        ensure(!plain.contains("griddepcontrol"), || format!("sm_{}: a plain kernel waits", m.arch))?;
     }
     Ok(())
 }

@@ -268,6 +268,11 @@ pub const ABI_FLAG_COOPERATIVE: u32 = 1;
 /// through `MultiGrid`); set together with [`ABI_FLAG_COOPERATIVE`].
 pub const ABI_FLAG_MULTI_GRID: u32 = 2;
 
+/// Flag bit: the kernel is `#[kernel(dependent)]`: its PTX entry (sm_90 and later) waits for
+/// its programmatic prerequisites (`griddepcontrol.wait`) before anything else, so the host
+/// may launch it programmatically (`launch_programmatic`).
+pub const ABI_FLAG_DEPENDENT: u32 = 4;
+
 /// What one PTX parameter is, in an ABI record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]

@@ -116,6 +116,22 @@
 //! run through `cohort_cpu::launch` directly (without the runtime) get
 //! [`LaunchError::NotOnCpuDevice`].
 //!
+//! ## Programmatic dependent launch (host launches, sm_90)
+//!
+//! Separate from the device-side launches above: a chain of short kernels launched by the host
+//! on one stream, where each may *begin* before the previous one has finished (CUDA's
+//! "programmatic dependent launch", `cudaLaunchKernelEx` with
+//! `cudaLaunchAttributeProgrammaticStreamSerialization`). A kernel declared
+//! `#[kernel(dependent)]` starts with [`wait_for_prior_grid`] (`griddepcontrol.wait`) before
+//! anything of its body runs, and its host launcher gains `launch_programmatic`: the launch may
+//! overlap the previous kernel's tail (its own launch and block scheduling), but no thread of it
+//! touches memory before the previous grid has completed and its writes are visible, so the
+//! chain computes what plain stream order computes. Only kernels declared `dependent` have
+//! `launch_programmatic` (a compile error otherwise), and the runtime refuses it (an `Err`)
+//! for a function whose module entry lacks the wait. A predecessor may call
+//! [`launch_dependents`] to let the dependent be scheduled before its own end. Both are
+//! nothing below sm_90, where the runtime launches in plain stream order.
+//!
 //! ## Linking
 //!
 //! A module whose PTX calls the device runtime (`__cudaCDP2*`) is linked at load time by the
@@ -543,4 +559,25 @@ impl ParamBuffer {
         self.launch.launch(S::HANDLE);
         Ok(())
     }
+}
+
+/// Waits until the grids this one depends on programmatically (the previous kernel on the
+/// stream, when this one was launched with `launch_programmatic`) have completed and their
+/// writes are visible (`cudaGridDependencySynchronize()`); returns at once otherwise. A
+/// `#[kernel(dependent)]` kernel already calls it at its entry, before its body. Nothing below
+/// sm_90 and on the CPU device (whose launches run in stream order).
+#[inline(always)]
+pub fn wait_for_prior_grid() {
+    crate::raw::griddepcontrol_wait();
+}
+
+/// Lets the kernel launched programmatically after this one on its stream
+/// (`launch_programmatic` of a `#[kernel(dependent)]` kernel) be scheduled once every block of
+/// this grid has called it or exited, rather than when this grid completes
+/// (`cudaTriggerProgrammaticLaunchCompletion()`). Safe anywhere, any number of times: it
+/// orders no memory, and the dependent waits at its entry until this grid has completed.
+/// Nothing below sm_90 and on the CPU device.
+#[inline(always)]
+pub fn launch_dependents() {
+    crate::raw::griddepcontrol_launch_dependents();
 }

@@ -28,6 +28,7 @@
 //! | `redux.sync` (sm_80) | [`redux_sync_add_u32`] … | `__reduce_add_sync` … |
 //! | `fence.sc` / `fence.acq_rel` | [`fence_sc_cta`] … | `__threadfence()` … |
 //! | `nanosleep.u32` | [`nanosleep`] | `__nanosleep` |
+//! | `griddepcontrol.wait`, `griddepcontrol.launch_dependents` (sm_90) | [`griddepcontrol_wait`], [`griddepcontrol_launch_dependents`] | `cudaGridDependencySynchronize()`, `cudaTriggerProgrammaticLaunchCompletion()` |
 //! | `trap` | [`trap`] | `__trap()` |
 //! | `%clock`, `%clock64`, `%globaltimer`, `%smid` | [`clock`], [`clock64`], [`globaltimer`], [`smid`] | `clock()`, `clock64()`, `%globaltimer` |
 //! | `%envreg1`, `%envreg2` | [`envreg1`], [`envreg2`] | (cooperative groups' grid workspace) |
@@ -751,6 +752,48 @@ pub unsafe fn exit() -> ! {
         // SAFETY: the caller guarantees nobody waits for this thread.
         unsafe { asm!("exit;", options(noreturn, nostack)) }
     })
+}
+
+// --- Programmatic dependent launch (sm_90) ----------------------------------------------
+//
+// Below sm_90 (the sm_80 PTX) both are nothing: the runtime never launches a kernel of a module
+// built without them programmatically (it launches it in plain stream order), so there is no
+// prerequisite grid to wait for, and no dependent to release early.
+
+/// `griddepcontrol.wait` (sm_90+): waits until every prerequisite grid of a programmatic
+/// dependent launch has completed and its memory operations are visible to this grid
+/// (`cudaGridDependencySynchronize()`); returns at once in a grid launched without one. Below
+/// sm_90 it is nothing (see above).
+///
+/// Not `nomem`: the compiler must not move a memory access of this thread across it.
+#[inline(always)]
+#[doc(alias = "cudaGridDependencySynchronize")]
+pub fn griddepcontrol_wait() {
+    on_device!("griddepcontrol_wait" => {
+        #[cfg(target_feature = "sm_90")]
+        // SAFETY: waiting for the prerequisite grids has no precondition.
+        unsafe {
+            asm!("griddepcontrol.wait;", options(nostack))
+        };
+    } host => {})
+}
+
+/// `griddepcontrol.launch_dependents` (sm_90+): lets the grid launched programmatically after
+/// this one on its stream be scheduled once every block of this grid has executed it (or
+/// exited), instead of at this grid's end (`cudaTriggerProgrammaticLaunchCompletion()`). It
+/// orders no memory: the dependent still sees this grid's writes only after its own
+/// [`griddepcontrol_wait`]. Below sm_90 it is nothing (see above).
+#[inline(always)]
+#[doc(alias = "cudaTriggerProgrammaticLaunchCompletion")]
+pub fn griddepcontrol_launch_dependents() {
+    on_device!("griddepcontrol_launch_dependents" => {
+        #[cfg(target_feature = "sm_90")]
+        // SAFETY: releasing the dependent grid's launch has no precondition and touches no
+        // memory of this thread.
+        unsafe {
+            asm!("griddepcontrol.launch_dependents;", options(nostack))
+        };
+    } host => {})
 }
 
 // --- Floating point ----------------------------------------------------------------------

@@ -12,7 +12,8 @@
 use std::collections::HashMap;
 
 use cohort::abi::{
-    ABI_FLAG_COOPERATIVE, ABI_FLAG_MULTI_GRID, ABI_HEADER_BYTES, ABI_MAGIC, ABI_PARAM_BYTES, ABI_SYMBOL_PREFIX, AbiKind,
+    ABI_FLAG_COOPERATIVE, ABI_FLAG_DEPENDENT, ABI_FLAG_MULTI_GRID, ABI_HEADER_BYTES, ABI_MAGIC, ABI_PARAM_BYTES,
+    ABI_SYMBOL_PREFIX, AbiKind,
 };
 
 /// What the PTX text says about one entry.
@@ -195,6 +196,12 @@ pub(crate) fn required_block(host: &[u8]) -> Option<[u32; 3]> {
     decode(host).and_then(|d| (d.shape != [0; 3]).then_some(d.shape))
 }
 
+/// Whether a launcher's record is of a `#[kernel(dependent)]` declaration (its entry waits for
+/// its programmatic prerequisites first), if the record is well formed.
+pub(crate) fn dependent(host: &[u8]) -> bool {
+    decode(host).is_some_and(|d| d.flags & ABI_FLAG_DEPENDENT != 0)
+}
+
 /// Compares the launcher's record `host` with what the module says of entry `name`; `Err`
 /// holds the first difference, in words.
 pub(crate) fn check(info: Option<&EntryInfo>, host: &[u8]) -> std::result::Result<(), String> {
@@ -227,6 +234,18 @@ pub(crate) fn check(info: Option<&EntryInfo>, host: &[u8]) -> std::result::Resul
                 .into()
         } else {
             "this launcher was built from a `#[kernel(multi_grid)]` declaration but the device entry was not".into()
+        });
+    }
+    let (hd, dd) = (host.flags & ABI_FLAG_DEPENDENT != 0, dev.flags & ABI_FLAG_DEPENDENT != 0);
+    if hd != dd {
+        return Err(if hd {
+            "this launcher was built from a `#[kernel(dependent)]` declaration but the device entry was not: it would \
+             launch programmatically an entry that does not wait for the kernel before it"
+                .into()
+        } else {
+            "the device entry is a `#[kernel(dependent)]` kernel but this launcher was built from a declaration \
+             without `dependent`"
+                .into()
         });
     }
     if host.shape != dev.shape {
@@ -356,6 +375,20 @@ mod tests {
             ],
         );
         assert!(check(ix.get("k"), &coop).unwrap_err().contains("cooperative"));
+        // A launcher of a `dependent` declaration on an entry without the wait: it would launch
+        // programmatically a kernel that reads its predecessor's output too early.
+        let dependent: [u8; abi_len(3)] = abi_record(
+            ABI_FLAG_DEPENDENT,
+            [0; 3],
+            &[
+                abi_param::<u32>(AbiKind::Value),
+                abi_param::<u64>(AbiKind::DisjointPtr),
+                abi_param::<usize>(AbiKind::Len),
+            ],
+        );
+        let e = check(ix.get("k"), &dependent).unwrap_err();
+        assert!(e.contains("dependent") && e.contains("does not wait"), "{e}");
+        assert!(super::dependent(&dependent) && !super::dependent(&host_k()));
         // Built for another block shape: the device side would assume bounds the launcher
         // does not check.
         let shaped: [u8; abi_len(3)] = abi_record(

@@ -314,7 +314,7 @@ pub(crate) mod host {
     /// Live allocations: address → size.
     static ALLOCATIONS: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
 
-    fn allocate(bytes: usize) -> Option<*mut u8> {
+    pub(crate) fn allocate(bytes: usize) -> Option<*mut u8> {
         // The device's memory is the machine's: more than all of it is out of memory, as on a
         // GPU (the host allocator may accept it lazily, and the fill that follows would then end
         // the process).
@@ -337,7 +337,7 @@ pub(crate) mod host {
         Some(p)
     }
 
-    fn free(p: usize) -> CUresult {
+    pub(crate) fn free(p: usize) -> CUresult {
         let size = ALLOCATIONS.lock().unwrap_or_else(|e| e.into_inner()).as_mut().and_then(|m| m.remove(&p));
         match size {
             Some(bytes) => {

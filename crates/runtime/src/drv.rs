@@ -18,7 +18,8 @@ use cudarc::driver::sys::{self, *};
 use crate::cpu::on_cpu;
 
 /// Each driver call the runtime makes, with its CPU-device side: `host`, the CPU device's
-/// implementation of the same name and signature (`crate::cpu::host`); `none`,
+/// implementation of the same name and signature (`crate::cpu::host`); `mem`, the same for
+/// pools, stream-ordered and managed memory (`crate::cpu_memory`); `none`,
 /// `CUDA_ERROR_NOT_SUPPORTED`. Otherwise the call goes to the driver, arguments unchanged.
 macro_rules! driver_calls {
     ($($cpu:ident fn $name:ident($($arg:ident: $ty:ty),* $(,)?);)*) => {$(
@@ -35,6 +36,10 @@ macro_rules! driver_calls {
         // SAFETY: the caller's contract, which the CPU implementation shares.
         return unsafe { crate::cpu::host::$name($($arg),*) }
     };
+    (@cpu mem $name:ident($($arg:ident),*)) => {
+        // SAFETY: the caller's contract, which the CPU implementation shares.
+        return unsafe { crate::cpu_memory::$name($($arg),*) }
+    };
     (@cpu none $name:ident($($arg:ident),*)) => {
         return CUresult::CUDA_ERROR_NOT_SUPPORTED
     };
@@ -47,6 +52,7 @@ driver_calls! {
     host fn cuCtxSetLimit(limit: CUlimit, value: usize);
     host fn cuCtxSynchronize();
     none fn cuDeviceCanAccessPeer(canAccessPeer: *mut c_int, dev: CUdevice, peerDev: CUdevice);
+    mem fn cuDeviceGetDefaultMemPool(pool_out: *mut CUmemoryPool, dev: CUdevice);
     none fn cuDriverGetVersion(driverVersion: *mut c_int);
     host fn cuEventCreate(phEvent: *mut CUevent, Flags: c_uint);
     host fn cuEventDestroy_v2(hEvent: CUevent);
@@ -87,6 +93,12 @@ driver_calls! {
         kernelParams: *mut *mut c_void,
         extra: *mut *mut c_void,
     );
+    none fn cuLaunchKernelEx(
+        config: *const CUlaunchConfig,
+        f: CUfunction,
+        kernelParams: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    );
     none fn cuLinkAddData_v2(
         state: CUlinkState,
         type_: CUjitInputType,
@@ -113,7 +125,12 @@ driver_calls! {
         stateOut: *mut CUlinkState,
     );
     none fn cuLinkDestroy(state: CUlinkState);
+    mem fn cuMemAdvise_v2(devPtr: CUdeviceptr, count: usize, advice: CUmem_advise, location: CUmemLocation);
     host fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize);
+    mem fn cuMemAllocAsync(dptr: *mut CUdeviceptr, bytesize: usize, hStream: CUstream);
+    mem fn cuMemAllocFromPoolAsync(dptr: *mut CUdeviceptr, bytesize: usize, pool: CUmemoryPool, hStream: CUstream);
+    mem fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint);
+    mem fn cuMemFreeAsync(dptr: CUdeviceptr, hStream: CUstream);
     host fn cuMemFreeHost(p: *mut c_void);
     host fn cuMemFree_v2(dptr: CUdeviceptr);
     host fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize);
@@ -132,6 +149,18 @@ driver_calls! {
         srcDevice: CUdeviceptr,
         srcContext: CUcontext,
         ByteCount: usize,
+        hStream: CUstream,
+    );
+    mem fn cuMemPoolCreate(pool: *mut CUmemoryPool, poolProps: *const CUmemPoolProps);
+    mem fn cuMemPoolDestroy(pool: CUmemoryPool);
+    mem fn cuMemPoolGetAttribute(pool: CUmemoryPool, attr: CUmemPool_attribute, value: *mut c_void);
+    mem fn cuMemPoolSetAttribute(pool: CUmemoryPool, attr: CUmemPool_attribute, value: *mut c_void);
+    mem fn cuMemPoolTrimTo(pool: CUmemoryPool, minBytesToKeep: usize);
+    mem fn cuMemPrefetchAsync_v2(
+        devPtr: CUdeviceptr,
+        count: usize,
+        location: CUmemLocation,
+        flags: c_uint,
         hStream: CUstream,
     );
     host fn cuMemsetD16Async(dstDevice: CUdeviceptr, us: c_ushort, N: usize, hStream: CUstream);
@@ -168,7 +197,7 @@ driver_calls! {
     host fn cuStreamDestroy_v2(hStream: CUstream);
     none fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph);
     host fn cuStreamGetPriority(hStream: CUstream, priority: *mut c_int);
-    none fn cuStreamIsCapturing(hStream: CUstream, captureStatus: *mut CUstreamCaptureStatus);
+    mem fn cuStreamIsCapturing(hStream: CUstream, captureStatus: *mut CUstreamCaptureStatus);
     host fn cuStreamQuery(hStream: CUstream);
     host fn cuStreamSynchronize(hStream: CUstream);
     host fn cuStreamWaitEvent(hStream: CUstream, hEvent: CUevent, Flags: c_uint);

@@ -46,6 +46,10 @@
 //! | `cudaMemsetAsync`, `cuMemsetD16/D32Async` | [`Stream::fill_bytes`], [`Stream::fill`] |
 //! | `cudaStreamBeginCapture` … `cudaStreamEndCapture`, `cudaGraphInstantiate`, `cudaGraphLaunch` | [`Stream::capture`], [`Graph::instantiate`], [`GraphExec::launch`] |
 //! | `cudaMemGetInfo` | [`Gpu::memory_info`] |
+//! | `cudaMallocAsync`, `cudaFreeAsync` | [`Stream::alloc_zeroed`], [`Stream::alloc_uninit`] (a [`DeviceBuffer`] freed in stream order when dropped) |
+//! | `cudaMemPoolCreate`, `cudaDeviceGetDefaultMemPool`, `cudaMallocFromPoolAsync`, `cudaMemPoolAttrReleaseThreshold`, `cudaMemPoolTrimTo` | [`MemPool`] |
+//! | `cudaMallocManaged`, `cudaMemPrefetchAsync`, `cudaMemAdvise` | [`ManagedBuffer`] ([`Gpu::managed`]), [`ManagedBuffer::prefetch`], [`ManagedBuffer::advise`] |
+//! | `cudaLaunchKernelEx` with `cudaLaunchAttributeProgrammaticStreamSerialization` | generated `kernel.launch_programmatic(…)` of a `#[kernel(dependent)]` kernel |
 //! | (ordering streams that share a buffer by hand) | automatic: see "Stream-ordered safety" below |
 //! | `cudaGetLastError` after a trap | [`Error::KernelFailed`] from `synchronize`, copies and every later call (restart the process) |
 //!
@@ -140,18 +144,22 @@ mod append;
 mod budget;
 mod capture;
 mod cpu;
+mod cpu_memory;
 mod device;
 mod drv;
 mod error;
 mod launch;
+mod managed;
 mod memory;
 mod module;
 mod multi_grid;
 #[cfg(feature = "nccl")]
 pub mod nccl;
+mod pdl;
 mod peer;
 mod pinned;
 mod pipeline;
+mod pool;
 mod ptx;
 mod stream;
 mod symbol;
@@ -164,6 +172,7 @@ pub use cpu::CpuEntry;
 pub use device::{DeviceInfo, Gpu};
 pub use error::{Error, Result};
 pub use launch::{Dim3, LaunchConfig};
+pub use managed::{Advice, Location, ManagedBuffer};
 pub use memory::{
     AtomicSliceArg, DeviceBuffer, DevicePtr, DevicePtrMut, DeviceView, DeviceViewMut, DisjointArg, MatrixArg,
     MatrixMut, MatrixRef, MatrixRefArg, MutexSliceArg, SliceArg,
@@ -172,6 +181,7 @@ pub use module::{Function, FunctionAttributes, LoadOptions, Module, check_kernel
 pub use multi_grid::{MultiGrid, MultiGridLaunch, MultiGridVecArg, MultiGridVecBuffer};
 pub use pinned::{PinnedBuffer, PinnedOptions, PinnedView, PinnedViewMut, Registered};
 pub use pipeline::{Chunk, Pipeline, PipelineStats};
+pub use pool::MemPool;
 pub use ptx::{KernelResources, PtxModule, PtxSet};
 pub use stream::{Event, Graph, GraphExec, Stream, StreamOptions};
 pub use symbol::Symbol;

@@ -81,6 +81,12 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         Ok(Self { ptr, len, alloc, _t: PhantomData })
     }
 
+    /// A buffer of `len` elements over the whole of `alloc` (made elsewhere: stream-ordered
+    /// allocations, `crate::pool`).
+    pub(crate) fn from_alloc(alloc: Arc<Alloc>, len: usize) -> Self {
+        Self { ptr: alloc.ptr, len, alloc, _t: PhantomData }
+    }
+
     /// `len` elements, all bytes zero.
     ///
     /// # Errors
@@ -285,7 +291,8 @@ pub(crate) fn bounds(range: impl RangeBounds<usize>, len: usize) -> std::ops::Ra
     start..end
 }
 
-/// A read-only view of part of a [`DeviceBuffer`].
+/// A read-only view of part of a [`DeviceBuffer`] (or of a
+/// [`ManagedBuffer`](crate::ManagedBuffer)).
 pub struct DeviceView<'a, T: DeviceCopy> {
     ptr: u64,
     len: usize,
@@ -303,6 +310,14 @@ impl<T: DeviceCopy> Copy for DeviceView<'_, T> {}
 impl<T: DeviceCopy> fmt::Debug for DeviceView<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "DeviceView<{}>[{}] at {:#x}", std::any::type_name::<T>(), self.len, self.ptr)
+    }
+}
+
+impl<'a, T: DeviceCopy> DeviceView<'a, T> {
+    /// A view of `len` elements at device address `ptr`, inside `alloc` (another owner's
+    /// memory: managed buffers, `crate::managed`).
+    pub(crate) fn from_parts(alloc: &'a Arc<Alloc>, ptr: u64, len: usize) -> Self {
+        Self { ptr, len, alloc, _t: PhantomData }
     }
 }
 
@@ -397,7 +412,8 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
     }
 }
 
-/// A mutable view of part of a [`DeviceBuffer`].
+/// A mutable view of part of a [`DeviceBuffer`] (or of a
+/// [`ManagedBuffer`](crate::ManagedBuffer)).
 pub struct DeviceViewMut<'a, T: DeviceCopy> {
     ptr: u64,
     len: usize,
@@ -408,6 +424,14 @@ pub struct DeviceViewMut<'a, T: DeviceCopy> {
 impl<T: DeviceCopy> fmt::Debug for DeviceViewMut<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "DeviceViewMut<{}>[{}] at {:#x}", std::any::type_name::<T>(), self.len, self.ptr)
+    }
+}
+
+impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
+    /// A mutable view of `len` elements at device address `ptr`, inside `alloc` (see
+    /// [`DeviceView::from_parts`]); the caller holds the memory exclusively for `'a`.
+    pub(crate) fn from_parts(alloc: &'a Arc<Alloc>, ptr: u64, len: usize) -> Self {
+        Self { ptr, len, alloc, _t: PhantomData }
     }
 }
 

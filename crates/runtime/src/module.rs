@@ -290,6 +290,10 @@ impl Module {
         }?;
         let mut f = Function::new(self, name, cooperative)?;
         f.required_block = crate::abi::required_block(abi).map(|[x, y, z]| Dim3::new(x, y, z));
+        // A dependent kernel's record (the same as the module's, checked above): may it be
+        // launched programmatically, and does the loaded entry wait? (`crate::pdl`)
+        f.programmatic =
+            crate::pdl::classify(self.inner.ptx, name, crate::abi::dependent(abi), self.inner.gpu.is_cpu());
         Ok(f)
     }
 
@@ -528,6 +532,8 @@ pub struct Function {
     pub(crate) cpu_entry: Option<crate::cpu::CpuEntry>,
     /// On the CPU device: whether its PTX reaches no barrier or collective (the fast path).
     pub(crate) cpu_fast_path: bool,
+    /// Whether (and how) it may be launched programmatically (`#[kernel(dependent)]`).
+    programmatic: crate::pdl::Programmatic,
     module: Arc<ModuleInner>,
 }
 
@@ -586,6 +592,7 @@ impl Function {
             device_launches: m.launch_budget.as_ref().is_some_and(|(_, names)| names.iter().any(|n| n == name)),
             cpu_entry: None,
             cpu_fast_path: false,
+            programmatic: crate::pdl::Programmatic::No,
             module: m.clone(),
         })
     }
@@ -624,6 +631,7 @@ impl Function {
             device_launches: analysis.launching.iter().any(|k| k == name),
             cpu_entry: None,
             cpu_fast_path,
+            programmatic: crate::pdl::Programmatic::No,
             module: m.clone(),
         })
     }
@@ -943,6 +951,68 @@ impl Function {
         // SAFETY: the caller's contract; the tracker orders the launch.
         let launch = || unsafe { self.enqueue(stream, config, params, false) };
         self.tracked(stream, uses, launch)
+    }
+
+    /// [`Function::launch_tracked`] as a programmatic dependent launch (what the generated
+    /// `launch_programmatic` of a `#[kernel(dependent)]` kernel calls): on sm_90 and later,
+    /// through `cuLaunchKernelEx` with programmatic stream serialization, so that the grid may
+    /// be scheduled while the kernel before it on `stream` finishes; its entry waits for that
+    /// kernel before touching memory (see `crate::pdl`). Where the loaded entry has no wait
+    /// (PTX below sm_90) and on the CPU device, an ordinary launch.
+    ///
+    /// # Safety
+    /// As [`Function::launch_tracked`].
+    ///
+    /// # Errors
+    /// As [`Function::launch_tracked`], and [`Error::Argument`] for a kernel not loaded as a
+    /// `#[kernel(dependent)]` kernel (its entry would not wait).
+    #[doc(hidden)]
+    pub unsafe fn launch_programmatic_tracked(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+        uses: &[Use<'_>],
+    ) -> Result<()> {
+        use crate::pdl::Programmatic;
+        let overlap = match self.programmatic {
+            Programmatic::No => {
+                return Err(Error::Argument(format!(
+                    "kernel `{}` cannot be launched programmatically: it was not loaded as a #[kernel(dependent)] \
+                     kernel, so its entry does not wait for the kernel before it; declare it `dependent`, or use `launch`",
+                    self.name
+                )));
+            }
+            Programmatic::StreamOrder => false,
+            // A kernel that launches kernels has its launch budget reset in stream order before
+            // it (`enqueue`): launched plainly.
+            Programmatic::Overlap => !self.device_launches,
+        };
+        self.check_plain(&config)?;
+        crate::peer::check_launch(&self.name, &self.module.gpu, &stream.inner.gpu, uses)?;
+        self.module.gpu.bind()?;
+        let launch = || {
+            if overlap {
+                // SAFETY: the caller's contract; the entry waits for its prerequisite grids
+                // before touching memory (`Programmatic::Overlap`: found in the loaded PTX).
+                let r = unsafe { crate::pdl::launch(self.raw, config, stream.inner.raw, params.as_mut_ptr()) };
+                r.result().map_err(|code| stream.launch_error(&self.name, config, code))?;
+                stream.note_launch(&self.name, config);
+                Ok(())
+            } else {
+                // SAFETY: the caller's contract.
+                unsafe { self.enqueue(stream, config, params, false) }
+            }
+        };
+        self.tracked(stream, uses, launch)
+    }
+
+    /// Whether [`Function::launch_programmatic_tracked`] overlaps this kernel with the one
+    /// before it (`true`: a `#[kernel(dependent)]` kernel whose loaded entry waits, on a GPU),
+    /// rather than launching it in plain stream order.
+    #[must_use]
+    pub fn overlaps_when_programmatic(&self) -> bool {
+        self.programmatic == crate::pdl::Programmatic::Overlap && !self.device_launches
     }
 
     fn check_plain(&self, config: &LaunchConfig) -> Result<()> {

@@ -859,8 +859,8 @@ impl<'a> Group<'a> {
     }
 
     fn check_operand(comm: &Comm, u: &Use<'_>, what: &str) -> NcclResult<()> {
-        if u.alloc.kind != AllocKind::Device {
-            return Err(arg(format!("NCCL: the {what} buffer is host memory; NCCL needs device memory")));
+        if !AllocKind::device_only(u.alloc.kind) {
+            return Err(arg(format!("NCCL: the {what} buffer is host or managed memory; NCCL needs device memory")));
         }
         if u.alloc.gpu.cu_ctx() != comm.gpu.inner.cu_ctx() {
             return Err(arg(format!(

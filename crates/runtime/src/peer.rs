@@ -185,11 +185,17 @@ pub(crate) fn check_launch(kernel: &str, module: &GpuInner, stream: &GpuInner, u
         let reason = match r {
             Relation::Same => continue,
             Relation::CpuAndGpu => mix_reason(r, "copy the data through host memory"),
-            _ if u.alloc.kind != AllocKind::Device => {
-                "pinned or registered host memory is mapped for the context that \
-                allocated it; allocate it on the kernel's Gpu or copy it"
-                    .into()
-            }
+            _ if u.alloc.kind != AllocKind::Device => match u.alloc.kind {
+                AllocKind::Pooled => "stream-ordered (pool) memory is reachable only from its own GPU (Cohort grants \
+                     peers no access to pools); copy it into a buffer of the kernel's Gpu"
+                    .into(),
+                AllocKind::Managed => {
+                    "managed memory is used only by its own GPU's kernels; allocate it on the kernel's Gpu".into()
+                }
+                _ => "pinned or registered host memory is mapped for the context that \
+                    allocated it; allocate it on the kernel's Gpu or copy it"
+                    .into(),
+            },
             Relation::OtherContext => "the buffer belongs to another context of the same device (an isolated Gpu, or \
                 a primary one beside an isolated one), which a kernel cannot reach; copy it into this context \
                 (Stream::copy)"
@@ -227,12 +233,15 @@ pub(crate) fn copy_path(stream: &GpuInner, src: &Use<'_>, dst: &Use<'_>) -> Resu
     }
     for (u, g) in [(src, s), (dst, d)] {
         if u.alloc.kind != AllocKind::Device && !same_context(g, stream) {
-            return Err(Error::cross_device(
-                "copy",
-                stream,
-                g,
-                "pinned or registered host memory can be copied only on a stream of its own Gpu",
-            ));
+            let reason = match u.alloc.kind {
+                AllocKind::Pooled => {
+                    "stream-ordered (pool) memory can be copied only on a stream of its own Gpu, to or from memory of \
+                     that Gpu (peers have no access to pools); stage it in a buffer from `Gpu::zeroed`"
+                }
+                AllocKind::Managed => "managed memory can be copied only on a stream of its own Gpu",
+                _ => "pinned or registered host memory can be copied only on a stream of its own Gpu",
+            };
+            return Err(Error::cross_device("copy", stream, g, reason));
         }
     }
     Ok(CopyPath::Peer(d.cu_ctx(), s.cu_ctx()))

@@ -56,7 +56,7 @@ use cudarc::driver::sys;
 use crate::device::{Doing, Finished, Gpu, GpuInner};
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
-use crate::track::{Alloc, AllocKind, CopyDst, CopySrc, Use, run_tracked};
+use crate::track::{Alloc, CopyDst, CopySrc, Use, run_tracked};
 
 /// Unique numbers for streams (and per-thread default streams, per thread).
 static IDS: AtomicU64 = AtomicU64::new(1);
@@ -150,13 +150,13 @@ impl Capture {
         let mut list = self.used.lock().unwrap_or_else(|p| p.into_inner());
         for u in uses {
             match (u.alloc.kind, u.owner) {
-                (AllocKind::Device, Some(owner)) => {
+                (kind, Some(owner)) if kind.device_only() => {
                     list.push(Captured { alloc: owner.clone(), start: u.start, end: u.end, write: u.write });
                 }
                 _ => {
                     return Err(Error::Argument(
-                        "pinned or registered host memory cannot be captured into a graph: the host could use it \
-                         while a replay runs; copy through device memory, or replay without a graph"
+                        "pinned, registered or managed memory cannot be captured into a graph: the host could use \
+                         it while a replay runs; copy through device memory, or replay without a graph"
                             .into(),
                     ));
                 }

@@ -36,6 +36,31 @@ pub(crate) enum AllocKind {
     Pinned,
     /// Caller's memory made page-locked by `cuMemHostRegister` (unregistered by its scope).
     Registered,
+    /// `cuMemAllocAsync` / `cuMemAllocFromPoolAsync`: device memory of a pool, allocated and
+    /// freed in stream order ([`Alloc::ordered`]; see `crate::pool`).
+    Pooled,
+    /// `cuMemAllocManaged`: unified memory, one address for the host and the device (see
+    /// `crate::managed`).
+    Managed,
+}
+
+impl AllocKind {
+    /// Device memory that only the GPU's operations touch (no host view): what a graph may
+    /// capture and NCCL may use.
+    pub(crate) fn device_only(self) -> bool {
+        matches!(self, AllocKind::Device | AllocKind::Pooled)
+    }
+}
+
+/// How a stream-ordered allocation ([`AllocKind::Pooled`]) is freed: with `cuMemFreeAsync` on
+/// `stream` (the one it was allocated on), once that stream has been made to wait for every
+/// operation of other streams still pending on the memory — so the pool never hands the
+/// memory to a later allocation while an operation may still use it. Keeps the stream and the
+/// pool alive until then.
+pub(crate) struct OrderedFree {
+    pub(crate) stream: Arc<StreamInner>,
+    /// Held, not read: the pool outlives its allocations.
+    pub(crate) _pool: Option<Arc<crate::pool::PoolInner>>,
 }
 
 /// One allocation: device memory, pinned or registered host memory.
@@ -47,6 +72,8 @@ pub(crate) struct Alloc {
     pub(crate) kind: AllocKind,
     pub(crate) gpu: Arc<GpuInner>,
     tracker: Mutex<Vec<Access>>,
+    /// For [`AllocKind::Pooled`]: where its free is ordered.
+    pub(crate) ordered: Option<OrderedFree>,
 }
 
 // SAFETY: the raw host pointer is only dereferenced by the owning buffer types, through
@@ -57,7 +84,7 @@ unsafe impl Sync for Alloc {}
 
 impl Alloc {
     pub(crate) fn new(gpu: &Arc<GpuInner>, ptr: u64, host: *mut u8, kind: AllocKind) -> Self {
-        Self { ptr, host, kind, gpu: gpu.clone(), tracker: Mutex::new(Vec::new()) }
+        Self { ptr, host, kind, gpu: gpu.clone(), tracker: Mutex::new(Vec::new()), ordered: None }
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Access>> {
@@ -100,6 +127,10 @@ impl Drop for Alloc {
             return;
         }
         let accesses = self.tracker.get_mut().unwrap_or_else(|p| p.into_inner());
+        if self.kind == AllocKind::Pooled && self.ptr != 0 {
+            free_in_stream_order(self.ptr, self.ordered.as_ref(), accesses);
+            return;
+        }
         // Wait for every operation still using the memory before freeing it. If waiting fails
         // (a kernel failed: the context is lost), the memory is not freed: nothing can run
         // any more, and the driver may still be using it.
@@ -109,7 +140,7 @@ impl Drop for Alloc {
         // SAFETY: ours, and no operation uses it any more (waited above).
         unsafe {
             match self.kind {
-                AllocKind::Device if self.ptr != 0 => {
+                AllocKind::Device | AllocKind::Managed if self.ptr != 0 => {
                     let _ = crate::drv::cuMemFree_v2(self.ptr);
                 }
                 AllocKind::Pinned if !self.host.is_null() => {
@@ -119,6 +150,65 @@ impl Drop for Alloc {
             }
         }
     }
+}
+
+/// Frees stream-ordered memory at `ptr` ([`AllocKind::Pooled`]): makes its stream wait, on
+/// the GPU, for every pending access of another stream (the accesses of its own stream come
+/// before the free in stream order; those dropped from the record are covered by the ones
+/// kept, as for any wait), then `cuMemFreeAsync` on that stream. No host wait: the pool reuses
+/// the memory only for allocations ordered after the free.
+///
+/// If the stream is capturing a graph (its own capture, or another stream's that it joined),
+/// a free enqueued there would become a node of the graph: instead the host waits for every
+/// pending access and frees on the legacy default stream. If anything fails (a lost
+/// context), the memory is leaked, never freed early.
+fn free_in_stream_order(ptr: u64, ordered: Option<&OrderedFree>, accesses: &mut Vec<Access>) {
+    let Some(OrderedFree { stream, .. }) = ordered else { return };
+    if stream.gpu.bind().is_err() {
+        return;
+    }
+    let ordered_on_stream = || -> Result<()> {
+        let key = stream.key();
+        let mut waited: Vec<u64> = Vec::new();
+        for a in accesses.iter() {
+            if a.key == key || a.done() || waited.contains(&a.key) {
+                continue;
+            }
+            match &a.pending {
+                Pending::Stream(s, _) => {
+                    s.make_wait(stream)?;
+                    waited.push(a.key);
+                }
+                Pending::Event(m) => m.make_wait(stream)?,
+            }
+        }
+        Ok(())
+    };
+    if !crate::pool::capturing(stream) && ordered_on_stream().is_ok() && stream.gpu.bind().is_ok() {
+        // SAFETY: ours; every operation that may use it is ordered before this point of
+        // `stream` (waited for above, or earlier on `stream` itself).
+        if unsafe { crate::drv::cuMemFreeAsync(ptr, stream.raw) }.result().is_ok() {
+            return;
+        }
+    }
+    // The fallback: nothing pending any more, so the stream the free is enqueued on does not
+    // matter (the legacy default stream cannot capture).
+    if wait_host(accesses, &(0..usize::MAX), true, "freeing memory").is_err() || stream.gpu.bind().is_err() {
+        return;
+    }
+    // SAFETY: ours; no operation uses it any more (waited above).
+    unsafe {
+        let _ = crate::drv::cuMemFreeAsync(ptr, std::ptr::without_provenance_mut(0x1));
+    }
+}
+
+/// Lists a stream-ordered allocation just enqueued on `stream` as a write of all of its
+/// `bytes`: an operation of another stream (or the host) that uses the memory then waits for
+/// the allocation first, as it would for a kernel that wrote it.
+pub(crate) fn record_allocation(stream: &Arc<StreamInner>, alloc: &Alloc, bytes: usize) -> Result<()> {
+    let u = Use { alloc, owner: None, start: 0, end: bytes, write: true, shared: false };
+    let mut guards: [Option<Guard<'_>>; 1] = [Some((std::ptr::from_ref(alloc), alloc.lock()))];
+    record(stream, std::iter::once((&u, 0)), &mut guards, false)
 }
 
 /// Where an access's operation runs, to wait for it.
@@ -287,8 +377,9 @@ impl<'a> Use<'a> {
     pub(crate) fn device_addr(&self) -> u64 {
         self.alloc.ptr + self.start as u64
     }
+    /// Memory a memset may fill: device, pool or managed memory (not pinned or registered).
     pub(crate) fn is_device(&self) -> bool {
-        self.alloc.kind == AllocKind::Device
+        matches!(self.alloc.kind, AllocKind::Device | AllocKind::Pooled | AllocKind::Managed)
     }
 }
 

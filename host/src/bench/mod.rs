@@ -2,16 +2,19 @@
 //! one process: the typed launch against raw `cuLaunchKernel`, and Rust kernels against the
 //! same kernels in CUDA C++ (compiled here with NVRTC, or given as a `.ptx` from nvcc).
 
+mod alloc;
 mod atomics;
 mod cg;
 mod cpu;
 pub mod dynamic;
 mod kernels;
 mod launch;
+mod managed;
 mod multi_grid;
 mod nccl;
 mod overlap;
 mod p2p;
+mod pdl;
 
 use cohort_runtime::{Event, Function, Gpu, LaunchConfig, Module, Stream};
 
@@ -41,6 +44,12 @@ pub enum Bench {
     Nccl(nccl::Args),
     /// Peer copy bandwidth between every pair of GPUs, beside the cudaMemcpyPeerAsync C++ twin with `--twin`
     P2p(p2p::Args),
+    /// Allocate -> kernel -> free loops: cuMemAlloc vs stream-ordered pools, beside the C++ twin with `--twin`
+    Alloc(alloc::Args),
+    /// A chain of short kernels with and without programmatic dependent launch, beside the C++ twin with `--twin`
+    Pdl(pdl::Args),
+    /// The Cooperative Groups blog's managed-memory sum, on demand and prefetched, beside its C++ with `--twin`
+    Managed(managed::Args),
 }
 
 /// Runs one benchmark.
@@ -56,6 +65,9 @@ pub fn run(which: Bench) -> CliResult {
         Bench::MultiGrid(a) => multi_grid::run(a),
         Bench::Nccl(a) => nccl::run(a),
         Bench::P2p(a) => p2p::run(a),
+        Bench::Alloc(a) => alloc::run(a),
+        Bench::Pdl(a) => pdl::run(a),
+        Bench::Managed(a) => managed::run(a),
     }
 }
 

@@ -85,7 +85,41 @@ fn launches(m: &Module, s: &Stream, x: &DeviceBuffer<f32>, c: &mut DeviceBuffer<
     Ok(())
 }
 
+/// A dependent kernel (`launch_programmatic`), using the device side of programmatic launches.
+#[kernel(dependent)]
+pub fn dependent_step(a: &[f32], mut out: DisjointSlice<f32>) {
+    cohort::launch::launch_dependents();
+    cohort::launch::wait_for_prior_grid();
+    let i = thread::index_1d();
+    if let Some(&v) = a.get(*i) {
+        out.set(&i, v + 1.0);
+    }
+}
+
+/// A generic dependent kernel: one `launch_programmatic` per instance.
+#[kernel(dependent, instances(f32, u32))]
+pub fn dependent_copy<T: DeviceCopy>(a: &[T], mut out: DisjointSlice<T>) {
+    let i = thread::index_1d();
+    if let Some(&v) = a.get(*i) {
+        out.set(&i, v);
+    }
+}
+
+#[allow(dead_code)]
+fn programmatic(m: &Module, s: &Stream, x: &DeviceBuffer<f32>, o: &mut DeviceBuffer<f32>) -> cohort_runtime::Result<()> {
+    dependent_step::load(m)?.launch(s, (1u32, 32u32), x, &mut *o)?;
+    dependent_step::load(m)?.launch_programmatic(s, (1u32, 32u32), x, &mut *o)?;
+    dependent_copy::<f32>::load(m)?.launch_programmatic(s, LaunchConfig::new(1, 32), x.slice(..), o.slice_mut(..))?;
+    let mut managed = cohort_runtime::ManagedBuffer::<f32>::new(&cohort_runtime::Gpu::cpu()?, 32)?;
+    dependent_step::load(m)?.launch_programmatic(s, (1u32, 32u32), &managed, o.slice_mut(..))?;
+    dependent_step::load(m)?.launch(s, (1u32, 32u32), x, &mut managed)?;
+    let pooled = s.alloc_zeroed::<f32>(32)?;
+    dependent_step::load(m)?.launch(s, (1u32, 32u32), &pooled, &mut *o)?;
+    Ok(())
+}
+
 fn main() {
+    assert!(dependent_step::DEPENDENT && !coop::DEPENDENT);
     assert_eq!(generic::<f32>::NAME, "generic_f32");
     assert_eq!(two_params::<u32, 4>::NAME, "two_params_u32_4");
     assert!(coop::COOPERATIVE);
