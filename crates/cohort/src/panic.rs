@@ -72,6 +72,9 @@ pub enum CheckKind {
     /// or two vectors' phases): numbers are the rank of a grid that differs from grid 0 and
     /// the grids of the launch.
     MultiGridPhase = 5,
+    /// An address that is not in global memory given to an operation that reads global memory
+    /// only (`memcpy_async`'s source, which `cp.async` would fault on); no numbers.
+    NotGlobal = 6,
 }
 
 impl CheckKind {
@@ -84,6 +87,7 @@ impl CheckKind {
             3 => Some(Self::Grid),
             4 => Some(Self::MultiGrid),
             5 => Some(Self::MultiGridPhase),
+            6 => Some(Self::NotGlobal),
             _ => None,
         }
     }
@@ -175,6 +179,11 @@ impl core::fmt::Display for CheckText<'_> {
                 f,
                 "`{op}` ended: the host aborted the multi-grid launch of {} grids (launching another grid failed)",
                 self.b
+            ),
+            CheckKind::NotGlobal => write!(
+                f,
+                "`{op}`: the source is not in global memory (cp.async reads only global memory: a kernel parameter \
+                 slice or a `global!` variable, not a thread's local array, a `constant!` or shared memory)"
             ),
             CheckKind::MultiGrid => write!(
                 f,
@@ -278,6 +287,24 @@ mod handler {
             core::ptr::write_volatile(&mut rec.claimed, 1);
         }
         raw::fence_sc_sys();
+    }
+}
+
+/// Ends the kernel because `op` was given an address outside global memory, which its
+/// instruction cannot read (in every build, not only checked mode): on a GPU, records the
+/// caller's location, the thread and [`CheckKind::NotGlobal`], then traps, so the host's `Err`
+/// names `op` and the call site; on the host, a panic with the same text at the caller.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn not_global(op: &str) -> ! {
+    #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
+    {
+        handler::record_and_trap(Some(core::panic::Location::caller()), Some((CheckKind::NotGlobal as u32, op, 0, 0)))
+    }
+    #[cfg(not(all(target_arch = "nvptx64", feature = "panic-handler")))]
+    {
+        panic!("{}", CheckText { kind: CheckKind::NotGlobal, op, a: 0, b: 0 })
     }
 }
 

@@ -739,7 +739,9 @@ pub fn div_approx_f32(a: f32, b: f32) -> f32 {
 // Address spaces
 
 /// `isspacep.global`: whether the generic address `ptr` lies in global (device) memory, as
-/// opposed to shared, local, constant or parameter memory (`__isGlobal`).
+/// opposed to shared, local, constant or parameter memory (`__isGlobal`). On the CPU device:
+/// whether it lies in one of the device's allocations or `global!` variables, its global
+/// memory (`cohort_cpu::is_global`).
 #[inline(always)]
 #[must_use]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -757,7 +759,7 @@ pub fn isspacep_global(ptr: *const u8) -> bool {
         };
         r != 0
     } host => {
-        crate::host::is_global(ptr)
+        cohort_cpu::is_global(ptr as usize, 1)
     })
 }
 

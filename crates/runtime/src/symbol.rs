@@ -125,7 +125,9 @@ impl ModuleVars {
         if declared.is_empty() {
             return None;
         }
-        let table = cohort_cpu::VarTable::new(declared.iter().map(|(n, _, size, align)| (n.clone(), *size, *align)));
+        let table = cohort_cpu::VarTable::new(
+            declared.iter().map(|(n, constant, size, align)| (n.clone(), *size, *align, *constant)),
+        );
         let vars = declared
             .into_iter()
             .map(|(name, constant, size, _)| {
