@@ -447,6 +447,8 @@ impl<T: DeviceCopy> Symbol<T> {
 
 impl Module {
     fn symbol<T: DeviceCopy>(&self, name: &str, constant: bool, device_writes: bool) -> Result<Symbol<T>> {
+        // `set` and `get` copy its bytes between host and device: no padding.
+        cohort::assert_no_padding::<T>();
         let what = if constant { "constant" } else { "global" };
         let crate_name = self.inner.set.crate_name;
         let missing = || {

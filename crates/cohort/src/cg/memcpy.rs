@@ -153,6 +153,8 @@ fn start<'a, G: ThreadGroup, T: DeviceCopy>(
     queue: u64,
 ) -> AsyncCopy<'a, T> {
     assert!(dst.len() >= src.len(), "memcpy_async: destination shorter than source");
+    // Copied as bytes and words into shared memory, then loaded as `T`.
+    crate::assert_no_padding::<T>();
     let bytes = core::mem::size_of_val(src) as u64;
     // `cp.async` takes the source as a global address: anything else faults (and on the CPU
     // device is refused alike). Nothing is copied from an empty source.
