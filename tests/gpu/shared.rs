@@ -39,7 +39,9 @@ fn memcpy_not_global(c: &Ctx) -> TestResult {
             let out = std::process::Command::new(exe).env(crate::launch::CHILD_ENV, which).output().ctx("spawn")?;
             let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             ensure(out.status.success(), || format!("child `{which}` failed ({}):\n{text}", out.status))?;
-            ensure(text.contains("ERROR AS RETURNED"), || format!("child `{which}` did not report the error:\n{text}"))?;
+            ensure(text.contains("ERROR AS RETURNED"), || {
+                format!("child `{which}` did not report the error:\n{text}")
+            })?;
             println!("{}", text.lines().filter(|l| l.contains("ERROR AS RETURNED")).collect::<Vec<_>>().join("\n"));
         }
     }
@@ -74,7 +76,8 @@ fn memcpy_refused(gpu: &Gpu, tests: &cohort_runtime::Module, which: &str) -> Tes
     ensure(matches!(e, Error::CpuKernel { .. } | Error::KernelFailed { .. }), || {
         format!("{which}: expected CpuKernel or KernelFailed, got {e:?}")
     })?;
-    for needle in ["memcpy_from", "memcpy_async", "not in global memory", "shared_mem.rs:", "block (0,0,0)", "thread ("] {
+    for needle in ["memcpy_from", "memcpy_async", "not in global memory", "shared_mem.rs:", "block (0,0,0)", "thread ("]
+    {
         ensure(msg.contains(needle), || format!("{which}: the error does not mention `{needle}`: {msg}"))?;
     }
     Ok(())

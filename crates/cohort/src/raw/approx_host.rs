@@ -111,7 +111,7 @@ const SCALE: f32 = 16_777_216.0;
 
 /// Whether ptxas's `FSETP.GEU |x|, 2^-126` takes the plain path (NaN does).
 fn plain(x: f32) -> bool {
-    !(x.abs() < f32::MIN_POSITIVE)
+    x.abs() >= f32::MIN_POSITIVE || x.is_nan()
 }
 
 /// `sin.approx.f32`.
