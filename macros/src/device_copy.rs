@@ -64,8 +64,14 @@ pub fn derive(item: TokenStream) -> syn::Result<TokenStream> {
          are moved as whole words, so every byte must belong to a field; add explicit padding fields \
          (e.g. `_pad: [u8; N]`) or reorder the fields"
     );
+    // …and no padding inside a field either: each field type's own check (for a generic
+    // struct, `W<T> { x: T }` has none of its own but `W<G<u32>>` holds `G<u32>`'s).
+    let field_tys: Vec<&syn::Type> = fields.iter().map(|f| &f.ty).collect();
     let check = quote_spanned! {name.span()=>
-        ::core::assert!(::core::mem::size_of::<Self>() == 0 #(+ #sizes)*, #msg)
+        {
+            ::core::assert!(::core::mem::size_of::<Self>() == 0 #(+ #sizes)*, #msg);
+            ::cohort::__fields_have_no_padding(&[#(<#field_tys as ::cohort::DeviceCopy>::__NO_PADDING),*])
+        }
     };
     let eager = if input.generics.params.is_empty() {
         // Non-generic: refuse the definition itself.

@@ -47,7 +47,8 @@ pub unsafe trait DeviceCopy: Copy + 'static {
 /// check is made for each type that is used: every place in Cohort where a `DeviceCopy`
 /// value's bytes are moved as words, reinterpreted as another type, or copied between host
 /// and device calls this, and an instantiation with padding is a compile error there
-/// ("evaluation panicked: `G` has padding bytes …", with a note naming the function
+/// ("evaluation panicked: `G` with these type arguments has padding bytes …", with notes naming
+/// the instantiation, `<G<u32> as DeviceCopy>`, and the function
 /// instantiated). Call it too in your own generic code that views a `T: DeviceCopy` as bytes.
 ///
 /// The error is raised when the generic code is instantiated (`cargo build`, `cargo test`),
@@ -57,6 +58,12 @@ pub const fn assert_no_padding<T: DeviceCopy>() {
     #[allow(clippy::let_unit_value)]
     let () = const { T::__NO_PADDING };
 }
+
+/// `#[derive(DeviceCopy)]`'s check of the fields: its argument lists each field type's
+/// `__NO_PADDING`, so evaluating the struct's evaluates theirs (a field `G<u32>` inside a
+/// `W<G<u32>>` without padding of its own). Not for other uses.
+#[doc(hidden)]
+pub const fn __fields_have_no_padding(_: &[()]) {}
 
 macro_rules! device_copy {
     ($($t:ty),*) => {$(

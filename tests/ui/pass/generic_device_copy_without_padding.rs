@@ -11,6 +11,13 @@ pub struct G<T> {
     pub b: u64,
 }
 
+/// No padding of its own, nor in its field when `T` has none.
+#[repr(C)]
+#[derive(Clone, Copy, DeviceCopy)]
+pub struct W<T> {
+    pub inner: T,
+}
+
 cohort::constant! {
     pub static C: G<u64> = G { a: 1, b: 2 };
 }
@@ -38,6 +45,7 @@ fn run(gpu: &Gpu, m: &Module) -> cohort_runtime::Result<()> {
     let _ = cohort::slice::cast::<G<u64>, u32>(&[G { a: 1, b: 2 }]);
     let _ = m.constant(&C)?;
     let _ = cohort_runtime::AppendBuffer::<G<u64>>::new(gpu, 4)?;
+    let _ = gpu.upload(&[W { inner: G { a: 1u64, b: 2 } }])?;
     Ok(())
 }
 
