@@ -174,14 +174,14 @@ impl<A, B, C> __Unfused for &__SubMul<A, B, C> {}
 ///
 /// | function | CPU device vs GPU |
 /// |---|---|
-/// | [`sin`], [`cos`] | 2^-19.5 absolute, for every finite input (the ISA's 2^-20.5 on [-2π, 2π] plus the reduction's own error there, which both sides share; `MUFU` takes the fraction of the turns, so the bound holds at every argument) |
-/// | [`exp2`], [`exp`] | 3 ulp; 4 ulp for subnormal results (the ISA's 2 ulp from the correctly rounded result, full range; `exp` rounds `x · log2 e` identically on both) |
-/// | [`log2`] | 2^-21.8 absolute for x in (0.5, 2), 2^-21.6 relative elsewhere |
-/// | [`ln`] | 2^-21.9 absolute for x in (0.5, 2), 2^-21.1 relative elsewhere |
-/// | [`powf`]`(x, y)` | relative (2^δ − 1) + 3 · 2^-23, δ = \|y\| · E + ulp(y · log2 x), E the [`log2`] bound at x (absolute in (0.5, 2), relative · \|log2 x\| elsewhere) |
-/// | [`div`] | 4 ulp |
-/// | [`rsqrt`] | 2^-22.3 relative |
-/// | [`sqrt`] | 2^-22.4 relative |
+/// | [`sin`](fast::sin), [`cos`](fast::cos) | 2^-19.5 absolute, for every finite input (the ISA's 2^-20.5 on [-2π, 2π] plus the reduction's own error there, which both sides share; `MUFU` takes the fraction of the turns, so the bound holds at every argument) |
+/// | [`exp2`](fast::exp2), [`exp`](fast::exp) | 3 ulp; 4 ulp for subnormal results (the ISA's 2 ulp from the correctly rounded result, full range; `exp` rounds `x · log2 e` identically on both) |
+/// | [`log2`](fast::log2) | 2^-21.8 absolute for x in (0.5, 2), 2^-21.6 relative elsewhere |
+/// | [`ln`](fast::ln) | 2^-21.9 absolute for x in (0.5, 2), 2^-21.1 relative elsewhere |
+/// | [`powf`](fast::powf)`(x, y)` | relative (2^δ − 1) + 3 · 2^-23, δ = \|y\| · E + ulp(y · log2 x), E the [`log2`](fast::log2) bound at x (absolute in (0.5, 2), relative · \|log2 x\| elsewhere) |
+/// | [`div`](fast::div) | 4 ulp |
+/// | [`rsqrt`](fast::rsqrt) | 2^-22.3 relative |
+/// | [`sqrt`](fast::sqrt) | 2^-22.4 relative |
 ///
 /// Zeros, infinities and NaN come out alike (as the ISA's tables give them). The GPU test
 /// `shapes_fast_math_cpu_device_matches_gpu` compares the two on a million inputs spanning all
