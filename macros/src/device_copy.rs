@@ -52,13 +52,26 @@ pub fn derive(item: TokenStream) -> syn::Result<TokenStream> {
     // No padding: every byte of the struct is a byte of a field. Shuffles, shared-memory stores
     // and copies move values as whole words, and reading a padding byte is reading
     // uninitialized memory.
+    // A generic struct is checked per instantiation (its padding can depend on the type
+    // arguments): the error names the instantiation in its note (`<G<u32> as DeviceCopy>`).
+    let which = if input.generics.params.is_empty() {
+        format!("`{name}`")
+    } else {
+        format!("`{name}` with these type arguments")
+    };
     let msg = format!(
-        "`{name}` has padding bytes (its size is larger than the sum of its fields' sizes): `DeviceCopy` values \
+        "{which} has padding bytes (its size is larger than the sum of its fields' sizes): `DeviceCopy` values \
          are moved as whole words, so every byte must belong to a field; add explicit padding fields \
          (e.g. `_pad: [u8; N]`) or reorder the fields"
     );
+    // …and no padding inside a field either: each field type's own check (for a generic
+    // struct, `W<T> { x: T }` has none of its own but `W<G<u32>>` holds `G<u32>`'s).
+    let field_tys: Vec<&syn::Type> = fields.iter().map(|f| &f.ty).collect();
     let check = quote_spanned! {name.span()=>
-        ::core::assert!(::core::mem::size_of::<Self>() == 0 #(+ #sizes)*, #msg)
+        {
+            ::core::assert!(::core::mem::size_of::<Self>() == 0 #(+ #sizes)*, #msg);
+            ::cohort::__fields_have_no_padding(&[#(<#field_tys as ::cohort::DeviceCopy>::__NO_PADDING),*])
+        }
     };
     let eager = if input.generics.params.is_empty() {
         // Non-generic: refuse the definition itself.
@@ -68,9 +81,10 @@ pub fn derive(item: TokenStream) -> syn::Result<TokenStream> {
     };
     Ok(quote! {
         // SAFETY: `#[repr(C)]`/`#[repr(transparent)]` was checked above, every field is
-        // required to be `DeviceCopy`, and `__NO_PADDING` (evaluated wherever values are moved
-        // as words) proves there is no padding, so the layout is the same on host and device
-        // and every byte is initialized.
+        // required to be `DeviceCopy`, and `__NO_PADDING` (evaluated by
+        // `cohort::assert_no_padding` wherever Cohort moves, copies or reinterprets the bytes
+        // of a value: for a generic struct, per instantiation) proves there is no padding, so
+        // the layout is the same on host and device and every byte is initialized.
         unsafe impl #impl_g ::cohort::DeviceCopy for #name #ty_g where #(#preds),* {
             #[doc(hidden)]
             const __NO_PADDING: () = #check;

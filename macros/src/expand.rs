@@ -385,6 +385,7 @@ fn lower(
             ParamKind::Disjoint(elem) => {
                 let elem_s = subst(elem);
                 let ty_s = subst(&p.ty);
+                checks.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_device_copy::<#elem_s>();));
                 lowered.push(LoweredParam::addr(&ptr, quote!(*mut #elem_s)));
                 lowered.push(LoweredParam::value(&len, quote!(usize)));
                 rebuild.push(quote! {
@@ -397,6 +398,7 @@ fn lower(
             ParamKind::Append(elem) => {
                 let elem_s = subst(elem);
                 let counter = format_ident!("__cohort_{}_counter", id);
+                checks.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_device_copy::<#elem_s>();));
                 lowered.push(LoweredParam::addr(&ptr, quote!(*mut #elem_s)));
                 lowered.push(LoweredParam::value(&len, quote!(usize)));
                 lowered.push(LoweredParam::addr(&counter, quote!(*mut u64)));
@@ -409,6 +411,7 @@ fn lower(
             ParamKind::GridVec(elem) => {
                 let elem_s = subst(elem);
                 let barrier = format_ident!("__cohort_{}_barrier", id);
+                checks.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_device_copy::<#elem_s>();));
                 lowered.push(LoweredParam::addr(&ptr, quote!(*mut #elem_s)));
                 lowered.push(LoweredParam::value(&len, quote!(usize)));
                 lowered.push(LoweredParam::addr(&barrier, quote!(*mut u32)));
@@ -431,6 +434,7 @@ fn lower(
                 let elem_s = subst(elem);
                 let ty_s = subst(&p.ty);
                 let cols = format_ident!("__cohort_{}_cols", id);
+                checks.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_device_copy::<#elem_s>();));
                 lowered.push(LoweredParam::addr(&ptr, quote!(*mut #elem_s)));
                 lowered.push(LoweredParam::value(&len, quote!(usize)));
                 lowered.push(LoweredParam::value(&cols, quote!(usize)));
@@ -484,6 +488,7 @@ fn lower(
                 let replicas = format_ident!("__cohort_{}_replicas", id);
                 let barrier = format_ident!("__cohort_{}_barrier", id);
                 let tag = format_ident!("__cohort_{}_tag", id);
+                checks.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_device_copy::<#elem_s>();));
                 lowered.push(LoweredParam::addr(&ptr, quote!(*mut #elem_s)));
                 lowered.push(LoweredParam::addr(&table, quote!(*const u64)));
                 lowered.push(LoweredParam::value(&len, quote!(usize)));
@@ -695,6 +700,7 @@ fn host_impl(
             ParamKind::Disjoint(elem) => {
                 let elem_s = subst(elem);
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::DisjointArg<#elem_s>));
+                prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_device_copy::<#elem_s>();));
                 prep.push(quote!(let (#ptr, #len): (u64, usize) = ::cohort_runtime::DisjointArg::raw_parts(&#id);));
                 {
                     let u0 = format_ident!("__cohort_{}_use0", id);
@@ -708,6 +714,7 @@ fn host_impl(
                 let elem_s = subst(elem);
                 let counter = format_ident!("__cohort_{}_counter", id);
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::AppendArg<#elem_s>));
+                prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_device_copy::<#elem_s>();));
                 prep.push(quote!(let (#ptr, #len, #counter): (u64, usize, u64) = ::cohort_runtime::AppendArg::raw_parts(&#id);));
                 {
                     let u0 = format_ident!("__cohort_{}_use0", id);
@@ -724,6 +731,7 @@ fn host_impl(
                 let elem_s = subst(elem);
                 let barrier = format_ident!("__cohort_{}_barrier", id);
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::GridVecArg<#elem_s>));
+                prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_device_copy::<#elem_s>();));
                 prep.push(quote!(let (#ptr, #len, #barrier): (u64, usize, u64) = ::cohort_runtime::GridVecArg::raw_parts(&#id);));
                 {
                     let u0 = format_ident!("__cohort_{}_use0", id);
@@ -756,6 +764,7 @@ fn host_impl(
                     prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_slice_element::<#elem_s>();));
                     quote!(::cohort_runtime::MatrixRefArg)
                 } else {
+                    prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_device_copy::<#elem_s>();));
                     quote!(::cohort_runtime::MatrixArg)
                 };
                 host_params.push(quote!(#(#attrs)* #id: impl #arg<#elem_s>));
@@ -804,6 +813,7 @@ fn host_impl(
                 let barrier = format_ident!("__cohort_{}_barrier", id);
                 let tag = format_ident!("__cohort_{}_tag", id);
                 host_params.push(quote!(#(#attrs)* #id: impl ::cohort_runtime::MultiGridVecArg<#elem_s>));
+                prep.push(quote_spanned!(elem.span()=> ::cohort::abi::assert_device_copy::<#elem_s>();));
                 prep.push(quote! {
                     let (#ptr, #table, #len, #replicas, #barrier, #tag): (u64, u64, usize, u32, u64, u32) =
                         ::cohort_runtime::MultiGridVecArg::raw_parts(&#id, launch, stream)?;

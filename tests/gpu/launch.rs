@@ -212,6 +212,7 @@ pub fn child(which: &str) -> i32 {
         "trap" => trap_scenario(),
         "leaks" => crate::streams::leak_scenario(),
         "mg-skip" | "mg-phase" => crate::multi_grid::child(which),
+        "memcpy-local" | "memcpy-constant" => crate::shared::memcpy_child(which),
         other => Err(format!("unknown child scenario {other}")),
     };
     match r {

@@ -1,10 +1,10 @@
 //! `cohort::shared`: static and dynamic shared memory of many element types, shared atomics,
-//! and `memcpy_async` through every chunk width.
+//! and `memcpy_async` through every chunk width, from global memory only.
 
-use cohort_runtime::LaunchConfig;
+use cohort_runtime::{Error, Gpu, LaunchConfig};
 use cohort_test_kernels::cg_collectives::S24;
-use cohort_test_kernels::shared_mem::{self as k, Pack, V4};
-use cohort_tests::{Context, Ctx, TestResult, check_all, gpu_trial, rng};
+use cohort_test_kernels::shared_mem::{self as k, Pack, V4, copy_source};
+use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_trial, rng};
 use libtest_mimic::Trial;
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -17,7 +17,78 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("shared_atomic_histogram", histogram),
         gpu_trial("shared_memcpy_async_every_alignment", memcpy_offsets),
         gpu_trial("shared_memcpy_async_words", memcpy_words),
+        gpu_trial("shared_memcpy_async_from_local_or_constant_is_an_err", memcpy_not_global),
     ]
+}
+
+/// `memcpy_async` from a kernel parameter copies; from the thread's own array (local memory)
+/// or a `constant!` (constant memory), which `cp.async` cannot read, the launch is an `Err`
+/// naming `memcpy_async` and its call site, not a `CUDA_ERROR_INVALID_ADDRESS_SPACE` fault. On a
+/// GPU the panic traps, which ends the CUDA context, so each refused case runs in a child
+/// process with a context of its own ([`memcpy_child`]); on the CPU device, in this one.
+fn memcpy_not_global(c: &Ctx) -> TestResult {
+    let words: Vec<u32> = (0..64u32).map(|i| i.wrapping_mul(0x0101_0101) ^ 0xa5a5_5a5a).collect();
+    memcpy_from_parameter(&c.gpu, &c.tests, &words)?;
+    for which in ["memcpy-local", "memcpy-constant"] {
+        if c.is_cpu() {
+            memcpy_refused(&c.gpu, &c.tests, which)?;
+            // Not sticky: the device copies right after.
+            memcpy_from_parameter(&c.gpu, &c.tests, &words).ctx("the CPU device right after the panic")?;
+        } else {
+            let exe = std::env::current_exe().ctx("current_exe")?;
+            let out = std::process::Command::new(exe).env(crate::launch::CHILD_ENV, which).output().ctx("spawn")?;
+            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            ensure(out.status.success(), || format!("child `{which}` failed ({}):\n{text}", out.status))?;
+            ensure(text.contains("ERROR AS RETURNED"), || {
+                format!("child `{which}` did not report the error:\n{text}")
+            })?;
+            println!("{}", text.lines().filter(|l| l.contains("ERROR AS RETURNED")).collect::<Vec<_>>().join("\n"));
+        }
+    }
+    Ok(())
+}
+
+fn memcpy_from_parameter(gpu: &Gpu, tests: &cohort_runtime::Module, words: &[u32]) -> TestResult {
+    let s = gpu.new_stream().ctx("stream")?;
+    let dw = gpu.upload(words).ctx("upload")?;
+    let mut out = gpu.upload(&[u32::MAX; 128]).ctx("alloc")?;
+    k::memcpy_from::load(tests)
+        .ctx("load")?
+        .launch(&s, LaunchConfig::new(2, 64), copy_source::PARAMETER, &dw, &mut out)
+        .ctx("launch from a parameter")?;
+    let want: Vec<u32> = (0..128).map(|i| words[i % 64]).collect();
+    check_all("copied from a kernel parameter", &out.to_vec().ctx("read")?, &want)
+}
+
+/// Launches `memcpy_from` with a source `cp.async` cannot read (`which`: `memcpy-local` or
+/// `memcpy-constant`) and checks the error: the launch's `Err` (or the next synchronize's)
+/// names the kernel, `memcpy_async`, the call site in `shared_mem.rs`, block and thread.
+fn memcpy_refused(gpu: &Gpu, tests: &cohort_runtime::Module, which: &str) -> TestResult {
+    let source = if which == "memcpy-local" { copy_source::LOCAL } else { copy_source::CONSTANT };
+    let s = gpu.new_stream().ctx("stream")?;
+    let dw = gpu.upload(&[1u32; 64]).ctx("upload")?;
+    let mut out = gpu.zeroed::<u32>(64).ctx("alloc")?;
+    let kern = k::memcpy_from::load(tests).ctx("load")?;
+    let r = kern.launch(&s, LaunchConfig::new(1, 64), source, &dw, &mut out).and_then(|()| s.synchronize());
+    let e = r.err().ok_or_else(|| format!("{which}: memcpy_async from outside global memory did not fail"))?;
+    let msg = e.to_string();
+    println!("ERROR AS RETURNED ({which}): {msg}");
+    ensure(matches!(e, Error::CpuKernel { .. } | Error::KernelFailed { .. }), || {
+        format!("{which}: expected CpuKernel or KernelFailed, got {e:?}")
+    })?;
+    for needle in ["memcpy_from", "memcpy_async", "not in global memory", "shared_mem.rs:", "block (0,0,0)", "thread ("]
+    {
+        ensure(msg.contains(needle), || format!("{which}: the error does not mention `{needle}`: {msg}"))?;
+    }
+    Ok(())
+}
+
+/// A refused `memcpy_async` in a context of its own (a GPU trap ends the context); for
+/// `cohort_tests`' child scenarios.
+pub fn memcpy_child(which: &str) -> Result<(), String> {
+    let gpu = Gpu::isolated_from_env().ctx("isolated context")?;
+    let tests = gpu.load(&cohort_test_kernels::PTX).ctx("load")?;
+    memcpy_refused(&gpu, &tests, which)
 }
 
 fn mirrored<T: Copy>(v: &[T], block: usize) -> Vec<T> {

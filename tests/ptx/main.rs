@@ -25,6 +25,7 @@ const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
     ("nested_hello", "printf"),
     ("recurse", "printf"),
     ("pass_local", "hands a slice of its local memory to a child on purpose (the launch must refuse it)"),
+    ("memcpy_from", "copies from a local array on purpose (memcpy_async must refuse it)"),
 ];
 
 fn main() {
@@ -36,6 +37,7 @@ fn main() {
         cpu_trial("ptx_golden_site_markers_are_numbered_one_per_call_instruction", golden_site_markers),
         cpu_trial("ptx_golden_phase_changes_use_the_blocks_own_mbarrier", golden_phase_mbarrier),
         cpu_trial("ptx_golden_atomic_reduction", golden_atomic),
+        cpu_trial("ptx_memcpy_async_checks_its_source_is_global_before_cp_async", memcpy_source_checked),
         cpu_trial("ptx_golden_printf", golden_printf),
         cpu_trial("ptx_golden_cg_reduce_uses_redux_sync", golden_redux),
         cpu_trial("ptx_golden_cg_scan_uses_shfl_up", golden_scan),
@@ -296,6 +298,24 @@ fn golden_dependent_wait() -> TestResult {
         })?;
         let plain = entry_body(m, "pdl_step_plain")?;
         ensure(!plain.contains("griddepcontrol"), || format!("sm_{}: a plain kernel waits", m.arch))?;
+    }
+    Ok(())
+}
+
+/// `cp.async` takes its source as a global address: every path to it first asks
+/// `isspacep.global` (a local or constant source is a panic, not a fault).
+fn memcpy_source_checked() -> TestResult {
+    let tests = &cohort_test_kernels::PTX;
+    for m in tests.modules {
+        let body = entry_body(m, "memcpy_from")?;
+        let (check, copy) = (body.find("isspacep.global"), body.find("cp.async.c"));
+        if m.arch >= 80 {
+            ensure(matches!((check, copy), (Some(a), Some(b)) if a < b), || {
+                format!("sm_{}: memcpy_from has no isspacep.global before its first cp.async:\n{body}", m.arch)
+            })?;
+        } else {
+            ensure(check.is_some(), || format!("sm_{}: memcpy_from has no isspacep.global", m.arch))?;
+        }
     }
     Ok(())
 }

@@ -217,15 +217,21 @@ pub fn matrix_shape_fits<M: MatrixParam>(rows: usize, cols: usize) -> bool {
     <M::Index as crate::matrix::MatrixIndex>::shape(rows, cols).is_some()
 }
 
-/// Compile-time check that a by-value kernel parameter is `DeviceCopy`.
+/// Compile-time check that a by-value kernel parameter, or the element of a `DisjointSlice`,
+/// `AppendSlice`, `GridVec`, `MultiGridVec` or `DisjointMatrix` parameter, is `DeviceCopy`
+/// without padding (its bytes cross between host and device).
 #[inline(always)]
 pub const fn assert_device_copy<T: DeviceCopy>() {
-    T::__NO_PADDING
+    crate::copy::assert_no_padding::<T>();
 }
 
-/// Compile-time check that a slice parameter's element is a valid kernel element.
+/// Compile-time check that a slice parameter's element is a valid kernel element, without
+/// padding.
 #[inline(always)]
-pub const fn assert_slice_element<T: SliceElement>() {}
+pub const fn assert_slice_element<T: SliceElement>() {
+    #[allow(clippy::let_unit_value)]
+    let () = const { T::__NO_PADDING };
+}
 
 /// Element types a `&[T]` kernel parameter may have: `DeviceCopy` values and the atomics.
 #[diagnostic::on_unimplemented(
@@ -234,8 +240,15 @@ pub const fn assert_slice_element<T: SliceElement>() {}
             (`AtomicU32`, `Atomic<T, Generic>`, `Mutex`): a kernel parameter is device (global) memory, which \
             `Atomic<T, Shared>` and `Mutex<Shared>` cannot view"
 )]
-pub trait SliceElement {}
-impl<T: DeviceCopy> SliceElement for T {}
+pub trait SliceElement {
+    /// `()` when the element's bytes (the `DeviceCopy` value's, or the one an atomic wraps) have
+    /// no padding, a compile-time error otherwise (see [`crate::assert_no_padding`]).
+    #[doc(hidden)]
+    const __NO_PADDING: ();
+}
+impl<T: DeviceCopy> SliceElement for T {
+    const __NO_PADDING: () = T::__NO_PADDING;
+}
 
 // --- The ABI record -------------------------------------------------------------------------
 //

@@ -779,5 +779,15 @@ atomic_float!(f64, u64, "b64", "f64", reg64);
 // element it is only ever touched through atomic instructions.
 // Kernel parameters point at device memory (`cuMemAlloc`): global, so only global and generic
 // atomics may view it. `&[Atomic<T, Shared>]` would emit `atom.shared` on a global address.
-impl<T: crate::DeviceCopy> crate::abi::SliceElement for Atomic<T, Global> where Atomic<T, Global>: Sync {}
-impl<T: crate::DeviceCopy> crate::abi::SliceElement for Atomic<T, Generic> where Atomic<T, Generic>: Sync {}
+impl<T: crate::DeviceCopy> crate::abi::SliceElement for Atomic<T, Global>
+where
+    Atomic<T, Global>: Sync,
+{
+    const __NO_PADDING: () = T::__NO_PADDING;
+}
+impl<T: crate::DeviceCopy> crate::abi::SliceElement for Atomic<T, Generic>
+where
+    Atomic<T, Generic>: Sync,
+{
+    const __NO_PADDING: () = T::__NO_PADDING;
+}

@@ -12,8 +12,14 @@
 /// and `char` are not `DeviceCopy` (pass `u32` flags instead).
 ///
 /// Every byte of a `DeviceCopy` value belongs to a field (no padding): shuffles, shared-memory
-/// stores and copies move values as whole 32-bit words, and a padding byte would be
-/// uninitialized memory. `#[derive(DeviceCopy)]` refuses structs with padding at compile time.
+/// stores and copies move values as whole 32-bit words, buffers cross between host and device
+/// byte for byte, and casts read the bytes as another type; a padding byte would be
+/// uninitialized memory. `#[derive(DeviceCopy)]` refuses structs with padding at compile time:
+/// a non-generic struct at its definition; a generic one (`G<T>`, whose padding can depend on
+/// `T`) for each instantiation that is used, by [`assert_no_padding`], which every path of
+/// Cohort that moves or reinterprets a `DeviceCopy` value's bytes evaluates (device buffers,
+/// pinned memory, module variables, kernel parameters, casts, shared memory, shuffles,
+/// `memcpy_async`, device-side launches).
 ///
 /// # Safety
 /// The type must be `Copy`, valid for every bit pattern, have the same size, alignment and
@@ -29,9 +35,35 @@
 pub unsafe trait DeviceCopy: Copy + 'static {
     /// Evaluates to `()` when the type has no padding; `#[derive(DeviceCopy)]` makes it a
     /// compile-time assertion. (Not for hand-written impls, which promise it in their `SAFETY`.)
+    /// Read it through [`assert_no_padding`].
     #[doc(hidden)]
     const __NO_PADDING: () = ();
 }
+
+/// Fails to compile when `T` has padding bytes; does nothing at run time.
+///
+/// `#[derive(DeviceCopy)]` cannot check a generic struct at its definition (the padding of
+/// `G<T> { a: T, b: u64 }` depends on `T`: `G<u64>` has none, `G<u32>` has four bytes), so the
+/// check is made for each type that is used: every place in Cohort where a `DeviceCopy`
+/// value's bytes are moved as words, reinterpreted as another type, or copied between host
+/// and device calls this, and an instantiation with padding is a compile error there
+/// ("evaluation panicked: `G` with these type arguments has padding bytes …", with notes naming
+/// the instantiation, `<G<u32> as DeviceCopy>`, and the function
+/// instantiated). Call it too in your own generic code that views a `T: DeviceCopy` as bytes.
+///
+/// The error is raised when the generic code is instantiated (`cargo build`, `cargo test`),
+/// not by `cargo check`, which does not instantiate generic functions.
+#[inline(always)]
+pub const fn assert_no_padding<T: DeviceCopy>() {
+    #[allow(clippy::let_unit_value)]
+    let () = const { T::__NO_PADDING };
+}
+
+/// `#[derive(DeviceCopy)]`'s check of the fields: its argument lists each field type's
+/// `__NO_PADDING`, so evaluating the struct's evaluates theirs (a field `G<u32>` inside a
+/// `W<G<u32>>` without padding of its own). Not for other uses.
+#[doc(hidden)]
+pub const fn __fields_have_no_padding(_: &[()]) {}
 
 macro_rules! device_copy {
     ($($t:ty),*) => {$(

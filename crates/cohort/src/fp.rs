@@ -151,12 +151,48 @@ impl<A, B, C> __Unfused for &__SubMul<A, B, C> {}
 
 /// CUDA's fast approximate intrinsics (the functions `-use_fast_math` substitutes), each one
 /// PTX `.approx` instruction or two. Error bounds are CUDA's (Programming Guide, "Intrinsic
-/// Functions"), checked on the GPU by Cohort's tests; subnormal inputs and outputs are kept
-/// (no `.ftz`), as nvcc does without `-ftz=true`.
+/// Functions"; PTX ISA), checked on the GPU by Cohort's tests; subnormal inputs and outputs are
+/// kept (no `.ftz`), as nvcc does without `-ftz=true`.
+///
+/// # On the CPU device
+///
+/// The CPU device computes these as a GPU does, not as the exact functions, so that a kernel
+/// debugged there sees the GPU's numbers. ptxas turns each `.approx` instruction into a few
+/// SASS instructions around one `MUFU` (the multi-function unit): `sin.approx` is
+/// `FMUL.RZ x, 1/2π` (rounded toward zero) and then `MUFU.SIN` of that many turns; `lg2`,
+/// `rsqrt`, `sqrt` and `div` scale subnormal operands by 2^24 and the result back, because
+/// `MUFU` flushes subnormals; `ex2` below -126 halves its argument and squares the result. The
+/// CPU device repeats every one of those steps bit for bit (see `ptxas -arch=sm_90` and
+/// `nvdisasm`: the same for `sm_80`) and computes only the `MUFU` itself as the exact function
+/// of its operand, rounded to `f32` (and flushed). Hence `fast::sin(1e30)` is 0 and
+/// `fast::cos(1e30)` is 1 on both (1e30 · 1/2π is a whole number of turns in `f32`), where
+/// sin(1e30) ≈ -0.79; and `fast::sin(100000.0)` is sin 2π·15915.493164… ≈ 0.0429 on both,
+/// where sin(100000) ≈ 0.0357.
+///
+/// What remains is the `MUFU` tables' own error. From the PTX ISA's bounds on the GPU's error
+/// and the CPU device's rounding, the two differ by at most:
+///
+/// | function | CPU device vs GPU |
+/// |---|---|
+/// | [`sin`](fast::sin), [`cos`](fast::cos) | 2^-19.5 absolute, for every finite input (the ISA's 2^-20.5 on [-2π, 2π] plus the reduction's own error there, which both sides share; `MUFU` takes the fraction of the turns, so the bound holds at every argument) |
+/// | [`exp2`](fast::exp2), [`exp`](fast::exp) | 3 ulp; 4 ulp for subnormal results (the ISA's 2 ulp from the correctly rounded result, full range; `exp` rounds `x · log2 e` identically on both) |
+/// | [`log2`](fast::log2) | 2^-21.8 absolute for x in (0.5, 2), 2^-21.6 relative elsewhere |
+/// | [`ln`](fast::ln) | 2^-21.9 absolute for x in (0.5, 2), 2^-21.1 relative elsewhere |
+/// | [`powf`](fast::powf)`(x, y)` | relative (2^δ − 1) + 3 · 2^-23, δ = \|y\| · E + ulp(y · log2 x), E the [`log2`](fast::log2) bound at x (absolute in (0.5, 2), relative · \|log2 x\| elsewhere) |
+/// | [`div`](fast::div) | 4 ulp |
+/// | [`rsqrt`](fast::rsqrt) | 2^-22.3 relative |
+/// | [`sqrt`](fast::sqrt) | 2^-22.4 relative |
+///
+/// Zeros, infinities and NaN come out alike (as the ISA's tables give them). The GPU test
+/// `shapes_fast_math_cpu_device_matches_gpu` compares the two on a million inputs spanning all
+/// of `f32` (subnormals, huge arguments, ±∞, NaN) against these bounds and prints the largest
+/// difference it saw for each function.
 pub mod fast {
     use crate::raw;
 
-    /// `__sinf(x)`: for `x` in [-π, π], absolute error at most 2^-21.41; larger outside.
+    /// `__sinf(x)`: for `x` in [-π, π], absolute error at most 2^-21.41; larger outside, where
+    /// the reduction `x · 1/2π` (rounded toward zero in `f32`) loses the angle: 0 from about
+    /// |x| > 5·10^7 on (see the module docs for the CPU device).
     #[inline(always)]
     #[must_use]
     pub fn sin(x: f32) -> f32 {

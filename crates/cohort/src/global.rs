@@ -133,6 +133,9 @@ pub unsafe trait GlobalValue: 'static {
     type Host: DeviceCopy;
     /// Whether kernels can change it (atomics).
     const DEVICE_WRITES: bool;
+    /// `()` when `Host` has no padding (see [`crate::assert_no_padding`]).
+    #[doc(hidden)]
+    const __HOST_NO_PADDING: () = <Self::Host as DeviceCopy>::__NO_PADDING;
 }
 
 // SAFETY: plain data is its own host value; `&T` of a `DeviceCopy` type (no interior
@@ -301,6 +304,7 @@ impl<T: GlobalValue> Deref for DeviceGlobal<T> {
 #[inline(always)]
 unsafe fn ld_const<T: DeviceCopy>(addr: u64) -> T {
     use core::arch::asm;
+    crate::assert_no_padding::<T>();
     let mut v = core::mem::MaybeUninit::<T>::uninit();
     let p = v.as_mut_ptr().cast::<u8>();
     let (size, align) = (size_of::<T>(), align_of::<T>());
@@ -370,6 +374,8 @@ pub fn __host_lookup<T>(name: &str, init: &'static T) -> u64 {
 #[doc(hidden)]
 #[track_caller]
 pub fn __host_lookup_constant<T: DeviceCopy>(name: &str, init: &'static T) -> u64 {
+    // The initializer's bytes are copied into the variable.
+    crate::assert_no_padding::<T>();
     __host_lookup(name, init)
 }
 
@@ -380,6 +386,9 @@ pub fn __host_lookup_constant<T: DeviceCopy>(name: &str, init: &'static T) -> u6
 #[doc(hidden)]
 #[track_caller]
 pub fn __host_lookup_global<T: GlobalValue<Host = H>, H: 'static>(name: &str, init: &'static H) -> u64 {
+    // The initializer's bytes are copied into the variable.
+    #[allow(clippy::let_unit_value)]
+    let () = const { T::__HOST_NO_PADDING };
     __host_lookup(name, init)
 }
 

@@ -103,17 +103,6 @@ mod cpu {
         u32::MAX
     }
 
-    /// `isspacep.global` on the host: not in the running block's shared window.
-    #[must_use]
-    pub(crate) fn is_global(ptr: *const u8) -> bool {
-        if !cohort_cpu::in_kernel() {
-            return true;
-        }
-        let w = cohort_cpu::shared_window() as usize;
-        let p = ptr as usize;
-        !(w..w + cohort_cpu::SHARED_CAPACITY).contains(&p)
-    }
-
     /// Tells the CPU engine which call instruction the operation called next comes from, so that
     /// it meets threads only at the same instruction, not merely at the same
     /// `Location::caller()` (which every call inside one `macro_rules!` expansion, or reached

@@ -337,10 +337,11 @@ impl<T, K: IndexKind> ChildDisjoint<T> for DisjointSlice<'_, T, K> {
 }
 
 /// Whether the `bytes` bytes at `ptr` lie in global memory: `isspacep.global` of the start on a
-/// GPU; on the CPU device, inside one of the device's allocations, all of them (never the
-/// parent thread's stack, its block's shared memory or other host memory).
+/// GPU (an object lies in one state space); on the CPU device, inside one of the device's
+/// allocations or `global!` variables, all of them (never a thread's stack, its block's shared
+/// memory, a `constant!` or other host memory).
 #[inline(always)]
-fn in_global(ptr: *const u8, bytes: usize) -> bool {
+pub(crate) fn in_global(ptr: *const u8, bytes: usize) -> bool {
     #[cfg(target_arch = "nvptx64")]
     {
         let _ = bytes;

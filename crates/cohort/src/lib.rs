@@ -119,7 +119,9 @@ pub mod vec;
 #[doc(hidden)]
 pub use cohort_cpu as __cpu;
 pub use cohort_macros::{DeviceCopy, contract, kernel};
-pub use copy::DeviceCopy;
+#[doc(hidden)]
+pub use copy::__fields_have_no_padding;
+pub use copy::{DeviceCopy, assert_no_padding};
 pub use unroll::unroll;
 
 /// What kernels usually need: `use cohort::prelude::*;`.

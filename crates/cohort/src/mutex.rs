@@ -142,5 +142,10 @@ impl<S: Space> Drop for MutexGuard<'_, S> {
 }
 
 // As for atomics: a kernel parameter is global memory.
-impl crate::abi::SliceElement for Mutex<Global> {}
-impl crate::abi::SliceElement for Mutex<crate::atomic::Generic> {}
+// A mutex is one `u32` word: no padding.
+impl crate::abi::SliceElement for Mutex<Global> {
+    const __NO_PADDING: () = ();
+}
+impl crate::abi::SliceElement for Mutex<crate::atomic::Generic> {
+    const __NO_PADDING: () = ();
+}

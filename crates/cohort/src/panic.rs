@@ -92,6 +92,9 @@ pub enum CheckKind {
     /// A phase change (`GridVec::publish`, …) that not every thread of the block reached in
     /// time: numbers are the milliseconds waited and the threads of the block.
     PhaseBlock = 10,
+    /// An address that is not in global memory given to an operation that reads global memory
+    /// only (`memcpy_async`'s source, which `cp.async` would fault on); no numbers.
+    NotGlobal = 11,
 }
 
 impl CheckKind {
@@ -109,6 +112,7 @@ impl CheckKind {
             8 => Some(Self::GridSite),
             9 => Some(Self::GridSiteSameSite),
             10 => Some(Self::PhaseBlock),
+            11 => Some(Self::NotGlobal),
             _ => None,
         }
     }
@@ -264,6 +268,11 @@ impl core::fmt::Display for CheckText<'_> {
                 "`{op}` ended: the host aborted the multi-grid launch of {} grids (launching another grid failed)",
                 self.b
             ),
+            CheckKind::NotGlobal => write!(
+                f,
+                "`{op}`: the source is not in global memory (cp.async reads only global memory: a kernel parameter \
+                 slice or a `global!` variable, not a thread's local array, a `constant!` or shared memory)"
+            ),
             CheckKind::MultiGrid => write!(
                 f,
                 "`{op}` waited {} ms and not every one of the {} grids arrived (a grid skipped the multi-grid sync, \
@@ -381,6 +390,26 @@ mod handler {
             i += 1;
         }
         file.len() as u32
+    }
+}
+
+/// Ends the kernel because `op` was given an address outside global memory, which its
+/// instruction cannot read (in every build, not only checked mode): on a GPU, records the
+/// caller's location, the thread and [`CheckKind::NotGlobal`], then traps, so the host's `Err`
+/// names `op` and the call site; on the host, a panic with the same text at the caller.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn not_global(op: &str) -> ! {
+    let loc = core::panic::Location::caller();
+    #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
+    {
+        handler::record_and_trap(Some(loc), Some((CheckKind::NotGlobal as u32, op, 0, 0, None)))
+    }
+    #[cfg(not(all(target_arch = "nvptx64", feature = "panic-handler")))]
+    {
+        let here = (loc.file(), loc.line(), loc.column());
+        panic!("{}", CheckText { kind: CheckKind::NotGlobal, op, a: 0, b: 0, here, other: None })
     }
 }
 

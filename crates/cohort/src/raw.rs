@@ -12,7 +12,8 @@
 //! branch disappears), so inline assembly is used only for per-thread instructions (special
 //! registers, fences, atomics, loads and stores, `cp.async`).
 //!
-//! On the host every function here panics (see [`crate::host`]).
+//! On the host most functions here panic (see [`crate::host`]); those with a CPU-device meaning
+//! compute it (the `.approx` arithmetic exactly as a GPU's SASS does, up to the `MUFU` tables).
 //!
 //! | PTX | here | CUDA C++ |
 //! |---|---|---|
@@ -864,7 +865,7 @@ pub fn fma_rn_f64(a: f64, b: f64, c: f64) -> f64 {
 }
 
 macro_rules! approx_unary {
-    ($($(#[$m:meta])* $name:ident => $ptx:literal, $host:expr;)*) => {$(
+    ($($(#[$m:meta])* $name:ident => $ptx:literal, $host:ident;)*) => {$(
         $(#[$m])*
         #[inline(always)]
         #[must_use]
@@ -875,29 +876,36 @@ macro_rules! approx_unary {
                 unsafe { asm!(concat!($ptx, " {0}, {1};"), out(reg32) r, in(reg32) x, options(pure, nomem, nostack)) };
                 r
             } host => {
-                let f: fn(f32) -> f32 = $host;
-                f(x)
+                approx_host::$host(x)
             })
         }
     )*};
 }
 
+// On the CPU device each `.approx` instruction is computed as the GPU computes it: ptxas's
+// SASS around the `MUFU` bit for bit, the `MUFU` as the exact function rounded (see
+// `approx_host` and `fp::fast` for the bounds of the difference).
+#[cfg(not(target_arch = "nvptx64"))]
+mod approx_host;
+
 approx_unary! {
-    /// `sin.approx.f32` (what `__sinf` compiles to).
-    sin_approx_f32 => "sin.approx.f32", f32::sin;
-    /// `cos.approx.f32` (`__cosf`).
-    cos_approx_f32 => "cos.approx.f32", f32::cos;
-    /// `ex2.approx.f32`: 2^x.
-    ex2_approx_f32 => "ex2.approx.f32", f32::exp2;
-    /// `lg2.approx.f32`: log2 x.
-    lg2_approx_f32 => "lg2.approx.f32", f32::log2;
-    /// `rsqrt.approx.f32`: 1/√x.
-    rsqrt_approx_f32 => "rsqrt.approx.f32", |x| 1.0 / x.sqrt();
-    /// `sqrt.approx.f32`.
-    sqrt_approx_f32 => "sqrt.approx.f32", f32::sqrt;
+    /// `sin.approx.f32` (what `__sinf` compiles to). On the CPU device, the GPU's sequence
+    /// (`FMUL.RZ` by 1/2π, `MUFU.SIN`) emulated; see [`crate::fp::fast`].
+    sin_approx_f32 => "sin.approx.f32", sin;
+    /// `cos.approx.f32` (`__cosf`); on the CPU device as [`sin_approx_f32`].
+    cos_approx_f32 => "cos.approx.f32", cos;
+    /// `ex2.approx.f32`: 2^x; on the CPU device as [`sin_approx_f32`].
+    ex2_approx_f32 => "ex2.approx.f32", ex2;
+    /// `lg2.approx.f32`: log2 x; on the CPU device as [`sin_approx_f32`].
+    lg2_approx_f32 => "lg2.approx.f32", lg2;
+    /// `rsqrt.approx.f32`: 1/√x; on the CPU device as [`sin_approx_f32`].
+    rsqrt_approx_f32 => "rsqrt.approx.f32", rsqrt;
+    /// `sqrt.approx.f32`; on the CPU device as [`sin_approx_f32`].
+    sqrt_approx_f32 => "sqrt.approx.f32", sqrt;
 }
 
-/// `div.approx.f32`: `a / b` (what `__fdividef` compiles to).
+/// `div.approx.f32`: `a / b` (what `__fdividef` compiles to), computed as `a · (1/b)`; on the
+/// CPU device as [`sin_approx_f32`].
 #[inline(always)]
 #[must_use]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -908,7 +916,7 @@ pub fn div_approx_f32(a: f32, b: f32) -> f32 {
         unsafe { asm!("div.approx.f32 {0}, {1}, {2};", out(reg32) r, in(reg32) a, in(reg32) b, options(pure, nomem, nostack)) };
         r
     } host => {
-        a / b
+        approx_host::div(a, b)
     })
 }
 
@@ -916,7 +924,9 @@ pub fn div_approx_f32(a: f32, b: f32) -> f32 {
 // Address spaces
 
 /// `isspacep.global`: whether the generic address `ptr` lies in global (device) memory, as
-/// opposed to shared, local, constant or parameter memory (`__isGlobal`).
+/// opposed to shared, local, constant or parameter memory (`__isGlobal`). On the CPU device:
+/// whether it lies in one of the device's allocations or `global!` variables, its global
+/// memory (`cohort_cpu::is_global`).
 #[inline(always)]
 #[must_use]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -934,7 +944,7 @@ pub fn isspacep_global(ptr: *const u8) -> bool {
         };
         r != 0
     } host => {
-        crate::host::is_global(ptr)
+        cohort_cpu::is_global(ptr as usize, 1)
     })
 }
 

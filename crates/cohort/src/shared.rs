@@ -85,6 +85,7 @@ impl<T: DeviceCopy, const N: usize> SharedStatic<T, N> {
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn get(&self) -> SharedArray<T, N> {
+        crate::assert_no_padding::<T>();
         SharedArray { addr: (self.addr)(), _t: PhantomData }
     }
 }
@@ -181,6 +182,7 @@ core::arch::global_asm!(".extern .shared .align 16 .b8 cohort_dynamic_smem[];");
 #[must_use]
 pub fn dynamic<T: DeviceCopy>() -> SharedSlice<T> {
     const { assert!(align_of::<T>() <= 16, "dynamic shared memory is 16-byte aligned") };
+    crate::assert_no_padding::<T>();
     crate::host::on_device!("shared::dynamic" => {
         let a: u32;
         // SAFETY: takes the shared-window address of the extern dynamic array.
@@ -586,6 +588,7 @@ pub(crate) unsafe fn load_words<T: DeviceCopy>(addr: u32, like: T) -> T {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn ld_shared<T: DeviceCopy>(addr: u32) -> T {
+    crate::assert_no_padding::<T>();
     crate::host::on_device!("shared load" => {
         let mut out = core::mem::MaybeUninit::<T>::uninit();
         let p = out.as_mut_ptr() as *mut u8;
@@ -632,9 +635,8 @@ pub(crate) unsafe fn ld_shared<T: DeviceCopy>(addr: u32) -> T {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) unsafe fn st_shared<T: DeviceCopy>(addr: u32, v: T) {
+    crate::assert_no_padding::<T>();
     crate::host::on_device!("shared store" => {
-        #[allow(clippy::let_unit_value)]
-        let () = const { T::__NO_PADDING };
         let p = &v as *const T as *const u8;
         let (size, align) = (size_of::<T>(), align_of::<T>());
         // SAFETY: in every arm, `addr` is valid and aligned (caller); reads stay inside `v`,

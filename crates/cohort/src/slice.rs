@@ -497,6 +497,9 @@ impl<T> Deref for GridVecView<'_, T> {
 #[inline(always)]
 #[must_use]
 pub fn cast_aligned<T: crate::DeviceCopy, U: crate::DeviceCopy>(s: &[T]) -> (&[T], &[U], &[T]) {
+    // Padding of `T` read as a `U` would be uninitialized bytes.
+    crate::assert_no_padding::<T>();
+    crate::assert_no_padding::<U>();
     // SAFETY: `T` and `U` are `DeviceCopy`: plain bytes, valid for every bit pattern.
     unsafe { s.align_to::<U>() }
 }
@@ -507,6 +510,9 @@ pub fn cast_aligned<T: crate::DeviceCopy, U: crate::DeviceCopy>(s: &[T]) -> (&[T
 #[inline(always)]
 #[must_use]
 pub fn cast<T: crate::DeviceCopy, U: crate::DeviceCopy>(s: &[T]) -> Option<&[U]> {
+    // Padding of `T` read as a `U` would be uninitialized bytes.
+    crate::assert_no_padding::<T>();
+    crate::assert_no_padding::<U>();
     let bytes = core::mem::size_of_val(s);
     if size_of::<U>() == 0
         || !bytes.is_multiple_of(size_of::<U>())

@@ -677,7 +677,12 @@ fn memcpy_async_partitions_match_and_large_tiles() {
     let d = data(blocks * 128, 21);
     let mut out = vec![[0u32; 4]; d.len()];
     let p = Ptr::of(&mut out);
-    launch(&LaunchSpec::new(blocks as u32, 128u32), &|| __cohort_kernel_staged(&d, p.disjoint())).unwrap();
+    // `cp.async` reads global memory only: the source must be the device's (as the runtime's
+    // buffers are, registered when allocated).
+    cohort_cpu::register_global(d.as_ptr() as usize, size_of_val(&d[..]));
+    let r = launch(&LaunchSpec::new(blocks as u32, 128u32), &|| __cohort_kernel_staged(&d, p.disjoint()));
+    cohort_cpu::unregister_global(d.as_ptr() as usize);
+    r.unwrap();
     let vals: Vec<u32> = (0..d.len()).map(|i| d[i / 128 * 128 + 127 - i % 128]).collect();
     for i in 0..d.len() {
         let v = vals[i];
@@ -687,6 +692,46 @@ fn memcpy_async_partitions_match_and_large_tiles() {
         let bsum = vals[i / 64 * 64..i / 64 * 64 + 64].iter().sum();
         assert_eq!(out[i], [v, psum, same, bsum], "thread {i}");
     }
+}
+
+static LOCAL_COPY_LINE: StdAtomicU32 = StdAtomicU32::new(0);
+
+/// `memcpy_async` from the thread's own array (local memory on a GPU, where `cp.async` would
+/// fault): a panic at the call site, before anything is copied.
+#[kernel]
+pub fn memcpy_from_local(mut out: DisjointSlice<u32>) {
+    let block = cg::this_thread_block();
+    let mut dst = STAGE.get().as_slice();
+    let local = [thread::thread_idx_x(); 8];
+    LOCAL_COPY_LINE.store(line!() + 1, StdRelaxed);
+    cg::memcpy_async(&block, &mut dst, &local[..]).wait(&block);
+    out.set(thread::index_1d(), dst.load(0));
+}
+
+#[test]
+fn memcpy_async_from_outside_global_memory_is_an_err_at_the_call_site() {
+    let mut out = vec![0u32; 32];
+    let p = Ptr::of(&mut out);
+    let err = launch(&LaunchSpec::new(1u32, 32u32), &|| __cohort_kernel_memcpy_from_local(p.disjoint())).unwrap_err();
+    let CpuError::Panic { location, message, .. } = &err else { panic!("{err}") };
+    let (file, line, _) = location.clone().unwrap();
+    assert!(file.ends_with("tests/cpu.rs"), "{err}");
+    assert_eq!(line, LOCAL_COPY_LINE.load(StdRelaxed), "{err}");
+    assert!(message.contains("memcpy_async") && message.contains("not in global memory"), "{err}");
+    assert_eq!(out, vec![0; 32], "nothing was written");
+    // Host memory that is not the device's (a `Vec` the runtime did not allocate) is refused
+    // too; registered as the device's, the same source copies.
+    let d = data(128, 3);
+    let mut out = vec![[0u32; 4]; 128];
+    let p = Ptr::of(&mut out);
+    let spec = LaunchSpec::new(1u32, 128u32);
+    let err = launch(&spec, &|| __cohort_kernel_staged(&d, p.disjoint())).unwrap_err();
+    assert!(err.to_string().contains("not in global memory"), "{err}");
+    cohort_cpu::register_global(d.as_ptr() as usize, size_of_val(&d[..]));
+    let r = launch(&spec, &|| __cohort_kernel_staged(&d, p.disjoint()));
+    cohort_cpu::unregister_global(d.as_ptr() as usize);
+    r.unwrap();
+    assert!((0..128).all(|i| out[i][0] == d[127 - i]));
 }
 
 #[test]

@@ -28,8 +28,10 @@
 //! Global memory: a pointer that a parent hands a child must lie in global memory, never in
 //! its shared memory or its stack (a GPU's local memory), which the child can't see — and on
 //! the CPU device the thread's stack is gone (reused) when a tail child runs. The runtime
-//! registers every allocation of the CPU device ([`register_global`]); [`is_global`] says
-//! whether a range lies inside one.
+//! registers every allocation of the CPU device ([`register_global`]), and each loaded module
+//! its `global!` variables (not its `constant!` ones: constant memory on a GPU); [`is_global`]
+//! says whether a range lies inside one. `memcpy_async` asks it too (`cp.async` reads global
+//! memory only).
 
 use core::ffi::c_void;
 use core::panic::Location;

@@ -1,7 +1,9 @@
 //! Module variables (`constant!` / `global!`) on the CPU device.
 //!
 //! Each loaded module of the CPU device has a [`VarTable`]: host memory for each of its
-//! variables, registered as global memory. The device library's host build finds a variable by
+//! variables; `global!` ones are registered as global memory, `constant!` ones are not (on a GPU
+//! they are in the `.const` state space: `isspacep.global` is false for them, a child launch
+//! refuses them as a slice argument and `cp.async` cannot read them). The device library's host build finds a variable by
 //! name with [`module_var`], in the table of the running launch's module (inside a kernel) or
 //! of the module the host is looking the variable up in ([`with_module_vars`]). The first
 //! lookup writes the variable's initial value (the declaration's initializer, which the caller
@@ -19,6 +21,8 @@ struct Slot {
     ptr: *mut u8,
     layout: Layout,
     init: Once,
+    /// In constant memory (`constant!`): not registered as global memory.
+    constant: bool,
 }
 
 /// The variables of one loaded module: host memory for each, never freed (see `Drop`).
@@ -39,24 +43,27 @@ unsafe impl Send for VarTable {}
 unsafe impl Sync for VarTable {}
 
 impl VarTable {
-    /// Host memory for each `(name, bytes, alignment)` variable (zeroed until its first
-    /// lookup writes its initial value), registered as global memory.
+    /// Host memory for each `(name, bytes, alignment, constant)` variable (zeroed until its
+    /// first lookup writes its initial value), registered as global memory unless `constant`
+    /// (a `constant!`, in the `.const` state space on a GPU).
     ///
     /// # Panics
     /// On an alignment that is not a power of two, or a size too large to allocate.
     #[must_use]
-    pub fn new(vars: impl IntoIterator<Item = (String, usize, usize)>) -> Arc<Self> {
+    pub fn new(vars: impl IntoIterator<Item = (String, usize, usize, bool)>) -> Arc<Self> {
         let slots = vars
             .into_iter()
-            .map(|(name, size, align)| {
+            .map(|(name, size, align, constant)| {
                 let layout = Layout::from_size_align(size.max(1), align.max(16)).expect("a module variable's layout");
                 // SAFETY: the layout has a non-zero size.
                 let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
                 if ptr.is_null() {
                     std::alloc::handle_alloc_error(layout);
                 }
-                register_global(ptr as usize, layout.size());
-                Slot { name, ptr, layout, init: Once::new() }
+                if !constant {
+                    register_global(ptr as usize, layout.size());
+                }
+                Slot { name, ptr, layout, init: Once::new(), constant }
             })
             .collect();
         Arc::new(Self { slots, access: RwLock::new(()) })
@@ -86,7 +93,7 @@ impl Drop for VarTable {
     /// memory makes such a reference harmless once the module is gone: nothing else ever
     /// writes or reuses those bytes. The cost is the variables' bytes per module dropped.
     fn drop(&mut self) {
-        for s in &self.slots {
+        for s in self.slots.iter().filter(|s| !s.constant) {
             unregister_global(s.ptr as usize);
         }
     }
@@ -153,10 +160,10 @@ mod tests {
 
     #[test]
     fn variables_get_their_initial_value_at_first_lookup_host_or_kernel() {
-        let table = VarTable::new([("A".to_string(), 8, 8), ("B".to_string(), 4, 4)]);
+        let table = VarTable::new([("A".to_string(), 8, 8, false), ("B".to_string(), 4, 4, false)]);
         let (a, size) = table.get("A").unwrap();
         assert_eq!(size, 8);
-        assert!(crate::is_global(a as usize, 8), "module variables are global memory");
+        assert!(crate::is_global(a as usize, 8), "`global!` variables are global memory");
         let init_a = 0x1122_3344_5566_7788u64;
         // SAFETY: `init_a` has 8 readable bytes.
         let got = with_module_vars(&table, || unsafe { module_var("A", (&raw const init_a).cast(), 8) });
@@ -187,5 +194,18 @@ mod tests {
         // block would hold the allocator's own pointers in its first bytes by now).
         // SAFETY: module variables are never freed (`VarTable`'s `Drop`).
         assert_eq!(unsafe { (a as *const u64).read() }, init_a);
+    }
+
+    /// `constant!` variables are constant memory, as on a GPU (`isspacep.global` is false for
+    /// them): not in the registry of global memory, before or after their module is dropped.
+    #[test]
+    fn constants_are_not_global_memory() {
+        let table = VarTable::new([("C".to_string(), 16, 16, true), ("G".to_string(), 16, 16, false)]);
+        let (c, _) = table.get("C").unwrap();
+        let (g, _) = table.get("G").unwrap();
+        assert!(!crate::is_global(c as usize, 1), "a constant is not global memory");
+        assert!(crate::is_global(g as usize, 16));
+        drop(table);
+        assert!(!crate::is_global(c as usize, 1) && !crate::is_global(g as usize, 1));
     }
 }

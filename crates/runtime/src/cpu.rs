@@ -30,11 +30,13 @@
 //!   nested at most 24 deep (`NoParameterBuffer`); a failing child makes the host launch an
 //!   [`Error::CpuKernel`] whose engine error names the child kernel and its launch site. A
 //!   slice handed to a child must lie in an allocation of the device (checked against every
-//!   live allocation, so the parent's stack or shared memory is `NotGlobalMemory`);
+//!   live allocation, so the parent's stack or shared memory is `NotGlobalMemory`), and so must
+//!   a `memcpy_async` source (a panic at its call site otherwise, as `cp.async` faults on a GPU);
 //! - `constant!` / `global!` module variables are host memory of each loaded module
 //!   (`cohort_cpu::VarTable`), initialized from the declaration's initializer at their first
 //!   use (by a kernel, or by `Module::constant` / `Module::global`), so `Symbol::set` / `get`
-//!   and kernels' reads and atomics work as on a GPU;
+//!   and kernels' reads and atomics work as on a GPU; `global!` ones are global memory of the
+//!   device, `constant!` ones are not (constant memory on a GPU);
 //! - not available (each an [`Error::NotOnCpu`]): graphs, peer access, NCCL, multi-grid
 //!   launches.
 

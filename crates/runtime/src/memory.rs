@@ -67,6 +67,9 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// # Errors
     /// Out of device memory, or a driver failure.
     pub unsafe fn uninit(gpu: &Gpu, len: usize) -> Result<Self> {
+        // Every buffer is made here (or by a cast, which checks its type): its elements cross
+        // between host and device byte for byte, so they must have no padding.
+        cohort::assert_no_padding::<T>();
         let bytes =
             len.checked_mul(size_of::<T>()).ok_or_else(|| Error::Argument(format!("{len} elements overflow")))?;
         gpu.inner.bind()?;
@@ -254,6 +257,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// # Errors
     /// The buffer itself, unchanged, when the sizes or the alignment do not fit.
     pub fn cast<U: DeviceCopy>(self) -> std::result::Result<DeviceBuffer<U>, Self> {
+        cohort::assert_no_padding::<U>();
         match castable::<U>(self.ptr, self.num_bytes()) {
             None => Err(self),
             Some(len) => Ok(DeviceBuffer { ptr: self.ptr, len, alloc: self.alloc, _t: PhantomData }),
@@ -326,6 +330,7 @@ impl<'a, T: DeviceCopy> DeviceView<'a, T> {
     /// (see [`DeviceBuffer::cast`]).
     #[must_use]
     pub fn cast<U: DeviceCopy>(self) -> Option<DeviceView<'a, U>> {
+        cohort::assert_no_padding::<U>();
         castable::<U>(self.ptr, self.len * size_of::<T>()).map(|len| DeviceView {
             ptr: self.ptr,
             len,
@@ -440,6 +445,7 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
     /// (see [`DeviceBuffer::cast`]).
     #[must_use]
     pub fn cast<U: DeviceCopy>(self) -> Option<DeviceViewMut<'a, U>> {
+        cohort::assert_no_padding::<U>();
         castable::<U>(self.ptr, self.len * size_of::<T>()).map(|len| DeviceViewMut {
             ptr: self.ptr,
             len,

@@ -70,6 +70,8 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
     /// # Errors
     /// Out of memory (page-locked memory is limited by the OS), or a driver failure.
     pub fn with_options(gpu: &Gpu, len: usize, options: PinnedOptions) -> Result<Self> {
+        // Its elements cross between host and device byte for byte: no padding.
+        cohort::assert_no_padding::<T>();
         let bytes =
             len.checked_mul(size_of::<T>()).ok_or_else(|| Error::Argument(format!("{len} elements overflow")))?;
         let inner = &gpu.inner;
@@ -342,6 +344,8 @@ impl Gpu {
         data: &mut [T],
         f: impl for<'s> FnOnce(&mut Registered<'s, T>) -> R,
     ) -> Result<R> {
+        // Its elements cross between host and device byte for byte: no padding.
+        cohort::assert_no_padding::<T>();
         let inner = &self.inner;
         let bytes = size_of_val(data);
         let host = data.as_mut_ptr().cast::<u8>();

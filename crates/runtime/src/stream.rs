@@ -921,6 +921,7 @@ impl Stream {
     /// [`Error::Argument`] for lengths that differ; [`Error::CrossDevice`] for pinned or
     /// registered host memory of another context than this stream's; a driver failure.
     pub fn copy<T: cohort::DeviceCopy>(&self, src: impl CopySrc<T>, dst: impl CopyDst<T>) -> Result<()> {
+        cohort::assert_no_padding::<T>();
         let (s, d) = (src.use_read(), dst.use_write());
         let (sl, dl) = ((s.end - s.start) / size_of::<T>().max(1), (d.end - d.start) / size_of::<T>().max(1));
         if s.end - s.start != d.end - d.start {
@@ -957,6 +958,7 @@ impl Stream {
     /// [`Error::Argument`] for host memory; [`Error::CrossDevice`] for another GPU's buffer; a
     /// driver failure.
     pub fn fill_bytes<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: u8) -> Result<()> {
+        cohort::assert_no_padding::<T>();
         let d = dst.use_write();
         self.memset(d, 1, u32::from(value))
     }
@@ -968,6 +970,7 @@ impl Stream {
     /// # Errors
     /// [`Error::Argument`] for another size or for host memory; a driver failure.
     pub fn fill<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: T) -> Result<()> {
+        cohort::assert_no_padding::<T>();
         let width = size_of::<T>();
         let mut bits = [0u8; 4];
         if !matches!(width, 1 | 2 | 4) {

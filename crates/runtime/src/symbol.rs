@@ -125,7 +125,9 @@ impl ModuleVars {
         if declared.is_empty() {
             return None;
         }
-        let table = cohort_cpu::VarTable::new(declared.iter().map(|(n, _, size, align)| (n.clone(), *size, *align)));
+        let table = cohort_cpu::VarTable::new(
+            declared.iter().map(|(n, constant, size, align)| (n.clone(), *size, *align, *constant)),
+        );
         let vars = declared
             .into_iter()
             .map(|(name, constant, size, _)| {
@@ -454,6 +456,8 @@ impl<T: DeviceCopy> Symbol<T> {
 
 impl Module {
     fn symbol<T: DeviceCopy>(&self, name: &str, constant: bool, device_writes: bool) -> Result<Symbol<T>> {
+        // `set` and `get` copy its bytes between host and device: no padding.
+        cohort::assert_no_padding::<T>();
         let what = if constant { "constant" } else { "global" };
         let crate_name = self.inner.set.crate_name;
         let missing = || {

@@ -30,6 +30,7 @@ cohort::shared! {
     static S_V4: [V4; 256];
     static COUNTS: [u32; 64];
     static COPY: [u8; 4096];
+    static COPY_WORDS: [u32; 64];
 }
 
 /// Each thread stores its element in dynamic shared memory, the block syncs, each reads the
@@ -180,4 +181,48 @@ pub fn memcpy_words(words: &[u32], offset: u32, len: u32, mut out: DisjointSlice
         unsafe { *out.get_unchecked_mut(k) = buf.load(k) };
         k += block.num_threads() as usize;
     }
+}
+
+cohort::constant! {
+    /// A table in constant memory, which `memcpy_async` cannot read (`cp.async` reads global
+    /// memory only): [`memcpy_from`] refuses it.
+    pub static COPY_TABLE: [u32; 64] = {
+        let mut t = [0u32; 64];
+        let mut i = 0;
+        while i < 64 {
+            t[i] = 0x5eed_0000 + i as u32;
+            i += 1;
+        }
+        t
+    };
+}
+
+/// Where [`memcpy_from`] copies from.
+pub mod copy_source {
+    /// `words[..64]`, a kernel parameter: global memory.
+    pub const PARAMETER: u32 = 0;
+    /// The thread's own array: local memory.
+    pub const LOCAL: u32 = 1;
+    /// [`super::COPY_TABLE`]: constant memory.
+    pub const CONSTANT: u32 = 2;
+}
+
+/// `memcpy_async` of 64 words from `source` (see [`copy_source`]) into shared memory, then
+/// `out[i] = copied[i % 64]`. Only a global source is copied: a local array or a constant is a
+/// panic at the `memcpy_async` call (a launch `Err`), never a `cp.async` fault.
+#[kernel]
+pub fn memcpy_from(source: u32, words: &[u32], mut out: DisjointSlice<u32>) {
+    let block = cg::this_thread_block();
+    let mut buf = COPY_WORDS.get().as_slice();
+    let t = block.thread_rank();
+    let local = [t.wrapping_mul(0x9e37_79b9); 64];
+    let src: &[u32] = match source {
+        copy_source::PARAMETER => &words[..64],
+        copy_source::LOCAL => &local,
+        _ => &COPY_TABLE[..],
+    };
+    cg::memcpy_async(&block, &mut buf, src).wait(&block);
+    let i = thread::index_1d();
+    let v = buf.load(*i % 64);
+    out.set(&i, v);
 }

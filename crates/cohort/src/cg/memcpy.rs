@@ -10,6 +10,18 @@
 //!
 //! The destination handle is borrowed by the [`AsyncCopy`] and handed back by the wait, so the
 //! data cannot be read through it while the copy engine still writes it.
+//!
+//! **State spaces.** `cp.async` reads *global* memory and writes *shared* memory, each given
+//! as an address of that space. The destination is one by type: a [`SharedSlice`] is made
+//! only from shared memory (`shared!` statics, [`dynamic`](crate::shared::dynamic)). The
+//! source is a plain `&[T]`, which may be a kernel parameter, a `global!` variable or a
+//! [`GridVec`](crate::slice::GridVec) view (global memory), but also a thread's own array
+//! (local memory) or a `constant!` (constant memory), which `cp.async` would read as a global
+//! address and fault on (`CUDA_ERROR_INVALID_ADDRESS_SPACE`, losing the context). So the
+//! source is checked before any copy: `isspacep.global` on a GPU (a slice lies in one state
+//! space), the CPU device's registry of global memory (its buffers and `global!` variables)
+//! on the CPU device; outside global memory the call panics, naming `memcpy_async` and its
+//! call site, which the runtime reports as the launch's `Err` (file:line, block, thread).
 
 use super::ThreadGroup;
 use crate::DeviceCopy;
@@ -52,7 +64,9 @@ impl<'a, T: DeviceCopy> AsyncCopy<'a, T> {
 /// CUDA's `wait_prior`), use [`AsyncCopies`].
 ///
 /// # Panics
-/// If `dst` is shorter than `src`.
+/// If `dst` is shorter than `src`, or if `src` is not in global memory (a kernel parameter, a
+/// `global!` variable): a thread's local array or a `constant!` cannot be copied by
+/// `cp.async` (see the module docs).
 #[inline(always)]
 #[track_caller]
 pub fn memcpy_async<'a, G: ThreadGroup, T: DeviceCopy>(
@@ -97,7 +111,7 @@ impl AsyncCopies {
     /// As [`memcpy_async`], counted in this queue.
     ///
     /// # Panics
-    /// If `dst` is shorter than `src`.
+    /// If `dst` is shorter than `src`, or if `src` is not in global memory.
     #[inline(always)]
     #[track_caller]
     pub fn memcpy_async<'a, G: ThreadGroup, T: DeviceCopy>(
@@ -139,7 +153,14 @@ fn start<'a, G: ThreadGroup, T: DeviceCopy>(
     queue: u64,
 ) -> AsyncCopy<'a, T> {
     assert!(dst.len() >= src.len(), "memcpy_async: destination shorter than source");
+    // Copied as bytes and words into shared memory, then loaded as `T`.
+    crate::assert_no_padding::<T>();
     let bytes = core::mem::size_of_val(src) as u64;
+    // `cp.async` takes the source as a global address: anything else faults (and on the CPU
+    // device is refused alike). Nothing is copied from an empty source.
+    if bytes != 0 && !crate::launch::in_global(src.as_ptr().cast(), bytes as usize) {
+        crate::panic::not_global("memcpy_async");
+    }
     let rank: u64 = group.thread_rank().into();
     let n: u64 = group.num_threads().into();
     copy(dst.shared_addr(), src.as_ptr() as u64, bytes, rank, n);
@@ -192,7 +213,9 @@ fn copy(d: u32, s: u64, bytes: u64, rank: u64, n: u64) {
 unsafe fn copy_chunk(d: u32, s: u64, chunk: u64) {
     use core::arch::asm;
     #[cfg(target_feature = "sm_80")]
-    // SAFETY: valid shared and global addresses, aligned to `chunk` (the caller picked it).
+    // SAFETY: valid shared and global addresses (`start` checked that the source is global
+    // memory; the destination is a `SharedSlice`, shared by construction), aligned to `chunk`
+    // (the caller picked it).
     unsafe {
         match chunk {
             16 => {

@@ -14,8 +14,7 @@ use crate::DeviceCopy;
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub(crate) fn map_words<T: DeviceCopy>(v: T, mut f: impl FnMut(u32) -> u32) -> T {
     const { assert!(size_of::<T>() <= 32, "cooperative-groups shuffles move at most 32 bytes") };
-    #[allow(clippy::let_unit_value)]
-    let () = const { T::__NO_PADDING };
+    crate::assert_no_padding::<T>();
     let size = size_of::<T>();
     let n = size.div_ceil(4);
     let mut words = [0u32; 8];
@@ -39,8 +38,7 @@ pub(crate) fn map_words<T: DeviceCopy>(v: T, mut f: impl FnMut(u32) -> u32) -> T
 #[cfg(not(target_arch = "nvptx64"))]
 fn host_words<T: DeviceCopy>(v: T) -> ([u32; 8], usize) {
     const { assert!(size_of::<T>() <= 32, "cooperative-groups shuffles move at most 32 bytes") };
-    #[allow(clippy::let_unit_value)]
-    let () = const { T::__NO_PADDING };
+    crate::assert_no_padding::<T>();
     let mut words = [0u32; 8];
     // SAFETY: copies the `size_of::<T>()` (≤ 32) initialized bytes of `v` (no padding) into
     // the 32-byte buffer.

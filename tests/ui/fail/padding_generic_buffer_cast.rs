@@ -1,0 +1,20 @@
+use cohort::prelude::*;
+
+// `G<T>`'s padding depends on `T`: `G<u64>` has none, `G<u32>` has 4 bytes after `a` (uninitialized
+// memory, which would cross to the device or be read as another type). `#[derive(DeviceCopy)]`
+// cannot see it at the (generic) definition: each use of `G<u32>` where bytes move is refused.
+#[repr(C)]
+#[derive(Clone, Copy, DeviceCopy)]
+pub struct G<T> {
+    pub a: T,
+    pub b: u64,
+}
+
+// A buffer of `u64` viewed as `G<u32>`: uploads into it would copy the padding.
+fn main() {
+    if let Ok(gpu) = cohort_runtime::Gpu::cpu() {
+        if let Ok(words) = gpu.zeroed::<u64>(4) {
+            let _ = words.cast::<G<u32>>();
+        }
+    }
+}

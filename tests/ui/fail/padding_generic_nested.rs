@@ -1,0 +1,25 @@
+use cohort::prelude::*;
+
+// `G<T>`'s padding depends on `T`: `G<u64>` has none, `G<u32>` has 4 bytes after `a` (uninitialized
+// memory, which would cross to the device or be read as another type). `#[derive(DeviceCopy)]`
+// cannot see it at the (generic) definition: each use of `G<u32>` where bytes move is refused.
+#[repr(C)]
+#[derive(Clone, Copy, DeviceCopy)]
+pub struct G<T> {
+    pub a: T,
+    pub b: u64,
+}
+
+/// No padding of its own: its size is its one field's.
+#[repr(C)]
+#[derive(Clone, Copy, DeviceCopy)]
+pub struct W<T> {
+    pub inner: T,
+}
+
+// `W<G<u32>>` has no padding of its own, but its field `G<u32>` has: the bytes still cross.
+fn main() {
+    if let Ok(gpu) = cohort_runtime::Gpu::cpu() {
+        let _ = gpu.upload(&[W { inner: G { a: 1u32, b: 2 } }]);
+    }
+}
