@@ -536,7 +536,7 @@ impl Gpu {
         Self::isolated(Self::default_ordinal()?)
     }
 
-    fn from_context(
+    pub(crate) fn from_context(
         ctx: Arc<CudaContext>,
         ordinal: usize,
         launch_serial: Arc<crate::budget::LaunchSerial>,

@@ -143,6 +143,7 @@ mod cpu;
 mod device;
 mod drv;
 mod error;
+pub mod interop;
 mod launch;
 mod memory;
 mod module;
