@@ -94,11 +94,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cohort::DeviceCopy;
+use cudarc::driver::sys;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice,
     SyncOnDrop,
 };
-use cudarc::driver::sys;
 
 use crate::device::{Doing, Gpu, GpuInner};
 use crate::error::{Error, Result};
@@ -122,11 +122,7 @@ impl Gpu {
     /// failed earlier in this process.
     pub fn from_cudarc(ctx: &Arc<CudaContext>) -> Result<Gpu> {
         let ordinal = ctx.ordinal();
-        let serial = if ctx.is_primary() {
-            crate::budget::LaunchSerial::for_primary(ordinal)
-        } else {
-            Arc::default()
-        };
+        let serial = if ctx.is_primary() { crate::budget::LaunchSerial::for_primary(ordinal) } else { Arc::default() };
         Gpu::from_context(ctx.clone(), ordinal, serial)
     }
 
@@ -217,7 +213,12 @@ pub(crate) struct StreamLink {
 
 impl StreamLink {
     fn owned_by_cudarc(stream: Arc<CudaStream>) -> Self {
-        Self { handle: OnceLock::from(stream), cudarc_owns: true, exposed: AtomicBool::new(true), multi: OnceLock::new() }
+        Self {
+            handle: OnceLock::from(stream),
+            cudarc_owns: true,
+            exposed: AtomicBool::new(true),
+            multi: OnceLock::new(),
+        }
     }
 
     /// Whether the stream's capture state must be asked of the driver.
@@ -267,7 +268,12 @@ fn same_context(gpu: &GpuInner, ctx: &Arc<CudaContext>, what: &str) -> Result<()
     } else {
         "it belongs to another GPU; use a Gpu (Gpu::from_cudarc) and streams of the GPU the memory is on, or copy it"
     };
-    Err(Error::CrossDevice { what: what.to_string(), device: gpu.info.ordinal, other: ctx.ordinal(), reason: reason.into() })
+    Err(Error::CrossDevice {
+        what: what.to_string(),
+        device: gpu.info.ordinal,
+        other: ctx.ordinal(),
+        reason: reason.into(),
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,7 +551,8 @@ pub(crate) fn run_foreign(
             let ctx = f.context();
             let managing = ctx.is_managing_stream_synchronization();
             let event = f.order(cs)?;
-            ctx.check_err().map_err(|code| driver(code, format!("ordering after cudarc's work on {}", f.describe())))?;
+            ctx.check_err()
+                .map_err(|code| driver(code, format!("ordering after cudarc's work on {}", f.describe())))?;
             match event {
                 Some(event) if managing => {
                     if !write {
@@ -559,9 +566,8 @@ pub(crate) fn run_foreign(
                     let home = f.home();
                     if !same_stream(home.cu_stream(), stream.raw) {
                         refuse_capture_of(home, &stream.gpu, *f)?;
-                        cs.join(home).map_err(|code| {
-                            driver(code, format!("ordering after the stream of {}", f.describe()))
-                        })?;
+                        cs.join(home)
+                            .map_err(|code| driver(code, format!("ordering after the stream of {}", f.describe())))?;
                         after.push(After::Join(home, cs));
                     }
                 }
@@ -601,7 +607,9 @@ fn refuse_capture_of(home: &CudaStream, gpu: &GpuInner, f: &dyn Foreign) -> Resu
     // SAFETY: a live stream (the slice keeps it) of the current context; `status` receives it.
     let r = unsafe { crate::drv::cuStreamIsCapturing(home.cu_stream(), &mut status) };
     if r != sys::CUresult::CUDA_SUCCESS {
-        return Err(gpu.error(cudarc::driver::DriverError(r), Doing::Call("asking whether cudarc's stream captures".into())));
+        return Err(
+            gpu.error(cudarc::driver::DriverError(r), Doing::Call("asking whether cudarc's stream captures".into()))
+        );
     }
     if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         return Err(Error::Argument(format!(
@@ -774,7 +782,8 @@ fn lend<T: DeviceCopy, R>(
     f: impl FnOnce(&mut CudaSlice<T>, &Arc<CudaStream>) -> R,
 ) -> Result<R> {
     let s = &stream.inner;
-    let what = if u.write { "lending memory to cudarc (with_cudarc_mut)" } else { "lending memory to cudarc (with_cudarc)" };
+    let what =
+        if u.write { "lending memory to cudarc (with_cudarc_mut)" } else { "lending memory to cudarc (with_cudarc)" };
     if crate::stream::in_host_fn() {
         return Err(crate::stream::host_fn_error(what));
     }

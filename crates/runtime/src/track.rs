@@ -284,7 +284,15 @@ pub struct Use<'a> {
 
 impl<'a> Use<'a> {
     pub(crate) fn new(owner: &'a Arc<Alloc>, range: Range<usize>, write: bool) -> Self {
-        Self { alloc: owner, owner: Some(owner), start: range.start, end: range.end, write, shared: false, foreign: None }
+        Self {
+            alloc: owner,
+            owner: Some(owner),
+            start: range.start,
+            end: range.end,
+            write,
+            shared: false,
+            foreign: None,
+        }
     }
     /// The operand of memory cudarc owns ([`crate::interop`]).
     pub(crate) fn foreign(f: &'a dyn crate::interop::Foreign, write: bool) -> Self {
