@@ -12,6 +12,7 @@ mod check;
 mod classic_shapes;
 mod dynamic;
 mod globals;
+mod interop;
 mod launch;
 mod multi_gpu;
 mod multi_grid;
@@ -63,6 +64,7 @@ fn main() {
     trials.extend(multi_grid::trials());
     trials.extend(dynamic::trials());
     trials.extend(globals::trials());
+    trials.extend(interop::trials());
     trials.extend(overlap::trials());
     trials.extend(print::trials());
     trials.extend(runtime_checks::trials());

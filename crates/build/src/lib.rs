@@ -12,7 +12,8 @@
 //! `pub static PTX: cohort_runtime::PtxSet` (every module, embedded: no run-time paths).
 //!
 //! What a build does, per architecture (default `sm_80` and `sm_90`; `COHORT_ARCHS=sm_80,sm_90,…`
-//! or [`Builder::archs`] to change):
+//! or [`Builder::archs`] to change; `COHORT_ARCHS=native` builds only for the GPUs `nvidia-smi`
+//! reports on the building machine, half the device build on a one-GPU machine):
 //!
 //! 1. checks the toolchain: a nightly `rustc` with the `rust-src`, `llvm-tools` and
 //!    `llvm-bitcode-linker` components, else fails naming the command that fixes it;
@@ -647,6 +648,9 @@ impl Toolchain {
 
 fn archs_from_env() -> Result<Option<Vec<u32>>, BuildError> {
     let Ok(v) = env::var("COHORT_ARCHS") else { return Ok(None) };
+    if v.trim().eq_ignore_ascii_case("native") {
+        return native_archs().map(Some);
+    }
     let mut out = Vec::new();
     for part in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let num = part.trim_start_matches("sm_").trim_start_matches("compute_");
@@ -659,6 +663,40 @@ fn archs_from_env() -> Result<Option<Vec<u32>>, BuildError> {
         out.push(n);
     }
     Ok(Some(out))
+}
+
+/// `COHORT_ARCHS=native`: the architectures of the GPUs of the building machine, as
+/// `nvidia-smi --query-gpu=compute_cap` reports them (each once; a module for an older one runs
+/// on a newer GPU through the driver's JIT, never the reverse).
+fn native_archs() -> Result<Vec<u32>, BuildError> {
+    let out = Command::new("nvidia-smi").args(["--query-gpu=compute_cap", "--format=csv,noheader"]).output();
+    let text = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned() + " (nvidia-smi failed)",
+        Err(e) => format!("nvidia-smi: {e}"),
+    };
+    parse_compute_caps(&text).ok_or_else(|| {
+        BuildError::Other(format!(
+            "COHORT_ARCHS=native builds for the GPUs of this machine, but nvidia-smi reports none ({}); name the \
+             architectures instead (COHORT_ARCHS=sm_80,sm_90), or unset it for the default",
+            text.trim()
+        ))
+    })
+}
+
+/// The architectures in `nvidia-smi --query-gpu=compute_cap --format=csv,noheader` output
+/// (`9.0` per line), each once, in order; `None` if there is none.
+fn parse_compute_caps(text: &str) -> Option<Vec<u32>> {
+    let mut archs: Vec<u32> = Vec::new();
+    for line in text.lines() {
+        let (major, minor) = line.trim().split_once('.')?;
+        let arch = major.parse::<u32>().ok()? * 10 + minor.parse::<u32>().ok()?;
+        if !archs.contains(&arch) {
+            archs.push(arch);
+        }
+    }
+    archs.sort_unstable();
+    (!archs.is_empty()).then_some(archs)
 }
 
 fn package_name(crate_dir: &Path) -> Result<String, BuildError> {
@@ -919,6 +957,16 @@ fn generate_rust(built: &Built) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn native_architectures_come_from_nvidia_smi() {
+        assert_eq!(parse_compute_caps("9.0\n"), Some(vec![90]));
+        assert_eq!(parse_compute_caps("9.0\n8.0\n9.0\n"), Some(vec![80, 90]), "each once, in order");
+        assert_eq!(parse_compute_caps("12.0\n"), Some(vec![120]));
+        assert_eq!(parse_compute_caps(""), None);
+        assert_eq!(parse_compute_caps("No devices were found\n"), None);
+        assert_eq!(parse_compute_caps("9.x\n"), None);
+    }
 
     #[test]
     fn the_ptx_must_be_of_the_architecture_asked() {

@@ -6,6 +6,7 @@ mod atomics;
 mod cg;
 mod cpu;
 pub mod dynamic;
+mod interop;
 mod kernels;
 mod launch;
 mod multi_grid;
@@ -41,6 +42,8 @@ pub enum Bench {
     Nccl(nccl::Args),
     /// Peer copy bandwidth between every pair of GPUs, beside the cudaMemcpyPeerAsync C++ twin with `--twin`
     P2p(p2p::Args),
+    /// Launches on cudarc's memory and stream: Cohort's typed launch on cudarc slices beside cudarc's launch_builder
+    Interop(interop::Args),
 }
 
 /// Runs one benchmark.
@@ -56,6 +59,7 @@ pub fn run(which: Bench) -> CliResult {
         Bench::MultiGrid(a) => multi_grid::run(a),
         Bench::Nccl(a) => nccl::run(a),
         Bench::P2p(a) => p2p::run(a),
+        Bench::Interop(a) => interop::run(a),
     }
 }
 
