@@ -10,7 +10,7 @@
 //! | `Arc<CudaContext>` | [`Gpu::from_cudarc`] | [`Gpu`] | [`Gpu::cuda_context`] |
 //! | `Arc<CudaStream>` | [`Gpu::cudarc_stream`] | [`Stream`] | [`Stream::cudarc`] |
 //! | `&CudaSlice<T>`, `CudaView<T>` | `.cohort()` ([`AsCohort`]): a `&[T]` kernel argument | `&DeviceBuffer<T>`, [`DeviceView`] | [`DeviceBuffer::with_cudarc`]: a `CudaView<T>` in a scope |
-//! | `&mut CudaSlice<T>`, `CudaViewMut<T>` | `.cohort_mut()`: a `DisjointSlice<T>` / atomics argument | `&mut DeviceBuffer<T>`, [`DeviceViewMut`] | [`DeviceBuffer::with_cudarc_mut`]: a `CudaViewMut<T>` in a scope |
+//! | `&mut CudaSlice<T>`, `CudaViewMut<T>` | `.cohort_mut()` ([`AsCohortMut`]): a `DisjointSlice<T>` / atomics argument | `&mut DeviceBuffer<T>`, [`DeviceViewMut`] | [`DeviceBuffer::with_cudarc_mut`]: a `CudaViewMut<T>` in a scope |
 //!
 //! ```no_run
 //! # mod kernels { pub struct saxpy; impl saxpy {
@@ -19,7 +19,7 @@
 //! #     _: impl cohort_runtime::SliceArg<f32>, _: impl cohort_runtime::DisjointArg<f32>)
 //! #     -> Result<(), cohort_runtime::Error> { unimplemented!() } }
 //! #   pub static PTX: cohort_runtime::PtxSet = cohort_runtime::PtxSet { crate_name: "k", modules: &[] }; }
-//! use cohort_runtime::interop::AsCohort;
+//! use cohort_runtime::interop::{AsCohort, AsCohortMut};
 //! use cohort_runtime::{Gpu, LaunchConfig, cudarc::driver::CudaContext};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
