@@ -24,7 +24,9 @@ fn main() -> ExitCode {
 fn run() -> Result {
     let wants_cpu = std::env::var("COHORT_DEVICE").is_ok_and(|d| d.trim().eq_ignore_ascii_case("cpu"));
     if wants_cpu || !Gpu::available() {
-        println!("GPU-only example: cudarc needs a CUDA driver and a GPU (none here, or COHORT_DEVICE=cpu); nothing to run");
+        println!(
+            "GPU-only example: cudarc needs a CUDA driver and a GPU (none here, or COHORT_DEVICE=cpu); nothing to run"
+        );
         return if std::env::var("COHORT_DEVICE").is_ok_and(|d| d.trim().eq_ignore_ascii_case("gpu")) {
             Err(Box::new(cohort_runtime::Error::NoDriver))
         } else {
@@ -64,6 +66,8 @@ fn run() -> Result {
     let mut copy = cs.alloc_zeros::<f32>(n)?;
     sum.with_cudarc(&stream, |view, s| s.memcpy_dtod(&view, &mut copy))??;
     check("a Cohort buffer copied by cudarc", &cs.clone_dtoh(&copy)?, &want, |g, w| g == w)?;
-    println!("cudarc: {n} sums by a Cohort kernel on cudarc's memory, and a Cohort buffer copied by cudarc, all equal to the CPU's");
+    println!(
+        "cudarc: {n} sums by a Cohort kernel on cudarc's memory, and a Cohort buffer copied by cudarc, all equal to the CPU's"
+    );
     Ok(())
 }
