@@ -2,8 +2,9 @@
 //! cudarc's memory and stream, four ways: cudarc's own `launch_builder` on the kernel's PTX
 //! entry (the plain cudarc launch, ordered by cudarc's events), Cohort's typed launch with the
 //! cudarc slices as arguments (ordered by the same events, plus Cohort's checks), Cohort's typed
-//! launch on Cohort buffers, and a raw `cuLaunchKernel` (no ordering at all). Every variant's
-//! result is checked against the CPU after its launches.
+//! launch on Cohort buffers (on cudarc's stream, and on a Cohort stream of its own), and a raw
+//! `cuLaunchKernel` (no ordering at all). Every variant's result is checked against the CPU after
+//! its launches.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,7 +38,7 @@ fn driver(what: &str) -> impl Fn(cohort_runtime::cudarc::driver::DriverError) ->
 /// Per-launch host time of `launch`, one `Instant` pair per launch, the stream drained every
 /// [`BATCH`] launches outside the timed region; `count` counts the launches.
 fn per_launch_ns(
-    cs: &CudaStream,
+    sync: &dyn Fn() -> CliResult,
     iters: usize,
     count: &mut usize,
     mut launch: impl FnMut() -> CliResult,
@@ -50,7 +51,7 @@ fn per_launch_ns(
             t.push(s.elapsed().as_nanos() as f64);
             *count += 1;
         }
-        cs.synchronize().map_err(driver("synchronizing"))?;
+        sync()?;
     }
     Ok(t)
 }
@@ -91,18 +92,25 @@ pub fn run(args: Args) -> CliResult {
     let raw_fn = saxpy.function().cu_function();
     ctx.bind_to_thread().map_err(driver("binding the context"))?;
 
+    // A Cohort stream of its own (not cudarc's): its operations skip the capture query that a
+    // stream cudarc holds needs.
+    let own = gpu.new_stream_with(cohort_runtime::StreamOptions::new().non_blocking(true))?;
+    let mut y_own = gpu.zeroed::<f32>(N)?;
     let names = [
         "cudarc launch_builder, cudarc slices",
         "Cohort typed launch, cudarc slices (.cohort())",
         "Cohort typed launch, Cohort buffers",
+        "Cohort typed launch, Cohort buffers, Cohort's own stream",
         "raw cuLaunchKernel, no ordering",
     ];
-    let mut times: [Vec<f64>; 4] = Default::default();
-    let mut counts = [0usize; 4];
+    let sync_cs = || cs.synchronize().map_err(driver("synchronizing"));
+    let sync_own = || Ok(own.synchronize()?);
+    let mut times: [Vec<f64>; 5] = Default::default();
+    let mut counts = [0usize; 5];
     let rounds = 4;
     for _ in 0..rounds {
         let per = iters / rounds;
-        times[0].extend(per_launch_ns(&cs, per, &mut counts[0], || {
+        times[0].extend(per_launch_ns(&sync_cs, per, &mut counts[0], || {
             let mut b = cs.launch_builder(&cu_saxpy);
             b.arg(&a).arg(&x).arg(&n).arg(&mut y_cudarc).arg(&n);
             // SAFETY: `saxpy_f32(a: f32, x: &[f32], y: DisjointSlice<f32>)` takes exactly these
@@ -110,13 +118,17 @@ pub fn run(args: Args) -> CliResult {
             // touches the `N` elements of each.
             unsafe { b.launch(cu_cfg) }.map(|_| ()).map_err(driver("cudarc launch"))
         })?);
-        times[1].extend(per_launch_ns(&cs, per, &mut counts[1], || {
+        times[1].extend(per_launch_ns(&sync_cs, per, &mut counts[1], || {
             Ok(saxpy.launch(&stream, cfg, a, x.cohort(), y_interop.cohort_mut())?)
         })?);
-        times[2].extend(per_launch_ns(&cs, per, &mut counts[2], || {
+        times[2].extend(per_launch_ns(&sync_cs, per, &mut counts[2], || {
             Ok(saxpy.launch(&stream, cfg, a, &x_cohort, &mut y_cohort)?)
         })?);
-        times[3].extend(per_launch_ns(&cs, per, &mut counts[3], || {
+        times[3].extend(per_launch_ns(&sync_own, per, &mut counts[3], || {
+            Ok(saxpy.launch(&own, cfg, a, &x_cohort, &mut y_own)?)
+        })?);
+        ctx.bind_to_thread().map_err(driver("binding the context"))?;
+        times[4].extend(per_launch_ns(&sync_cs, per, &mut counts[4], || {
             let mut p: [*mut std::ffi::c_void; 5] = [
                 (&raw const a).cast_mut().cast(),
                 (&raw const x_ptr).cast_mut().cast(),
@@ -150,6 +162,7 @@ pub fn run(args: Args) -> CliResult {
         cs.clone_dtoh(&y_cudarc).map_err(driver("copying back"))?,
         cs.clone_dtoh(&y_interop).map_err(driver("copying back"))?,
         y_cohort.to_vec()?,
+        y_own.to_vec()?,
         y_raw.to_vec()?,
     ];
     for ((name, got), count) in names.iter().zip(&results).zip(counts) {
