@@ -12,6 +12,7 @@ mod check;
 mod classic_shapes;
 mod dynamic;
 mod globals;
+mod interop;
 mod launch;
 mod managed;
 mod multi_gpu;
@@ -67,6 +68,7 @@ fn main() {
     trials.extend(multi_grid::trials());
     trials.extend(dynamic::trials());
     trials.extend(globals::trials());
+    trials.extend(interop::trials());
     trials.extend(overlap::trials());
     trials.extend(pdl::trials());
     trials.extend(pools::trials());

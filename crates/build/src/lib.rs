@@ -12,16 +12,23 @@
 //! `pub static PTX: cohort_runtime::PtxSet` (every module, embedded: no run-time paths).
 //!
 //! What a build does, per architecture (default `sm_80` and `sm_90`; `COHORT_ARCHS=sm_80,sm_90,…`
-//! or [`Builder::archs`] to change):
+//! or [`Builder::archs`] to change; `COHORT_ARCHS=native` builds only for the GPUs `nvidia-smi`
+//! reports on the building machine, half the device build on a one-GPU machine):
 //!
 //! 1. checks the toolchain: a nightly `rustc` with the `rust-src`, `llvm-tools` and
 //!    `llvm-bitcode-linker` components, else fails naming the command that fixes it;
 //! 2. runs `cargo rustc --lib --crate-type cdylib --release --target nvptx64-nvidia-cuda
-//!    -Zbuild-std=core` on the crate with `-Ctarget-cpu=sm_XX`, in its own target directory
-//!    (`<target>/cohort-ptx/<crate>/sm_XX`, so no lock is shared with the outer build), with
-//!    the outer build's `RUSTFLAGS`, wrappers and profile overrides removed. rustc's
-//!    `llvm-bitcode-linker` writes the `.ptx`, in which the builder numbers checked mode's
-//!    call-site markers, one number per call instruction ([`number_site_markers`]);
+//!    -Zbuild-std=core` on the crate with `-Ctarget-cpu=sm_XX`, in a target directory of its own
+//!    (`<target>/cohort-ptx`, so no lock is shared with the outer build; `COHORT_PTX_TARGET_DIR`
+//!    to share one between workspaces), with the outer build's `RUSTFLAGS`, wrappers and profile
+//!    overrides removed. Every kernels crate, architecture and mode (checked or not) builds in
+//!    that one directory, where cargo keeps each set of flags' artifacts apart: `core` and the
+//!    device library are built once per architecture and mode for all the kernels crates, and
+//!    the host crates of the device build (the `#[kernel]` macro, build scripts) once. A lock
+//!    file there lets one device build run at a time. rustc's `llvm-bitcode-linker` writes the
+//!    `.ptx`, whose `.target` is checked against the architecture asked, and in which the
+//!    builder numbers checked mode's call-site markers, one number per call instruction
+//!    ([`number_site_markers`]);
 //! 3. when `ptxas` is found (`COHORT_PTXAS`, `PATH`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`),
 //!    assembles the PTX for its architecture and records each kernel's registers, spills,
 //!    stack and shared memory, which end up in the [`PtxSet`](../cohort_runtime/struct.PtxSet.html);
@@ -320,7 +327,10 @@ impl Builder {
         self
     }
 
-    /// The nested build's target directory (default: beside the outer one, in `cohort-ptx/`).
+    /// The device build's target directory. Default: `COHORT_PTX_TARGET_DIR` when set (one
+    /// directory shared by several workspaces: their device builds of the same Cohort sources
+    /// share `core` and the device library), else `cohort-ptx/` in the outer build's target
+    /// directory. Every kernels crate, architecture and mode shares it.
     #[must_use]
     pub fn target_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.target_dir = Some(dir.as_ref().to_path_buf());
@@ -393,6 +403,7 @@ impl Builder {
                     "COHORT_PTXAS",
                     "COHORT_REQUIRE_PTXAS",
                     "COHORT_CUDADEVRT",
+                    "COHORT_PTX_TARGET_DIR",
                     "CUDA_PATH",
                     "CUDA_HOME",
                 ] {
@@ -438,10 +449,10 @@ impl Builder {
             .map_err(|e| BuildError::Other(format!("kernels crate {}: {e}", self.crate_dir.display())))?;
         let pkg = package_name(&crate_dir)?;
         let mut lib_name = pkg.replace('-', "_");
-        let target_root = self.target_dir.clone().unwrap_or_else(|| default_target_root(&out_dir).join(&pkg));
-        // Checked and unchecked builds keep their own device target directories, so that a
-        // debug and a release build of the host do not rebuild each other's PTX.
-        let target_root = if self.is_checked() { target_root.join("checked") } else { target_root };
+        // One device target directory for every kernels crate, architecture and mode (cargo keeps
+        // the artifacts of each set of flags apart): `core` is built once per architecture and
+        // mode, the host-side crates of the device build (the proc macro, build scripts) once.
+        let target_root = self.device_target_dir(&out_dir);
         let ptxas = match (&self.ptxas, env::var("COHORT_REQUIRE_PTXAS").as_deref()) {
             (PtxasMode::Off, _) => None,
             (_, Ok("1")) | (PtxasMode::Required, _) => Some(ptxas::find().ok_or_else(|| {
@@ -460,22 +471,29 @@ impl Builder {
         let mut devrt_missing = false;
         let mut warned = Vec::new();
         for &arch in &archs {
-            let dir = target_root.join(format!("sm_{arch}"));
-            let ptx = self.build_arch(&tc, &crate_dir, &lib_name, arch, &dir, &mut warned)?;
+            // The `.ptx` and its dep-info are where cargo puts the last build of the crate in
+            // the shared directory, whatever its flags: read them before another build can run.
+            let (ptx, text, deps) = {
+                let _lock = lock_dir(&target_root)?;
+                let ptx = self.build_arch(&tc, &crate_dir, &lib_name, arch, &target_root, &mut warned)?;
+                let text = fs::read(&ptx).map_err(|e| BuildError::Other(format!("reading {}: {e}", ptx.display())))?;
+                check_target(&text, arch, &ptx)?;
+                let deps = read_dep_info(&ptx.with_extension("d"), &tc.sysroot);
+                (ptx, text, deps)
+            };
             if let Some(stem) = ptx.file_stem() {
                 lib_name = stem.to_string_lossy().into_owned();
             }
             let dest = out_dir.join(format!("{lib_name}.sm_{arch}.ptx"));
-            let text =
-                fs::read_to_string(&ptx).map_err(|e| BuildError::Other(format!("reading {}: {e}", ptx.display())))?;
+            let text = String::from_utf8(text)
+                .map_err(|e| BuildError::Other(format!("{} (sm_{arch}) is not UTF-8: {e}", ptx.display())))?;
             let text = number_site_markers(&text)
                 .map_err(|e| BuildError::Other(format!("{} (sm_{arch}): {e}", ptx.display())))?
                 .0
                 .into_bytes();
             write_if_changed(&dest, &text)
                 .map_err(|e| BuildError::Other(format!("writing {}: {e}", dest.display())))?;
-            let dep_info = ptx.with_extension("d");
-            for src in read_dep_info(&dep_info, &tc.sysroot) {
+            for src in deps {
                 if !sources.contains(&src) {
                     sources.push(src);
                 }
@@ -506,6 +524,17 @@ impl Builder {
             modules.push(PtxModule { arch, path: dest, resources, ptxas: version, needs_device_runtime: needs_devrt });
         }
         Ok(Built { lib_name, modules, sources, device_runtime })
+    }
+
+    /// Where the device builds go (see [`Builder::target_dir`]).
+    fn device_target_dir(&self, out_dir: &Path) -> PathBuf {
+        if let Some(dir) = &self.target_dir {
+            return dir.clone();
+        }
+        match env::var_os("COHORT_PTX_TARGET_DIR") {
+            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+            _ => default_target_root(out_dir),
+        }
     }
 
     fn build_arch(
@@ -665,6 +694,9 @@ impl Toolchain {
 
 fn archs_from_env() -> Result<Option<Vec<u32>>, BuildError> {
     let Ok(v) = env::var("COHORT_ARCHS") else { return Ok(None) };
+    if v.trim().eq_ignore_ascii_case("native") {
+        return native_archs().map(Some);
+    }
     let mut out = Vec::new();
     for part in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let num = part.trim_start_matches("sm_").trim_start_matches("compute_");
@@ -677,6 +709,40 @@ fn archs_from_env() -> Result<Option<Vec<u32>>, BuildError> {
         out.push(n);
     }
     Ok(Some(out))
+}
+
+/// `COHORT_ARCHS=native`: the architectures of the GPUs of the building machine, as
+/// `nvidia-smi --query-gpu=compute_cap` reports them (each once; a module for an older one runs
+/// on a newer GPU through the driver's JIT, never the reverse).
+fn native_archs() -> Result<Vec<u32>, BuildError> {
+    let out = Command::new("nvidia-smi").args(["--query-gpu=compute_cap", "--format=csv,noheader"]).output();
+    let text = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned() + " (nvidia-smi failed)",
+        Err(e) => format!("nvidia-smi: {e}"),
+    };
+    parse_compute_caps(&text).ok_or_else(|| {
+        BuildError::Other(format!(
+            "COHORT_ARCHS=native builds for the GPUs of this machine, but nvidia-smi reports none ({}); name the \
+             architectures instead (COHORT_ARCHS=sm_80,sm_90), or unset it for the default",
+            text.trim()
+        ))
+    })
+}
+
+/// The architectures in `nvidia-smi --query-gpu=compute_cap --format=csv,noheader` output
+/// (`9.0` per line), each once, in order; `None` if there is none.
+fn parse_compute_caps(text: &str) -> Option<Vec<u32>> {
+    let mut archs: Vec<u32> = Vec::new();
+    for line in text.lines() {
+        let (major, minor) = line.trim().split_once('.')?;
+        let arch = major.parse::<u32>().ok()? * 10 + minor.parse::<u32>().ok()?;
+        if !archs.contains(&arch) {
+            archs.push(arch);
+        }
+    }
+    archs.sort_unstable();
+    (!archs.is_empty()).then_some(archs)
 }
 
 fn package_name(crate_dir: &Path) -> Result<String, BuildError> {
@@ -698,6 +764,39 @@ fn package_name(crate_dir: &Path) -> Result<String, BuildError> {
         }
     }
     Err(BuildError::Other(format!("no [package] name in {}", crate_dir.join("Cargo.toml").display())))
+}
+
+/// Locks the device target directory `dir` for this process until the file is dropped: one
+/// device build at a time (from every build script and workspace that shares it), and its
+/// `.ptx` read before the next one overwrites it.
+fn lock_dir(dir: &Path) -> Result<fs::File, BuildError> {
+    let other =
+        |e: std::io::Error| BuildError::Other(format!("locking the device target directory {}: {e}", dir.display()));
+    fs::create_dir_all(dir).map_err(other)?;
+    let file = fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("cohort-build.lock"))
+        .map_err(other)?;
+    file.lock().map_err(other)?;
+    Ok(file)
+}
+
+/// `Err` unless the PTX was built for `arch` (its `.target sm_XX` directive): the shared device
+/// directory never hands one architecture's module to another.
+fn check_target(ptx: &[u8], arch: u32, path: &Path) -> Result<(), BuildError> {
+    let text = String::from_utf8_lossy(ptx);
+    let target = text.lines().find_map(|l| l.trim_start().strip_prefix(".target"));
+    let first = target.and_then(|t| t.split([' ', ',', '\t']).find(|w| !w.is_empty()));
+    if first == Some(format!("sm_{arch}").as_str()) {
+        return Ok(());
+    }
+    Err(BuildError::Other(format!(
+        "{} is not sm_{arch} PTX (its .target is {:?}): the device build wrote another module than asked",
+        path.display(),
+        target.map(str::trim)
+    )))
 }
 
 /// `<outer target dir>/cohort-ptx`, found from `OUT_DIR` by the `CACHEDIR.TAG` cargo writes at
@@ -904,6 +1003,62 @@ fn generate_rust(built: &Built) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn native_architectures_come_from_nvidia_smi() {
+        assert_eq!(parse_compute_caps("9.0\n"), Some(vec![90]));
+        assert_eq!(parse_compute_caps("9.0\n8.0\n9.0\n"), Some(vec![80, 90]), "each once, in order");
+        assert_eq!(parse_compute_caps("12.0\n"), Some(vec![120]));
+        assert_eq!(parse_compute_caps(""), None);
+        assert_eq!(parse_compute_caps("No devices were found\n"), None);
+        assert_eq!(parse_compute_caps("9.x\n"), None);
+    }
+
+    #[test]
+    fn the_ptx_must_be_of_the_architecture_asked() {
+        let p = Path::new("k.ptx");
+        let ptx = |t: &str| format!("//\n// Generated by LLVM NVPTX Back-End\n.version 8.0\n{t}\n.address_size 64\n");
+        assert!(check_target(ptx(".target sm_80").as_bytes(), 80, p).is_ok());
+        assert!(check_target(ptx(".target sm_90, debug").as_bytes(), 90, p).is_ok());
+        for (text, arch) in [(".target sm_90", 80), (".target sm_80", 90), (".target sm_800", 80), ("", 80)] {
+            let e = check_target(ptx(text).as_bytes(), arch, p).unwrap_err().to_string();
+            assert!(e.contains(&format!("is not sm_{arch} PTX")), "{e}");
+        }
+    }
+
+    #[test]
+    fn one_device_build_at_a_time_in_a_shared_directory() {
+        let dir = env::temp_dir().join(format!("cohort-build-lock-{}", std::process::id()));
+        let held = lock_dir(&dir).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let d = dir.clone();
+        let waiter = std::thread::spawn(move || {
+            let _second = lock_dir(&d).unwrap();
+            tx.send(()).unwrap();
+        });
+        assert!(rx.recv_timeout(std::time::Duration::from_millis(300)).is_err(), "the second build waits");
+        drop(held);
+        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("and runs once the first is done");
+        waiter.join().unwrap();
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_device_directory_is_shared_and_can_be_moved() {
+        // Not `COHORT_PTX_TARGET_DIR` (the environment is the process's, shared with other tests).
+        let out = env::temp_dir().join(format!("cohort-build-out-{}", std::process::id()));
+        let target = out.join("target");
+        let out_dir = target.join("release/build/k-1234/out");
+        fs::create_dir_all(&out_dir).unwrap();
+        fs::write(target.join("CACHEDIR.TAG"), "").unwrap();
+        let b = Builder::new("k");
+        if env::var_os("COHORT_PTX_TARGET_DIR").is_none() {
+            assert_eq!(b.device_target_dir(&out_dir), target.join("cohort-ptx"), "one directory, whatever the crate");
+        }
+        let b = b.target_dir(out.join("elsewhere"));
+        assert_eq!(b.device_target_dir(&out_dir), out.join("elsewhere"));
+        let _ = fs::remove_dir_all(&out);
+    }
 
     #[test]
     fn dep_info_skips_std_and_keeps_escaped_spaces() {

@@ -99,7 +99,7 @@ fn meminfo(key: &str) -> Option<usize> {
     Some(kib * 1024)
 }
 
-fn info() -> DeviceInfo {
+pub(crate) fn info() -> DeviceInfo {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let total = meminfo("MemTotal:").unwrap_or(0);
     DeviceInfo {

@@ -394,9 +394,22 @@ impl fmt::Debug for Gpu {
     }
 }
 
+/// Whether the CUDA driver library can be loaded: the call cudarc would make first, made by
+/// Cohort so that a machine without a driver gets [`Error::NoDriver`] rather than cudarc's panic.
+///
+/// Cohort asks cudarc for `fallback-dynamic-loading`: the driver is loaded at run time unless
+/// another crate of the program asks cudarc for `dynamic-linking` (candle does), and then it is
+/// linked; cudarc's own probe exists only in the first case, so this one is Cohort's. It looks
+/// for the names every cudarc candidate list starts from (`libcuda.so.1`, the driver's soname,
+/// and `libcuda.so`; `nvcuda.dll`), a subset of cudarc's: what it finds, cudarc finds.
 pub(crate) fn driver_present() -> bool {
-    // SAFETY: only tries to open the driver library; no CUDA call is made.
-    unsafe { sys::is_culib_present() }
+    static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PRESENT.get_or_init(|| {
+        let names: &[&str] = if cfg!(windows) { &["nvcuda.dll"] } else { &["libcuda.so.1", "libcuda.so"] };
+        // SAFETY: loading the driver library runs its initializers, which are those of the
+        // library cudarc loads (or the program linked) anyway; the handle is closed at once.
+        names.iter().any(|&n| unsafe { libloading::Library::new(n) }.is_ok())
+    })
 }
 
 fn init() -> Result<()> {
@@ -536,7 +549,7 @@ impl Gpu {
         Self::isolated(Self::default_ordinal()?)
     }
 
-    fn from_context(
+    pub(crate) fn from_context(
         ctx: Arc<CudaContext>,
         ordinal: usize,
         launch_serial: Arc<crate::budget::LaunchSerial>,

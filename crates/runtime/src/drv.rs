@@ -197,6 +197,7 @@ driver_calls! {
     host fn cuStreamDestroy_v2(hStream: CUstream);
     none fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph);
     host fn cuStreamGetPriority(hStream: CUstream, priority: *mut c_int);
+    none fn cuStreamGetFlags(hStream: CUstream, flags: *mut c_uint);
     mem fn cuStreamIsCapturing(hStream: CUstream, captureStatus: *mut CUstreamCaptureStatus);
     host fn cuStreamQuery(hStream: CUstream);
     host fn cuStreamSynchronize(hStream: CUstream);

@@ -247,9 +247,7 @@ fn code_name(code: &DriverError) -> String {
 /// `CUDA_ERROR_… (the driver's description)`; just the name when the driver library is absent
 /// (errors can be printed on any machine).
 fn code_text(code: &DriverError) -> String {
-    static DRIVER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    // SAFETY: only tries to open the driver library.
-    let driver = *DRIVER.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() });
+    let driver = crate::device::driver_present();
     match driver.then(|| code.error_string().ok()).flatten() {
         Some(s) => format!("{} ({})", code_name(code), s.to_string_lossy()),
         None => code_name(code),

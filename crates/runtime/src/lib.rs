@@ -52,6 +52,7 @@
 //! | `cudaLaunchKernelEx` with `cudaLaunchAttributeProgrammaticStreamSerialization` | generated `kernel.launch_programmatic(…)` of a `#[kernel(dependent)]` kernel |
 //! | (ordering streams that share a buffer by hand) | automatic: see "Stream-ordered safety" below |
 //! | `cudaGetLastError` after a trap | [`Error::KernelFailed`] from `synchronize`, copies and every later call (restart the process) |
+//! | cudarc's (candle's) `CudaContext`, `CudaStream`, `CudaSlice` | [`Gpu::from_cudarc`], [`Gpu::cudarc_stream`], `slice.cohort()` / `.cohort_mut()` as kernel arguments, [`DeviceBuffer::with_cudarc`] ([`interop`]) |
 //!
 //! # Stream-ordered safety
 //!
@@ -148,6 +149,7 @@ mod cpu_memory;
 mod device;
 mod drv;
 mod error;
+pub mod interop;
 mod launch;
 mod managed;
 mod memory;
@@ -192,7 +194,8 @@ pub use track::Use;
 pub type UseVec<'a> = Vec<Use<'a>>;
 pub use track::{CopyDst, CopySrc};
 
-/// Re-exported for interop with other cudarc users.
+/// Re-exported for interop with other cudarc users (see [`interop`]: Cohort kernels on cudarc's
+/// memory and streams, Cohort buffers lent to cudarc, each side's stream ordering kept).
 pub use cudarc;
 
 /// Defines `pub static PTX: PtxSet` from the kernels crate's `cohort_build` output. Put it in

@@ -177,6 +177,11 @@ pub(crate) fn check_launch(kernel: &str, module: &GpuInner, stream: &GpuInner, u
          the module's Gpu (load the module on each GPU you run it on)",
     )?;
     for u in uses {
+        if u.foreign.is_some() {
+            // cudarc's memory: its context is checked against the stream's (this module's)
+            // when it is ordered (`interop::run_foreign`).
+            continue;
+        }
         let owner = &*u.alloc.gpu;
         if same_context(owner, module) {
             continue;

@@ -166,6 +166,22 @@ impl Capture {
     }
 }
 
+#[cfg(test)]
+impl Capture {
+    /// A capture of the calling thread, for other modules' tests (`interop`).
+    pub(crate) fn new_for_tests() -> Self {
+        Self::new()
+    }
+    /// Whether it kept no memory.
+    pub(crate) fn is_empty_for_tests(&self) -> bool {
+        self.used.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+    /// Ends it.
+    pub(crate) fn end_for_tests(&self) {
+        self.ended.store(true, Ordering::Release);
+    }
+}
+
 /// The error for an operation (`what`) from another thread into a stream that `capture` holds.
 fn other_thread_error(what: &str, capture: &Capture) -> Error {
     let Some(thread) = capture.thread else {
@@ -263,9 +279,12 @@ pub(crate) struct StreamInner {
     /// The capture the stream is in (begun on it, or joined), if any: read-locked by each
     /// operation from its checks to its enqueue ([`StreamInner::gate`]), write-locked to begin,
     /// join or end one. Lock order: this, then allocations' records, events' states, marks.
-    capture: RwLock<Option<Arc<Capture>>>,
+    pub(crate) capture: RwLock<Option<Arc<Capture>>>,
     /// The message of a host function that panicked, for the next `synchronize`.
     callback_panic: Arc<Mutex<Option<String>>>,
+    /// The stream's cudarc side ([`crate::interop`]): cudarc's handle of it, whether cudarc owns
+    /// it, whether cudarc may have captured it.
+    pub(crate) interop: crate::interop::StreamLink,
 }
 
 // SAFETY: a CUstream and a CUevent may be used from any thread (the driver synchronizes
@@ -320,6 +339,11 @@ impl StreamInner {
             && c.thread != Some(std::thread::current().id())
         {
             return Err(other_thread_error(&what(), c));
+        }
+        if self.interop.exposed() && guard.as_ref().is_none_or(|c| !c.active()) {
+            // cudarc holds this stream, or it waited for cudarc's events: a capture cudarc
+            // began (or joined it into) is invisible to the link above; ask the driver.
+            crate::interop::refuse_foreign_capture(self, what)?;
         }
         Ok(Gate { guard: Some(guard) })
     }
@@ -549,7 +573,9 @@ impl Drop for StreamInner {
             if !mark.is_null() {
                 let _ = crate::drv::cuEventDestroy_v2(mark);
             }
-            if self.kind == StreamKind::Owned {
+            // Not a stream cudarc owns, nor one whose cudarc handle cudarc code still holds
+            // (that one is left to the driver's teardown: the handle must stay valid).
+            if self.kind == StreamKind::Owned && self.interop.may_destroy() {
                 let _ = crate::drv::cuStreamDestroy_v2(self.raw);
             }
         }
@@ -612,6 +638,17 @@ impl fmt::Debug for Stream {
 
 impl Stream {
     fn wrap(gpu: &Arc<GpuInner>, raw: sys::CUstream, kind: StreamKind, blocking: bool) -> Self {
+        Self::wrap_linked(gpu, raw, kind, blocking, crate::interop::StreamLink::default())
+    }
+
+    /// A stream with its cudarc side already known (a stream cudarc made: `interop`).
+    pub(crate) fn wrap_linked(
+        gpu: &Arc<GpuInner>,
+        raw: sys::CUstream,
+        kind: StreamKind,
+        blocking: bool,
+        interop: crate::interop::StreamLink,
+    ) -> Self {
         Self {
             inner: Arc::new(StreamInner {
                 raw,
@@ -624,6 +661,7 @@ impl Stream {
                 completed: AtomicU64::new(0),
                 capture: RwLock::new(None),
                 callback_panic: Arc::new(Mutex::new(None)),
+                interop,
             }),
         }
     }

@@ -178,6 +178,7 @@ impl KernelVars {
                 end: u.end,
                 write: u.write,
                 shared: u.shared,
+                foreign: u.foreign,
             })
             .collect();
         all.extend(self.ranges.iter().map(|&(addr, size)| Use::new(&self.record, range(addr, size), false)));

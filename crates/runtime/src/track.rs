@@ -206,7 +206,7 @@ fn free_in_stream_order(ptr: u64, ordered: Option<&OrderedFree>, accesses: &mut 
 /// `bytes`: an operation of another stream (or the host) that uses the memory then waits for
 /// the allocation first, as it would for a kernel that wrote it.
 pub(crate) fn record_allocation(stream: &Arc<StreamInner>, alloc: &Alloc, bytes: usize) -> Result<()> {
-    let u = Use { alloc, owner: None, start: 0, end: bytes, write: true, shared: false };
+    let u = Use { alloc, owner: None, start: 0, end: bytes, write: true, shared: false, foreign: None };
     let mut guards: [Option<Guard<'_>>; 1] = [Some((std::ptr::from_ref(alloc), alloc.lock()))];
     record(stream, std::iter::once((&u, 0)), &mut guards, false)
 }
@@ -354,6 +354,7 @@ fn wait_host(accesses: &mut Vec<Access>, range: &Range<usize>, write: bool, what
 /// Made by the argument traits ([`SliceArg`](crate::SliceArg), …); generated launchers pass
 /// them to the launch, which orders it against other streams and records it.
 #[doc(hidden)]
+#[derive(Clone, Copy)]
 pub struct Use<'a> {
     pub(crate) alloc: &'a Alloc,
     /// The allocation itself, when the operation may be captured into a graph (which keeps it).
@@ -364,11 +365,29 @@ pub struct Use<'a> {
     /// Written by every grid of a multi-grid launch under the phase discipline of a
     /// `MultiGridVec` (so not a conflict between those grids).
     pub(crate) shared: bool,
+    /// Memory another library owns (a cudarc `CudaSlice`, [`crate::interop`]): ordered by that
+    /// library's own record around the operation, not by this module's; `alloc` is then a
+    /// placeholder that nothing locks or records ([`run_tracked_in`] hands such operations to
+    /// `interop::run_foreign` first), and the range is empty.
+    pub(crate) foreign: Option<&'a dyn crate::interop::Foreign>,
 }
 
 impl<'a> Use<'a> {
     pub(crate) fn new(owner: &'a Arc<Alloc>, range: Range<usize>, write: bool) -> Self {
-        Self { alloc: owner, owner: Some(owner), start: range.start, end: range.end, write, shared: false }
+        Self {
+            alloc: owner,
+            owner: Some(owner),
+            start: range.start,
+            end: range.end,
+            write,
+            shared: false,
+            foreign: None,
+        }
+    }
+    /// The operand of memory cudarc owns ([`crate::interop`]).
+    pub(crate) fn foreign(f: &'a dyn crate::interop::Foreign, write: bool) -> Self {
+        let alloc = crate::interop::placeholder();
+        Self { alloc, owner: None, start: 0, end: 0, write, shared: false, foreign: Some(f) }
     }
     pub(crate) fn captured(c: &'a Captured) -> Self {
         Self::new(&c.alloc, c.start..c.end, c.write)
@@ -410,6 +429,17 @@ pub(crate) fn run_tracked_in<R>(
 ) -> Result<R> {
     if crate::stream::in_host_fn() {
         return Err(crate::stream::host_fn_error("enqueueing work"));
+    }
+    // cudarc's memory is ordered by cudarc's record, around the operation (`crate::interop`);
+    // the rest comes back here without it.
+    if uses.iter().any(|u| u.foreign.is_some()) {
+        // Through `dyn` (the diverted operation comes back here, with another closure type).
+        let (mut op, mut out) = (Some(op), None);
+        crate::interop::run_foreign(stream, gate, uses, &mut || {
+            out = op.take().map(|op| op()).transpose()?;
+            Ok(())
+        })?;
+        return out.ok_or_else(|| Error::Argument("an operation on cudarc memory did not run".into()));
     }
     // Memory of the CPU device never meets a GPU's stream, nor the reverse, whatever the
     // operation (its own checks say more: contexts, peer access). A pointer compare each.

@@ -7,6 +7,7 @@ mod atomics;
 mod cg;
 mod cpu;
 pub mod dynamic;
+mod interop;
 mod kernels;
 mod launch;
 mod managed;
@@ -50,6 +51,8 @@ pub enum Bench {
     Pdl(pdl::Args),
     /// The Cooperative Groups blog's managed-memory sum, on demand and prefetched, beside its C++ with `--twin`
     Managed(managed::Args),
+    /// Launches on cudarc's memory and stream: Cohort's typed launch on cudarc slices beside cudarc's launch_builder
+    Interop(interop::Args),
 }
 
 /// Runs one benchmark.
@@ -68,6 +71,7 @@ pub fn run(which: Bench) -> CliResult {
         Bench::Alloc(a) => alloc::run(a),
         Bench::Pdl(a) => pdl::run(a),
         Bench::Managed(a) => managed::run(a),
+        Bench::Interop(a) => interop::run(a),
     }
 }
 

@@ -3,7 +3,8 @@
 //! CPU device, saying so on its first line; with `COHORT_DEVICE=cpu` on the CPU device even
 //! where there is a GPU; and with `COHORT_DEVICE=gpu` where there is none, exit 2 saying
 //! "no GPU" (the test for the case this machine is not in reports itself ignored, with the
-//! reason).
+//! reason). A GPU-only example ([`GPU_ONLY`]) says so on its first line instead of running on
+//! the CPU device, and exits 0.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -21,19 +22,28 @@ const EXAMPLES: &[&str] = &[
     "06_grid_sync",
     "07_streams",
     "08_device_launch",
+    "09_cudarc",
 ];
+
+/// The examples that run only on a GPU (cudarc needs a driver): where they would run on the CPU
+/// device they print this on their first line and exit 0.
+const GPU_ONLY: &[(&str, &str)] = &[("09_cudarc", "GPU-only example")];
 
 fn main() {
     let args = Arguments::from_args();
     let gpu_here = matches!(Gpu::count(), Ok(n) if n > 0);
     let mut trials = vec![Trial::test("examples_are_all_listed", all_listed)];
     for &name in EXAMPLES {
+        let gpu_only = GPU_ONLY.iter().find(|(n, _)| *n == name).map(|(_, line)| *line);
         // No COHORT_DEVICE: a GPU if there is one, else the CPU device, which must say so.
-        let expect = if gpu_here { "" } else { "No GPU here: running on the CPU device" };
+        let expect = match (gpu_here, gpu_only) {
+            (true, _) => "",
+            (false, Some(line)) => line,
+            (false, None) => "No GPU here: running on the CPU device",
+        };
         trials.push(Trial::test(format!("{name}_runs"), move || run(name, None, 0, expect)));
-        trials.push(Trial::test(format!("{name}_on_the_cpu_device"), move || {
-            run(name, Some("cpu"), 0, "Running on the CPU device")
-        }));
+        let on_cpu = gpu_only.unwrap_or("Running on the CPU device");
+        trials.push(Trial::test(format!("{name}_on_the_cpu_device"), move || run(name, Some("cpu"), 0, on_cpu)));
         trials.push(Trial::ignorable_test(format!("{name}_gpu_only_without_gpu_exits_2"), move || {
             if gpu_here {
                 Ok(Completion::ignored_with("a GPU is here"))
