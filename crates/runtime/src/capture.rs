@@ -6,12 +6,21 @@ use std::sync::Mutex;
 static CAPTURE: Mutex<()> = Mutex::new(());
 
 /// Runs `f` with the process's standard output (file descriptor 1, where the CUDA driver
-/// writes device `printf` output when the host synchronizes) redirected to a temporary file,
-/// and returns `f`'s result with everything written meanwhile.
+/// writes device `printf` output when the host synchronizes, and where the CPU device writes a
+/// launch's output when it returns) redirected to a temporary file, and returns `f`'s result
+/// with everything written meanwhile.
 ///
-/// Synchronize inside `f` (the driver flushes the printf buffer at synchronization). Anything
-/// else the process prints to stdout meanwhile is captured too; captures in one process take
-/// turns.
+/// Synchronize inside `f` (the driver flushes the printf buffer at synchronization).
+///
+/// While `f` runs, this thread holds Rust's `stdout()` lock: `print!` and `println!` of
+/// other threads wait until the capture ends (they never land in it, and never put half a line
+/// in front of the device's output: a test harness that prints `test name ... ` and then
+/// `ok` in two writes did that); this thread's own `print!`s are captured. The CPU device's
+/// launches, from any thread, write their output into the capture without waiting for the
+/// lock ([`cohort_cpu::emit`]). What the process writes to file descriptor 1 without Rust's
+/// `stdout()` (C libraries: NCCL's `NCCL_DEBUG` log, a C `printf`) is captured too. Captures
+/// in one process take turns. Don't wait in `f` for another thread that prints with `print!`:
+/// it waits for the capture to end.
 ///
 /// # Errors
 /// If the temporary file cannot be made or read, or the redirection fails.
@@ -25,7 +34,11 @@ pub fn capture_stdout<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> 
         std::thread::current().id()
     ));
     let file = std::fs::File::create(&path)?;
-    std::io::stdout().flush()?;
+    // Lock order (as `cohort_cpu::emit` takes them): the gate, then `stdout()`.
+    let mut gate = cohort_cpu::stdout_gate();
+    let mut out = std::io::stdout().lock();
+    // What was printed before (a half line included) goes to the real standard output.
+    out.flush()?;
     // SAFETY: flushing every C stream is always allowed.
     unsafe { libc::fflush(std::ptr::null_mut()) };
     // SAFETY: duplicating fd 1 has no preconditions.
@@ -39,14 +52,22 @@ pub fn capture_stdout<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> 
         unsafe { libc::close(saved) };
         return Err(std::io::Error::last_os_error());
     }
+    *gate = true;
+    drop(gate);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    let _ = std::io::stdout().flush();
+    // Still holding `stdout()`: an `emit` that holds the gate writes straight to fd 1 and never
+    // waits for `stdout()` while the gate is set, so taking the gate here cannot deadlock.
+    let mut gate = cohort_cpu::stdout_gate();
+    let _ = out.flush();
     // SAFETY: as above; then fd 1 is restored and `saved` closed.
     unsafe {
         libc::fflush(std::ptr::null_mut());
         libc::dup2(saved, 1);
         libc::close(saved);
     }
+    *gate = false;
+    drop(out);
+    drop(gate);
     let mut text = String::new();
     std::fs::File::open(&path)?.read_to_string(&mut text)?;
     let _ = std::fs::remove_file(&path);
