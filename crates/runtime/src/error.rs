@@ -167,6 +167,12 @@ pub enum Error {
     /// A host function ([`Stream::host_fn`](crate::Stream::host_fn)) panicked; the message is
     /// the panic's.
     HostFnPanicked(String),
+    /// An NCCL collective enqueued on the stream waited for was aborted before it finished
+    /// (its ranks disagreed, one never made it, NCCL failed): its receive buffer holds
+    /// whatever it had written. The message says which collective and why. The stream's waits
+    /// that cover it (host accesses of the memory it wrote, `query`) say so again until a
+    /// [`Stream::synchronize`](crate::Stream::synchronize) of the stream has reported it.
+    CollectiveAborted(String),
     /// Work of one GPU given memory or a stream of another: a kernel on device `device`
     /// given a buffer of device `other` without peer access from its context, a module of one
     /// context launched on a stream of another, host memory of another context.
@@ -326,6 +332,7 @@ impl fmt::Display for Error {
             }
             Error::Argument(m) => f.write_str(m),
             Error::HostFnPanicked(m) => write!(f, "a host function enqueued with Stream::host_fn panicked: {m}"),
+            Error::CollectiveAborted(m) => write!(f, "a collective on this stream did not complete: {m}"),
             Error::CrossDevice { what, device, other, reason } if device == other => {
                 write!(f, "{what} on device {device} was given memory or a stream of another context of it: {reason}")
             }
