@@ -9,8 +9,8 @@ use corosensei::stack::DefaultStack;
 
 use crate::ctx::{CTX, Ctx};
 use crate::device_launch::Scope;
-use crate::print::PrintScope;
 use crate::error::CpuError;
+use crate::print::PrintScope;
 use crate::sched::{BlockCfg, BlockRun, Outcome, panic_error, tid_of};
 use crate::shared::{BlockShared, SHARED_CAPACITY};
 use crate::{Dim3, LaunchSpec, Mode};
