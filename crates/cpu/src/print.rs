@@ -8,20 +8,23 @@
 //! one buffer). [`launch_typed`](crate::launch_typed) writes the buffer with [`emit`] when the
 //! host launch has completed, child grids included, before it returns: so a launch's output is
 //! one write, in the order the calls were made, on standard output before the launch returns,
-//! and nothing another thread prints can land inside one of its lines. The buffer grows as
-//! needed (a GPU's printf FIFO holds 1 MiB per launch by default and drops what does not fit;
-//! here nothing is dropped, and nothing is written before the launch returns, which would make
-//! a worker thread wait for `stdout()` while the launching thread may hold it). A call outside
-//! any launch is written at once.
+//! and nothing another thread prints can land inside one of its lines. A buffer that reaches
+//! [`FLUSH_BYTES`] is written out during the launch (whole calls, in order): a GPU's printf
+//! FIFO holds 1 MiB per launch by default and drops what does not fit; here nothing is
+//! dropped. A call outside any launch is written at once.
 //!
-//! [`emit`] writes through Rust's `stdout()` lock, except while a capture of file descriptor 1
-//! holds that lock (`cohort_runtime::capture_stdout`, through [`stdout_gate`]): then it writes
-//! to the descriptor directly, so that a launch on another thread neither waits for the capture
-//! to end (which could wait for that thread) nor writes into the middle of someone's line.
+//! [`emit`] writes straight to file descriptor 1, in one piece, as the CUDA driver writes a
+//! GPU's printf output: it never takes Rust's `stdout()` lock, so a launch never waits for a
+//! thread that holds it (`cohort_runtime::capture_stdout` holds it for a whole capture). What
+//! Rust's `stdout()` still buffers then (a half line, `print!` without a newline) comes after
+//! it. [`stdout_gate`] keeps [`emit`] from writing while a capture switches the descriptor.
 
 use std::cell::Cell;
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
+
+/// Bytes of printf output a launch keeps before it writes them out (during the launch).
+pub const FLUSH_BYTES: usize = 1 << 20;
 
 /// One host launch's printf output.
 pub(crate) struct PrintBuffer {
@@ -51,7 +54,14 @@ pub fn device_print(bytes: &[u8]) {
     // `launch_typed`'s frame (a `PrintScope`) until every thread of the launch and of its child
     // grids has finished, and is unset on this thread before that frame ends.
     let buf = unsafe { &*p };
-    buf.lock().extend_from_slice(bytes);
+    let mut b = buf.lock();
+    b.extend_from_slice(bytes);
+    if b.len() >= FLUSH_BYTES {
+        // Under the buffer's lock (then the gate; `emit` waits for nothing else): the calls
+        // stay in order.
+        emit(&b);
+        b.clear();
+    }
 }
 
 /// The printf buffer of one launch (made by the host launch, shared by its child grids), set
@@ -107,39 +117,31 @@ impl Drop for PrintInstalled {
     }
 }
 
-/// `true` while a capture of file descriptor 1 holds Rust's `stdout()` lock.
-static CAPTURING: Mutex<bool> = Mutex::new(false);
+/// Held while device output is written to file descriptor 1, and while a capture switches
+/// that descriptor.
+static GATE: Mutex<()> = Mutex::new(());
 
-/// The gate between [`emit`] and a capture of standard output. A capture takes it, then
-/// Rust's `stdout()` lock, redirects file descriptor 1 and sets it to `true` before letting go
-/// of it; at the end it takes it again (still holding the `stdout()` lock), restores the
-/// descriptor and sets it to `false`. [`emit`] holds it while it writes, so it never writes
-/// while the descriptor is being switched, and never waits for the `stdout()` lock while a
-/// capture holds it (lock order: this gate, then `stdout()`).
+/// The gate between [`emit`] and a capture of standard output: a capture takes it (after
+/// Rust's `stdout()` lock: [`emit`] takes nothing else, so no order of the two can deadlock)
+/// while it redirects file descriptor 1 and while it restores it, so that one [`emit`] lands
+/// wholly in the capture or wholly outside it.
 #[doc(hidden)]
-pub fn stdout_gate() -> MutexGuard<'static, bool> {
-    CAPTURING.lock().unwrap_or_else(|p| p.into_inner())
+pub fn stdout_gate() -> MutexGuard<'static, ()> {
+    GATE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Writes device output to standard output in one piece: through Rust's `stdout()` lock (after
-/// whatever it buffered), or, while a capture holds that lock, straight to file descriptor 1.
+/// Writes device output to standard output (file descriptor 1) in one piece, under
+/// [`stdout_gate`]; never waits for Rust's `stdout()` lock.
 pub fn emit(bytes: &[u8]) {
-    let gate = stdout_gate();
-    if *gate {
-        write_fd1(bytes);
-    } else {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(bytes);
-        let _ = out.flush();
-    }
-    drop(gate);
+    let _gate = stdout_gate();
+    write_fd1(bytes);
 }
 
 #[cfg(unix)]
 fn write_fd1(bytes: &[u8]) {
     use std::os::fd::FromRawFd;
-    // SAFETY: file descriptor 1 is open (a capture redirected it to its file and restores it
-    // only under the gate this caller holds); `ManuallyDrop` keeps it from being closed.
+    // SAFETY: file descriptor 1 is the process's standard output (a capture switches it only
+    // under the gate the caller holds); `ManuallyDrop` keeps it from being closed.
     let fd1 = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
     let _ = (&*fd1).write_all(bytes);
 }
@@ -154,15 +156,13 @@ mod tests {
     use super::*;
     use crate::{LaunchSpec, launch, thread_rank};
 
-    /// Two launches whose threads each print: every call lands in its launch's buffer, and the
-    /// buffer is written when the launch returns (here: kept, not written, to look at it).
+    /// Every thread of a launch, on every worker, writes into the one buffer of the launch,
+    /// which is unset again when it returns.
     #[test]
-    fn a_launch_collects_its_threads_output_in_call_order() {
+    fn the_threads_of_a_launch_share_one_buffer() {
         let seen = Mutex::new(Vec::new());
-        launch(&LaunchSpec::new(3u32, 4u32), &|| {
-            let r = thread_rank();
-            device_print(format!("a {r}\n").as_bytes());
-            // SAFETY: inside a launch, PRINT is the launch's live buffer.
+        launch(&LaunchSpec::new(3u32, 4u32).workers(2), &|| {
+            device_print(format!("printf from thread {}\n", thread_rank()).as_bytes());
             let p = PRINT.with(Cell::get);
             assert!(!p.is_null(), "no buffer inside a launch");
             seen.lock().unwrap().push(p as usize);
@@ -172,5 +172,23 @@ mod tests {
         assert_eq!(seen.len(), 12);
         assert!(seen.iter().all(|&p| p == seen[0]), "the blocks of one launch share one buffer");
         assert!(PRINT.with(Cell::get).is_null(), "the buffer is unset after the launch");
+    }
+
+    /// A launch writes its output without Rust's `stdout()` lock: it finishes while another
+    /// thread holds that lock (as `cohort_runtime::capture_stdout` does for a whole capture).
+    #[test]
+    fn output_is_written_without_waiting_for_the_stdout_lock() {
+        let held = std::io::stdout().lock();
+        let t = std::thread::spawn(|| {
+            launch(&LaunchSpec::new(2u32, 2u32), &|| device_print(b"printf while stdout() is locked\n")).unwrap();
+        });
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !t.is_finished() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let finished = t.is_finished();
+        drop(held);
+        t.join().unwrap();
+        assert!(finished, "the launch waited for the stdout() lock");
     }
 }
