@@ -1,7 +1,9 @@
 //! NCCL collectives over Cohort buffers (`cohort_runtime::nccl`), on every GPU present: one
 //! communicator per GPU in this process (one rank on a one-GPU machine), every element checked
-//! against a CPU reference; argument errors; stream ordering; and two processes of one rank
-//! each (needs two GPUs: NCCL refuses two ranks of one communicator on one device).
+//! against a CPU reference; argument errors; stream ordering; two processes of one rank each
+//! (needs two GPUs: NCCL refuses two ranks of one communicator on one device); and (issue 31
+//! item 9) two threads of one process each driving a rank: the same calls work, calls that
+//! disagree are errors on both ranks, a rank that never calls is an error at the deadline.
 //!
 //! Without NCCL (`libnccl.so.2`) the tests report themselves ignored with the reason.
 
