@@ -92,7 +92,8 @@
 //! is refused ([`NcclError::Aborted`]).
 //! Buffers are freed normally after an abort. Events and [`Gpu::synchronize`] do not report
 //! it. A collective needs a stream of its own (not the legacy or per-thread default stream),
-//! whose waits can report it.
+//! whose waits can report it, and is not captured into a graph (a replay could not be
+//! watched).
 //!
 //! With an NCCL older than 2.14, or `NCCL_COMM_BLOCKING=1`, communicators are blocking: a call
 //! may wait inside NCCL for the other ranks (creating a communicator, the first exchange with
@@ -588,9 +589,14 @@ struct Made {
 
 impl Drop for Made {
     fn drop(&mut self) {
-        // Their pending collectives fail (their streams' waits say so) before NCCL stops them.
-        for c in &self.cells {
-            self.record.fail_ops_of(c, "NCCL: the communicator was dropped before its collective completed");
+        // A collective of theirs still running: it fails (its streams' waits say so, and those
+        // of the other ranks of this process that take part, which could not complete now).
+        if self.cells.iter().any(|c| self.record.busy(c)) {
+            let ranks: Vec<usize> = self.cells.iter().map(|c| c.rank).collect();
+            self.record.abort(&format!(
+                "NCCL: the communicator of rank(s) {ranks:?} was dropped before its collective completed; the \
+                 communicator is aborted"
+            ));
         }
         // One thread per communicator, all at once: `ncclCommAbort` may wait for the other
         // ranks of this node, so aborting them one after another from one thread could hang.
@@ -1367,12 +1373,20 @@ impl<'a> Group<'a> {
     /// [`NcclError::Mismatch`] when the calls disagree with one another or with those of
     /// another rank of this process; [`NcclError::Aborted`] when a communicator was aborted,
     /// or is now (NCCL failed, or did not finish enqueueing in time); [`Error::Argument`] for
-    /// the legacy or per-thread default stream; an NCCL or driver failure.
+    /// the legacy or per-thread default stream, or a stream capturing a graph; an NCCL or
+    /// driver failure.
     pub fn run(self) -> NcclResult<()> {
         let Some(first) = self.ops.first() else { return Ok(()) };
         self.check_matching()?;
         let api = api()?;
         for o in &self.ops {
+            if o.stream.inner.capture.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+                return Err(arg(format!(
+                    "NCCL {}: a collective cannot be captured into a graph here: a replay's collective could not be \
+                     watched, and a rank that never made it would hang the replay",
+                    o.call()
+                )));
+            }
             if o.stream.inner.kind != StreamKind::Owned {
                 return Err(arg(format!(
                     "NCCL {}: give a stream of its own (Gpu::stream, Gpu::new_stream), not the legacy or per-thread \

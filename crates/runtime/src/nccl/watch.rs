@@ -314,13 +314,10 @@ impl Record {
         abort_cells(&cells);
     }
 
-    /// The pending operations that use `cell`: fail them (its communicator is being dropped).
-    pub(crate) fn fail_ops_of(&self, cell: &Arc<Cell>, why: &str) {
+    /// Whether an operation that uses `cell` has not finished.
+    pub(crate) fn busy(&self, cell: &Arc<Cell>) -> bool {
         let ops: Vec<_> = lock(&self.state).ops.iter().filter(|o| o.uses(cell)).cloned().collect();
-        let why: Arc<str> = why.into();
-        for op in ops {
-            op.fail_unless_done(&why);
-        }
+        ops.iter().any(|o| o.status() == OpStatus::Pending && !o.marks.get().is_some_and(|(_, end)| end.is_done()))
     }
 }
 
