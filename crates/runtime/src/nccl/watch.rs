@@ -59,7 +59,7 @@ pub(crate) enum State {
     InProgress,
     /// An error: the communicator must be aborted.
     Failed(RawResult),
-    /// Aborted already (by anyone): the reason.
+    /// Aborted already (by anyone; the record says why).
     Aborted,
 }
 
