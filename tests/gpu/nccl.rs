@@ -506,9 +506,11 @@ fn two_threads(gpus: &[Gpu]) -> TestResult {
     for (rank, (r, _)) in results.into_iter().enumerate() {
         let r = r.map_err(|e| format!("rank {rank}: {e}"))?;
         for (round, got) in r.iter().enumerate() {
-            let want: Vec<i64> = (0..LEN)
-                .map(|i| (0..2).map(|q| data::<i64>(&format!("threads/{round}"), q, LEN, -1000, 1000)[i]).sum())
-                .collect();
+            let (a, b) = (
+                data::<i64>(&format!("threads/{round}"), 0, LEN, -1000, 1000),
+                data::<i64>(&format!("threads/{round}"), 1, LEN, -1000, 1000),
+            );
+            let want: Vec<i64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
             check_all(&format!("rank {rank} round {round}"), got, &want)?;
         }
     }
