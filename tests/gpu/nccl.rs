@@ -1,7 +1,9 @@
 //! NCCL collectives over Cohort buffers (`cohort_runtime::nccl`), on every GPU present: one
 //! communicator per GPU in this process (one rank on a one-GPU machine), every element checked
-//! against a CPU reference; argument errors; stream ordering; and two processes of one rank
-//! each (needs two GPUs: NCCL refuses two ranks of one communicator on one device).
+//! against a CPU reference; argument errors; stream ordering; two processes of one rank each
+//! (needs two GPUs: NCCL refuses two ranks of one communicator on one device); and (issue 31
+//! item 9) two threads of one process each driving a rank: the same calls work, calls that
+//! disagree are errors on both ranks, a rank that never calls is an error at the deadline.
 //!
 //! Without NCCL (`libnccl.so.2`) the tests report themselves ignored with the reason.
 
@@ -35,6 +37,13 @@ pub fn trials() -> Vec<Trial> {
         nccl_trial("nccl_orders_other_streams", 1, orders_other_streams),
         nccl_trial("nccl_buffer_of_another_gpu_is_an_error", 2, other_gpu),
         nccl_trial("nccl_two_processes", 2, nccl_two_processes),
+        nccl_trial("nccl_two_threads_one_rank_each", 2, two_threads),
+        nccl_trial("nccl_mismatched_sizes_from_two_threads_is_an_err_on_both", 2, |g| mismatch(g, Mismatch::Count)),
+        nccl_trial("nccl_mismatched_roots_from_two_threads_is_an_err_on_both", 2, |g| mismatch(g, Mismatch::Root)),
+        nccl_trial("nccl_mismatched_sizes_of_from_rank_threads_is_an_err_on_both", 2, |g| {
+            mismatch(g, Mismatch::CountFromRank)
+        }),
+        nccl_trial("nccl_rank_that_never_calls_is_an_err_after_the_deadline", 2, never_calls),
     ]
 }
 
@@ -444,4 +453,183 @@ fn child(rank: &str) -> Result<String, String> {
     }
     gpu.stream().synchronize().ctx("sync")?;
     Ok(format!("rank {rank} of {PROCS}: ok"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 31 item 9: ranks of one process driven from several threads
+
+/// How long the threaded tests wait for their threads before calling it a hang.
+const HANG: Duration = Duration::from_secs(120);
+
+/// Runs `f(rank, comm)` on a thread per communicator; their results (each with its
+/// communicator, kept alive until every thread is done), or an error if they have not all
+/// returned within [`HANG`] (the threads are left behind).
+fn on_threads<T: Send + 'static>(
+    comms: Vec<Comm>,
+    f: impl Fn(usize, &Comm) -> T + Send + Sync + Clone + 'static,
+) -> Result<Vec<(T, Comm)>, String> {
+    let n = comms.len();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for (rank, comm) in comms.into_iter().enumerate() {
+        let (tx, f) = (tx.clone(), f.clone());
+        std::thread::spawn(move || {
+            let r = f(rank, &comm);
+            let _ = tx.send((rank, r, comm));
+        });
+    }
+    let until = std::time::Instant::now() + HANG;
+    let mut got: Vec<Option<(T, Comm)>> = (0..n).map(|_| None).collect();
+    for _ in 0..n {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        let (rank, r, comm) = rx
+            .recv_timeout(left)
+            .map_err(|_| format!("the ranks' threads did not all return within {} s: a hang", HANG.as_secs()))?;
+        got[rank] = Some((r, comm));
+    }
+    Ok(got.into_iter().map(|g| g.expect("every rank sent")).collect())
+}
+
+/// Two threads, one rank each (no group), the same all-reduces: every element right.
+fn two_threads(gpus: &[Gpu]) -> TestResult {
+    let comms = Comm::for_gpus(&gpus[..2]).ctx("comms")?;
+    const LEN: usize = 30_011;
+    let results = on_threads(comms, |rank, comm| -> Result<Vec<Vec<i64>>, String> {
+        let mut out = Vec::new();
+        for round in 0..4 {
+            let mine = data::<i64>(&format!("threads/{round}"), rank, LEN, -1000, 1000);
+            let mut buf = comm.gpu().upload(&mine).ctx("upload")?;
+            comm.all_reduce_in_place(comm.gpu().stream(), &mut buf, ReduceOp::Sum).ctx("all_reduce")?;
+            out.push(buf.to_vec().ctx("download")?);
+        }
+        Ok(out)
+    })?;
+    for (rank, (r, _)) in results.into_iter().enumerate() {
+        let r = r.map_err(|e| format!("rank {rank}: {e}"))?;
+        for (round, got) in r.iter().enumerate() {
+            let (a, b) = (
+                data::<i64>(&format!("threads/{round}"), 0, LEN, -1000, 1000),
+                data::<i64>(&format!("threads/{round}"), 1, LEN, -1000, 1000),
+            );
+            let want: Vec<i64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+            check_all(&format!("rank {rank} round {round}"), got, &want)?;
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Mismatch {
+    /// All-reduces of 64 and 32 elements (communicators of `Comm::for_gpus`).
+    Count,
+    /// Broadcasts from root 0 and from root 1.
+    Root,
+    /// All-reduces of 64 and 32 elements (each thread's rank made by `Comm::from_rank`).
+    CountFromRank,
+}
+
+/// Rank 0 and rank 1, each on a thread of its own, make calls that disagree: each gets an
+/// error — its call is refused, or (when the other's call came first and was enqueued) its
+/// stream's wait fails — naming both ranks and what differs; no hang; both communicators are
+/// aborted and refuse later calls. (On a GPU before issue 31 this hung, or worse.)
+fn mismatch(gpus: &[Gpu], which: Mismatch) -> TestResult {
+    let comms = match which {
+        Mismatch::CountFromRank => {
+            let id = nccl::NcclId::new().ctx("id")?;
+            let made = on_threads_make(gpus, id)?;
+            made.into_iter().collect::<Result<Vec<_>, _>>().ctx("from_rank")?
+        }
+        _ => Comm::for_gpus(&gpus[..2]).ctx("comms")?,
+    };
+    let results = on_threads(comms, move |rank, comm| -> (Result<(), NcclError>, Result<(), Error>) {
+        let s = comm.gpu().stream();
+        let mut buf = match comm.gpu().upload(&vec![rank as u32 + 1; if rank == 0 { 64 } else { 32 }]) {
+            Ok(b) => b,
+            Err(e) => return (Err(e.into()), Ok(())),
+        };
+        let called = match which {
+            Mismatch::Count | Mismatch::CountFromRank => comm.all_reduce_in_place(s, buf.slice_mut(..), ReduceOp::Sum),
+            Mismatch::Root => comm.broadcast_in_place(s, buf.slice_mut(..32), rank),
+        };
+        let waited = s.synchronize();
+        (called, waited)
+    })?;
+    let field = match which {
+        Mismatch::Root => "root",
+        _ => "count",
+    };
+    for (rank, ((called, waited), comm)) in results.iter().enumerate() {
+        let text = match (called, waited) {
+            // Refused; or aborted by the other rank's refusal before it reached NCCL.
+            (Err(e @ (NcclError::Mismatch(_) | NcclError::Aborted(_))), _) => e.to_string(),
+            // Enqueued first: its wait fails.
+            (Ok(()), Err(e @ Error::CollectiveAborted(_))) => e.to_string(),
+            other => {
+                return Err(format!(
+                    "{which:?}: rank {rank}: expected an error from the call or its wait, got {other:?}"
+                ));
+            }
+        };
+        ensure(text.contains("ranks 0 and 1") && text.contains(field), || {
+            format!("{which:?}: rank {rank}'s error does not name both ranks and the {field}: {text}")
+        })?;
+        ensure(comm.aborted().is_some(), || format!("{which:?}: rank {rank}'s communicator was not aborted"))?;
+        let mut b = comm.gpu().zeroed::<u32>(8).ctx("alloc")?;
+        match comm.all_reduce_in_place(comm.gpu().stream(), &mut b, ReduceOp::Sum) {
+            Err(NcclError::Aborted(_)) => {}
+            other => return Err(format!("{which:?}: rank {rank}: a call after the abort gave {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+/// Rank `r` of `id` made by `Comm::from_rank` on thread `r` (they must all call at once).
+fn on_threads_make(gpus: &[Gpu], id: nccl::NcclId) -> Result<Vec<Result<Comm, NcclError>>, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    for (rank, gpu) in gpus[..2].iter().enumerate() {
+        let (tx, gpu) = (tx.clone(), gpu.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send((rank, Comm::from_rank(&gpu, &id, rank, 2)));
+        });
+    }
+    let mut got: Vec<Option<Result<Comm, NcclError>>> = vec![None, None];
+    for _ in 0..2 {
+        let (rank, c) = rx.recv_timeout(HANG).map_err(|_| "Comm::from_rank did not return: a hang".to_string())?;
+        got[rank] = Some(c);
+    }
+    Ok(got.into_iter().map(|c| c.expect("both sent")).collect())
+}
+
+/// Rank 0 all-reduces, rank 1 (alive, in this process) never does: with a 2 s deadline,
+/// rank 0's call or its stream's wait fails within seconds, naming the deadline; the
+/// communicator is aborted; later calls are refused.
+fn never_calls(gpus: &[Gpu]) -> TestResult {
+    let mut comms = Comm::for_gpus(&gpus[..2]).ctx("comms")?;
+    comms[0].set_timeout(Duration::from_secs(2));
+    let rank1 = comms.pop().expect("two");
+    let t0 = std::time::Instant::now();
+    let results = on_threads(comms, |_, comm| -> (Result<(), NcclError>, Result<(), Error>) {
+        let s = comm.gpu().stream();
+        let mut buf = match comm.gpu().upload(&[1.0f32; 1000]) {
+            Ok(b) => b,
+            Err(e) => return (Err(e.into()), Ok(())),
+        };
+        let called = comm.all_reduce_in_place(s, &mut buf, ReduceOp::Sum);
+        (called, s.synchronize())
+    })?;
+    let took = t0.elapsed();
+    let ((called, waited), comm0) = &results[0];
+    let text = match (called, waited) {
+        (Err(e @ NcclError::Aborted(_)), _) => e.to_string(),
+        (Ok(()), Err(e @ Error::CollectiveAborted(_))) => e.to_string(),
+        other => return Err(format!("expected an error after the deadline, got {other:?}")),
+    };
+    eprintln!("rank 0 alone, after {:.1} s: {text}", took.as_secs_f64());
+    ensure(text.contains("within 2.0 s"), || format!("the error does not name the deadline: {text}"))?;
+    ensure(took < Duration::from_secs(60), || format!("took {:.1} s for a 2 s deadline", took.as_secs_f64()))?;
+    ensure(comm0.aborted().is_some() && rank1.aborted().is_some(), || "the communicator was not aborted".to_string())?;
+    let mut b = rank1.gpu().zeroed::<f32>(8).ctx("alloc")?;
+    match rank1.all_reduce_in_place(rank1.gpu().stream(), &mut b, ReduceOp::Sum) {
+        Err(NcclError::Aborted(_)) => Ok(()),
+        other => Err(format!("rank 1's call after the abort gave {other:?}")),
+    }
 }

@@ -55,7 +55,6 @@ pub use cpu::*;
 mod cpu {
     use core::sync::atomic::Ordering::SeqCst;
     use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64};
-    use std::io::Write;
     use std::vec::Vec;
 
     /// The shared address of a `shared!` static in the running block (`key`: the static's
@@ -260,8 +259,10 @@ mod cpu {
     /// arguments laid out as `cohort::print::ArgBuffer` lays them out (each at its natural
     /// alignment: 4 bytes for `%d %i %u %x %X %o %c` without a `l`/`ll`/`z`/`j`/`t` length, 8
     /// for the rest), each conversion formatted by the C library's `snprintf` as the GPU's
-    /// `vprintf` formats it. Writes the text to stdout in one piece; returns the number of
-    /// arguments read.
+    /// `vprintf` formats it. Hands the text, whole, to the running launch's printf buffer
+    /// ([`cohort_cpu::device_print`]: written to stdout when the host launch returns, as a GPU's
+    /// driver writes its buffer when the host synchronizes); returns the number of arguments
+    /// read.
     ///
     /// # Safety
     /// `format` must be a NUL-terminated C string whose conversions match the values in
@@ -387,9 +388,7 @@ mod cpu {
             out.extend_from_slice(&buf[..n]);
             i += 1;
         }
-        let mut so = std::io::stdout().lock();
-        let _ = so.write_all(&out);
-        let _ = so.flush();
+        cohort_cpu::device_print(&out);
         count
     }
 }

@@ -3,7 +3,9 @@
 //! [`printf!`](crate::printf) takes a C format string and arguments, exactly like CUDA's
 //! `printf`, and calls the driver's `vprintf`. Output appears on the host's stdout when the
 //! host next synchronizes with the device (at most the printf FIFO size, 1 MiB by default, per
-//! launch).
+//! launch). On the CPU device, each call's text is kept, whole, with the rest of its host
+//! launch's (child grids included) and written in one piece when the launch returns;
+//! nothing is dropped. `cohort_runtime::capture_stdout` captures either.
 //!
 //! | Rust argument | C promotion | conversions |
 //! |---|---|---|

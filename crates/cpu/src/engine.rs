@@ -8,6 +8,7 @@ use corosensei::stack::DefaultStack;
 use crate::ctx::{CTX, Ctx};
 use crate::device_launch::Scope;
 use crate::error::CpuError;
+use crate::print::PrintScope;
 use crate::sched::{BlockCfg, BlockRun, GridAt, Outcome, panic_error, tid_of};
 use crate::shared::{BlockShared, SHARED_CAPACITY};
 use crate::{Dim3, LaunchSpec, Mode};
@@ -207,6 +208,9 @@ pub fn launch_typed<K: Fn() + Sync + ?Sized>(spec: &LaunchSpec, kernel: &K) -> R
     // The launch's place in a tree of device-side launches, if the runtime (or the parent
     // grid, for a child) gave it one: its threads may launch children, run after it.
     let scope = Scope::enter(spec);
+    // Its printf output: the host launch's buffer (a child grid shares its parent's), written
+    // when the host launch returns (`print`).
+    let print = PrintScope::enter();
     validate(spec)?;
     crate::hook::install();
     let blocks = spec.grid.volume();
@@ -232,6 +236,7 @@ pub fn launch_typed<K: Fn() + Sync + ?Sized>(spec: &LaunchSpec, kernel: &K) -> R
     let chunk = (blocks / (workers as u64 * 16)).clamp(1, 64);
     let work = |w: usize| {
         let _grid = scope.install();
+        let _print = print.install();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if spec.cooperative {
                 coop_worker(spec, &cfg, w, workers, &grid, &fail);

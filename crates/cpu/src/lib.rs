@@ -156,6 +156,7 @@ mod engine;
 mod error;
 mod hook;
 mod ops;
+mod print;
 mod sched;
 mod shared;
 mod vars;
@@ -176,6 +177,7 @@ pub use ops::{
     redux_i32, redux_u32, shfl, shfl_c, shfl_down, shfl_idx, shfl_up, shfl_xor, sync_threads, sync_threads_and,
     sync_threads_count, sync_threads_or, sync_warp, vote_all, vote_any, vote_uni, yield_now,
 };
+pub use print::{FLUSH_BYTES, device_print, emit, stdout_gate};
 pub use sched::{ReduxOp, ShflMode};
 pub use shared::{
     GARBAGE, SHARED_CAPACITY, check_in_shared_window, dynamic_shared, shared_access, shared_static, shared_window,

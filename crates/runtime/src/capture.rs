@@ -6,12 +6,21 @@ use std::sync::Mutex;
 static CAPTURE: Mutex<()> = Mutex::new(());
 
 /// Runs `f` with the process's standard output (file descriptor 1, where the CUDA driver
-/// writes device `printf` output when the host synchronizes) redirected to a temporary file,
-/// and returns `f`'s result with everything written meanwhile.
+/// writes device `printf` output when the host synchronizes, and where the CPU device writes a
+/// launch's output when it returns) redirected to a temporary file, and returns `f`'s result
+/// with everything written meanwhile.
 ///
-/// Synchronize inside `f` (the driver flushes the printf buffer at synchronization). Anything
-/// else the process prints to stdout meanwhile is captured too; captures in one process take
-/// turns.
+/// Synchronize inside `f` (the driver flushes the printf buffer at synchronization).
+///
+/// While `f` runs, this thread holds Rust's `stdout()` lock: `print!` and `println!` of
+/// other threads wait until the capture ends (they never land in it, and never put half a line
+/// in front of the device's output: a test harness that prints `test name ... ` and then
+/// `ok` in two writes did that); this thread's own `print!`s are captured. The device output
+/// of launches from any thread is captured (the CPU device writes it without that lock:
+/// [`cohort_cpu::emit`]), and so is what the process writes to file descriptor 1 without
+/// Rust's `stdout()` (C libraries: NCCL's `NCCL_DEBUG` log, a C `printf`). Captures in one
+/// process take turns. Don't wait in `f` for another thread that prints with `print!`: it
+/// waits for the capture to end (as it would for any holder of `stdout().lock()`).
 ///
 /// # Errors
 /// If the temporary file cannot be made or read, or the redirection fails.
@@ -25,9 +34,13 @@ pub fn capture_stdout<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> 
         std::thread::current().id()
     ));
     let file = std::fs::File::create(&path)?;
-    std::io::stdout().flush()?;
+    // `stdout()`, then the gate (`cohort_cpu::emit` takes only the gate).
+    let mut out = std::io::stdout().lock();
+    // What was printed before (a half line included) goes to the real standard output.
+    out.flush()?;
     // SAFETY: flushing every C stream is always allowed.
     unsafe { libc::fflush(std::ptr::null_mut()) };
+    let gate = cohort_cpu::stdout_gate();
     // SAFETY: duplicating fd 1 has no preconditions.
     let saved = unsafe { libc::dup(1) };
     if saved < 0 {
@@ -39,14 +52,18 @@ pub fn capture_stdout<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> 
         unsafe { libc::close(saved) };
         return Err(std::io::Error::last_os_error());
     }
+    drop(gate);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    let _ = std::io::stdout().flush();
+    let _ = out.flush();
+    let gate = cohort_cpu::stdout_gate();
     // SAFETY: as above; then fd 1 is restored and `saved` closed.
     unsafe {
         libc::fflush(std::ptr::null_mut());
         libc::dup2(saved, 1);
         libc::close(saved);
     }
+    drop(gate);
+    drop(out);
     let mut text = String::new();
     std::fs::File::open(&path)?.read_to_string(&mut text)?;
     let _ = std::fs::remove_file(&path);

@@ -714,6 +714,53 @@ mod tests {
         assert!(free <= total);
     }
 
+    /// Issue 31 item 9, the stream side: work of another library (an NCCL collective) that
+    /// fails after it was enqueued is reported by the waits that cover it — the host access of
+    /// the memory it wrote, `query`, `synchronize` (which reports it once) — and not by those
+    /// before it; the memory is freed normally.
+    #[test]
+    fn a_failed_collective_fails_the_waits_that_cover_it() {
+        struct Work(std::sync::Mutex<Option<Arc<str>>>);
+        impl crate::stream::StreamWork for Work {
+            fn failure(&self) -> Option<Arc<str>> {
+                self.0.lock().unwrap().clone()
+            }
+        }
+        let gpu = Gpu::cpu().unwrap();
+        let s = gpu.new_stream().unwrap();
+        let data: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+        let src = gpu.upload(&data).unwrap();
+        let mut before = gpu.zeroed::<u32>(data.len()).unwrap();
+        s.copy(&src, &mut before).unwrap();
+        // "The collective": its work on the stream, then the operation it writes with.
+        let work = Arc::new(Work(std::sync::Mutex::new(None)));
+        s.inner.add_foreign(work.clone());
+        let mut written = gpu.zeroed::<u32>(data.len()).unwrap();
+        s.copy(&src, &mut written).unwrap();
+        // Aborted before anyone waited.
+        *work.0.lock().unwrap() = Some("all_reduce of 1000 u32 aborted".into());
+        assert_eq!(before.to_vec().unwrap(), data, "a wait for what came before it does not report it");
+        for _ in 0..2 {
+            let r = written.to_vec();
+            assert!(matches!(r, Err(Error::CollectiveAborted(ref m)) if m.contains("aborted")), "{r:?}");
+        }
+        assert!(matches!(s.query(), Err(Error::CollectiveAborted(_))));
+        assert!(matches!(s.synchronize(), Err(Error::CollectiveAborted(_))));
+        // Reported by a synchronize: forgotten.
+        s.synchronize().unwrap();
+        assert!(s.query().unwrap());
+        assert_eq!(written.to_vec().unwrap(), data);
+        // A failure found by a wait of the stream's own (not a synchronize) stays for the next.
+        let work = Arc::new(Work(std::sync::Mutex::new(Some("broadcast aborted".into()))));
+        s.inner.add_foreign(work);
+        s.fill(&mut written, 7u32).unwrap();
+        assert!(matches!(written.to_vec(), Err(Error::CollectiveAborted(_))));
+        // Freed normally.
+        drop(written);
+        assert!(matches!(s.synchronize(), Err(Error::CollectiveAborted(ref m)) if m.contains("broadcast")));
+        s.synchronize().unwrap();
+    }
+
     #[test]
     fn fast_path_analysis_sees_collectives_after_predicates() {
         assert!(needs_threads("\tbar.sync 0;\n"));

@@ -175,6 +175,12 @@ pub enum Error {
     /// A host function ([`Stream::host_fn`](crate::Stream::host_fn)) panicked; the message is
     /// the panic's.
     HostFnPanicked(String),
+    /// An NCCL collective enqueued on the stream waited for was aborted before it finished
+    /// (its ranks disagreed, one never made it, NCCL failed): its receive buffer holds
+    /// whatever it had written. The message says which collective and why. The stream's waits
+    /// that cover it (host accesses of the memory it wrote, `query`) say so again until a
+    /// [`Stream::synchronize`](crate::Stream::synchronize) of the stream has reported it.
+    CollectiveAborted(String),
     /// An operation given handles of two devices that do not mix there: a kernel on device
     /// `device` given a buffer of device `other` without peer access from its context, a module
     /// of one context launched on a stream of another, host memory of another context, an
@@ -360,6 +366,7 @@ impl fmt::Display for Error {
             }
             Error::Argument(m) => f.write_str(m),
             Error::HostFnPanicked(m) => write!(f, "a host function enqueued with Stream::host_fn panicked: {m}"),
+            Error::CollectiveAborted(m) => write!(f, "a collective on this stream did not complete: {m}"),
             Error::CrossDevice { what, device, other, reason } if device == other => {
                 let on = crate::device::device_label(*device);
                 write!(f, "{what} on {on} was given memory, a stream or an event of another context of it: {reason}")

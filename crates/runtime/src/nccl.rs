@@ -48,11 +48,64 @@
 //! the environment outside Rust's lock (C code calling `getenv`), so a program with threads
 //! should call [`available`] (which loads NCCL) at its start, before it spawns them.
 //!
+//! # Ranks of one process
+//!
+//! NCCL wants every rank of a communicator to make the same collectives in the same order
+//! (same element type, count, operator, root) and every send to meet a receive of the same
+//! type and count; otherwise it hangs, or moves more data than a buffer holds. Cohort compares
+//! the calls of the ranks that live in this process before NCCL sees them: the ranks of
+//! [`Comm::for_gpus`], and every rank made by [`Comm::from_rank`] with one id in this process
+//! (several threads each holding a rank). Each rank's collectives are numbered in the order
+//! it makes them, and so are the sends from each rank to each other and the receives; the
+//! `k`-th collective of every local rank must be the same call, the `i`-th send from `r` to
+//! `p` and the `i`-th receive of `p` from `r` must agree. Nothing waits for the other ranks:
+//! the first rank to make call `k` goes on to NCCL, and each other rank's call `k` is
+//! compared with it when it comes. So one thread may issue rank 0's call, then rank 1's (in a
+//! [`Group`], as NCCL wants), and two threads may each drive a rank.
+//!
+//! A call that disagrees is refused ([`NcclError::Mismatch`], naming both ranks, the call's
+//! number and the fields that differ), before NCCL sees it. If the other rank's call was
+//! enqueued already (by another thread), that rank would wait for it forever: the
+//! communicator is aborted, so that rank's stream waits fail
+//! ([`Error::CollectiveAborted`], with the same reason) and
+//! its later calls are refused ([`NcclError::Aborted`]). A call that needs a rank of this
+//! process whose `Comm` was dropped is refused too. Ranks in other processes are not seen:
+//! for them, the deadline below is what ends a mismatch.
+//!
+//! # Hangs
+//!
+//! Communicators are non-blocking (`ncclCommInitRankConfig` with `blocking = 0`, NCCL 2.14 and
+//! later): no NCCL call waits inside NCCL for other ranks, so any communicator can be aborted
+//! at any time. Cohort waits for each call to finish enqueueing (`ncclCommGetAsyncError`),
+//! and a process-wide watchdog thread watches every enqueued operation: an event recorded
+//! before it and one after it on its stream. Creating a communicator, enqueueing an
+//! operation, and an operation that has begun on the GPU (its first event completed) each
+//! get a deadline, [`timeout`]: `COHORT_NCCL_TIMEOUT` seconds if set, else
+//! [`DEFAULT_TIMEOUT`] (5 minutes: long enough for a rank to wait while another writes a
+//! checkpoint), per communicator [`Comm::set_timeout`]. Past it, or when NCCL reports an
+//! error, every rank of the communicator in this process is aborted (`ncclCommAbort`, which
+//! stops the kernels still running): the operations not yet finished fail, each stream they
+//! ran on reports it from its waits — [`Stream::synchronize`], [`Stream::query`], and host
+//! accesses of the memory they wrote ([`Error::CollectiveAborted`],
+//! naming the operation, the ranks and the deadline; a host access or `query` reports it
+//! again until a `synchronize` of the stream has) — and every later call on the communicator
+//! is refused ([`NcclError::Aborted`]).
+//! Buffers are freed normally after an abort. Events and [`Gpu::synchronize`] do not report
+//! it. A collective needs a stream of its own (not the legacy or per-thread default stream),
+//! whose waits can report it, and is not captured into a graph (a replay could not be
+//! watched).
+//!
+//! With an NCCL older than 2.14, or `NCCL_COMM_BLOCKING=1`, communicators are blocking: a call
+//! may wait inside NCCL for the other ranks (creating a communicator, the first exchange with
+//! a peer), and no deadline ends that wait; the watchdog still bounds operations running on
+//! the GPU.
+//!
 //! # Dropping communicators
 //!
 //! The communicators made by one call ([`Comm::for_gpus`], or one [`Comm::from_rank`]) are
 //! aborted together (`ncclCommAbort`, each on a thread of its own, as it may wait for the
-//! node's other ranks) when the last of them is dropped. Synchronize the streams first if their
+//! node's other ranks) when the last of them is dropped; their operations that had not
+//! finished fail (their streams' waits say so). Synchronize the streams first if their
 //! collectives must complete; buffers stay safe either way (they wait for the recorded
 //! operations before being freed or read).
 
@@ -63,13 +116,20 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+mod ledger;
+mod watch;
+
+use ledger::{Call, CallKind};
+use watch::{Cell, OpState, Poll, Record};
+pub use watch::{DEFAULT_TIMEOUT, TIMEOUT_VAR, timeout};
+
 use cohort::DeviceCopy;
 use cudarc::driver::sys::CUstream;
 
 use crate::device::Gpu;
 use crate::error::Error;
-use crate::stream::{Event, Stream};
-use crate::track::{AllocKind, CopyDst, CopySrc, Gates, Use, run_tracked_in};
+use crate::stream::{Event, Stream, StreamInner, StreamKind};
+use crate::track::{AllocKind, CopyDst, CopySrc, Gates, Mark, Use, run_tracked_in};
 
 // ---------------------------------------------------------------------------------------------
 // The library
@@ -95,7 +155,10 @@ struct Api {
     get_unique_id: unsafe extern "C" fn(*mut RawId) -> RawResult,
     comm_init_rank: unsafe extern "C" fn(*mut RawComm, c_int, RawId, c_int) -> RawResult,
     comm_init_all: unsafe extern "C" fn(*mut RawComm, c_int, *const c_int) -> RawResult,
-    comm_abort: unsafe extern "C" fn(RawComm) -> RawResult,
+    /// `ncclCommInitRankConfig` (NCCL 2.14 and later): non-blocking communicators.
+    comm_init_rank_config: Option<unsafe extern "C" fn(*mut RawComm, c_int, RawId, c_int, *mut RawConfig) -> RawResult>,
+    comm_abort: watch::AbortFn,
+    comm_get_async_error: watch::QueryFn,
     get_error_string: unsafe extern "C" fn(RawResult) -> *const c_char,
     get_last_error: unsafe extern "C" fn(RawComm) -> *const c_char,
     all_reduce: unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, RawComm, CUstream) -> RawResult,
@@ -159,7 +222,15 @@ fn load() -> std::result::Result<Api, String> {
         get_unique_id: sym!("ncclGetUniqueId"),
         comm_init_rank: sym!("ncclCommInitRank"),
         comm_init_all: sym!("ncclCommInitAll"),
+        // Non-blocking communicators (a `blocking` field in `ncclConfig_t`) came with 2.14.
+        comm_init_rank_config: if version >= 21400 {
+            // SAFETY: as `sym!`: the 2.14 declaration, whose config NCCL reads by its size.
+            unsafe { lib.get(b"ncclCommInitRankConfig\0") }.ok().map(|f| *f)
+        } else {
+            None
+        },
         comm_abort: sym!("ncclCommAbort"),
+        comm_get_async_error: sym!("ncclCommGetAsyncError"),
         get_error_string: sym!("ncclGetErrorString"),
         get_last_error: sym!("ncclGetLastError"),
         all_reduce: sym!("ncclAllReduce"),
@@ -183,6 +254,13 @@ fn nvls_off() {
         // `getenv` at this very moment is the remaining hazard; CUDA's driver reads its
         // variables when it is initialized, which happens before any communicator can exist.
         unsafe { std::env::set_var("NCCL_NVLS_ENABLE", "0") };
+    }
+}
+
+impl Api {
+    /// The cell of a communicator this API made.
+    fn cell(&self, rank: usize, gpu: &Gpu, raw: RawComm) -> Cell {
+        Cell::new(rank, Some(gpu.clone()), raw, self.comm_abort, self.comm_get_async_error)
     }
 }
 
@@ -226,6 +304,15 @@ pub enum NcclError {
     },
     /// Exchanging the unique id through a file failed or timed out.
     IdExchange(String),
+    /// Ranks of one communicator in this process made calls that disagree (the collective,
+    /// its element type, count, operator or root; a send and its receive), or a call needs a
+    /// rank whose communicator was dropped: refused before NCCL saw it. The message names the
+    /// ranks, the call's number and what differs, and whether the communicator was aborted
+    /// (when another rank's call was enqueued already and would wait forever).
+    Mismatch(String),
+    /// The communicator was aborted (a mismatch, a deadline passed, an NCCL error, a rank
+    /// dropped): this call, and every later one, is refused; the message says why.
+    Aborted(String),
     /// A Cohort error: an argument (lengths, a buffer of another GPU), a driver failure.
     Cohort(Error),
 }
@@ -236,6 +323,7 @@ impl fmt::Display for NcclError {
             NcclError::NotFound(why) => write!(f, "NCCL (libnccl.so.2) not found: {why}; {HOW_TO_GET}"),
             NcclError::Call { what, code, message } => write!(f, "NCCL failed {what}: error {code}: {message}"),
             NcclError::IdExchange(m) => write!(f, "NCCL unique id exchange: {m}"),
+            NcclError::Mismatch(m) | NcclError::Aborted(m) => f.write_str(m),
             NcclError::Cohort(e) => e.fmt(f),
         }
     }
@@ -479,60 +567,49 @@ impl NcclId {
 
 /// One rank's NCCL communicator, on one [`Gpu`] (its primary context).
 ///
-/// `Send` but not `Sync`: NCCL allows one thread at a time per communicator.
+/// `Send` but not `Sync`: NCCL allows one thread at a time per communicator (and its calls
+/// are numbered in the order that thread makes them: see "Ranks of one process").
 pub struct Comm {
-    raw: RawComm,
+    cell: Arc<Cell>,
+    /// The ranks of this communicator in this process: their calls, compared.
+    record: Arc<Record>,
     gpu: Gpu,
     rank: usize,
     size: usize,
     /// The communicators made together, aborted together when the last of them is dropped.
-    _clique: Arc<Clique>,
+    _made: Arc<Made>,
+    _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
-/// Communicators made by one call, with their GPUs.
-struct Clique {
-    comms: Vec<(RawComm, Gpu)>,
+/// Communicators made by one call, aborted together when the last is dropped.
+struct Made {
+    record: Arc<Record>,
+    cells: Vec<Arc<Cell>>,
 }
 
-// SAFETY: the handles are only used by `Drop`, once, each on a thread of its own.
-unsafe impl Send for Clique {}
-// SAFETY: as above (nothing reads them through `&Clique`).
-unsafe impl Sync for Clique {}
-
-/// A communicator handle sent to the thread that aborts it.
-struct Handle(RawComm);
-// SAFETY: used by that one thread only.
-unsafe impl Send for Handle {}
-
-impl Drop for Clique {
+impl Drop for Made {
     fn drop(&mut self) {
-        if crate::stream::in_host_fn() {
-            return; // no CUDA call may be made there (and none may wait for it): leak them
+        // A collective of theirs still running: it fails (its streams' waits say so, and those
+        // of the other ranks of this process that take part, which could not complete now).
+        if self.cells.iter().any(|c| self.record.busy(c)) {
+            let ranks: Vec<usize> = self.cells.iter().map(|c| c.rank).collect();
+            self.record.abort(&format!(
+                "NCCL: the communicator of rank(s) {ranks:?} was dropped before its collective completed; the \
+                 communicator is aborted"
+            ));
         }
-        let Ok(api) = api() else { return };
         // One thread per communicator, all at once: `ncclCommAbort` may wait for the other
         // ranks of this node, so aborting them one after another from one thread could hang.
-        std::thread::scope(|scope| {
-            for (raw, gpu) in &self.comms {
-                let (h, gpu) = (Handle(*raw), gpu.clone());
-                scope.spawn(move || {
-                    let h = h;
-                    if gpu.inner.bind().is_ok() {
-                        // SAFETY: ours, aborted once, never used after (every `Comm` of the
-                        // clique is gone).
-                        unsafe {
-                            let _ = (api.comm_abort)(h.0);
-                        }
-                    }
-                });
-            }
-        });
+        watch::abort_cells(&self.cells);
     }
 }
 
-// SAFETY: an NCCL communicator may be used from any thread, one at a time (`!Sync` ensures
-// that); the `Gpu` is `Send`.
-unsafe impl Send for Comm {}
+impl Drop for Comm {
+    fn drop(&mut self) {
+        // A call another rank of this process made and waits for in NCCL can't complete now.
+        self.record.leave(self.rank);
+    }
+}
 
 impl fmt::Debug for Comm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -565,13 +642,80 @@ fn check_primary(gpu: &Gpu) -> NcclResult<()> {
     Ok(())
 }
 
+/// `ncclConfig_t` as NCCL 2.14 declared it: the prefix every later NCCL reads (it copies
+/// `size` bytes, and takes the fields a `version` below 2.17 lacks from its defaults).
+#[repr(C)]
+struct RawConfig {
+    size: usize,
+    magic: u32,
+    version: u32,
+    blocking: c_int,
+}
+
+impl RawConfig {
+    /// A non-blocking communicator: its calls return `ncclInProgress` instead of waiting.
+    fn non_blocking() -> Self {
+        Self { size: size_of::<Self>(), magic: 0xcafe_beef, version: 21400, blocking: 0 }
+    }
+}
+
+/// Waits, bounded by `timeout` from `since`, until NCCL has finished what it was doing on
+/// `cells` (creating them, enqueueing): on a failure or at the deadline, `abort` runs with
+/// the reason and the error is returned.
+fn settle(
+    cells: &[Arc<Cell>],
+    since: Instant,
+    timeout: Duration,
+    what: &dyn Fn() -> String,
+    aborted_why: &dyn Fn() -> String,
+    abort: &dyn Fn(&str),
+) -> NcclResult<()> {
+    match watch::poll_until(since, timeout, || watch::poll_cells(cells)) {
+        Ok(()) => Ok(()),
+        Err(Poll::Aborted) => {
+            Err(NcclError::Aborted(format!("NCCL: {}: the communicator was aborted: {}", what(), aborted_why())))
+        }
+        Err(Poll::Failed(rank, code)) => {
+            let why = format!("NCCL: {} failed on rank {rank}: {}", what(), error_text(code));
+            abort(&why);
+            Err(NcclError::Aborted(format!("{why}; the communicator is aborted")))
+        }
+        Err(_) => {
+            let why = format!(
+                "NCCL: {} did not finish within {:.1} s ({TIMEOUT_VAR}, Comm::set_timeout): a rank of the communicator \
+                 did not take part; the communicator is aborted",
+                what(),
+                timeout.as_secs_f64()
+            );
+            abort(&why);
+            Err(NcclError::Aborted(why))
+        }
+    }
+}
+
+/// NCCL's description of a result code.
+fn error_text(code: RawResult) -> String {
+    let Ok(api) = api() else { return format!("error {code}") };
+    // SAFETY: any code is accepted; NCCL returns a static string.
+    let p = unsafe { (api.get_error_string)(code) };
+    if p.is_null() {
+        format!("error {code}")
+    } else {
+        // SAFETY: a NUL-terminated static string.
+        format!("error {code}: {}", unsafe { CStr::from_ptr(p) }.to_string_lossy())
+    }
+}
+
 impl Comm {
-    /// One communicator per GPU of this process (`ncclCommInitAll`): rank `i` on `gpus[i]`.
-    /// From one thread, run their collectives in a [`Group`].
+    /// One communicator per GPU of this process (`ncclCommInitAll`'s equivalent: a unique id,
+    /// then one `ncclCommInitRankConfig` per GPU in a group): rank `i` on `gpus[i]`. From one
+    /// thread, run their collectives in a [`Group`]; from one thread per rank, each rank's
+    /// calls are compared with the others' (see "Ranks of one process").
     ///
     /// # Errors
     /// [`NcclError::NotFound`] without NCCL; [`Error::Argument`] for no GPU, a GPU twice, or
-    /// an isolated context; an NCCL failure.
+    /// an isolated context; an NCCL failure; [`NcclError::Aborted`] if creating them did not
+    /// finish within the [`timeout`].
     pub fn for_gpus(gpus: &[Gpu]) -> NcclResult<Vec<Comm>> {
         if gpus.is_empty() {
             return Err(arg("Comm::for_gpus: no GPU given".into()));
@@ -586,43 +730,147 @@ impl Comm {
             check_primary(g)?;
         }
         let api = api()?;
-        gpus[0].inner.bind()?;
-        let mut raws = vec![std::ptr::null_mut(); gpus.len()];
-        // SAFETY: `raws` has room for one communicator per device of `ordinals`, all valid
-        // devices (their `Gpu`s exist).
-        let rc = unsafe { (api.comm_init_all)(raws.as_mut_ptr(), ordinals.len() as c_int, ordinals.as_ptr()) };
-        check(api, rc, std::ptr::null_mut(), || format!("creating communicators on devices {ordinals:?}"))?;
         let size = gpus.len();
-        let clique = Arc::new(Clique { comms: raws.iter().zip(gpus).map(|(&r, g)| (r, g.clone())).collect() });
-        Ok(raws
+        let record = Arc::new(Record::new(size, None));
+        record.join_all(0..size);
+        let what = || format!("creating communicators on devices {ordinals:?}");
+        let mut raws = vec![std::ptr::null_mut(); size];
+        let start = Instant::now();
+        let cells: Vec<Arc<Cell>> = match api.comm_init_rank_config {
+            Some(init_config) => {
+                let id = NcclId::new()?;
+                let mut config = RawConfig::non_blocking();
+                // SAFETY: no arguments; paired with the `group_end` below.
+                check(api, unsafe { (api.group_start)() }, std::ptr::null_mut(), || "starting a group".into())?;
+                let mut first_err = None;
+                for (rank, (g, raw)) in gpus.iter().zip(raws.iter_mut()).enumerate() {
+                    let rc = g.inner.bind().map_err(NcclError::from).and_then(|()| {
+                        // SAFETY: `raw` receives the communicator; the id is 128 bytes by value;
+                        // `config` is a live `ncclConfig_t` (2.14 layout) NCCL copies; the
+                        // device is the current context's.
+                        let rc = unsafe { init_config(raw, size as c_int, id.raw(), rank as c_int, &mut config) };
+                        check(api, rc, std::ptr::null_mut(), what)
+                    });
+                    if let Err(e) = rc {
+                        first_err = Some(e);
+                        break;
+                    }
+                }
+                // SAFETY: closes the group opened above.
+                let rc = unsafe { (api.group_end)() };
+                let ended = check(api, rc, std::ptr::null_mut(), what);
+                let cells: Vec<Arc<Cell>> = raws
+                    .iter()
+                    .zip(gpus)
+                    .enumerate()
+                    .filter(|(_, (r, _))| !r.is_null())
+                    .map(|(rank, (&r, g))| Arc::new(api.cell(rank, g, r)))
+                    .collect();
+                let settled = match first_err.map_or(ended, Err) {
+                    Ok(()) if cells.len() == size => {
+                        settle(&cells, start, record.timeout(), &what, &|| String::new(), &|_| {})
+                    }
+                    Ok(()) => Err(NcclError::Aborted(format!("NCCL: {}: not every communicator was made", what()))),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = settled {
+                    watch::abort_cells(&cells);
+                    return Err(e);
+                }
+                cells
+            }
+            None => {
+                gpus[0].inner.bind()?;
+                // SAFETY: `raws` has room for one communicator per device of `ordinals`, all
+                // valid devices (their `Gpu`s exist).
+                let rc = unsafe { (api.comm_init_all)(raws.as_mut_ptr(), ordinals.len() as c_int, ordinals.as_ptr()) };
+                check(api, rc, std::ptr::null_mut(), what)?;
+                raws.iter().zip(gpus).enumerate().map(|(rank, (&r, g))| Arc::new(api.cell(rank, g, r))).collect()
+            }
+        };
+        for c in &cells {
+            record.add_cell(c.clone());
+        }
+        let made = Arc::new(Made { record: record.clone(), cells: cells.clone() });
+        Ok(cells
             .into_iter()
             .zip(gpus)
             .enumerate()
-            .map(|(rank, (raw, g))| Comm { raw, gpu: g.clone(), rank, size, _clique: clique.clone() })
+            .map(|(rank, (cell, g))| Comm {
+                cell,
+                record: record.clone(),
+                gpu: g.clone(),
+                rank,
+                size,
+                _made: made.clone(),
+                _not_sync: PhantomData,
+            })
             .collect())
     }
 
-    /// Rank `rank` of `size` on `gpu`, in a job whose ranks share `id` (`ncclCommInitRank`):
-    /// one process (or thread) per GPU, on one machine or several. Blocks until every rank has
-    /// joined.
+    /// Rank `rank` of `size` on `gpu`, in a job whose ranks share `id`
+    /// (`ncclCommInitRankConfig`, non-blocking): one process (or thread) per GPU, on one
+    /// machine or several. Returns once every rank has joined, or fails at the [`timeout`].
+    /// The ranks of one id made in this process are compared with one another (see "Ranks of
+    /// one process").
     ///
     /// # Errors
-    /// [`Error::Argument`] for `rank >= size` or an isolated context; an NCCL failure.
+    /// [`Error::Argument`] for `rank >= size`, an isolated context, or a rank of `id` made
+    /// twice in this process; an NCCL failure; [`NcclError::Aborted`] if not every rank joined
+    /// within the [`timeout`].
     pub fn from_rank(gpu: &Gpu, id: &NcclId, rank: usize, size: usize) -> NcclResult<Comm> {
         if rank >= size {
             return Err(arg(format!("Comm::from_rank: rank {rank} of {size}")));
         }
         check_primary(gpu)?;
         let api = api()?;
-        gpu.inner.bind()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: `raw` receives the communicator; the id is 128 bytes by value.
-        let rc = unsafe { (api.comm_init_rank)(&mut raw, size as c_int, id.raw(), rank as c_int) };
-        check(api, rc, std::ptr::null_mut(), || {
-            format!("creating rank {rank} of {size} on device {}", gpu.info().ordinal)
-        })?;
-        let clique = Arc::new(Clique { comms: vec![(raw, gpu.clone())] });
-        Ok(Comm { raw, gpu: gpu.clone(), rank, size, _clique: clique })
+        // Joined before NCCL is called: no rank's creation can finish before every rank has
+        // called, so by the time any rank of this process makes a call, all of them are known.
+        let record = Record::join_id(id, size, rank)?;
+        let made = (|| {
+            gpu.inner.bind()?;
+            let what = || format!("creating rank {rank} of {size} on device {}", gpu.info().ordinal);
+            let mut raw = std::ptr::null_mut();
+            let start = Instant::now();
+            match api.comm_init_rank_config {
+                Some(init_config) => {
+                    let mut config = RawConfig::non_blocking();
+                    // SAFETY: `raw` receives the communicator; the id is 128 bytes by value;
+                    // `config` is a live `ncclConfig_t` (2.14 layout) NCCL copies.
+                    let rc = unsafe { init_config(&mut raw, size as c_int, id.raw(), rank as c_int, &mut config) };
+                    let cell = (!raw.is_null()).then(|| Arc::new(api.cell(rank, gpu, raw)));
+                    let r = check(api, rc, std::ptr::null_mut(), what).and_then(|()| match &cell {
+                        Some(c) => {
+                            settle(std::slice::from_ref(c), start, record.timeout(), &what, &|| String::new(), &|_| {})
+                        }
+                        None => Ok(()),
+                    });
+                    if let Err(e) = r {
+                        if let Some(c) = &cell {
+                            watch::abort_cells([c]);
+                        }
+                        return Err(e);
+                    }
+                    cell.ok_or_else(|| NcclError::Aborted(format!("NCCL: {}: no communicator made", what())))
+                }
+                None => {
+                    // SAFETY: `raw` receives the communicator; the id is 128 bytes by value.
+                    let rc = unsafe { (api.comm_init_rank)(&mut raw, size as c_int, id.raw(), rank as c_int) };
+                    check(api, rc, std::ptr::null_mut(), what)?;
+                    Ok(Arc::new(api.cell(rank, gpu, raw)))
+                }
+            }
+        })();
+        let cell = match made {
+            Ok(c) => c,
+            Err(e) => {
+                record.unjoin(rank);
+                return Err(e);
+            }
+        };
+        record.add_cell(cell.clone());
+        let made = Arc::new(Made { record: record.clone(), cells: vec![cell.clone()] });
+        Ok(Comm { cell, record, gpu: gpu.clone(), rank, size, _made: made, _not_sync: PhantomData })
     }
 
     /// [`NcclId::exchange`] through `path`, then [`Comm::from_rank`].
@@ -635,6 +883,27 @@ impl Comm {
         }
         let id = NcclId::exchange(path, rank, timeout)?;
         Self::from_rank(gpu, &id, rank, size)
+    }
+
+    /// Sets the deadline of this communicator's operations (every rank of it in this process):
+    /// how long creating it or enqueueing an operation may take, and how long an operation
+    /// may run on the GPU, before the communicator is aborted and the operation fails
+    /// ([`NcclError::Aborted`], [`Error::CollectiveAborted`] from its stream's waits). It
+    /// starts as [`timeout`] (`COHORT_NCCL_TIMEOUT`); operations enqueued before keep theirs.
+    pub fn set_timeout(&self, timeout: Duration) {
+        self.record.set_timeout(timeout);
+    }
+
+    /// The deadline of this communicator's operations ([`Comm::set_timeout`]).
+    #[must_use]
+    pub fn timeout(&self) -> Duration {
+        self.record.timeout()
+    }
+
+    /// Why this communicator was aborted, if it was: its calls fail with this reason.
+    #[must_use]
+    pub fn aborted(&self) -> Option<String> {
+        self.record.aborted().map(|w| w.to_string())
     }
 
     /// This communicator's rank.
@@ -802,6 +1071,21 @@ struct Op<'a> {
     send: Option<Box<dyn Operand + 'a>>,
     /// The operand written (or read and written in place; for `Send`, absent).
     recv: Option<Box<dyn Operand + 'a>>,
+}
+
+impl Op<'_> {
+    /// The call, as compared across ranks.
+    fn call(&self) -> Call {
+        let kind = match self.kind {
+            Kind::AllReduce(op) => CallKind::AllReduce(op),
+            Kind::Broadcast(root) => CallKind::Broadcast { root },
+            Kind::AllGather => CallKind::AllGather,
+            Kind::ReduceScatter(op) => CallKind::ReduceScatter(op),
+            Kind::Send(p) => CallKind::Send(p),
+            Kind::Recv(p) => CallKind::Recv(p),
+        };
+        Call { kind, dtype: self.dtype, count: self.count }
+    }
 }
 
 /// Several NCCL operations enqueued together (`ncclGroupStart` … `ncclGroupEnd`), e.g. one
@@ -1079,16 +1363,32 @@ impl<'a> Group<'a> {
     /// returns once they are enqueued (not finished: synchronize a stream, or read a buffer,
     /// to wait).
     ///
+    /// First the calls are compared with the other calls of their communicators' ranks in
+    /// this process (see "Ranks of one process"); then NCCL enqueues them, which a
+    /// non-blocking communicator does in the background: this waits for it, at most the
+    /// communicators' [`timeout`]; then the watchdog watches the operations until they finish
+    /// (see "Hangs").
+    ///
     /// # Errors
-    /// An NCCL or driver failure.
+    /// [`NcclError::Mismatch`] when the calls disagree with one another or with those of
+    /// another rank of this process; [`NcclError::Aborted`] when a communicator was aborted,
+    /// or is now (NCCL failed, or did not finish enqueueing in time); [`Error::Argument`] for
+    /// the legacy or per-thread default stream, or a stream capturing a graph; an NCCL or
+    /// driver failure.
     pub fn run(self) -> NcclResult<()> {
         let Some(first) = self.ops.first() else { return Ok(()) };
         self.check_matching()?;
         let api = api()?;
+        for o in &self.ops {
+            if o.stream.inner.kind != StreamKind::Owned {
+                return Err(arg(format!(
+                    "NCCL {}: give a stream of its own (Gpu::stream, Gpu::new_stream), not the legacy or per-thread \
+                     default stream: the failures of a collective are reported by the waits of the stream it ran on",
+                    o.call()
+                )));
+            }
+        }
         let lead = first.stream;
-        // Every operand, recorded on the lead stream.
-        let uses: Vec<Use<'_>> =
-            self.ops.iter().flat_map(|o| o.send.iter().chain(o.recv.iter())).map(|o| o.get()).collect();
         // The other streams, once each.
         let mut others: Vec<&Op<'_>> = Vec::new();
         for o in &self.ops {
@@ -1098,64 +1398,116 @@ impl<'a> Group<'a> {
                 others.push(o);
             }
         }
-        // In a graph capture of the lead stream (this thread's: another thread's is refused
-        // below), the other streams join it first, through an event recorded in it; their
-        // NCCL work is then captured too, and the graph keeps every operand (recorded on the
-        // lead stream).
-        let capturing = lead.inner.capture_now().is_some();
-        if capturing && !others.is_empty() {
-            let fork = Event::untimed(&first.comm.gpu)?;
-            fork.record(lead)?;
-            for o in &others {
-                o.stream.wait(&fork)?;
-            }
-        }
-        // Every stream's gate, held until all is enqueued: no stream enters or leaves a
-        // capture meanwhile, and another thread's capture is refused.
+        // Every stream's gate, held until all is enqueued: no stream enters a capture
+        // meanwhile, and another thread's capture is refused.
         let gates = Gates::take(
             std::iter::once(&*lead.inner).chain(others.iter().map(|o| &*o.stream.inner)),
             "an NCCL operation",
         )?;
-        let lead_gate = gates.get(&lead.inner).expect("taken above");
-        let capture = lead_gate.capture();
-        for o in &others {
-            let theirs = gates.get(&o.stream.inner).expect("taken above").capture();
-            if capture.map(Arc::as_ptr) != theirs.map(Arc::as_ptr) {
-                return Err(arg(
-                    "an NCCL group whose streams are not all in the same graph capture (or all outside one): capture \
-                     on the group's first stream; the others join its capture"
-                        .into(),
-                ));
+        let gate_of = |s: &StreamInner| gates.get(s).expect("taken above");
+        for o in &self.ops {
+            if gate_of(&o.stream.inner).capture().is_some() {
+                return Err(arg(format!(
+                    "NCCL {}: a collective cannot be captured into a graph here: a replay's collective could not be \
+                     watched, and a rank that never made it would hang the replay",
+                    o.call()
+                )));
             }
         }
-        lead.inner.gpu.bind()?;
-        run_tracked_in(&lead.inner, lead_gate, &uses, || {
-            // Fork: the other streams start after the lead's waits (in a capture, they joined
-            // it above).
-            if !others.is_empty() && capture.is_none() {
-                let fork = Event::untimed(&first.comm.gpu)?;
-                fork.record_in(&lead.inner, lead_gate)?;
+        let lead_gate = gate_of(&lead.inner);
+        // The communicators involved, each once.
+        let mut records: Vec<Arc<Record>> = Vec::new();
+        let mut cells: Vec<Arc<Cell>> = Vec::new();
+        for o in &self.ops {
+            if !records.iter().any(|r| Arc::ptr_eq(r, &o.comm.record)) {
+                records.push(o.comm.record.clone());
+            }
+            if !cells.iter().any(|c| Arc::ptr_eq(c, &o.comm.cell)) {
+                cells.push(o.comm.cell.clone());
+            }
+        }
+        let what = self.describe();
+        let op = Arc::new(OpState::new(what.clone(), records.clone(), cells.clone()));
+        // Compare with the other local ranks' calls, and note the operation as pending.
+        for (i, rec) in records.iter().enumerate() {
+            let batch: Vec<(usize, Call)> =
+                self.ops.iter().filter(|o| Arc::ptr_eq(&o.comm.record, rec)).map(|o| (o.comm.rank, o.call())).collect();
+            if let Err(e) = rec.post(&batch, &op) {
+                // The calls posted to the other communicators will not be enqueued: ranks of
+                // this process that make them would wait forever.
+                for r in &records[..i] {
+                    r.abort(&format!("NCCL: a group with calls on this communicator was refused: {e}"));
+                }
+                return Err(e);
+            }
+        }
+        // Every operand, recorded on the lead stream.
+        let uses: Vec<Use<'_>> =
+            self.ops.iter().flat_map(|o| o.send.iter().chain(o.recv.iter())).map(|o| o.get()).collect();
+        let tracked = lead.inner.gpu.bind().map_err(NcclError::from).and_then(|()| {
+            run_tracked_in(&lead.inner, lead_gate, &uses, || {
+                // Every stream the group runs on reports its failure from its waits.
+                lead.inner.add_foreign(op.clone());
                 for o in &others {
-                    o.stream.wait_in(&fork, gates.get(&o.stream.inner).expect("taken above"))?;
+                    o.stream.inner.add_foreign(op.clone());
                 }
-            }
-            let enqueued = self.enqueue(api);
-            // Join: the lead stream finishes after every stream's part. Recorded even after a
-            // failure (whatever was enqueued is covered by the record).
-            let mut joined = Ok(());
-            for o in &others {
-                let join = Event::untimed(&o.comm.gpu).and_then(|j| {
-                    j.record_in(&o.stream.inner, gates.get(&o.stream.inner).expect("taken above"))?;
-                    lead.wait_in(&j, lead_gate)
-                });
-                if let Err(e) = join {
-                    joined = Err(NcclError::from(e));
+                let start = Mark::record(&lead.inner)?;
+                // Fork: the other streams start after the lead's waits.
+                if !others.is_empty() {
+                    let fork = Event::untimed(&first.comm.gpu)?;
+                    fork.record_in(&lead.inner, lead_gate)?;
+                    for o in &others {
+                        o.stream.wait_in(&fork, gate_of(&o.stream.inner))?;
+                    }
                 }
-            }
-            // The tracker records on the lead stream next: its context current again.
-            let rebound = lead.inner.gpu.bind().map_err(NcclError::from);
-            Ok(enqueued.and(joined).and(rebound))
-        })?
+                let enqueued = self.enqueue(api, &op, &cells);
+                // Join: the lead stream finishes after every stream's part. Recorded even after
+                // a failure (whatever was enqueued is covered by the record).
+                let mut joined = Ok(());
+                for o in &others {
+                    let join = Event::untimed(&o.comm.gpu).and_then(|j| {
+                        j.record_in(&o.stream.inner, gate_of(&o.stream.inner))?;
+                        lead.wait_in(&j, lead_gate)
+                    });
+                    if let Err(e) = join {
+                        joined = Err(NcclError::from(e));
+                    }
+                }
+                // The tracker records on the lead stream next: its context current again.
+                let rebound = lead.inner.gpu.bind().map_err(NcclError::from);
+                let end = Mark::record(&lead.inner);
+                if enqueued.is_ok()
+                    && let Ok(end) = end
+                {
+                    op.set_marks(start, end);
+                }
+                Ok(enqueued.and(joined).and(rebound))
+            })?
+        });
+        if op.is_enqueued() {
+            watch::watch(op);
+        } else {
+            // Not (wholly) enqueued, but posted: the other local ranks' matching calls would
+            // wait forever. (Aborted already if NCCL failed.)
+            let why = match &tracked {
+                Err(e) => format!("NCCL: enqueueing {what} failed: {e}"),
+                Ok(()) => format!("NCCL: enqueueing {what} did not finish"),
+            };
+            op.abort(&why);
+            return Err(tracked.err().unwrap_or(NcclError::Aborted(why)));
+        }
+        tracked
+    }
+
+    /// "all_reduce of 64 f32 (Sum) on rank 0, all_reduce of 64 f32 (Sum) on rank 1".
+    fn describe(&self) -> String {
+        let mut parts: Vec<String> = self.ops.iter().map(|o| format!("{} on rank {}", o.call(), o.comm.rank)).collect();
+        if parts.len() > 4 {
+            let n = parts.len();
+            parts.truncate(3);
+            parts.push(format!("{} more", n - 3));
+        }
+        parts.join(", ")
     }
 
     /// Ranks of one clique that are both in this group must agree: their k-th collectives have
@@ -1173,8 +1525,8 @@ impl<'a> Group<'a> {
                 Kind::Send(_) | Kind::Recv(_) => None,
             }
         };
-        let same_clique = |a: &Comm, b: &Comm| Arc::ptr_eq(&a._clique, &b._clique);
-        let key = |c: &Comm| (Arc::as_ptr(&c._clique), c.rank);
+        let same_clique = |a: &Comm, b: &Comm| Arc::ptr_eq(&a.record, &b.record);
+        let key = |c: &Comm| (Arc::as_ptr(&c.record), c.rank);
         let ranks_of = |c: &Comm| {
             let k = key(c);
             self.ops.iter().filter(move |o| key(o.comm) == k)
@@ -1217,37 +1569,73 @@ impl<'a> Group<'a> {
         Ok(())
     }
 
-    fn enqueue(&self, api: &Api) -> NcclResult<()> {
-        let grouped = self.ops.len() > 1;
-        if grouped {
-            // SAFETY: no arguments; paired with the `group_end` below on every path.
-            let rc = unsafe { (api.group_start)() };
-            check(api, rc, std::ptr::null_mut(), || "starting a group".into())?;
-        }
-        let mut first_err = None;
-        for o in &self.ops {
-            if let Err(e) = self.enqueue_one(api, o) {
-                first_err.get_or_insert(e);
-                break;
+    /// Enqueues the operations (holding every communicator's lock, so that none is aborted
+    /// while NCCL uses it), then waits until NCCL has finished enqueueing them (a
+    /// non-blocking communicator's `ncclInProgress`), at most `op`'s deadline. A failure aborts
+    /// the communicators: the calls were posted, and other ranks' matching calls would wait.
+    fn enqueue(&self, api: &Api, op: &OpState, cells: &[Arc<Cell>]) -> NcclResult<()> {
+        let started = Instant::now();
+        let aborted_why = || {
+            self.ops
+                .iter()
+                .find_map(|o| o.comm.record.aborted())
+                .map_or_else(|| "it was aborted".into(), |w| w.to_string())
+        };
+        let enqueued = {
+            let mut order: Vec<&Arc<Cell>> = cells.iter().collect();
+            order.sort_unstable_by_key(|c| Arc::as_ptr(c) as usize);
+            let guards: Vec<_> = order.iter().map(|c| (Arc::as_ptr(c), c.lock())).collect();
+            if guards.iter().any(|(_, g)| g.is_none()) {
+                return Err(NcclError::Aborted(format!(
+                    "NCCL: {}: the communicator was aborted: {}",
+                    op.what,
+                    aborted_why()
+                )));
             }
-        }
-        if grouped {
-            // SAFETY: closes the group opened above.
-            let rc = unsafe { (api.group_end)() };
-            if let Err(e) = check(api, rc, std::ptr::null_mut(), || "ending a group".into()) {
-                first_err.get_or_insert(e);
+            let raw_of = |o: &Op<'_>| {
+                guards
+                    .iter()
+                    .find(|(p, _)| *p == Arc::as_ptr(&o.comm.cell))
+                    .and_then(|(_, g)| g.as_ref().map(|h| h.0))
+                    .expect("locked above")
+            };
+            let grouped = self.ops.len() > 1;
+            let mut first_err = None;
+            if grouped {
+                // SAFETY: no arguments; paired with the `group_end` below on every path.
+                let rc = unsafe { (api.group_start)() };
+                check(api, rc, std::ptr::null_mut(), || "starting a group".into())?;
             }
+            for o in &self.ops {
+                if let Err(e) = self.enqueue_one(api, o, raw_of(o)) {
+                    first_err.get_or_insert(e);
+                    break;
+                }
+            }
+            if grouped {
+                // SAFETY: closes the group opened above.
+                let rc = unsafe { (api.group_end)() };
+                if let Err(e) = check(api, rc, std::ptr::null_mut(), || "ending a group".into()) {
+                    first_err.get_or_insert(e);
+                }
+            }
+            first_err.map_or(Ok(()), Err)
+        };
+        if let Err(e) = enqueued {
+            let why = format!("NCCL: enqueueing {} failed: {e}", op.what);
+            op.abort(&why);
+            return Err(NcclError::Aborted(format!("{why}; the communicator is aborted")));
         }
-        first_err.map_or(Ok(()), Err)
+        settle(cells, started, op.timeout(), &|| format!("enqueueing {}", op.what), &aborted_why, &|why| op.abort(why))
     }
 
-    fn enqueue_one(&self, api: &Api, o: &Op<'_>) -> NcclResult<()> {
+    fn enqueue_one(&self, api: &Api, o: &Op<'_>, c: RawComm) -> NcclResult<()> {
         let s = o.send.as_ref().map(|x| x.get());
         let r = o.recv.as_ref().map(|x| x.get());
         let rp = r.as_ref().map_or(0, Use::device_addr) as *mut c_void;
         // In place: NCCL reads and writes the receive buffer.
         let sp = s.as_ref().map_or(rp as u64, Use::device_addr) as *const c_void;
-        let (c, st) = (o.comm.raw, o.stream.inner.raw);
+        let st = o.stream.inner.raw;
         o.comm.gpu.inner.bind()?;
         // SAFETY: `sp`/`rp` are device addresses inside live allocations of the communicator's
         // device (checked when added), borrowed by the group until it has run, of `count`
@@ -1364,6 +1752,42 @@ mod tests {
         assert!(matches!(Comm::for_gpus(&[]), Err(NcclError::Cohort(Error::Argument(ref m))) if m.contains("no GPU")));
         assert!(Group::new().run().is_ok());
         assert!(Group::new().is_empty());
+    }
+
+    /// The bounded wait of creating or enqueueing on a non-blocking communicator, with NCCL
+    /// mocked: a communicator that stays in progress is aborted at the deadline, with an
+    /// error naming what was being done and the deadline; one that fails, at once.
+    #[test]
+    fn settling_a_communicator_is_bounded() {
+        unsafe extern "C" fn in_progress(_: RawComm, out: *mut RawResult) -> RawResult {
+            // SAFETY: the caller passes a live int.
+            unsafe { *out = NCCL_IN_PROGRESS };
+            NCCL_SUCCESS
+        }
+        unsafe extern "C" fn remote_error(_: RawComm, out: *mut RawResult) -> RawResult {
+            // SAFETY: as above.
+            unsafe { *out = 6 };
+            NCCL_SUCCESS
+        }
+        unsafe extern "C" fn no_abort(_: RawComm) -> RawResult {
+            NCCL_SUCCESS
+        }
+        let aborted = std::sync::Mutex::new(Vec::new());
+        let abort = |why: &str| aborted.lock().unwrap().push(why.to_owned());
+        let stuck = [Arc::new(Cell::new(1, None, 0x10 as RawComm, no_abort, in_progress))];
+        let t0 = Instant::now();
+        let e = settle(&stuck, t0, Duration::from_millis(50), &|| "enqueueing all_reduce".into(), &String::new, &abort)
+            .unwrap_err();
+        assert!(t0.elapsed() >= Duration::from_millis(50));
+        let text = e.to_string();
+        assert!(
+            matches!(e, NcclError::Aborted(_)) && text.contains("enqueueing all_reduce did not finish within 0.1 s")
+        );
+        let failed = [Arc::new(Cell::new(2, None, 0x11 as RawComm, no_abort, remote_error))];
+        let e =
+            settle(&failed, Instant::now(), Duration::from_secs(60), &|| "x".into(), &String::new, &abort).unwrap_err();
+        assert!(e.to_string().contains("failed on rank 2"), "{e}");
+        assert_eq!(aborted.into_inner().unwrap().len(), 2, "both aborted the communicator");
     }
 
     #[test]

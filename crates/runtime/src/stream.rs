@@ -285,6 +285,20 @@ pub(crate) struct StreamInner {
     /// The stream's cudarc side ([`crate::interop`]): cudarc's handle of it, whether cudarc owns
     /// it, whether cudarc may have captured it.
     pub(crate) interop: crate::interop::StreamLink,
+    /// Work of another library enqueued on this stream whose failure its waits report (NCCL
+    /// collectives that may be aborted), each with the number of the first operation that
+    /// may include it: a wait that covers that number reports the failure.
+    foreign: Mutex<Vec<(u64, Arc<dyn StreamWork>)>>,
+}
+
+/// Work enqueued on a stream by another library (an NCCL collective) that can fail without the
+/// stream seeing an error: a collective whose communicator is aborted stops early, and the
+/// stream goes on as if it had finished. Every wait of the stream that covers it (a `query`,
+/// the host accesses of the memory it used) reports the failure as
+/// [`Error::CollectiveAborted`], until a `synchronize` of the stream has reported it.
+pub(crate) trait StreamWork: Send + Sync {
+    /// Why it failed, if it did (asked once the stream has run past it).
+    fn failure(&self) -> Option<Arc<str>>;
 }
 
 // SAFETY: a CUstream and a CUevent may be used from any thread (the driver synchronizes
@@ -459,11 +473,59 @@ impl StreamInner {
         unsafe { crate::drv::cuEventSynchronize(event) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))?;
-        self.completed.fetch_max(upto, Ordering::AcqRel);
+        let ran = self.ran_past(upto, Some(seq));
         if !frozen {
             self.gpu.note_finished(Finished::Stream(self.key()));
         }
-        Ok(())
+        ran
+    }
+
+    /// Adds foreign work ([`StreamWork`]) enqueued now: a wait that covers the next operation
+    /// recorded on this stream reports its failure (a lower bound of that operation's number:
+    /// another thread may record one first, which only makes more waits report it).
+    pub(crate) fn add_foreign(&self, work: Arc<dyn StreamWork>) {
+        let seq = self.submitted.load(Ordering::Relaxed) + 1;
+        self.foreign.lock().unwrap_or_else(|p| p.into_inner()).push((seq, work));
+    }
+
+    /// Notes that the stream has run everything up to operation `upto`, for a wait for
+    /// operation `wanted` (`None`: a `synchronize`). Foreign work up to `upto` that had not
+    /// failed has finished. Failed work up to `wanted` is the error; a `synchronize` reports
+    /// it and forgets it, another wait keeps it (every later wait that covers it reports it
+    /// again), and then only the operations before the first failed work count as finished.
+    fn ran_past(&self, upto: u64, wanted: Option<u64>) -> Result<()> {
+        let report = wanted.unwrap_or(upto);
+        let mut first_failed: Option<u64> = None;
+        let mut reported: Option<(u64, Arc<str>)> = None;
+        {
+            let mut foreign = self.foreign.lock().unwrap_or_else(|p| p.into_inner());
+            foreign.retain(|(seq, work)| {
+                if *seq > upto {
+                    return true;
+                }
+                match work.failure() {
+                    Some(why) => {
+                        first_failed = Some(first_failed.map_or(*seq, |f| f.min(*seq)));
+                        if *seq <= report && reported.as_ref().is_none_or(|(s, _)| seq < s) {
+                            reported = Some((*seq, why));
+                        }
+                        wanted.is_some()
+                    }
+                    // The stream ran past it, and it had not failed by then: it finished (an
+                    // abort fails its work before it stops it).
+                    None => false,
+                }
+            });
+        }
+        let done = match (wanted, first_failed) {
+            (Some(_), Some(f)) => f - 1,
+            _ => upto,
+        };
+        self.completed.fetch_max(done, Ordering::AcqRel);
+        match reported {
+            None => Ok(()),
+            Some((_, why)) => Err(Error::CollectiveAborted(why.to_string())),
+        }
     }
 
     pub(crate) fn synchronize(&self) -> Result<()> {
@@ -485,7 +547,7 @@ impl StreamInner {
         unsafe { crate::drv::cuStreamSynchronize(self.raw) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Wait("synchronizing a stream")))?;
-        self.completed.fetch_max(upto, Ordering::AcqRel);
+        self.ran_past(upto, None)?;
         self.gpu.note_finished(Finished::Stream(self.key()));
         if let Some(message) = self.callback_panic.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(Error::HostFnPanicked(message));
@@ -662,6 +724,7 @@ impl Stream {
                 capture: RwLock::new(None),
                 callback_panic: Arc::new(Mutex::new(None)),
                 interop,
+                foreign: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -732,7 +795,7 @@ impl Stream {
         // SAFETY: live stream of the current context, not in a capture (the gate).
         match unsafe { crate::drv::cuStreamQuery(self.inner.raw) } {
             sys::CUresult::CUDA_SUCCESS => {
-                self.inner.completed.fetch_max(upto, Ordering::AcqRel);
+                self.inner.ran_past(upto, Some(upto))?;
                 Ok(true)
             }
             sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),

@@ -133,8 +133,10 @@ impl Drop for Alloc {
         }
         // Wait for every operation still using the memory before freeing it. If waiting fails
         // (a kernel failed: the context is lost), the memory is not freed: nothing can run
-        // any more, and the driver may still be using it.
-        if wait_host(accesses, &(0..usize::MAX), true, "freeing memory").is_err() || self.gpu.bind().is_err() {
+        // any more, and the driver may still be using it. An aborted collective is no such
+        // failure: its stream ran past it, and nothing uses the memory any more.
+        let waited = wait_host(accesses, &(0..usize::MAX), true, "freeing memory");
+        if matches!(waited, Err(ref e) if !matches!(e, Error::CollectiveAborted(_))) || self.gpu.bind().is_err() {
             return;
         }
         // SAFETY: ours, and no operation uses it any more (waited above).
@@ -321,8 +323,12 @@ impl Drop for Mark {
 }
 
 /// Waits on the host for the accesses that conflict with a host access to `range`, and
-/// forgets them.
+/// forgets them. An access whose stream reports an aborted collective
+/// ([`Error::CollectiveAborted`]) is kept (later host accesses report it again, until an
+/// operation overwrites the range) and the others are still waited for; the error is returned
+/// after them.
 fn wait_host(accesses: &mut Vec<Access>, range: &Range<usize>, write: bool, what: &'static str) -> Result<()> {
+    let mut aborted = None;
     let mut i = 0;
     while i < accesses.len() {
         let a = &accesses[i];
@@ -332,7 +338,15 @@ fn wait_host(accesses: &mut Vec<Access>, range: &Range<usize>, write: bool, what
         }
         if a.conflicts(range, write) {
             match &a.pending {
-                Pending::Stream(s, seq) => s.wait_host(*seq, what)?,
+                Pending::Stream(s, seq) => match s.wait_host(*seq, what) {
+                    Ok(()) => {}
+                    Err(e @ Error::CollectiveAborted(_)) => {
+                        aborted.get_or_insert(e);
+                        i += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
                 Pending::Event(m) => {
                     m.gpu.bind()?;
                     // SAFETY: live event.
@@ -346,7 +360,7 @@ fn wait_host(accesses: &mut Vec<Access>, range: &Range<usize>, write: bool, what
         }
         i += 1;
     }
-    Ok(())
+    aborted.map_or(Ok(()), Err)
 }
 
 /// One operand of an operation: a byte range of an allocation, read or written.
