@@ -362,10 +362,8 @@ impl StreamInner {
         Ok(Gate { guard: Some(guard) })
     }
 
-    /// The capture the stream is in now, without holding it (a check made before an
-    /// operation takes its [`Gate`]; only the capturing thread can change the answer for
-    /// itself, and another thread's capture is refused by the gate).
-    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    /// The capture the stream is in now, without holding it (the unit tests' view).
+    #[cfg(test)]
     pub(crate) fn capture_now(&self) -> Option<Arc<Capture>> {
         if self.kind != StreamKind::Owned {
             return None;
