@@ -15,7 +15,7 @@
 //!
 //! [`emit`] writes straight to file descriptor 1, in one piece, as the CUDA driver writes a
 //! GPU's printf output: it never takes Rust's `stdout()` lock, so a launch never waits for a
-//! thread that holds it (`cohort_runtime::capture_stdout` holds it for a whole capture). What
+//! thread that holds it (a `print!` in progress, a capture switching the descriptor). What
 //! Rust's `stdout()` still buffers then (a half line, `print!` without a newline) comes after
 //! it. [`stdout_gate`] keeps [`emit`] from writing while a capture switches the descriptor.
 

@@ -12,15 +12,16 @@ static CAPTURE: Mutex<()> = Mutex::new(());
 ///
 /// Synchronize inside `f` (the driver flushes the printf buffer at synchronization).
 ///
-/// While `f` runs, this thread holds Rust's `stdout()` lock: `print!` and `println!` of
-/// other threads wait until the capture ends (they never land in it, and never put half a line
-/// in front of the device's output: a test harness that prints `test name ... ` and then
-/// `ok` in two writes did that); this thread's own `print!`s are captured. The device output
-/// of launches from any thread is captured (the CPU device writes it without that lock:
-/// [`cohort_cpu::emit`]), and so is what the process writes to file descriptor 1 without
-/// Rust's `stdout()` (C libraries: NCCL's `NCCL_DEBUG` log, a C `printf`). Captures in one
-/// process take turns. Don't wait in `f` for another thread that prints with `print!`: it
-/// waits for the capture to end (as it would for any holder of `stdout().lock()`).
+/// The redirection is switched while this thread holds Rust's `stdout()` lock (after flushing
+/// it and C's streams), so nothing printed before the capture lands in it, and what a CPU-device
+/// launch writes ([`cohort_cpu::emit`], one piece per launch) is wholly in it or wholly out. The
+/// lock is *not* held while `f` runs: `f` may wait for anything (a device-wide synchronize, a
+/// host function, another thread) without waiting for some other thread's `println!`. So what
+/// other threads print meanwhile lands in the capture too (a test harness's `test name ... `
+/// can come before a line of the device's); look for a kernel's lines by their content. The
+/// device output of launches from any thread is captured, and so is what the process writes to
+/// file descriptor 1 without Rust's `stdout()` (C libraries: NCCL's `NCCL_DEBUG` log, a C
+/// `printf`). Captures in one process take turns.
 ///
 /// # Errors
 /// If the temporary file cannot be made or read, or the redirection fails.
@@ -34,36 +35,39 @@ pub fn capture_stdout<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> 
         std::thread::current().id()
     ));
     let file = std::fs::File::create(&path)?;
-    // `stdout()`, then the gate (`cohort_cpu::emit` takes only the gate).
-    let mut out = std::io::stdout().lock();
-    // What was printed before (a half line included) goes to the real standard output.
-    out.flush()?;
-    // SAFETY: flushing every C stream is always allowed.
-    unsafe { libc::fflush(std::ptr::null_mut()) };
-    let gate = cohort_cpu::stdout_gate();
-    // SAFETY: duplicating fd 1 has no preconditions.
-    let saved = unsafe { libc::dup(1) };
-    if saved < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `file` is open; fd 1 now refers to it until restored below.
-    if unsafe { libc::dup2(file.as_raw_fd(), 1) } < 0 {
-        // SAFETY: `saved` is ours.
-        unsafe { libc::close(saved) };
-        return Err(std::io::Error::last_os_error());
-    }
-    drop(gate);
+    // `stdout()`, then the gate (`cohort_cpu::emit` takes only the gate), for the switch only.
+    let saved = {
+        let mut out = std::io::stdout().lock();
+        // What was printed before (a half line included) goes to the real standard output.
+        out.flush()?;
+        // SAFETY: flushing every C stream is always allowed.
+        unsafe { libc::fflush(std::ptr::null_mut()) };
+        let _gate = cohort_cpu::stdout_gate();
+        // SAFETY: duplicating fd 1 has no preconditions.
+        let saved = unsafe { libc::dup(1) };
+        if saved < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `file` is open; fd 1 now refers to it until restored below.
+        if unsafe { libc::dup2(file.as_raw_fd(), 1) } < 0 {
+            // SAFETY: `saved` is ours.
+            unsafe { libc::close(saved) };
+            return Err(std::io::Error::last_os_error());
+        }
+        saved
+    };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    let _ = out.flush();
-    let gate = cohort_cpu::stdout_gate();
-    // SAFETY: as above; then fd 1 is restored and `saved` closed.
-    unsafe {
-        libc::fflush(std::ptr::null_mut());
-        libc::dup2(saved, 1);
-        libc::close(saved);
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = out.flush();
+        let _gate = cohort_cpu::stdout_gate();
+        // SAFETY: as above; then fd 1 is restored and `saved` closed.
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            libc::dup2(saved, 1);
+            libc::close(saved);
+        }
     }
-    drop(gate);
-    drop(out);
     let mut text = String::new();
     std::fs::File::open(&path)?.read_to_string(&mut text)?;
     let _ = std::fs::remove_file(&path);

@@ -1144,7 +1144,9 @@ impl<'a> Group<'a> {
 
     fn check_operand(comm: &Comm, u: &Use<'_>, what: &str) -> NcclResult<()> {
         if !AllocKind::device_only(u.alloc.kind) {
-            return Err(arg(format!("NCCL: the {what} buffer is host or managed memory; NCCL needs device memory")));
+            return Err(arg(format!(
+                "NCCL: the {what} buffer is host memory (pinned or registered) or managed memory; NCCL needs device memory"
+            )));
         }
         if u.alloc.gpu.cu_ctx() != comm.gpu.inner.cu_ctx() {
             return Err(arg(format!(

@@ -372,20 +372,21 @@ impl StreamInner {
     }
 
     /// Records the mark (creating it first) on this stream, whose context is current.
-    fn record_mark(&self, mark: &mut MarkState) -> Result<()> {
+    /// Errors name `what`, the operation the mark is recorded for.
+    fn record_mark(&self, mark: &mut MarkState, what: &str) -> Result<()> {
         if mark.event.is_null() {
             // SAFETY: this stream's context is current (callers bind it); `event` receives the
             // handle.
             unsafe { crate::drv::cuEventCreate(&mut mark.event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
                 .result()
-                .map_err(|code| self.gpu.error(code, Doing::Call("creating an event".into())))?;
+                .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))?;
         }
         // SAFETY: live event and stream of this context, which is current; the event is
         // re-recorded under the lock; the stream is not in a capture (callers checked: the
         // mark is never recorded inside one).
         unsafe { crate::drv::cuEventRecord(mark.event, self.raw) }
             .result()
-            .map_err(|code| self.gpu.error(code, Doing::Call("ordering a stream after another".into())))
+            .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))
     }
 
     /// Makes `consumer` wait (on the GPU) for everything enqueued on this stream so far.
@@ -408,7 +409,7 @@ impl StreamInner {
             if other {
                 self.gpu.bind()?;
             }
-            let recorded = self.record_mark(&mut mark);
+            let recorded = self.record_mark(&mut mark, "ordering a stream after another");
             if other {
                 consumer.gpu.bind()?;
             }
@@ -431,7 +432,7 @@ impl StreamInner {
         if mark.frozen_upto().is_some() {
             return Err(Error::Argument("the stream is already in a graph capture".into()));
         }
-        self.record_mark(&mut mark)?;
+        self.record_mark(&mut mark, "beginning a graph capture")?;
         // No operation runs meanwhile (the caller holds the write lock): this is the last one.
         let upto = self.submitted.load(Ordering::Acquire);
         enter()?;
@@ -460,7 +461,7 @@ impl StreamInner {
                 Some(upto) => (mark.event, upto, true),
                 None => {
                     let upto = self.submitted.load(Ordering::Acquire);
-                    self.record_mark(&mut mark)?;
+                    self.record_mark(&mut mark, what)?;
                     (mark.event, upto, false)
                 }
             }
@@ -481,6 +482,7 @@ impl StreamInner {
     /// Adds foreign work ([`StreamWork`]) enqueued now: a wait that covers the next operation
     /// recorded on this stream reports its failure (a lower bound of that operation's number:
     /// another thread may record one first, which only makes more waits report it).
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
     pub(crate) fn add_foreign(&self, work: Arc<dyn StreamWork>) {
         let seq = self.submitted.load(Ordering::Relaxed) + 1;
         self.foreign.lock().unwrap_or_else(|p| p.into_inner()).push((seq, work));
