@@ -60,6 +60,12 @@ fn ex(m: String) -> NcclError {
     NcclError::IdExchange(m)
 }
 
+/// `timeout` after `from`; a timeout past what an `Instant` can hold (`Duration::MAX`) is a
+/// century.
+fn after(from: Instant, timeout: Duration) -> Instant {
+    from.checked_add(timeout).or_else(|| from.checked_add(Duration::from_secs(100 * 365 * 86_400))).unwrap_or(from)
+}
+
 fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))
 }
@@ -205,7 +211,7 @@ impl Rendezvous {
             let start = Instant::now();
             let listener = self.listen()?;
             let id = make_id()?;
-            listener.serve_until(&id, start + timeout, timeout)?;
+            listener.serve_until(&id, after(start, timeout), timeout)?;
             Ok(id)
         } else {
             self.join(rank, timeout)
@@ -259,7 +265,7 @@ impl Rendezvous {
         if rank == 0 {
             return Err(ex("rank 0 serves the id (Rendezvous::listen); it does not join".into()));
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = after(Instant::now(), timeout);
         let hello = self.hello(rank);
         let who = format!("rank {rank} of {}", self.world_size);
         let mut backoff = Duration::from_millis(20);
@@ -543,10 +549,10 @@ impl Listener {
     /// missing, the refusals and what else connected; the ranks that joined are refused with
     /// the same message); a rank went away before it got the id.
     pub fn serve(self, id: &NcclId, timeout: Duration) -> NcclResult<()> {
-        self.serve_until(id, Instant::now() + timeout, timeout)
+        self.serve_until(id, after(Instant::now(), timeout), timeout)
     }
 
-    fn serve_until(self, id: &NcclId, deadline: Instant, timeout: Duration) -> NcclResult<()> {
+    fn serve_until(mut self, id: &NcclId, deadline: Instant, timeout: Duration) -> NcclResult<()> {
         let world = self.rz.world_size;
         let mut s = Serving {
             rz: &self.rz,
@@ -567,7 +573,7 @@ impl Listener {
                 s.refuse_members(&format!("not every rank joined: {missing}"));
                 return Err(ex(s.timeout_message(&missing)));
             }
-            let mut busy = s.accept(&self.listener, &self.probes, now);
+            let mut busy = s.accept(&self.listener, &mut self.probes, now);
             busy |= s.read_hellos(now);
             if now.duration_since(checked) >= LIVENESS_EVERY {
                 s.check_members();
@@ -627,14 +633,19 @@ struct Serving<'a> {
 }
 
 impl Serving<'_> {
-    fn accept(&mut self, listener: &TcpListener, probes: &[SocketAddr], now: Instant) -> bool {
+    fn accept(&mut self, listener: &TcpListener, probes: &mut Vec<SocketAddr>, now: Instant) -> bool {
         let mut busy = false;
         loop {
             match listener.accept() {
                 Ok((stream, peer)) => {
                     busy = true;
                     let peer = canonical(peer);
-                    if probes.contains(&peer) || stream.set_nonblocking(true).is_err() {
+                    // Rank 0's own probe, once (its port may serve another connection later).
+                    if let Some(i) = probes.iter().position(|p| *p == peer) {
+                        probes.swap_remove(i);
+                        continue;
+                    }
+                    if stream.set_nonblocking(true).is_err() {
                         continue;
                     }
                     let _ = stream.set_nodelay(true);
@@ -704,10 +715,9 @@ impl Serving<'_> {
             )
         } else if h.token != self.rz.token.as_bytes() {
             format!(
-                "its job token {:?} is not rank 0's {:?}: a rank of another job? (the launcher's job id, or \
+                "its job token {:?} is not rank 0's: a rank of another job? (the launcher's job id, or \
                  COHORT_JOB_ID)",
-                String::from_utf8_lossy(&h.token),
-                self.rz.token
+                String::from_utf8_lossy(&h.token)
             )
         } else if rank == 0 {
             format!("it says it is rank 0, but rank 0 is the process serving at {}", self.local)
@@ -726,7 +736,13 @@ impl Serving<'_> {
             }
             return;
         };
-        self.refuse(p.stream, &format!("{} (rank {rank})", p.peer), &why);
+        // Rank 0's token goes to its own error only, not to whoever connected.
+        let who = if h.token == self.rz.token.as_bytes() {
+            format!("{} (rank {rank})", p.peer)
+        } else {
+            format!("{} (rank {rank}; rank 0's token is {:?})", p.peer, self.rz.token)
+        };
+        self.refuse(p.stream, &who, &why);
     }
 
     /// Forgets the ranks whose connection closed (they may join again).
@@ -913,8 +929,9 @@ mod tests {
     fn four_ranks_get_rank_0s_id() {
         let (l, rz) = rank0(4);
         let id = fake_id(7);
-        let peers: Vec<_> = (1..4).map(|r| spawn_join(&rz, r, Duration::from_secs(20))).collect();
-        l.serve(&id, Duration::from_secs(20)).unwrap();
+        // A timeout past what an Instant holds waits as long as it takes, without overflowing.
+        let peers: Vec<_> = (1..4).map(|r| spawn_join(&rz, r, Duration::MAX)).collect();
+        l.serve(&id, Duration::MAX).unwrap();
         for p in peers {
             assert_eq!(p.join().unwrap().unwrap(), id);
         }
@@ -962,7 +979,7 @@ mod tests {
         let m = message(bad_size.join().unwrap());
         assert!(m.contains("refused it: it was started with a world size of 4, rank 0 with 3"), "{m}");
         let m = message(other_job.join().unwrap());
-        assert!(m.contains("job token \"another job\" is not rank 0's \"\""), "{m}");
+        assert!(m.contains("job token \"another job\" is not rank 0's: a rank of another job?"), "{m}");
         // The rendezvous goes on for the good ranks.
         let good: Vec<_> = (1..3).map(|r| spawn_join(&rz, r, Duration::from_secs(20))).collect();
         rx.recv().unwrap().unwrap();
@@ -974,11 +991,16 @@ mod tests {
     #[test]
     fn a_rank_given_twice_is_refused_once() {
         let (l, rz) = rank0(3);
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || tx.send(l.serve(&fake_id(4), Duration::from_secs(20))).unwrap());
         let twins: Vec<_> = (0..2).map(|_| spawn_join(&rz, 1, Duration::from_secs(20))).collect();
-        // Let both twins reach rank 0 before rank 2 completes the job.
-        thread::sleep(Duration::from_millis(300));
+        // The second twin to say hello is refused at once; then rank 2 completes the job.
+        let t = Instant::now();
+        while !twins.iter().any(thread::JoinHandle::is_finished) && t.elapsed() < Duration::from_secs(20) {
+            thread::sleep(Duration::from_millis(5));
+        }
         let other = spawn_join(&rz, 2, Duration::from_secs(20));
-        l.serve(&fake_id(4), Duration::from_secs(20)).unwrap();
+        rx.recv().unwrap().unwrap();
         assert_eq!(other.join().unwrap().unwrap(), fake_id(4));
         let results: Vec<_> = twins.into_iter().map(|t| t.join().unwrap()).collect();
         assert_eq!(results.iter().filter(|r| r.as_ref().is_ok_and(|id| *id == fake_id(4))).count(), 1);
@@ -1052,17 +1074,22 @@ mod tests {
         let waiting = spawn_join(&rz, 1, Duration::from_secs(30));
         let fourth = spawn_join(&rz, 4, Duration::from_secs(30));
         let bad = spawn_join(&Rendezvous::new(rz.endpoint().clone(), 7), 2, Duration::from_secs(30));
+        let stranger = spawn_join(&rz.clone().with_token("job-x"), 3, Duration::from_secs(30));
         let mut curl = TcpStream::connect(l.local_addr()).unwrap();
         curl.write_all(b"GET /").unwrap();
         let t = Instant::now();
         thread::sleep(Duration::from_millis(100));
-        let m = message(l.serve(&fake_id(0), Duration::from_millis(600)));
+        let m = message(l.serve(&fake_id(0), Duration::from_millis(1500)));
         assert!(t.elapsed() < Duration::from_secs(5));
         assert!(m.starts_with("rank 0 (listening on 127.0.0.1:"), "{m}");
-        assert!(m.contains("): 2 of the 5 other ranks joined within 0.6 s; ranks 2–3, 5 never joined"), "{m}");
+        assert!(m.contains("): 2 of the 5 other ranks joined within 1.5 s; ranks 2–3, 5 never joined"), "{m}");
         assert!(m.contains("1 other connection(s) were not Cohort ranks"), "{m}");
         assert!(m.contains(" (rank 2): it was started with a world size of 7, rank 0 with 6"), "{m}");
         assert!(message(bad.join().unwrap()).contains("world size of 7"));
+        // Rank 0's token is in its own error, not in what the stranger is told.
+        assert!(m.contains(" (rank 3; rank 0's token is \"\"): its job token \"job-x\" is not rank 0's"), "{m}");
+        let told = message(stranger.join().unwrap());
+        assert!(told.contains("is not rank 0's: a rank of another job?") && !told.contains("token is"), "{told}");
         for w in [waiting, fourth] {
             let m = message(w.join().unwrap());
             assert!(m.contains("refused it: not every rank joined: 2 of the 5 other ranks joined"), "{m}");
