@@ -381,7 +381,25 @@ fn nccl_two_processes(_gpus: &[Gpu]) -> TestResult {
 /// `LOCAL_RANK`, `LOCAL_WORLD_SIZE`, `MASTER_ADDR=127.0.0.1`, a free `MASTER_PORT`; each reads
 /// its launch from the environment, takes device `LOCAL_RANK`, gets the id from rank 0 over
 /// TCP ([`Comm::from_launch`]), all-reduces its data and checks the sum.
-fn nccl_two_processes_from_env(_gpus: &[Gpu]) -> TestResult {
+fn nccl_two_processes_from_env(gpus: &[Gpu]) -> TestResult {
+    // A local rank past the GPUs this process sees is an error naming both.
+    let too_far = nccl::Launch {
+        launcher: nccl::Launcher::Torch,
+        rank: 0,
+        world_size: 1,
+        local_rank: Some(gpus.len()),
+        local_world_size: None,
+        rendezvous: None,
+        bind: None,
+        token: String::new(),
+    };
+    match too_far.gpu() {
+        Err(NcclError::Launch(m)) => ensure(
+            m.starts_with(&format!("LOCAL_RANK={}, but this process sees {} GPU(s)", gpus.len(), gpus.len())),
+            || m.clone(),
+        )?,
+        other => return Err(format!("LOCAL_RANK past the GPUs: {other:?}")),
+    }
     let port = std::net::TcpListener::bind(("127.0.0.1", 0)).and_then(|l| l.local_addr()).ctx("free port")?.port();
     two_processes(|r, c| {
         for var in

@@ -53,7 +53,8 @@
 //! ```
 //!
 //! A job of one rank needs no address. Rank 0 must run on the `MASTER_ADDR` host (it checks:
-//! if that address refuses a connection from rank 0 itself, it is another host, an error).
+//! if that address refuses a connection from rank 0 itself, it is another host, an error;
+//! with [`COHORT_RENDEZVOUS_BIND`](BIND_VAR) set, rank 0 trusts it and skips the check).
 //!
 //! # The exchange
 //!

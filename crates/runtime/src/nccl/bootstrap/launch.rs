@@ -761,6 +761,14 @@ mod tests {
     }
 
     #[test]
+    fn no_local_rank_means_no_gpu_to_pick() {
+        let l = parse(&with_master(&[("OMPI_COMM_WORLD_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "2")])).unwrap();
+        let Err(NcclError::Launch(m)) = l.gpu() else { panic!("a GPU without a local rank") };
+        assert!(m.starts_with("Open MPI did not say which rank of its node this process is"), "{m}");
+        assert!(m.contains("OMPI_COMM_WORLD_LOCAL_RANK is not set"), "{m}");
+    }
+
+    #[test]
     fn tasks_per_node_lists() {
         assert_eq!(parse_tasks_per_node("4"), Some(vec![(4, 1)]));
         assert_eq!(parse_tasks_per_node("2(x3),1,5(x2)"), Some(vec![(2, 3), (1, 1), (5, 2)]));

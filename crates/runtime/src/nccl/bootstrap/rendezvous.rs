@@ -221,14 +221,18 @@ impl Rendezvous {
     /// Rank 0's listener, bound to the endpoint's port: on the endpoint's address when it
     /// names a loopback address (`127.0.0.1`, `::1`, `localhost`), else on every address
     /// (`::`, or `0.0.0.0` where the host name has no IPv6 address), unless
-    /// [`with_bind`](Rendezvous::with_bind) says. Then (with a port other than 0) it checks
-    /// that the endpoint reaches it: a connection refused there means the endpoint's host is
-    /// not this one.
+    /// [`with_bind`](Rendezvous::with_bind) says. Then, unless the bind address was given
+    /// (with a port other than 0), it checks that the endpoint reaches it: a connection
+    /// refused at every address of the endpoint means the endpoint's host is not this one.
     ///
     /// # Errors
     /// [`NcclError::IdExchange`]: the host does not resolve; the port is in use; the bind
     /// address is not this host's; the endpoint refuses connections from this host.
     pub fn listen(&self) -> NcclResult<Listener> {
+        self.listen_checking(self.bind.is_none())
+    }
+
+    fn listen_checking(&self, check_endpoint: bool) -> NcclResult<Listener> {
         self.check(0)?;
         let ep = &self.endpoint;
         let resolved = resolve(&ep.host, ep.port, Instant::now() + RESOLVE_WAIT)
@@ -247,7 +251,7 @@ impl Rendezvous {
             },
         };
         let local = listener.local_addr().map_err(|e| ex(format!("rank 0: the listener's address: {e}")))?;
-        let probes = if ep.port == 0 { Vec::new() } else { probe(ep, &resolved, local)? };
+        let probes = if check_endpoint && ep.port != 0 { probe(ep, &resolved, local)? } else { Vec::new() };
         listener.set_nonblocking(true).map_err(|e| ex(format!("rank 0: a non-blocking listener: {e}")))?;
         Ok(Listener { listener, local, rz: self.clone(), probes })
     }
@@ -516,7 +520,8 @@ fn probe(ep: &Endpoint, resolved: &[SocketAddr], local: SocketAddr) -> NcclResul
         let addrs: Vec<String> = resolved.iter().map(ToString::to_string).collect();
         return Err(ex(format!(
             "rank 0 listens on {local}, but {ep} ({}) refuses connections from this host: {} is not rank 0's host. \
-             Set MASTER_ADDR to the host of rank 0 (or start rank 0 there)",
+             Set MASTER_ADDR to the host of rank 0 (or start rank 0 there); if that address reaches this host only \
+             from elsewhere (a NAT, a proxy), set {BIND_VAR} to the address to listen on, which skips this check",
             addrs.join(", "),
             ep.host
         )));
@@ -1128,8 +1133,11 @@ mod tests {
         // The endpoint names 127.0.0.1; rank 0 is bound elsewhere (127.0.0.2): nothing answers
         // at the endpoint, so it is not this host.
         let rz = Rendezvous::new(Endpoint::new(LOOPBACK, free_port()), 2).with_bind("127.0.0.2".parse().unwrap());
-        let m = message(rz.listen());
+        let m = message(rz.listen_checking(true));
         assert!(m.contains("refuses connections from this host: 127.0.0.1 is not rank 0's host"), "{m}");
+        assert!(m.contains(BIND_VAR), "{m}");
+        // A bind address given is trusted: no check.
+        assert!(rz.listen().is_ok());
         let m = message(Rendezvous::new(Endpoint::new("no-such-host.invalid", 1), 2).listen());
         assert!(m.starts_with("rank 0: the rendezvous host no-such-host.invalid does not resolve"), "{m}");
     }
