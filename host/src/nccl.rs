@@ -49,7 +49,8 @@ pub struct Args {
     #[arg(long, value_enum)]
     pub bootstrap: Option<Bootstrap>,
     /// Run as one rank of a job that torchrun, srun or mpirun started: RANK, WORLD_SIZE, LOCAL_RANK … from the
-    /// environment, the NCCL id over TCP from rank 0 at MASTER_ADDR:MASTER_PORT
+    /// environment, the NCCL id over TCP from rank 0 at MASTER_ADDR:MASTER_PORT, on device LOCAL_RANK (or
+    /// COHORT_DEVICE if set)
     #[arg(long, conflicts_with_all = ["processes", "bootstrap", "rank", "id_file"])]
     pub from_env: bool,
     /// Seconds each rank waits for the others to join (the NCCL id's exchange)
@@ -396,7 +397,13 @@ fn from_env(n: usize, timeout: Duration) -> CliResult {
     // NCCL first, while this is the only thread (it sets NCCL_NVLS_ENABLE; see cohort_runtime::nccl).
     let nccl = cohort_runtime::nccl::version();
     let launch = Launch::from_env().map_err(nccl_err)?;
-    let gpu = launch.gpu().map_err(nccl_err)?;
+    // Device LOCAL_RANK, unless COHORT_DEVICE names one (a launcher that gives each process a
+    // GPU of its own, as Slurm's --gpus-per-task: COHORT_DEVICE=0).
+    let gpu = if std::env::var_os("COHORT_DEVICE").is_some() {
+        Gpu::from_env()?
+    } else {
+        launch.gpu().map_err(nccl_err)?
+    };
     let (major, minor, patch) = nccl.map_err(nccl_err)?;
     if launch.rank == 0 {
         println!("NCCL {major}.{minor}.{patch}, {launch}, device {} on rank 0, {n} elements", gpu.info().ordinal);
