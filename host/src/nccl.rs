@@ -399,11 +399,8 @@ fn from_env(n: usize, timeout: Duration) -> CliResult {
     let launch = Launch::from_env().map_err(nccl_err)?;
     // Device LOCAL_RANK, unless COHORT_DEVICE names one (a launcher that gives each process a
     // GPU of its own, as Slurm's --gpus-per-task: COHORT_DEVICE=0).
-    let gpu = if std::env::var_os("COHORT_DEVICE").is_some() {
-        Gpu::from_env()?
-    } else {
-        launch.gpu().map_err(nccl_err)?
-    };
+    let gpu =
+        if std::env::var_os("COHORT_DEVICE").is_some() { Gpu::from_env()? } else { launch.gpu().map_err(nccl_err)? };
     let (major, minor, patch) = nccl.map_err(nccl_err)?;
     if launch.rank == 0 {
         println!("NCCL {major}.{minor}.{patch}, {launch}, device {} on rank 0, {n} elements", gpu.info().ordinal);

@@ -640,7 +640,9 @@ struct Serving<'a> {
 impl Serving<'_> {
     fn accept(&mut self, listener: &TcpListener, probes: &mut Vec<SocketAddr>, now: Instant) -> bool {
         let mut busy = false;
-        loop {
+        // At most MAX_PENDING a round, so that a flood of connections can't keep rank 0 from
+        // reading hellos or from its deadline.
+        for _ in 0..MAX_PENDING {
             match listener.accept() {
                 Ok((stream, peer)) => {
                     busy = true;
@@ -682,14 +684,14 @@ impl Serving<'_> {
         let mut i = 0;
         while i < self.pending.len() {
             let step = step(&mut self.pending[i], now);
-            if matches!(step, Step::Wait) {
+            if let Step::Wait = step {
                 i += 1;
                 continue;
             }
             busy = true;
             let Some(p) = self.pending.remove(i) else { break };
             match step {
-                Step::Wait => unreachable!("handled above"),
+                Step::Wait => {}
                 Step::Drop => self.strays += 1,
                 Step::Refuse(why) => self.refuse(p.stream, &p.peer.to_string(), &why),
                 Step::Hello(h) => self.admit(p, h),
@@ -1071,6 +1073,52 @@ mod tests {
         let Ok(Answer::Refused(m)) = read_answer(&mut v2, deadline) else { panic!("version 2 not refused") };
         assert!(m.contains("version 2 of Cohort's rendezvous"), "{m}");
         drop(strays);
+    }
+
+    /// A flood of connections neither keeps the good ranks out nor holds rank 0 past its
+    /// deadline. (Each flooding thread stops after 1000 connections, so that the flood does not
+    /// use up the loopback's ports for the tests beside it.)
+    #[test]
+    fn a_connection_flood_does_not_hold_rank_0() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let flood = |addr: SocketAddr, stop: &Arc<AtomicBool>| -> Vec<thread::JoinHandle<()>> {
+            (0..4)
+                .map(|_| {
+                    let stop = stop.clone();
+                    thread::spawn(move || {
+                        for _ in 0..1000 {
+                            if stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            let _ = TcpStream::connect(addr);
+                        }
+                    })
+                })
+                .collect()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (l, rz) = rank0(2);
+        let mut floods = flood(l.local_addr(), &stop);
+        let t = Instant::now();
+        let good = spawn_join(&rz, 1, Duration::from_secs(30));
+        let served = l.serve(&fake_id(8), Duration::from_secs(30));
+        let took = t.elapsed();
+        served.unwrap();
+        assert_eq!(good.join().unwrap().unwrap(), fake_id(8));
+        assert!(took < Duration::from_secs(10), "rank 0 took {took:?} under the flood");
+        // With a rank missing, the deadline holds.
+        let (l, _) = rank0(2);
+        floods.extend(flood(l.local_addr(), &stop));
+        let t = Instant::now();
+        let m = message(l.serve(&fake_id(8), Duration::from_millis(500)));
+        let took = t.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        assert!(took < Duration::from_secs(5), "rank 0 took {took:?} past a 0.5 s deadline");
+        assert!(m.contains("rank 1 never joined"), "{m}");
+        for f in floods {
+            f.join().unwrap();
+        }
     }
 
     #[test]
