@@ -7,10 +7,22 @@
 //! block sums are all-reduced with NCCL (sum). Every `y` element, every reduced block sum and
 //! the total are checked against the CPU.
 //!
-//! One process drives every GPU (a communicator per GPU, the all-reduce in one NCCL group),
-//! or with `--processes N` this program starts itself N times, one rank each, the NCCL id
-//! passed through a file (the path that spans machines): each child prints its rank's result,
-//! and the parent checks that all exit 0.
+//! Three ways to run it:
+//!
+//! - by default, one process drives every GPU (a communicator per GPU, the all-reduce in one
+//!   NCCL group);
+//! - `--from-env`: this process is one rank of a job a launcher started (`torchrun`, `srun`,
+//!   `mpirun`): its rank, the world size and its GPU (`LOCAL_RANK`) come from the launcher's
+//!   environment, the NCCL id from rank 0 over TCP at `MASTER_ADDR:MASTER_PORT`
+//!   (`cohort_runtime::nccl::bootstrap`); every rank prints its result;
+//! - `--processes N`: this program starts itself N times on this machine, one rank each, and
+//!   checks that all exit 0. With `--bootstrap tcp` (the default) the children get a
+//!   launcher's environment (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `LOCAL_WORLD_SIZE`,
+//!   `MASTER_ADDR=127.0.0.1`, a free `MASTER_PORT`) and run as `--from-env`; with
+//!   `--bootstrap file` rank 0 writes the id to a file the others read.
+//!
+//! Every rank checks the same figures whichever way it started: its `y` elements, the
+//! all-reduced block sums and their total against the CPU.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,7 +30,7 @@ use std::time::Duration;
 use cohort_kernels::PTX;
 use cohort_kernels::atomics::dot_partial;
 use cohort_kernels::tour::saxpy;
-use cohort_runtime::nccl::{Comm, Group, NcclError, ReduceOp};
+use cohort_runtime::nccl::{Comm, Group, Launch, NcclError, ReduceOp};
 use cohort_runtime::{DeviceBuffer, Gpu, LaunchConfig};
 
 use crate::util::{CliError, CliResult};
@@ -29,15 +41,37 @@ pub struct Args {
     /// Elements of x and y in all (split across the ranks; suffixes k, M, G)
     #[arg(long, default_value = "32M", value_parser = crate::util::parse_positive)]
     pub n: usize,
-    /// Run one process per GPU (this program started N times, the NCCL id exchanged through a file)
+    /// Run one process per GPU (this program started N times on this machine)
     #[arg(long, value_name = "N", value_parser = crate::util::parse_positive)]
     pub processes: Option<usize>,
+    /// With --processes: how the ranks get the NCCL id: `tcp` (a launcher's environment, the id from rank 0 on
+    /// 127.0.0.1) or `file` (a file in the temporary directory)
+    #[arg(long, value_enum)]
+    pub bootstrap: Option<Bootstrap>,
+    /// Run as one rank of a job that torchrun, srun or mpirun started: RANK, WORLD_SIZE, LOCAL_RANK … from the
+    /// environment, the NCCL id over TCP from rank 0 at MASTER_ADDR:MASTER_PORT, on device LOCAL_RANK (or
+    /// COHORT_DEVICE if set)
+    #[arg(long, conflicts_with_all = ["processes", "bootstrap", "rank", "id_file"])]
+    pub from_env: bool,
+    /// Seconds each rank waits for the others to join (the NCCL id's exchange)
+    #[arg(long, value_name = "SECONDS", default_value = "120", value_parser = crate::util::parse_positive)]
+    pub timeout: usize,
     /// (internal) this process's rank, with --processes and --id-file
     #[arg(long, hide = true, requires = "id_file", requires = "processes")]
     pub rank: Option<usize>,
     /// (internal) the NCCL id file of a multi-process run
     #[arg(long, hide = true)]
     pub id_file: Option<PathBuf>,
+}
+
+/// How the ranks of `--processes` get the NCCL id.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Bootstrap {
+    /// A launcher's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT), the id over TCP
+    #[default]
+    Tcp,
+    /// Rank 0 writes the id to a file; the others wait for it
+    File,
 }
 
 /// The SAXPY factor.
@@ -155,9 +189,14 @@ fn check_rank(work: &RankWork, rank: usize, n: usize, size: usize, reduced: &[f3
 
 /// Runs the workload.
 pub fn run(args: Args) -> CliResult {
+    let timeout = Duration::from_secs(args.timeout as u64);
+    if args.bootstrap.is_some() && args.processes.is_none() {
+        return Err(CliError::Usage("--bootstrap goes with --processes".into()));
+    }
     match (args.rank, &args.id_file, args.processes) {
-        (Some(rank), Some(file), Some(size)) => child(args.n, rank, size, file),
-        (None, _, Some(size)) => parent(args.n, size),
+        _ if args.from_env => from_env(args.n, timeout),
+        (Some(rank), Some(file), Some(size)) => child(args.n, rank, size, file, timeout),
+        (None, _, Some(size)) => parent(args.n, size, args.bootstrap.unwrap_or_default(), timeout),
         (None, _, None) => single(args.n),
         _ => Err(CliError::Usage("--rank needs --processes and --id-file".into())),
     }
@@ -201,37 +240,102 @@ fn single(n: usize) -> CliResult {
 }
 
 /// Starts `size` copies of this program, one rank each, and waits for them.
-fn parent(n: usize, size: usize) -> CliResult {
+fn parent(n: usize, size: usize, bootstrap: Bootstrap, timeout: Duration) -> CliResult {
     let count = Gpu::count()?;
     if size > count {
         return Err(CliError::Usage(format!(
             "--processes {size}: this machine has {count} GPU(s), and NCCL wants one rank per GPU"
         )));
     }
-    let file = std::env::temp_dir().join(format!("cohort-nccl-id-{}", std::process::id()));
-    let _ = std::fs::remove_file(&file);
     let exe = std::env::current_exe().map_err(|e| CliError::Failed(format!("finding this program: {e}")))?;
-    println!("{size} processes, one GPU each, NCCL id through {}", file.display());
-    let children = (0..size)
-        .map(|r| {
-            std::process::Command::new(&exe)
-                .args(["nccl", "--n", &n.to_string(), "--processes", &size.to_string(), "--rank", &r.to_string()])
-                .arg("--id-file")
-                .arg(&file)
-                .env_remove("COHORT_DEVICE")
-                .spawn()
-                .map_err(|e| format!("starting: {e}"))
-        })
-        .collect::<Vec<_>>();
+    let common = ["nccl".to_string(), "--n".into(), n.to_string(), "--timeout".into(), timeout.as_secs().to_string()];
+    let (file, commands): (Option<PathBuf>, Vec<std::process::Command>) = match bootstrap {
+        Bootstrap::File => {
+            let file = std::env::temp_dir().join(format!("cohort-nccl-id-{}", std::process::id()));
+            let _ = std::fs::remove_file(&file);
+            println!("{size} processes, one GPU each, NCCL id through {}", file.display());
+            let commands = (0..size)
+                .map(|r| {
+                    let mut c = std::process::Command::new(&exe);
+                    c.args(&common)
+                        .args(["--processes", &size.to_string(), "--rank", &r.to_string()])
+                        .arg("--id-file")
+                        .arg(&file)
+                        .env_remove("COHORT_DEVICE");
+                    c
+                })
+                .collect();
+            (Some(file), commands)
+        }
+        Bootstrap::Tcp => {
+            let port = free_port()?;
+            println!(
+                "{size} processes, one GPU each, NCCL id over TCP from rank 0 at 127.0.0.1:{port} (RANK, WORLD_SIZE,                  LOCAL_RANK, MASTER_ADDR, MASTER_PORT as torchrun sets them)"
+            );
+            let commands = (0..size)
+                .map(|r| {
+                    let mut c = std::process::Command::new(&exe);
+                    c.args(&common).arg("--from-env");
+                    for var in CLEARED {
+                        c.env_remove(var);
+                    }
+                    c.envs(launcher_env(r, size, port));
+                    c
+                })
+                .collect();
+            (None, commands)
+        }
+    };
+    let children =
+        commands.into_iter().map(|mut c| c.spawn().map_err(|e| format!("starting: {e}"))).collect::<Vec<_>>();
     let mut failed = supervise(children, Duration::from_secs(600));
     failed.retain(|f| !f.is_empty());
-    let _ = std::fs::remove_file(&file);
+    if let Some(file) = file {
+        let _ = std::fs::remove_file(&file);
+    }
     if failed.is_empty() {
         println!("all {size} ranks passed");
         Ok(())
     } else {
         Err(CliError::Failed(format!("ranks failed: {}", failed.join("; "))))
     }
+}
+
+/// Variables of the parent's environment that would change how a child reads its launch
+/// (another launcher's, torchrun's agent store, Cohort's overrides, a device choice).
+const CLEARED: [&str; 9] = [
+    "COHORT_DEVICE",
+    "COHORT_LAUNCHER",
+    "COHORT_RENDEZVOUS_PORT",
+    "COHORT_RENDEZVOUS_BIND",
+    "COHORT_JOB_ID",
+    "TORCHELASTIC_USE_AGENT_STORE",
+    "TORCHELASTIC_RUN_ID",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+];
+
+/// The environment torchrun would give rank `rank` of `size` on this machine, rank 0 serving
+/// the id on 127.0.0.1:`port`.
+fn launcher_env(rank: usize, size: usize, port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("RANK", rank.to_string()),
+        ("WORLD_SIZE", size.to_string()),
+        ("LOCAL_RANK", rank.to_string()),
+        ("LOCAL_WORLD_SIZE", size.to_string()),
+        ("MASTER_ADDR", "127.0.0.1".into()),
+        ("MASTER_PORT", port.to_string()),
+        ("COHORT_JOB_ID", format!("cohort-nccl-{}-{port}", std::process::id())),
+    ]
+}
+
+/// A loopback port free now (the children's rank 0 binds it moments later; if another program
+/// takes it meanwhile, rank 0 says so).
+fn free_port() -> CliResult<u16> {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| CliError::Failed(format!("finding a free port on 127.0.0.1: {e}")))
 }
 
 /// Waits for every child. Once one fails, or after `limit`, kills those still running (a rank
@@ -281,11 +385,34 @@ fn supervise(children: Vec<Result<std::process::Child, String>>, limit: Duration
     out.into_iter().map(Option::unwrap_or_default).collect()
 }
 
-/// One rank of a multi-process run.
-fn child(n: usize, rank: usize, size: usize, file: &std::path::Path) -> CliResult {
+/// One rank of a multi-process run, the id through a file.
+fn child(n: usize, rank: usize, size: usize, file: &std::path::Path, timeout: Duration) -> CliResult {
     let gpu = Gpu::new(rank)?;
-    let comm = Comm::from_id_file(&gpu, file, rank, size, Duration::from_secs(120)).map_err(nccl_err)?;
-    let mut work = compute(&gpu, slice_of(n, rank, size))?;
+    let comm = Comm::from_id_file(&gpu, file, rank, size, timeout).map_err(nccl_err)?;
+    rank_work(&gpu, &comm, n)
+}
+
+/// One rank of a job a launcher started: the rank and GPU from the environment, the id over TCP.
+fn from_env(n: usize, timeout: Duration) -> CliResult {
+    // NCCL first, while this is the only thread (it sets NCCL_NVLS_ENABLE; see cohort_runtime::nccl).
+    let nccl = cohort_runtime::nccl::version();
+    let launch = Launch::from_env().map_err(nccl_err)?;
+    // Device LOCAL_RANK, unless COHORT_DEVICE names one (a launcher that gives each process a
+    // GPU of its own, as Slurm's --gpus-per-task: COHORT_DEVICE=0).
+    let gpu =
+        if std::env::var_os("COHORT_DEVICE").is_some() { Gpu::from_env()? } else { launch.gpu().map_err(nccl_err)? };
+    let (major, minor, patch) = nccl.map_err(nccl_err)?;
+    if launch.rank == 0 {
+        println!("NCCL {major}.{minor}.{patch}, {launch}, device {} on rank 0, {n} elements", gpu.info().ordinal);
+    }
+    let comm = Comm::from_launch(&gpu, &launch, timeout).map_err(nccl_err)?;
+    rank_work(&gpu, &comm, n)
+}
+
+/// A rank's share: its slice's kernels, the all-reduce, the check; prints the rank's line.
+fn rank_work(gpu: &Gpu, comm: &Comm, n: usize) -> CliResult {
+    let (rank, size) = (comm.rank(), comm.size());
+    let mut work = compute(gpu, slice_of(n, rank, size))?;
     comm.all_reduce_in_place(gpu.stream(), &mut work.partial, ReduceOp::Sum).map_err(nccl_err)?;
     let reduced = work.partial.to_vec()?;
     let line = check_rank(&work, rank, n, size, &reduced)?;
@@ -320,6 +447,26 @@ mod tests {
         let out = supervise(vec![sh("sleep 30"), Err("starting: nope".into())], Duration::from_secs(60));
         assert!(out[0].contains("killed (another rank failed)"), "{}", out[0]);
         assert_eq!(out[1], "rank 1: starting: nope");
+    }
+
+    /// The children of `--processes N --bootstrap tcp` read the launch their parent meant,
+    /// whatever launcher variables the parent itself had.
+    #[test]
+    fn children_read_the_launch_their_parent_gives() {
+        let inherited = [("SLURM_PROCID", "3"), ("SLURM_NTASKS", "8"), ("TORCHELASTIC_USE_AGENT_STORE", "True")];
+        for rank in 0..3 {
+            let mut env: std::collections::HashMap<String, String> =
+                inherited.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            for var in CLEARED {
+                env.remove(var);
+            }
+            env.extend(launcher_env(rank, 3, 40_000).into_iter().map(|(k, v)| (k.to_owned(), v)));
+            let l = Launch::from_vars(|k| env.get(k).cloned()).unwrap();
+            assert_eq!((l.rank, l.world_size, l.local_rank, l.local_world_size), (rank, 3, Some(rank), Some(3)));
+            let ep = l.rendezvous.unwrap();
+            assert_eq!((ep.host.as_str(), ep.port), ("127.0.0.1", 40_000));
+            assert!(l.token.starts_with("cohort-nccl-"), "{}", l.token);
+        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! NCCL collectives over Cohort buffers (`cohort_runtime::nccl`), on every GPU present: one
 //! communicator per GPU in this process (one rank on a one-GPU machine), every element checked
 //! against a CPU reference; argument errors; stream ordering; two processes of one rank each
-//! (needs two GPUs: NCCL refuses two ranks of one communicator on one device); and (issue 31
+//! (needs two GPUs: NCCL refuses two ranks of one communicator on one device), the NCCL id
+//! through a file or, as under torchrun, the rank from `RANK`/`WORLD_SIZE`/`LOCAL_RANK` and the
+//! id over TCP from rank 0 at `MASTER_ADDR:MASTER_PORT` (issue 30 item 6); and (issue 31
 //! item 9) two threads of one process each driving a rank: the same calls work, calls that
 //! disagree are errors on both ranks, a rank that never calls is an error at the deadline.
 //!
@@ -20,6 +22,8 @@ use rand::Rng;
 pub const RANK_ENV: &str = "COHORT_TEST_NCCL_RANK";
 /// Set in a child process: the id file.
 const FILE_ENV: &str = "COHORT_TEST_NCCL_FILE";
+/// Set in a child process: its launch comes from the launcher's variables, the id over TCP.
+const FROM_ENV: &str = "COHORT_TEST_NCCL_FROM_ENV";
 const PROCS: usize = 2;
 const CHILD_LEN: usize = 1 << 16;
 
@@ -37,6 +41,7 @@ pub fn trials() -> Vec<Trial> {
         nccl_trial("nccl_orders_other_streams", 1, orders_other_streams),
         nccl_trial("nccl_buffer_of_another_gpu_is_an_error", 2, other_gpu),
         nccl_trial("nccl_two_processes", 2, nccl_two_processes),
+        nccl_trial("nccl_two_processes_from_env", 2, nccl_two_processes_from_env),
         nccl_trial("nccl_two_threads_one_rank_each", 2, two_threads),
         nccl_trial("nccl_mismatched_sizes_from_two_threads_is_an_err_on_both", 2, |g| mismatch(g, Mismatch::Count)),
         nccl_trial("nccl_mismatched_roots_from_two_threads_is_an_err_on_both", 2, |g| mismatch(g, Mismatch::Root)),
@@ -365,14 +370,65 @@ fn other_gpu(gpus: &[Gpu]) -> TestResult {
 fn nccl_two_processes(_gpus: &[Gpu]) -> TestResult {
     let file = std::env::temp_dir().join(format!("cohort-nccl-id-{}-{}", std::process::id(), line!()));
     let _ = std::fs::remove_file(&file);
+    let result = two_processes(|r, c| {
+        c.env(RANK_ENV, r.to_string()).env(FILE_ENV, &file);
+    });
+    let _ = std::fs::remove_file(&file);
+    result
+}
+
+/// Two processes of one rank each, started as torchrun starts them: `RANK`, `WORLD_SIZE`,
+/// `LOCAL_RANK`, `LOCAL_WORLD_SIZE`, `MASTER_ADDR=127.0.0.1`, a free `MASTER_PORT`; each reads
+/// its launch from the environment, takes device `LOCAL_RANK`, gets the id from rank 0 over
+/// TCP ([`Comm::from_launch`]), all-reduces its data and checks the sum.
+fn nccl_two_processes_from_env(gpus: &[Gpu]) -> TestResult {
+    // A local rank past the GPUs this process sees is an error naming both.
+    let too_far = nccl::Launch {
+        launcher: nccl::Launcher::Torch,
+        rank: 0,
+        world_size: 1,
+        local_rank: Some(gpus.len()),
+        local_world_size: None,
+        rendezvous: None,
+        bind: None,
+        token: String::new(),
+    };
+    match too_far.gpu() {
+        Err(NcclError::Launch(m)) => ensure(
+            m.starts_with(&format!("LOCAL_RANK={}, but this process sees {} GPU(s)", gpus.len(), gpus.len())),
+            || m.clone(),
+        )?,
+        other => return Err(format!("LOCAL_RANK past the GPUs: {other:?}")),
+    }
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0)).and_then(|l| l.local_addr()).ctx("free port")?.port();
+    two_processes(|r, c| {
+        for var in
+            ["COHORT_LAUNCHER", "COHORT_RENDEZVOUS_PORT", "COHORT_RENDEZVOUS_BIND", "TORCHELASTIC_USE_AGENT_STORE"]
+        {
+            c.env_remove(var);
+        }
+        c.env(RANK_ENV, r.to_string())
+            .env(FROM_ENV, "1")
+            .env("RANK", r.to_string())
+            .env("WORLD_SIZE", PROCS.to_string())
+            .env("LOCAL_RANK", r.to_string())
+            .env("LOCAL_WORLD_SIZE", PROCS.to_string())
+            .env("MASTER_ADDR", "127.0.0.1")
+            .env("MASTER_PORT", port.to_string())
+            .env("COHORT_JOB_ID", format!("cohort-test-{}-{port}", std::process::id()));
+    })
+}
+
+/// Starts [`PROCS`] children of this test binary (`env` sets each one's variables), waits for
+/// them, and checks that each passed.
+fn two_processes(env: impl Fn(usize, &mut std::process::Command)) -> TestResult {
     let exe = std::env::current_exe().ctx("current_exe")?;
     // Every rank must be running before any can finish: spawn all, then wait.
     let children = (0..PROCS)
         .map(|r| {
-            std::process::Command::new(&exe)
-                .env(RANK_ENV, r.to_string())
-                .env(FILE_ENV, &file)
-                .env_remove("COHORT_DEVICE")
+            let mut c = std::process::Command::new(&exe);
+            env(r, &mut c);
+            c.env_remove("COHORT_DEVICE")
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -403,7 +459,6 @@ fn nccl_two_processes(_gpus: &[Gpu]) -> TestResult {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let _ = std::fs::remove_file(&file);
     for (r, c) in children.into_iter().enumerate() {
         let out = c.wait_with_output().ctx("wait")?;
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -429,9 +484,23 @@ pub fn rank_child(rank: &str) -> i32 {
 
 fn child(rank: &str) -> Result<String, String> {
     let rank: usize = rank.parse().ctx("rank")?;
-    let file = std::env::var_os(FILE_ENV).ok_or("no id file")?;
-    let gpu = Gpu::new(rank).ctx("gpu")?;
-    let comm = Comm::from_id_file(&gpu, file.as_ref(), rank, PROCS, Duration::from_secs(60)).ctx("comm")?;
+    // NCCL first, while this is the only thread (it sets NCCL_NVLS_ENABLE).
+    let _ = nccl::available();
+    let (gpu, comm) = if std::env::var_os(FROM_ENV).is_some() {
+        let launch = nccl::Launch::from_env().ctx("launch")?;
+        ensure(launch.rank == rank && launch.world_size == PROCS && launch.local_rank == Some(rank), || {
+            format!("the launch read from the environment is {launch}, not rank {rank} of {PROCS}")
+        })?;
+        let gpu = launch.gpu().ctx("gpu")?;
+        ensure(gpu.info().ordinal == rank, || format!("rank {rank} got device {}", gpu.info().ordinal))?;
+        let comm = Comm::from_launch(&gpu, &launch, Duration::from_secs(60)).ctx("comm")?;
+        (gpu, comm)
+    } else {
+        let file = std::env::var_os(FILE_ENV).ok_or("no id file")?;
+        let gpu = Gpu::new(rank).ctx("gpu")?;
+        let comm = Comm::from_id_file(&gpu, file.as_ref(), rank, PROCS, Duration::from_secs(60)).ctx("comm")?;
+        (gpu, comm)
+    };
     let mine: Vec<u64> = data::<u64>("procs", rank, CHILD_LEN, 0, 1 << 40);
     let send = gpu.upload(&mine).ctx("upload")?;
     let mut recv = gpu.zeroed::<u64>(CHILD_LEN).ctx("alloc")?;

@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `ncclCommInitAll` (one process, one communicator per GPU) | [`Comm::for_gpus`] |
 //! | `ncclGetUniqueId`, exchanging it, `ncclCommInitRank` (one process per GPU) | [`NcclId`], [`NcclId::exchange`], [`Comm::from_rank`], [`Comm::from_id_file`] |
+//! | the same under `torchrun`, `srun`, `mpirun` (rank from the environment, the id over TCP) | [`Comm::from_env`], [`Launch`], [`Rendezvous`], [`NcclId::exchange_tcp`] ([`bootstrap`]) |
 //! | `ncclAllReduce` (`ncclSum`, `ncclProd`, `ncclMin`, `ncclMax`, `ncclAvg`) | [`Comm::all_reduce`], [`Comm::all_reduce_in_place`], [`ReduceOp`] |
 //! | `ncclBroadcast` | [`Comm::broadcast`], [`Comm::broadcast_in_place`] |
 //! | `ncclAllGather`, `ncclReduceScatter` | [`Comm::all_gather`], [`Comm::reduce_scatter`] |
@@ -116,8 +117,11 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+pub mod bootstrap;
 mod ledger;
 mod watch;
+
+pub use bootstrap::{Endpoint, Launch, Launcher, Rendezvous};
 
 use ledger::{Call, CallKind};
 use watch::{Cell, OpState, Poll, Record};
@@ -302,8 +306,12 @@ pub enum NcclError {
         /// NCCL's description of it and its last error message.
         message: String,
     },
-    /// Exchanging the unique id through a file failed or timed out.
+    /// Exchanging the unique id (through a file, or over TCP: [`Rendezvous`]) failed or timed
+    /// out; the message says what was missing.
     IdExchange(String),
+    /// The launcher's environment does not describe a rank of a job ([`Launch::from_env`]):
+    /// the message names the variable and what to set.
+    Launch(String),
     /// Ranks of one communicator in this process made calls that disagree (the collective,
     /// its element type, count, operator or root; a send and its receive), or a call needs a
     /// rank whose communicator was dropped: refused before NCCL saw it. The message names the
@@ -323,6 +331,7 @@ impl fmt::Display for NcclError {
             NcclError::NotFound(why) => write!(f, "NCCL (libnccl.so.2) not found: {why}; {HOW_TO_GET}"),
             NcclError::Call { what, code, message } => write!(f, "NCCL failed {what}: error {code}: {message}"),
             NcclError::IdExchange(m) => write!(f, "NCCL unique id exchange: {m}"),
+            NcclError::Launch(m) => write!(f, "launcher environment: {m}"),
             NcclError::Mismatch(m) | NcclError::Aborted(m) => f.write_str(m),
             NcclError::Cohort(e) => e.fmt(f),
         }
@@ -436,8 +445,8 @@ impl ReduceOp {
 // The unique id and its exchange
 
 /// A communicator's unique id (`ncclUniqueId`): made by rank 0 ([`NcclId::new`]), given to
-/// every rank (any transport: [`NcclId::exchange`] uses a file), passed to
-/// [`Comm::from_rank`].
+/// every rank (any transport: [`NcclId::exchange`] uses a file, [`NcclId::exchange_tcp`] a TCP
+/// connection to rank 0), passed to [`Comm::from_rank`].
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct NcclId {
     bytes: [u8; ID_BYTES],
