@@ -362,3 +362,48 @@ mod tests {
         );
     }
 }
+
+/// Runs `cmd` (a child process of a test) to its end, as [`std::process::Command::output`]
+/// does, but at most `secs` seconds: a child still running then is killed, and the error holds
+/// what it printed so far. A test whose child hangs fails with that instead of holding the
+/// suite (a parent waiting for ever holds the device turn, and every other test waits behind).
+///
+/// # Errors
+/// The child could not be started, or did not end within `secs`.
+pub fn output_within(cmd: &mut std::process::Command, secs: u64) -> Result<std::process::Output, String> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child =
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("spawn child: {e}"))?;
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped")));
+    let err = drain(Box::new(child.stderr.take().expect("piped")));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        match child.try_wait().map_err(|e| format!("waiting for the child: {e}"))? {
+            Some(status) => break Some(status),
+            None if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            None => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    match status {
+        Some(status) => Ok(std::process::Output { status, stdout, stderr }),
+        None => Err(format!(
+            "the child process did not end within {secs} s (killed); it printed:\n{}{}",
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
+        )),
+    }
+}

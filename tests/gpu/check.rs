@@ -191,11 +191,10 @@ fn run_case(c: &Ctx, name: &str, needles: &[&[&str]]) -> TestResult {
         line
     } else {
         let exe = std::env::current_exe().ctx("current_exe")?;
-        let out = Command::new(exe)
-            .args(["--exact", "check_child", "--test-threads=1"])
-            .env(CHILD_VAR, name)
-            .output()
-            .ctx("spawn child")?;
+        let out = cohort_tests::output_within(
+            Command::new(exe).args(["--exact", "check_child", "--test-threads=1"]).env(CHILD_VAR, name),
+            120,
+        )?;
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         // libtest may print the test's name on the same line before it.
         let marker = "CHECKED MODE ERROR: ";

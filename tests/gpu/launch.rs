@@ -189,7 +189,7 @@ fn panic_on_cpu(c: &Ctx) -> TestResult {
 
 fn trap_in_child() -> TestResult {
     let exe = std::env::current_exe().ctx("current_exe")?;
-    let out = std::process::Command::new(exe).env(CHILD_ENV, "trap").output().ctx("spawn child")?;
+    let out = cohort_tests::output_within(std::process::Command::new(exe).env(CHILD_ENV, "trap"), 120)?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     ensure(out.status.success(), || format!("child failed ({}):\n{text}", out.status))?;
     ensure(text.contains("ERROR AS RETURNED"), || format!("child did not report the error:\n{text}"))?;

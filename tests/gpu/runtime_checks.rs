@@ -48,11 +48,10 @@ pub fn trials() -> Vec<Trial> {
 
 fn after_a_trap_in_child(_: &Ctx) -> TestResult {
     let exe = std::env::current_exe().ctx("current_exe")?;
-    let out = Command::new(exe)
-        .args(["--exact", CHILD_TRIAL, "--test-threads=1"])
-        .env(CHILD_VAR, "1")
-        .output()
-        .ctx("spawn child")?;
+    let out = cohort_tests::output_within(
+        Command::new(exe).args(["--exact", CHILD_TRIAL, "--test-threads=1"]).env(CHILD_VAR, "1"),
+        120,
+    )?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     ensure(out.status.success() && text.contains("1 passed"), || format!("child failed ({}):\n{text}", out.status))?;
     // The child's messages stay in its captured output: they quote launch configurations

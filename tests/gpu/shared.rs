@@ -36,7 +36,8 @@ fn memcpy_not_global(c: &Ctx) -> TestResult {
             memcpy_from_parameter(&c.gpu, &c.tests, &words).ctx("the CPU device right after the panic")?;
         } else {
             let exe = std::env::current_exe().ctx("current_exe")?;
-            let out = std::process::Command::new(exe).env(crate::launch::CHILD_ENV, which).output().ctx("spawn")?;
+            let out =
+                cohort_tests::output_within(std::process::Command::new(exe).env(crate::launch::CHILD_ENV, which), 120)?;
             let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             ensure(out.status.success(), || format!("child `{which}` failed ({}):\n{text}", out.status))?;
             ensure(text.contains("ERROR AS RETURNED"), || {

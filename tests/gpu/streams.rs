@@ -752,7 +752,7 @@ fn proc_kb(field: &str) -> u64 {
 /// one, which would blur its resident-memory figures) and reports its figures.
 fn no_leaks(_: &Ctx) -> TestResult {
     let exe = std::env::current_exe().ctx("current_exe")?;
-    let out = std::process::Command::new(exe).env(crate::launch::CHILD_ENV, "leaks").output().ctx("spawn child")?;
+    let out = cohort_tests::output_within(std::process::Command::new(exe).env(crate::launch::CHILD_ENV, "leaks"), 300)?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     ensure(out.status.success(), || format!("leak scenario failed ({}):\n{text}", out.status))?;
     println!("{}", text.trim());
