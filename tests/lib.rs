@@ -329,40 +329,6 @@ pub fn ensure(cond: bool, msg: impl FnOnce() -> String) -> TestResult {
     if cond { Ok(()) } else { Err(msg()) }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn no_driver() -> Result<usize, Error> {
-        Err(Error::NoDriver)
-    }
-
-    #[test]
-    fn test_device_is_a_gpu_when_there_is_one_else_the_cpu_device() {
-        assert_eq!(choose(None, None, || Ok(2)), TestDevice::Gpu);
-        assert_eq!(choose(Some("auto"), Some("1"), || Ok(2)), TestDevice::Gpu);
-        assert!(matches!(choose(None, None, no_driver), TestDevice::Cpu(why) if why.contains("no GPU")));
-        assert!(matches!(choose(Some(""), None, || Ok(0)), TestDevice::Cpu(_)));
-        assert_eq!(choose(None, None, no_driver).kind(), "cpu");
-        assert_eq!(choose(None, None, || Ok(1)).kind(), "gpu");
-    }
-
-    #[test]
-    fn test_device_follows_the_variables() {
-        let never = || -> Result<usize, Error> { panic!("counted GPUs for an explicit choice") };
-        assert!(matches!(choose(Some("cpu"), None, never), TestDevice::Cpu(why) if why.contains("COHORT_TEST_DEVICE")));
-        assert!(matches!(choose(Some(" CPU "), Some("0"), never), TestDevice::Cpu(_)));
-        assert!(matches!(choose(None, Some("cpu"), never), TestDevice::Cpu(why) if why.contains("COHORT_DEVICE")));
-        assert_eq!(choose(Some("gpu"), None, || Ok(1)), TestDevice::Gpu);
-        assert!(matches!(choose(Some("gpu"), None, no_driver), TestDevice::Absent(why) if why.contains("=gpu")));
-        assert!(matches!(choose(Some("gpu"), None, || Ok(0)), TestDevice::Absent(_)));
-        assert!(matches!(choose(Some("gpu"), Some("cpu"), never), TestDevice::Invalid(_)));
-        assert!(
-            matches!(choose(Some("tpu"), None, never), TestDevice::Invalid(e) if e.contains("`cpu`, `gpu` or `auto`"))
-        );
-    }
-}
-
 /// Runs `cmd` (a child process of a test) to its end, as [`std::process::Command::output`]
 /// does, but at most `secs` seconds: a child still running then is killed, and the error holds
 /// what it printed so far. A test whose child hangs fails with that instead of holding the
@@ -405,5 +371,39 @@ pub fn output_within(cmd: &mut std::process::Command, secs: u64) -> Result<std::
             String::from_utf8_lossy(&stdout),
             String::from_utf8_lossy(&stderr)
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_driver() -> Result<usize, Error> {
+        Err(Error::NoDriver)
+    }
+
+    #[test]
+    fn test_device_is_a_gpu_when_there_is_one_else_the_cpu_device() {
+        assert_eq!(choose(None, None, || Ok(2)), TestDevice::Gpu);
+        assert_eq!(choose(Some("auto"), Some("1"), || Ok(2)), TestDevice::Gpu);
+        assert!(matches!(choose(None, None, no_driver), TestDevice::Cpu(why) if why.contains("no GPU")));
+        assert!(matches!(choose(Some(""), None, || Ok(0)), TestDevice::Cpu(_)));
+        assert_eq!(choose(None, None, no_driver).kind(), "cpu");
+        assert_eq!(choose(None, None, || Ok(1)).kind(), "gpu");
+    }
+
+    #[test]
+    fn test_device_follows_the_variables() {
+        let never = || -> Result<usize, Error> { panic!("counted GPUs for an explicit choice") };
+        assert!(matches!(choose(Some("cpu"), None, never), TestDevice::Cpu(why) if why.contains("COHORT_TEST_DEVICE")));
+        assert!(matches!(choose(Some(" CPU "), Some("0"), never), TestDevice::Cpu(_)));
+        assert!(matches!(choose(None, Some("cpu"), never), TestDevice::Cpu(why) if why.contains("COHORT_DEVICE")));
+        assert_eq!(choose(Some("gpu"), None, || Ok(1)), TestDevice::Gpu);
+        assert!(matches!(choose(Some("gpu"), None, no_driver), TestDevice::Absent(why) if why.contains("=gpu")));
+        assert!(matches!(choose(Some("gpu"), None, || Ok(0)), TestDevice::Absent(_)));
+        assert!(matches!(choose(Some("gpu"), Some("cpu"), never), TestDevice::Invalid(_)));
+        assert!(
+            matches!(choose(Some("tpu"), None, never), TestDevice::Invalid(e) if e.contains("`cpu`, `gpu` or `auto`"))
+        );
     }
 }
