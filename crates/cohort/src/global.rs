@@ -27,9 +27,10 @@
 //! # Initial values
 //!
 //! rustc cannot declare a variable in the `.const` state space (it has no address spaces), so
-//! the macro declares it in PTX (a `global_asm!` of [`raw::memory`](crate::raw::memory)) and the initializer becomes a second,
-//! ordinary Rust static, `__cohort_init_NAME`, in global memory. Loading the module copies it
-//! into the variable before any kernel of the module can run.
+//! the macro declares it in PTX (a `global_asm!` of [`raw::memory`](crate::raw::memory)) and
+//! the initializer becomes a second, ordinary Rust static, `__cohort_init_NAME`, in global
+//! memory. Loading the module copies it into the variable before any kernel of the module can
+//! run.
 //!
 //! # Why this is sound: who writes, and when
 //!
