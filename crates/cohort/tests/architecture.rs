@@ -2,8 +2,9 @@
 //! sources of `crates/cohort/src` as text (no build of anything) and fails, naming the file, the
 //! line and the rule, on
 //!
-//! - **inline PTX outside `src/raw/`**: `asm!` (and `global_asm!`), an NVVM intrinsic
-//!   (`link_name = "llvm.…"`) or `core::arch::nvptx` anywhere but the `raw` tree;
+//! - **inline PTX outside `src/raw/`**: the tokens `asm`, `global_asm`, `naked_asm` (a call or
+//!   an import), `nvptx` (`core::arch::nvptx`), or an LLVM intrinsic (`"llvm.…"`, as
+//!   `link_name`s are) anywhere but the `raw` tree;
 //! - **an upward import**: a `crate::…` (or `$crate::…`) path in a module of one tier that names
 //!   a module of a higher tier, by the tier table in the crate docs (`src/lib.rs`, "Tiers");
 //! - **a module without a tier**: a module `src/lib.rs` declares, or a file or folder of `src/`,
@@ -12,8 +13,10 @@
 //!
 //! Comments (doc comments included: an intra-doc link may point anywhere) and string literals
 //! are not code. `crate::NAME` of an item the crate root re-exports (`crate::DeviceCopy`) or of
-//! an exported macro (`crate::shared!`) counts as the module that defines it. A folder module
-//! (`cg/`, `raw/`) is one module: its files may use each other.
+//! an exported macro (`crate::shared!`) counts as the module that defines it; `super::…` that
+//! climbs to the crate root counts as `crate::…`. What would hide a module's imports or code is
+//! refused: an alias or a glob of the crate root, `extern crate self`, a `#[path]` module,
+//! `include!`. A folder module (`cg/`, `raw/`) is one module: its files may use each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -267,6 +270,85 @@ fn root_items(tree: &Tree, modules: &BTreeSet<String>) -> BTreeMap<String, Strin
     out
 }
 
+/// The identifiers of `code` (comments and strings blanked), with their byte offsets.
+fn words(code: &str) -> impl Iterator<Item = (usize, &str)> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in code.char_indices().chain([(code.len(), ' ')]) {
+        match (start, ident(c)) {
+            (None, true) => start = Some(i),
+            (Some(s), false) => {
+                out.push((s, &code[s..i]));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out.into_iter()
+}
+
+/// `super::…` paths of `code` (a file `depth` modules below the crate root: 1 for `x.rs` and
+/// `x/mod.rs`, 2 for `x/y.rs`) that climb to the crate root, through the inline `mod … { }`
+/// blocks around them, as the `crate::X` they name: (byte offset, X).
+fn super_paths(code: &str, depth: usize) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    // The brace stack: whether each open `{` opens an inline module.
+    let mut stack: Vec<bool> = Vec::new();
+    let ws: Vec<(usize, &str)> = words(code).collect();
+    let b = code.as_bytes();
+    let mut pos = 0;
+    while pos < code.len() {
+        match b[pos] {
+            b'{' => {
+                // `mod NAME {`: the two words just before this brace.
+                let n = ws.partition_point(|(a, _)| *a < pos);
+                let is_mod = n >= 2 && ws[n - 2].1 == "mod" && {
+                    let (a, w) = ws[n - 1];
+                    code[a + w.len()..pos].trim().is_empty()
+                };
+                stack.push(is_mod);
+            }
+            b'}' => {
+                stack.pop();
+            }
+            b's' if code[pos..].starts_with("super")
+                && (pos == 0 || !(b[pos - 1].is_ascii_alphanumeric() || b[pos - 1] == b'_' || b[pos - 1] == b':')) =>
+            {
+                let mut rest = &code[pos..];
+                let mut climbs = 0;
+                while let Some(r) = rest.strip_prefix("super") {
+                    let r = r.trim_start();
+                    let Some(r) = r.strip_prefix("::") else { break };
+                    climbs += 1;
+                    rest = r.trim_start();
+                }
+                let level = depth + stack.iter().filter(|m| **m).count();
+                if climbs > 0 && climbs >= level {
+                    if climbs > level {
+                        out.push((pos, "super".to_string())); // past the root: not a path rustc takes
+                    } else if let Some(r) = rest.strip_prefix('{') {
+                        // `super::super::{a, b}` at the root: the group's first names.
+                        for item in r[..r.find('}').unwrap_or(r.len())].split(',') {
+                            let name: String =
+                                item.trim().chars().take_while(|&c| c.is_alphanumeric() || c == '_').collect();
+                            out.push((pos, name));
+                        }
+                    } else {
+                        let name: String = rest.chars().take_while(|&c| c.is_alphanumeric() || c == '_').collect();
+                        out.push((pos, name));
+                    }
+                }
+                pos += "super".len();
+                continue;
+            }
+            _ => {}
+        }
+        pos += 1;
+    }
+    out
+}
+
 /// Every `crate::X` / `$crate::X` in `code` (use trees `crate::{a, b::c}` give `a` and `b`):
 /// (byte offset, X).
 fn crate_paths(code: &str) -> Vec<(usize, String)> {
@@ -300,9 +382,7 @@ fn crate_paths(code: &str) -> Vec<(usize, String)> {
             }
         } else {
             let name: String = rest.chars().take_while(|&c| c.is_alphanumeric() || c == '_').collect();
-            if !name.is_empty() {
-                out.push((at, name));
-            }
+            out.push((at, if name.is_empty() { rest.chars().take(1).collect() } else { name }));
         }
     }
     out
@@ -320,19 +400,40 @@ fn check(tree: &Tree) -> Vec<Violation> {
         }
         let code = blank(text, false);
         let code_strings = blank(text, true);
-        for (what, hay, why) in [
-            ("asm!", &code, "inline assembly (`asm!`, `global_asm!`)"),
-            ("arch::nvptx", &code, "an NVVM intrinsic (`core::arch::nvptx`)"),
-            ("link_name = \"llvm.", &code_strings, "an LLVM / NVVM intrinsic (`link_name = \"llvm.…\"`)"),
-        ] {
-            for (at, _) in hay.match_indices(what) {
+        let mut hits: Vec<(usize, &str)> = words(&code)
+            .filter_map(|(at, w)| match w {
+                "asm" | "global_asm" | "naked_asm" => Some((at, "inline assembly (`asm!`, `global_asm!`)")),
+                "nvptx" => Some((at, "an NVVM intrinsic (`core::arch::nvptx`)")),
+                _ => None,
+            })
+            .collect();
+        hits.extend(
+            code_strings
+                .match_indices("\"llvm.")
+                .map(|(at, _)| (at, "an LLVM / NVVM intrinsic (`link_name = \"llvm.…\"`)")),
+        );
+        for (at, why) in hits {
+            v(
+                Rule::InlinePtx,
+                format!(
+                    "src/{rel}:{}: {why} outside src/raw/ (rule: raw/ is the only home of inline PTX; \
+                     move it into a small `#[inline(always)]` function there)",
+                    line_of(&code, at)
+                ),
+            );
+        }
+    }
+
+    // The crate naming itself (`extern crate self as cohort;`) would make `cohort::…` paths
+    // that the check cannot follow, from any module.
+    for (rel, text) in tree {
+        let code = blank(text, false);
+        let ws: Vec<(usize, &str)> = words(&code).collect();
+        for pair in ws.windows(3) {
+            if let [(at, "extern"), (_, "crate"), (_, "self")] = pair {
                 v(
-                    Rule::InlinePtx,
-                    format!(
-                        "src/{rel}:{}: {why} outside src/raw/ (rule: raw/ is the only home of inline PTX; \
-                         move it into a small `#[inline(always)]` function there)",
-                        line_of(hay, at)
-                    ),
+                    Rule::Unresolved,
+                    format!("src/{rel}:{}: `extern crate self`: the crate may not name itself", line_of(&code, *at)),
                 );
             }
         }
@@ -389,8 +490,35 @@ fn check(tree: &Tree) -> Vec<Violation> {
             continue; // the crate root declares and re-exports every module
         }
         let code = blank(text, false);
+        let ws: Vec<(usize, &str)> = words(&code).collect();
+        for (k, &(at, w)) in ws.iter().enumerate() {
+            let next = code[at + w.len()..].trim_start();
+            let prev = if k > 0 { ws[k - 1].1 } else { "" };
+            let before = code[..at].trim_end();
+            let bad = match w {
+                // `use crate as c;`, `use {crate as c}`: paths the check cannot follow.
+                "crate" if next.starts_with("as ") && (prev == "use" || before.ends_with(['{', ','])) => {
+                    Some("an alias of the crate root")
+                }
+                "path" if code[..at].trim_end().ends_with("#[") => {
+                    Some("a `#[path]` module (a file outside its module's place)")
+                }
+                "include" if next.starts_with('!') => Some("`include!` of source text"),
+                _ => None,
+            };
+            if let Some(what) = bad {
+                v(
+                    Rule::Unresolved,
+                    format!("src/{rel}:{}: {what} hides which module the code belongs to or uses", line_of(&code, at)),
+                );
+            }
+        }
+        let depth = rel.split('/').count() - usize::from(rel.ends_with("/mod.rs"));
+        let mut refs = crate_paths(&code);
+        refs.extend(super_paths(&code, depth));
+        refs.sort();
         let mut seen = BTreeSet::new();
-        for (at, name) in crate_paths(&code) {
+        for (at, name) in refs {
             let line = line_of(&code, at);
             if !seen.insert((line, name.clone())) {
                 continue; // one report per line and path
@@ -401,6 +529,12 @@ fn check(tree: &Tree) -> Vec<Violation> {
                 m.clone()
             } else if matches!(name.as_str(), "prelude" | "__cpu" | "kernel" | "contract") {
                 continue; // the root's own (the prelude) or another crate's
+            } else if name == "*" {
+                v(
+                    Rule::Unresolved,
+                    format!("src/{rel}:{line}: `crate::*`: a glob of the crate root hides which modules it uses"),
+                );
+                continue;
             } else {
                 v(Rule::Unresolved, format!("src/{rel}:{line}: `crate::{name}`: no module defines `{name}`"));
                 continue;
@@ -563,5 +697,36 @@ pub mod prelude {
     // `asm!`, the macro's `$crate::Thing` (`low`'s, through the root's `pub use`), `stray`'s
     // `crate::group!` (`high`'s macro; `stray` has no tier to compare), the prelude, the char
     // literal or the lifetimes.
+    assert_eq!(got.len(), 7, "{all}");
+}
+
+/// The checker on code that hides its inline PTX or its imports: `asm !` spaced, an alias or a
+/// glob of the crate root, `super::super::` out of an inline module, a `#[path]` module, the
+/// crate naming itself.
+#[test]
+fn the_checker_sees_through_evasions() {
+    let lib = "//! | tier | modules |\n//! |---|---|\n//! | 0 | `host` |\n//! | 1 | `raw` |\n\
+               //! | 2 | `low` |\n//! | 3 | `high` |\n\nmod high;\nmod host;\nmod low;\nmod raw;\n\
+               extern crate self as me;\n";
+    let low = "mod inner {\n    pub fn f() -> super::super::high::Group { todo!() }\n}\n\
+               use crate as root;\n\
+               use crate::*;\n\
+               pub fn g() { unsafe { core::arch::asm ! (\"trap;\") } }\n\
+               #[path = \"raw/evil.rs\"]\nmod evil;\n\
+               use core::arch::{asm as a};\n";
+    let files: &[(&str, &str)] =
+        &[("lib.rs", lib), ("host.rs", ""), ("raw/mod.rs", ""), ("low.rs", low), ("high.rs", "pub struct Group;\n")];
+    let tree: Tree = files.iter().map(|(p, t)| (p.to_string(), t.to_string())).collect();
+    let got = check(&tree);
+    let has =
+        |rule: Rule, parts: &[&str]| got.iter().any(|v| v.rule == rule && parts.iter().all(|p| v.message.contains(p)));
+    let all = got.iter().map(|v| format!("{:?}: {}", v.rule, v.message)).collect::<Vec<_>>().join("\n");
+    assert!(has(Rule::Upward, &["src/low.rs:2:", "`crate::high`"]), "{all}");
+    assert!(has(Rule::Unresolved, &["src/low.rs:4:", "alias of the crate root"]), "{all}");
+    assert!(has(Rule::Unresolved, &["src/low.rs:5:", "`crate::*`"]), "{all}");
+    assert!(has(Rule::InlinePtx, &["src/low.rs:6:"]), "{all}");
+    assert!(has(Rule::Unresolved, &["src/low.rs:7:", "`#[path]`"]), "{all}");
+    assert!(has(Rule::InlinePtx, &["src/low.rs:9:"]), "{all}");
+    assert!(has(Rule::Unresolved, &["src/lib.rs:12:", "extern crate self"]), "{all}");
     assert_eq!(got.len(), 7, "{all}");
 }
