@@ -16,7 +16,7 @@
 //! an exported macro (`crate::shared!`) counts as the module that defines it; `super::…` that
 //! climbs to the crate root counts as `crate::…`. What would hide a module's imports or code is
 //! refused: an alias or a glob of the crate root, `extern crate self`, a `#[path]` module,
-//! `include!`. A folder module (`cg/`, `raw/`) is one module: its files may use each other.
+//! `include!`, `#[macro_use]`. A folder module (`cg/`, `raw/`) is one module: its files may use each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -425,7 +425,7 @@ fn check(tree: &Tree) -> Vec<Violation> {
     }
 
     // The crate naming itself (`extern crate self as cohort;`) would make `cohort::…` paths
-    // that the check cannot follow, from any module.
+    // that the check cannot follow, from any module; `#[macro_use]`, macros used without one.
     for (rel, text) in tree {
         let code = blank(text, false);
         let ws: Vec<(usize, &str)> = words(&code).collect();
@@ -436,6 +436,13 @@ fn check(tree: &Tree) -> Vec<Violation> {
                     format!("src/{rel}:{}: `extern crate self`: the crate may not name itself", line_of(&code, *at)),
                 );
             }
+        }
+        // `#[macro_use]` lets a module's `macro_rules!` reach the modules after it unnamed.
+        for &(at, _) in ws.iter().filter(|(_, w)| *w == "macro_use") {
+            v(
+                Rule::Unresolved,
+                format!("src/{rel}:{}: `#[macro_use]`: macros reach other modules without a path", line_of(&code, at)),
+            );
         }
     }
 
@@ -702,12 +709,12 @@ pub mod prelude {
 
 /// The checker on code that hides its inline PTX or its imports: `asm !` spaced, an alias or a
 /// glob of the crate root, `super::super::` out of an inline module, a `#[path]` module, the
-/// crate naming itself.
+/// crate naming itself, `#[macro_use]`.
 #[test]
 fn the_checker_sees_through_evasions() {
     let lib = "//! | tier | modules |\n//! |---|---|\n//! | 0 | `host` |\n//! | 1 | `raw` |\n\
                //! | 2 | `low` |\n//! | 3 | `high` |\n\nmod high;\nmod host;\nmod low;\nmod raw;\n\
-               extern crate self as me;\n";
+               extern crate self as me;\n#[macro_use]\nmod macros {}\n";
     let low = "mod inner {\n    pub fn f() -> super::super::high::Group { todo!() }\n}\n\
                use crate as root;\n\
                use crate::*;\n\
@@ -728,5 +735,6 @@ fn the_checker_sees_through_evasions() {
     assert!(has(Rule::Unresolved, &["src/low.rs:7:", "`#[path]`"]), "{all}");
     assert!(has(Rule::InlinePtx, &["src/low.rs:9:"]), "{all}");
     assert!(has(Rule::Unresolved, &["src/lib.rs:12:", "extern crate self"]), "{all}");
-    assert_eq!(got.len(), 7, "{all}");
+    assert!(has(Rule::Unresolved, &["src/lib.rs:13:", "`#[macro_use]`"]), "{all}");
+    assert_eq!(got.len(), 8, "{all}");
 }
