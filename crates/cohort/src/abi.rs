@@ -95,10 +95,10 @@ pub unsafe fn multi_grid_vec<'a, T: Copy>(
 /// device memory, for `'a`; nothing else may access them during the launch.
 #[inline(always)]
 #[must_use]
-pub unsafe fn grid_vec<'a, T>(ptr: *mut T, len: usize, barrier: *mut u32) -> crate::slice::GridVec<'a, T> {
+pub unsafe fn grid_vec<'a, T>(ptr: *mut T, len: usize, barrier: *mut u32) -> crate::cg::GridVec<'a, T> {
     let ptr = if len == 0 || size_of::<T>() == 0 { core::ptr::NonNull::dangling().as_ptr() } else { ptr };
     // SAFETY: forwarded to the caller; `ptr` is non-null.
-    unsafe { crate::slice::GridVec::from_raw_parts(ptr, len, barrier) }
+    unsafe { crate::cg::GridVec::from_raw_parts(ptr, len, barrier) }
 }
 
 /// Rebuilds a `DisjointMatrix<T, L, I>` kernel parameter.
@@ -248,6 +248,31 @@ pub trait SliceElement {
 }
 impl<T: DeviceCopy> SliceElement for T {
     const __NO_PADDING: () = T::__NO_PADDING;
+}
+
+// An atomic is `repr(transparent)` over a number; as a buffer element it is only ever touched
+// through atomic instructions. Kernel parameters point at device memory (`cuMemAlloc`): global,
+// so only global and generic atomics may view it. `&[Atomic<T, Shared>]` would emit
+// `atom.shared` on a global address.
+impl<T: DeviceCopy> SliceElement for crate::atomic::Atomic<T, crate::atomic::Global>
+where
+    crate::atomic::Atomic<T, crate::atomic::Global>: Sync,
+{
+    const __NO_PADDING: () = T::__NO_PADDING;
+}
+impl<T: DeviceCopy> SliceElement for crate::atomic::Atomic<T, crate::atomic::Generic>
+where
+    crate::atomic::Atomic<T, crate::atomic::Generic>: Sync,
+{
+    const __NO_PADDING: () = T::__NO_PADDING;
+}
+
+// As for atomics: a kernel parameter is global memory. A mutex is one `u32` word: no padding.
+impl SliceElement for crate::mutex::Mutex<crate::atomic::Global> {
+    const __NO_PADDING: () = ();
+}
+impl SliceElement for crate::mutex::Mutex<crate::atomic::Generic> {
+    const __NO_PADDING: () = ();
 }
 
 // --- The ABI record -------------------------------------------------------------------------
@@ -448,4 +473,97 @@ pub const fn abi_record<const B: usize>(flags: u32, shape: [u32; 3], params: &[[
         p += 1;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// What a host launcher can check of a matrix parameter's shape, by its type.
+    #[test]
+    fn matrix_shapes_fit_their_index_type() {
+        use super::matrix_shape_fits;
+        use crate::matrix::{Cyclic, DisjointMatrix};
+        assert!(matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(65535, 65537));
+        assert!(!matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(65536, 65536));
+        assert!(matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic>>(65536, 65536));
+    }
+
+    /// `abi::matrix_launch_fits` against every thread's every element, for each layout under
+    /// `Within`, small grids and blocks and matrices around their edges.
+    #[test]
+    fn within_launch_check_is_exact() {
+        use super::matrix_launch_fits;
+        use crate::matrix::{Blocked, Cyclic, DisjointMatrix, Layout, Transposed, TransposedTiles, Within};
+        fn brute<L: Layout>(rows: usize, cols: usize, g: [u32; 3], b: [u32; 3]) -> bool {
+            for (by, bx, ty, tx) in itertools(g, b) {
+                let [r0, dr, c0, dc] = L::place(tx, ty, b[0] as usize, b[1] as usize, by, bx);
+                for k in 0..L::KR {
+                    for l in 0..L::KC {
+                        if r0 + dr * k >= rows || c0 + dc * l >= cols {
+                            return false;
+                        }
+                    }
+                }
+            }
+            true
+        }
+        fn itertools(g: [u32; 3], b: [u32; 3]) -> impl Iterator<Item = (usize, usize, usize, usize)> {
+            let (gx, gy, bx, by) = (g[0] as usize, g[1] as usize, b[0] as usize, b[1] as usize);
+            (0..gy).flat_map(move |y| {
+                (0..gx).flat_map(move |x| (0..by).flat_map(move |ty| (0..bx).map(move |tx| (y, x, ty, tx))))
+            })
+        }
+        fn each<L: Layout>() -> usize {
+            assert!(L::WITHIN);
+            let mut fits = 0;
+            for (gx, gy, bx, by) in [(1, 1, 1, 1), (2, 3, 4, 2), (3, 1, 2, 3), (1, 2, 3, 1), (2, 2, 2, 2)] {
+                for rows in 0..14 {
+                    for cols in 0..14 {
+                        let (g, b) = ([gx, gy, 1], [bx, by, 1]);
+                        let got = matrix_launch_fits::<DisjointMatrix<'_, f32, L, u32>>(rows, cols, g, b);
+                        assert_eq!(got, brute::<L>(rows, cols, g, b), "{rows} × {cols}, grid {g:?}, block {b:?}");
+                        fits += usize::from(got);
+                        // A 3-D grid or block is refused, whatever the matrix.
+                        assert!(!matrix_launch_fits::<DisjointMatrix<'_, f32, L, u32>>(rows, cols, [gx, gy, 2], b));
+                        assert!(!matrix_launch_fits::<DisjointMatrix<'_, f32, L, u32>>(rows, cols, g, [bx, by, 2]));
+                    }
+                }
+            }
+            fits
+        }
+        // Each layout admits some of the launches and refuses others.
+        for fits in [
+            each::<Within<Cyclic>>(),
+            each::<Within<Cyclic<2, 3>>>(),
+            each::<Within<Blocked<3, 2>>>(),
+            each::<Transposed<Within<Cyclic<1, 2>>>>(),
+            each::<TransposedTiles<Within<Blocked<2, 1>>>>(),
+            each::<Within<Transposed<Cyclic>>>(),
+        ] {
+            assert!(fits > 0 && fits < 5 * 14 * 14, "{fits}");
+        }
+        // Not `Within`: nothing to check, any launch may write (threads past the matrix don't).
+        assert!(matrix_launch_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(1, 1, [9, 9, 9], [32, 8, 1]));
+        // Blocks CUDA cannot launch are refused (and the check's arithmetic stays small).
+        let huge = [u32::MAX, u32::MAX, 1];
+        assert!(!matrix_launch_fits::<DisjointMatrix<'_, f32, Within<Cyclic>, u32>>(
+            usize::MAX,
+            usize::MAX,
+            huge,
+            [2048, 1, 1]
+        ));
+        assert!(matrix_launch_fits::<DisjointMatrix<'_, f32, Within<Cyclic>, usize>>(
+            usize::MAX,
+            usize::MAX,
+            huge,
+            [1024, 1024, 1]
+        ));
+        // A layout `tile()` refuses to compile for (over 2^20 elements a side) writes nothing:
+        // no overflow in the check (a debug build would panic).
+        assert!(matrix_launch_fits::<DisjointMatrix<'_, f32, Within<Cyclic<{ 1 << 40 }, 1>>, usize>>(
+            1,
+            1,
+            huge,
+            [1024, 1, 1]
+        ));
+    }
 }

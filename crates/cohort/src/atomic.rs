@@ -36,7 +36,8 @@ use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 pub use core::sync::atomic::Ordering;
 
-pub use crate::sync::Scope;
+#[doc(inline)]
+pub use crate::raw::{Scope, SpaceKind};
 
 /// State spaces an [`Atomic`] can live in.
 pub trait Space: sealed::Sealed + 'static {
@@ -45,17 +46,6 @@ pub trait Space: sealed::Sealed + 'static {
     /// The scope of the operations that take none: [`Scope::Block`] in shared memory (only
     /// the block can see it), [`Scope::Device`] elsewhere.
     const DEFAULT_SCOPE: Scope;
-}
-
-/// The state space of an [`Atomic`], as a value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SpaceKind {
-    /// `.global`: device memory (`cudaMalloc`, kernel parameters).
-    Global,
-    /// `.shared`: the block's shared memory.
-    Shared,
-    /// Generic addressing: the hardware finds out at run time (a little slower).
-    Generic,
 }
 
 /// Device (global) memory.
@@ -198,131 +188,17 @@ const fn cas_order(success: Ordering, failure: Ordering) -> Ordering {
     }
 }
 
-// --- the dispatch from (ordering, scope, space) to one PTX string -----------------------------
+// --- the PTX instructions: `raw`'s atomic families, one instruction per (ordering, scope, space)
 
 /// Emits `fence.sc.<scope>` for `SeqCst` and returns the PTX ordering to use after it.
 #[inline(always)]
 fn seq_cst_prefix(order: Ordering, scope: Scope) -> Ordering {
     if let Ordering::SeqCst = order {
-        crate::sync::fence(scope);
+        crate::raw::fence_sc(scope);
         Ordering::AcqRel
     } else {
         order
     }
-}
-
-/// Expands `$m!(sem, scope, cvta, space; args…)` for the run-time (`order`, `scope`, space)
-/// triple; every choice is a constant after inlining, so one arm survives.
-macro_rules! dispatch {
-    // read-modify-write: all four PTX orderings
-    ($order:expr, $scope:expr, $space:expr, $m:ident; $($args:tt)*) => {
-        match $order {
-            Ordering::Relaxed => dispatch!(@scope "relaxed", $scope, $space, $m; $($args)*),
-            Ordering::Acquire => dispatch!(@scope "acquire", $scope, $space, $m; $($args)*),
-            Ordering::Release => dispatch!(@scope "release", $scope, $space, $m; $($args)*),
-            _ => dispatch!(@scope "acq_rel", $scope, $space, $m; $($args)*),
-        }
-    };
-    // loads: relaxed or acquire only (so no invalid PTX exists even in dead arms)
-    (load $order:expr, $scope:expr, $space:expr, $m:ident; $($args:tt)*) => {
-        match $order {
-            Ordering::Relaxed => dispatch!(@scope "relaxed", $scope, $space, $m; $($args)*),
-            _ => dispatch!(@scope "acquire", $scope, $space, $m; $($args)*),
-        }
-    };
-    // stores and reductions: relaxed or release only
-    (store $order:expr, $scope:expr, $space:expr, $m:ident; $($args:tt)*) => {
-        match $order {
-            Ordering::Relaxed => dispatch!(@scope "relaxed", $scope, $space, $m; $($args)*),
-            _ => dispatch!(@scope "release", $scope, $space, $m; $($args)*),
-        }
-    };
-    (@scope $sem:literal, $scope:expr, $space:expr, $m:ident; $($args:tt)*) => {
-        match $scope {
-            Scope::Block => dispatch!(@space $sem, "cta", $space, $m; $($args)*),
-            Scope::Device => dispatch!(@space $sem, "gpu", $space, $m; $($args)*),
-            Scope::System => dispatch!(@space $sem, "sys", $space, $m; $($args)*),
-        }
-    };
-    (@space $sem:literal, $sc:literal, $space:expr, $m:ident; $($args:tt)*) => {
-        match $space {
-            SpaceKind::Global => $m!($sem, $sc, "cvta.to.global.u64 %cohort_a, {p};", ".global"; $($args)*),
-            SpaceKind::Shared => $m!($sem, $sc, "mov.b64 %cohort_a, {p};", ".shared"; $($args)*),
-            SpaceKind::Generic => $m!($sem, $sc, "mov.b64 %cohort_a, {p};", ""; $($args)*),
-        }
-    };
-}
-
-/// `atom.<sem>.<scope><space>.<op>.<ty> r, [p], v;`
-macro_rules! atom2 {
-    ($sem:literal, $sc:literal, $cvta:literal, $sp:literal; $op:literal, $ty:literal, $class:ident, $p:expr, $v:expr, $t:ty) => {{
-        let r: $t;
-        // SAFETY: `$p` is a valid address of this atomic in the named state space (guaranteed by
-        // the `Atomic` type's constructors).
-        unsafe {
-            core::arch::asm!(
-                concat!("{{ .reg .b64 %cohort_a; ", $cvta, " atom.", $sem, ".", $sc, $sp, ".", $op, ".", $ty, " {r}, [%cohort_a], {v}; }}"),
-                p = in(reg64) $p, v = in($class) $v, r = out($class) r, options(nostack)
-            )
-        };
-        r
-    }};
-}
-
-/// `red.<sem>.<scope><space>.<op>.<ty> [p], v;` (`sem` is relaxed or release).
-macro_rules! red {
-    ($sem:literal, $sc:literal, $cvta:literal, $sp:literal; $op:literal, $ty:literal, $class:ident, $p:expr, $v:expr) => {{
-        // SAFETY: as for `atom2!`.
-        unsafe {
-            core::arch::asm!(
-                concat!("{{ .reg .b64 %cohort_a; ", $cvta, " red.", $sem, ".", $sc, $sp, ".", $op, ".", $ty, " [%cohort_a], {v}; }}"),
-                p = in(reg64) $p, v = in($class) $v, options(nostack)
-            )
-        };
-    }};
-}
-
-/// `atom.<sem>.<scope><space>.cas.<ty> r, [p], c, n;`
-macro_rules! cas {
-    ($sem:literal, $sc:literal, $cvta:literal, $sp:literal; $ty:literal, $class:ident, $p:expr, $c:expr, $n:expr, $t:ty) => {{
-        let r: $t;
-        // SAFETY: as for `atom2!`.
-        unsafe {
-            core::arch::asm!(
-                concat!("{{ .reg .b64 %cohort_a; ", $cvta, " atom.", $sem, ".", $sc, $sp, ".cas.", $ty, " {r}, [%cohort_a], {c}, {n}; }}"),
-                p = in(reg64) $p, c = in($class) $c, n = in($class) $n, r = out($class) r, options(nostack)
-            )
-        };
-        r
-    }};
-}
-
-/// `ld.<sem>.<scope><space>.<ty> r, [p];` (`sem` is relaxed or acquire).
-macro_rules! ld {
-    ($sem:literal, $sc:literal, $cvta:literal, $sp:literal; $ty:literal, $class:ident, $p:expr, $t:ty) => {{
-        let r: $t;
-        // SAFETY: as for `atom2!`.
-        unsafe {
-            core::arch::asm!(
-                concat!("{{ .reg .b64 %cohort_a; ", $cvta, " ld.", $sem, ".", $sc, $sp, ".", $ty, " {r}, [%cohort_a]; }}"),
-                p = in(reg64) $p, r = out($class) r, options(nostack)
-            )
-        };
-        r
-    }};
-}
-
-/// `st.<sem>.<scope><space>.<ty> [p], v;` (`sem` is relaxed or release).
-macro_rules! st {
-    ($sem:literal, $sc:literal, $cvta:literal, $sp:literal; $ty:literal, $class:ident, $p:expr, $v:expr) => {{
-        // SAFETY: as for `atom2!`.
-        unsafe {
-            core::arch::asm!(
-                concat!("{{ .reg .b64 %cohort_a; ", $cvta, " st.", $sem, ".", $sc, $sp, ".", $ty, " [%cohort_a], {v}; }}"),
-                p = in(reg64) $p, v = in($class) $v, options(nostack)
-            )
-        };
-    }};
 }
 
 /// The address operand for space `S`: the generic address itself, except for shared memory,
@@ -333,14 +209,14 @@ macro_rules! st {
 #[inline(always)]
 fn space_address<S: Space>(generic: u64) -> u64 {
     match S::KIND {
-        SpaceKind::Shared => generic.wrapping_sub(crate::shared::shared_window_base()),
+        SpaceKind::Shared => generic.wrapping_sub(crate::raw::shared_window_base()),
         _ => generic,
     }
 }
 
 /// The bit-level operations every atomic type shares (load, store, swap, CAS, CAS loops).
 macro_rules! atomic_common {
-    ($t:ty, $bits:ty, $b:literal, $class:ident, $to:expr, $from:expr) => {
+    ($t:ty, $bits:ty, $to:expr, $from:expr; ld = $ld:ident, st = $st:ident, exch = $exch:ident, cas = $cas:ident) => {
         impl<S: Space> Atomic<$t, S> {
             #[inline(always)]
             fn addr(&self) -> u64 {
@@ -364,10 +240,12 @@ macro_rules! atomic_common {
                 crate::host::on_device!("Atomic::load" => {
                     let order = match order {
                         Ordering::Release | Ordering::AcqRel => panic!("there is no Release or AcqRel load"),
-                        Ordering::SeqCst => { crate::sync::fence(scope); Ordering::Acquire }
+                        Ordering::SeqCst => { crate::raw::fence_sc(scope); Ordering::Acquire }
                         o => o,
                     };
-                    let bits: $bits = dispatch!(load order, scope, S::KIND, ld; $b, $class, self.addr(), $bits);
+                    // SAFETY: the address of this atomic in its state space, valid and aligned, accessed
+                    // only atomically (guaranteed by the `Atomic` type's constructors).
+                    let bits = unsafe { crate::raw::$ld(self.addr(), order, scope, S::KIND) as $bits };
                     let from = $from;
                     from(bits)
                 } host => {
@@ -395,12 +273,14 @@ macro_rules! atomic_common {
                 crate::host::on_device!("Atomic::store" => {
                     let order = match order {
                         Ordering::Acquire | Ordering::AcqRel => panic!("there is no Acquire or AcqRel store"),
-                        Ordering::SeqCst => { crate::sync::fence(scope); Ordering::Release }
+                        Ordering::SeqCst => { crate::raw::fence_sc(scope); Ordering::Release }
                         o => o,
                     };
                     let to = $to;
                     let bits: $bits = to(v);
-                    dispatch!(store order, scope, S::KIND, st; $b, $class, self.addr(), bits)
+                    // SAFETY: the address of this atomic in its state space, valid and aligned, accessed
+                    // only atomically (guaranteed by the `Atomic` type's constructors).
+                    unsafe { crate::raw::$st(self.addr(), bits as _, order, scope, S::KIND) }
                 } host => {
                     use crate::host::HostAtomic;
                     if matches!(order, Ordering::Acquire | Ordering::AcqRel) { panic!("there is no Acquire or AcqRel store") }
@@ -426,7 +306,9 @@ macro_rules! atomic_common {
                     let to = $to;
                     let from = $from;
                     let bits: $bits = to(v);
-                    from(dispatch!(order, scope, S::KIND, atom2; "exch", $b, $class, self.addr(), bits, $bits))
+                    // SAFETY: the address of this atomic in its state space, valid and aligned, accessed
+                    // only atomically (guaranteed by the `Atomic` type's constructors).
+                    from(unsafe { crate::raw::$exch(self.addr(), bits as _, order, scope, S::KIND) as $bits })
                 } host => {
                     use crate::host::HostAtomic;
                     // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
@@ -466,7 +348,9 @@ macro_rules! atomic_common {
             fn cas_bits(&self, cur: $bits, new: $bits, order: Ordering, scope: Scope) -> $bits {
                 crate::host::on_device!("Atomic::compare_exchange" => {
                     let order = seq_cst_prefix(order, scope);
-                    dispatch!(order, scope, S::KIND, cas; $b, $class, self.addr(), cur, new, $bits)
+                    // SAFETY: the address of this atomic in its state space, valid and aligned, accessed
+                    // only atomically (guaranteed by the `Atomic` type's constructors).
+                    unsafe { crate::raw::$cas(self.addr(), cur as _, new as _, order, scope, S::KIND) as $bits }
                 } host => {
                     use crate::host::HostAtomic;
                     // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
@@ -500,8 +384,10 @@ macro_rules! atomic_common {
                 }
             }
 
-            /// A CAS loop that stops without writing when `f` leaves the bits unchanged.
+            /// A CAS loop that stops without writing when `f` leaves the bits unchanged. (Unused
+            /// by `u32`, whose inc and dec are native.)
             #[inline(always)]
+            #[allow(dead_code)]
             fn rmw_loop(&self, order: Ordering, scope: Scope, mut f: impl FnMut($t) -> $t) -> $t {
                 let to = $to;
                 let from = $from;
@@ -512,7 +398,7 @@ macro_rules! atomic_common {
                         // Nothing to write; still give the ordering the caller asked for.
                         match order {
                             Ordering::Relaxed | Ordering::Release => {}
-                            _ => crate::sync::fence_acq_rel(scope),
+                            _ => crate::raw::fence_acq_rel(scope),
                         }
                         return from(prev);
                     }
@@ -527,18 +413,22 @@ macro_rules! atomic_common {
     };
 }
 
-/// Integer atomics: native add/min/max/and/or/xor, and inc/dec.
+/// Integer atomics: native add/min/max/and/or/xor, and inc/dec (native for `u32`, CAS loops
+/// otherwise). Each operation names its `raw` instruction family (`i32` adds with the `u32`
+/// form, a bit pattern of the same width).
 macro_rules! atomic_int {
-    ($t:ty, $b:literal, $add:literal, $minmax:literal, $class:ident, native_incdec = $native:literal) => {
-        atomic_common!($t, $t, $b, $class, |v: $t| v, |v: $t| v);
+    ($t:ty, $b:literal, $add:literal, $minmax:literal; add = $radd:ident, min = $rmin:ident, max = $rmax:ident,
+     and = $rand:ident, or = $ror:ident, xor = $rxor:ident, red = $rred:ident,
+     common = ($ld:ident, $st:ident, $exch:ident, $cas:ident), incdec = $($incdec:tt)+) => {
+        atomic_common!($t, $t, |v: $t| v, |v: $t| v; ld = $ld, st = $st, exch = $exch, cas = $cas);
 
         impl<S: Space> Atomic<$t, S> {
-            atomic_int!(@rmw $t, $class, fetch_add, fetch_add_scoped, "add", $add, "atomicAdd", "Adds `v` (wrapping) and returns the previous value.");
-            atomic_int!(@rmw $t, $class, fetch_min, fetch_min_scoped, "min", $minmax, "atomicMin", "Stores the minimum of the value and `v`; returns the previous value.");
-            atomic_int!(@rmw $t, $class, fetch_max, fetch_max_scoped, "max", $minmax, "atomicMax", "Stores the maximum of the value and `v`; returns the previous value.");
-            atomic_int!(@rmw $t, $class, fetch_and, fetch_and_scoped, "and", $b, "atomicAnd", "Bitwise AND with `v`; returns the previous value.");
-            atomic_int!(@rmw $t, $class, fetch_or, fetch_or_scoped, "or", $b, "atomicOr", "Bitwise OR with `v`; returns the previous value.");
-            atomic_int!(@rmw $t, $class, fetch_xor, fetch_xor_scoped, "xor", $b, "atomicXor", "Bitwise XOR with `v`; returns the previous value.");
+            atomic_int!(@rmw $t, fetch_add, fetch_add_scoped, "add", $add, $radd, "atomicAdd", "Adds `v` (wrapping) and returns the previous value.");
+            atomic_int!(@rmw $t, fetch_min, fetch_min_scoped, "min", $minmax, $rmin, "atomicMin", "Stores the minimum of the value and `v`; returns the previous value.");
+            atomic_int!(@rmw $t, fetch_max, fetch_max_scoped, "max", $minmax, $rmax, "atomicMax", "Stores the maximum of the value and `v`; returns the previous value.");
+            atomic_int!(@rmw $t, fetch_and, fetch_and_scoped, "and", $b, $rand, "atomicAnd", "Bitwise AND with `v`; returns the previous value.");
+            atomic_int!(@rmw $t, fetch_or, fetch_or_scoped, "or", $b, $ror, "atomicOr", "Bitwise OR with `v`; returns the previous value.");
+            atomic_int!(@rmw $t, fetch_xor, fetch_xor_scoped, "xor", $b, $rxor, "atomicXor", "Bitwise XOR with `v`; returns the previous value.");
 
             /// Subtracts `v` (wrapping) and returns the previous value (`atomicSub`).
             #[doc(alias = "atomicSub")]
@@ -569,7 +459,9 @@ macro_rules! atomic_int {
                         Ordering::Release | Ordering::AcqRel => Ordering::Release,
                         _ => panic!("`add` has no Acquire form; use `fetch_add`"),
                     };
-                    dispatch!(store order, scope, S::KIND, red; "add", $add, $class, self.addr(), v)
+                    // SAFETY: the address of this atomic in its state space, valid and aligned,
+                    // accessed only atomically (guaranteed by the `Atomic` type's constructors).
+                    unsafe { crate::raw::$rred(self.addr(), v as _, order, scope, S::KIND) }
                 } host => {
                     use crate::host::HostAtomic;
                     if matches!(order, Ordering::Acquire) { panic!("`add` has no Acquire form; use `fetch_add`") }
@@ -595,46 +487,59 @@ macro_rules! atomic_int {
                 self.fetch_dec_scoped(limit, order, S::DEFAULT_SCOPE)
             }
 
-            /// [`fetch_inc`](Self::fetch_inc) at `scope`.
-            #[inline(always)]
-            pub fn fetch_inc_scoped(&self, limit: $t, order: Ordering, scope: Scope) -> $t {
-                if $native {
-                    crate::host::on_device!("Atomic::fetch_inc" => {
-                        let order = seq_cst_prefix(order, scope);
-                        dispatch!(order, scope, S::KIND, atom2; "inc", "u32", $class, self.addr(), limit, $t)
-                } host => {
-                    use crate::host::HostAtomic;
-                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
-                    // contract; a shared one lies in the running block's window, which `host_ptr`
-                    // checks), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), "inc", limit) }
-                })
-                } else {
-                    self.rmw_loop(order, scope, |old| if old >= limit { 0 } else { old + 1 })
-                }
-            }
-
-            /// [`fetch_dec`](Self::fetch_dec) at `scope`.
-            #[inline(always)]
-            pub fn fetch_dec_scoped(&self, limit: $t, order: Ordering, scope: Scope) -> $t {
-                if $native {
-                    crate::host::on_device!("Atomic::fetch_dec" => {
-                        let order = seq_cst_prefix(order, scope);
-                        dispatch!(order, scope, S::KIND, atom2; "dec", "u32", $class, self.addr(), limit, $t)
-                } host => {
-                    use crate::host::HostAtomic;
-                    // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
-                    // contract; a shared one lies in the running block's window, which `host_ptr`
-                    // checks), aligned, and accessed only atomically.
-                    unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), "dec", limit) }
-                })
-                } else {
-                    self.rmw_loop(order, scope, |old| if old == 0 || old > limit { limit } else { old - 1 })
-                }
-            }
+            atomic_int!(@incdec $t, $($incdec)+);
         }
     };
-    (@rmw $t:ty, $class:ident, $name:ident, $scoped:ident, $op:literal, $ty:literal, $alias:literal, $doc:literal) => {
+    // `atom.inc` / `atom.dec` (`u32` only).
+    (@incdec $t:ty, native($inc:ident, $dec:ident)) => {
+        /// [`fetch_inc`](Self::fetch_inc) at `scope`.
+        #[inline(always)]
+        pub fn fetch_inc_scoped(&self, limit: $t, order: Ordering, scope: Scope) -> $t {
+            crate::host::on_device!("Atomic::fetch_inc" => {
+                let order = seq_cst_prefix(order, scope);
+                // SAFETY: the address of this atomic in its state space, valid and aligned,
+                // accessed only atomically (guaranteed by the `Atomic` type's constructors).
+                unsafe { crate::raw::$inc(self.addr(), limit, order, scope, S::KIND) }
+            } host => {
+                use crate::host::HostAtomic;
+                // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                // contract; a shared one lies in the running block's window, which `host_ptr`
+                // checks), aligned, and accessed only atomically.
+                unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), "inc", limit) }
+            })
+        }
+
+        /// [`fetch_dec`](Self::fetch_dec) at `scope`.
+        #[inline(always)]
+        pub fn fetch_dec_scoped(&self, limit: $t, order: Ordering, scope: Scope) -> $t {
+            crate::host::on_device!("Atomic::fetch_dec" => {
+                let order = seq_cst_prefix(order, scope);
+                // SAFETY: as in `fetch_inc_scoped`.
+                unsafe { crate::raw::$dec(self.addr(), limit, order, scope, S::KIND) }
+            } host => {
+                use crate::host::HostAtomic;
+                // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
+                // contract; a shared one lies in the running block's window, which `host_ptr`
+                // checks), aligned, and accessed only atomically.
+                unsafe { <$t as HostAtomic>::rmw(self.host_ptr(), "dec", limit) }
+            })
+        }
+    };
+    // CAS loops (no native instruction for the type).
+    (@incdec $t:ty, cas_loop) => {
+        /// [`fetch_inc`](Self::fetch_inc) at `scope`.
+        #[inline(always)]
+        pub fn fetch_inc_scoped(&self, limit: $t, order: Ordering, scope: Scope) -> $t {
+            self.rmw_loop(order, scope, |old| if old >= limit { 0 } else { old + 1 })
+        }
+
+        /// [`fetch_dec`](Self::fetch_dec) at `scope`.
+        #[inline(always)]
+        pub fn fetch_dec_scoped(&self, limit: $t, order: Ordering, scope: Scope) -> $t {
+            self.rmw_loop(order, scope, |old| if old == 0 || old > limit { limit } else { old - 1 })
+        }
+    };
+    (@rmw $t:ty, $name:ident, $scoped:ident, $op:literal, $ty:literal, $raw:ident, $alias:literal, $doc:literal) => {
         #[doc = $doc]
         #[doc = concat!("(`", $alias, "`; PTX `atom.", $op, ".", $ty, "`)")]
         #[doc(alias = $alias)]
@@ -648,7 +553,9 @@ macro_rules! atomic_int {
         pub fn $scoped(&self, v: $t, order: Ordering, scope: Scope) -> $t {
             crate::host::on_device!(stringify!($name) => {
                 let order = seq_cst_prefix(order, scope);
-                dispatch!(order, scope, S::KIND, atom2; $op, $ty, $class, self.addr(), v, $t)
+                // SAFETY: the address of this atomic in its state space, valid and aligned,
+                // accessed only atomically (guaranteed by the `Atomic` type's constructors).
+                unsafe { crate::raw::$raw(self.addr(), v as _, order, scope, S::KIND) as $t }
                 } host => {
                     use crate::host::HostAtomic;
                     // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
@@ -660,15 +567,23 @@ macro_rules! atomic_int {
     };
 }
 
-atomic_int!(u32, "b32", "u32", "u32", reg32, native_incdec = true);
-atomic_int!(i32, "b32", "u32", "s32", reg32, native_incdec = false);
-atomic_int!(u64, "b64", "u64", "u64", reg64, native_incdec = false);
-atomic_int!(i64, "b64", "u64", "s64", reg64, native_incdec = false);
+atomic_int!(u32, "b32", "u32", "u32"; add = atom_add_u32, min = atom_min_u32, max = atom_max_u32,
+    and = atom_and_b32, or = atom_or_b32, xor = atom_xor_b32, red = red_add_u32,
+    common = (ld_scoped_b32, st_scoped_b32, atom_exch_b32, atom_cas_b32), incdec = native(atom_inc_u32, atom_dec_u32));
+atomic_int!(i32, "b32", "u32", "s32"; add = atom_add_u32, min = atom_min_s32, max = atom_max_s32,
+    and = atom_and_b32, or = atom_or_b32, xor = atom_xor_b32, red = red_add_u32,
+    common = (ld_scoped_b32, st_scoped_b32, atom_exch_b32, atom_cas_b32), incdec = cas_loop);
+atomic_int!(u64, "b64", "u64", "u64"; add = atom_add_u64, min = atom_min_u64, max = atom_max_u64,
+    and = atom_and_b64, or = atom_or_b64, xor = atom_xor_b64, red = red_add_u64,
+    common = (ld_scoped_b64, st_scoped_b64, atom_exch_b64, atom_cas_b64), incdec = cas_loop);
+atomic_int!(i64, "b64", "u64", "s64"; add = atom_add_u64, min = atom_min_s64, max = atom_max_s64,
+    and = atom_and_b64, or = atom_or_b64, xor = atom_xor_b64, red = red_add_u64,
+    common = (ld_scoped_b64, st_scoped_b64, atom_exch_b64, atom_cas_b64), incdec = cas_loop);
 
 /// Float atomics: native add, CAS-loop min/max with both NaN policies.
 macro_rules! atomic_float {
-    ($t:ty, $bits:ty, $b:literal, $f:literal, $class:ident) => {
-        atomic_common!($t, $bits, $b, $class, |v: $t| v.to_bits(), <$t>::from_bits);
+    ($t:ty, $bits:ty; add = $radd:ident, red = $rred:ident, common = ($ld:ident, $st:ident, $exch:ident, $cas:ident)) => {
+        atomic_common!($t, $bits, |v: $t| v.to_bits(), <$t>::from_bits; ld = $ld, st = $st, exch = $exch, cas = $cas);
 
         impl<S: Space> Atomic<$t, S> {
             /// Adds `v` and returns the previous value (`atomicAdd`; native `atom.add`).
@@ -683,7 +598,9 @@ macro_rules! atomic_float {
             pub fn fetch_add_scoped(&self, v: $t, order: Ordering, scope: Scope) -> $t {
                 crate::host::on_device!("Atomic::fetch_add" => {
                     let order = seq_cst_prefix(order, scope);
-                    dispatch!(order, scope, S::KIND, atom2; "add", $f, $class, self.addr(), v, $t)
+                    // SAFETY: the address of this atomic in its state space, valid and aligned,
+                    // accessed only atomically (guaranteed by the `Atomic` type's constructors).
+                    unsafe { crate::raw::$radd(self.addr(), v, order, scope, S::KIND) }
                 } host => {
                     use crate::host::HostAtomic;
                     // SAFETY: the value is live host memory this atomic owns (the `Atomic` constructors'
@@ -721,7 +638,8 @@ macro_rules! atomic_float {
                         Ordering::Release | Ordering::AcqRel => Ordering::Release,
                         _ => panic!("`add` has no Acquire form; use `fetch_add`"),
                     };
-                    dispatch!(store order, scope, S::KIND, red; "add", $f, $class, self.addr(), v)
+                    // SAFETY: as in `fetch_add_scoped`.
+                    unsafe { crate::raw::$rred(self.addr(), v, order, scope, S::KIND) }
                 } host => {
                     use crate::host::HostAtomic;
                     if matches!(order, Ordering::Acquire) { panic!("`add` has no Acquire form; use `fetch_add`") }
@@ -772,22 +690,5 @@ macro_rules! atomic_float {
     };
 }
 
-atomic_float!(f32, u32, "b32", "f32", reg32);
-atomic_float!(f64, u64, "b64", "f64", reg64);
-
-// SAFETY: an atomic is `repr(transparent)` over a number; as a shared-memory cell or buffer
-// element it is only ever touched through atomic instructions.
-// Kernel parameters point at device memory (`cuMemAlloc`): global, so only global and generic
-// atomics may view it. `&[Atomic<T, Shared>]` would emit `atom.shared` on a global address.
-impl<T: crate::DeviceCopy> crate::abi::SliceElement for Atomic<T, Global>
-where
-    Atomic<T, Global>: Sync,
-{
-    const __NO_PADDING: () = T::__NO_PADDING;
-}
-impl<T: crate::DeviceCopy> crate::abi::SliceElement for Atomic<T, Generic>
-where
-    Atomic<T, Generic>: Sync,
-{
-    const __NO_PADDING: () = T::__NO_PADDING;
-}
+atomic_float!(f32, u32; add = atom_add_f32, red = red_add_f32, common = (ld_scoped_b32, st_scoped_b32, atom_exch_b32, atom_cas_b32));
+atomic_float!(f64, u64; add = atom_add_f64, red = red_add_f64, common = (ld_scoped_b64, st_scoped_b64, atom_exch_b64, atom_cas_b64));

@@ -86,3 +86,29 @@ unsafe impl DeviceCopy for crate::thread::Dim3 {}
 unsafe impl<T: DeviceCopy> DeviceCopy for core::num::Wrapping<T> {
     const __NO_PADDING: () = T::__NO_PADDING;
 }
+
+/// Applies `f` to each 32-bit word of `v` and reassembles a `T` (the words of a shuffle, of a
+/// shared-memory scratch slot).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) fn map_words<T: DeviceCopy>(v: T, mut f: impl FnMut(u32) -> u32) -> T {
+    const { assert!(size_of::<T>() <= 32, "cooperative-groups shuffles move at most 32 bytes") };
+    crate::assert_no_padding::<T>();
+    let size = size_of::<T>();
+    let n = size.div_ceil(4);
+    let mut words = [0u32; 8];
+    // SAFETY: copies `size` bytes of `v` into the zeroed word buffer (8 words hold 32 bytes).
+    unsafe { core::ptr::copy_nonoverlapping(&v as *const T as *const u8, words.as_mut_ptr() as *mut u8, size) };
+    let mut i = 0;
+    while i < n {
+        words[i] = f(words[i]);
+        i += 1;
+    }
+    let mut out = core::mem::MaybeUninit::<T>::uninit();
+    // SAFETY: the words hold the bytes of values of `T` (one lane's `v`), so the first `size`
+    // bytes form a valid `T`.
+    unsafe {
+        core::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, out.as_mut_ptr() as *mut u8, size);
+        out.assume_init()
+    }
+}

@@ -27,9 +27,10 @@
 //! # Initial values
 //!
 //! rustc cannot declare a variable in the `.const` state space (it has no address spaces), so
-//! the macro declares it in PTX (`global_asm!`) and the initializer becomes a second,
-//! ordinary Rust static, `__cohort_init_NAME`, in global memory. Loading the module copies it
-//! into the variable before any kernel of the module can run.
+//! the macro declares it in PTX (a `global_asm!` of [`raw::memory`](crate::raw::memory)) and
+//! the initializer becomes a second, ordinary Rust static, `__cohort_init_NAME`, in global
+//! memory. Loading the module copies it into the variable before any kernel of the module can
+//! run.
 //!
 //! # Why this is sound: who writes, and when
 //!
@@ -235,10 +236,7 @@ impl<T: DeviceCopy> Deref for Constant<T> {
     #[inline(always)]
     fn deref(&self) -> &T {
         crate::host::on_device!("global::Constant::deref" => {
-            let a = (self.addr)();
-            let g: u64;
-            // SAFETY: address arithmetic only.
-            unsafe { core::arch::asm!("cvta.const.u64 {g}, {a};", g = out(reg64) g, a = in(reg64) a, options(pure, nomem, nostack)) };
+            let g = crate::raw::cvta_const_u64((self.addr)());
             // SAFETY: the variable is a live, aligned, initialized `T` for the whole program,
             // which no one writes while a kernel runs (see the module docs).
             unsafe { &*(g as *const T) }
@@ -277,10 +275,7 @@ impl<T: GlobalValue> Deref for DeviceGlobal<T> {
     #[inline(always)]
     fn deref(&self) -> &T {
         crate::host::on_device!("global::DeviceGlobal::deref" => {
-            let a = (self.addr)();
-            let g: u64;
-            // SAFETY: address arithmetic only.
-            unsafe { core::arch::asm!("cvta.global.u64 {g}, {a};", g = out(reg64) g, a = in(reg64) a, options(pure, nomem, nostack)) };
+            let g = crate::raw::cvta_global_u64((self.addr)());
             // SAFETY: the variable is a live, aligned, initialized `T` in global memory for the
             // whole program; through `&T` kernels only read it or update it atomically
             // (`GlobalValue`), and the host writes it only when no launch that uses it is
@@ -303,7 +298,7 @@ impl<T: GlobalValue> Deref for DeviceGlobal<T> {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn ld_const<T: DeviceCopy>(addr: u64) -> T {
-    use core::arch::asm;
+    use crate::raw;
     crate::assert_no_padding::<T>();
     let mut v = core::mem::MaybeUninit::<T>::uninit();
     let p = v.as_mut_ptr().cast::<u8>();
@@ -317,42 +312,48 @@ unsafe fn ld_const<T: DeviceCopy>(addr: u64) -> T {
     unsafe {
         if align >= 16 {
             while off < size {
-                let (a, b, c, d): (u32, u32, u32, u32);
-                asm!("ld.const.v4.b32 {{{0}, {1}, {2}, {3}}}, [{4}];", out(reg32) a, out(reg32) b, out(reg32) c,
-                     out(reg32) d, in(reg64) addr + off as u64, options(pure, readonly, nostack));
-                p.add(off).cast::<[u32; 4]>().write([a, b, c, d]);
+                p.add(off).cast::<[u32; 4]>().write(raw::ld_const_v4_b32(addr + off as u64));
                 off += 16;
             }
         } else if align == 8 {
             while off < size {
-                let x: u64;
-                asm!("ld.const.b64 {0}, [{1}];", out(reg64) x, in(reg64) addr + off as u64, options(pure, readonly, nostack));
-                p.add(off).cast::<u64>().write(x);
+                p.add(off).cast::<u64>().write(raw::ld_const_b64(addr + off as u64));
                 off += 8;
             }
         } else if align == 4 {
             while off < size {
-                let x: u32;
-                asm!("ld.const.b32 {0}, [{1}];", out(reg32) x, in(reg64) addr + off as u64, options(pure, readonly, nostack));
-                p.add(off).cast::<u32>().write(x);
+                p.add(off).cast::<u32>().write(raw::ld_const_b32(addr + off as u64));
                 off += 4;
             }
         } else if align == 2 {
             while off < size {
-                let x: u16;
-                asm!("ld.const.b16 {0}, [{1}];", out(reg16) x, in(reg64) addr + off as u64, options(pure, readonly, nostack));
-                p.add(off).cast::<u16>().write(x);
+                p.add(off).cast::<u16>().write(raw::ld_const_b16(addr + off as u64));
                 off += 2;
             }
         } else {
             while off < size {
-                let x: u16;
-                asm!("ld.const.u8 {0}, [{1}];", out(reg16) x, in(reg64) addr + off as u64, options(pure, readonly, nostack));
-                p.add(off).write(x as u8);
+                p.add(off).write(raw::ld_const_u8(addr + off as u64) as u8);
                 off += 1;
             }
         }
         v.assume_init()
+    }
+}
+
+/// Whether the `bytes` bytes at `ptr` lie in global memory: `isspacep.global` of the start on a
+/// GPU (an object lies in one state space); on the CPU device, inside one of the device's
+/// allocations or `global!` variables, all of them (never a thread's stack, its block's shared
+/// memory, a `constant!` or other host memory).
+#[inline(always)]
+pub(crate) fn in_global(ptr: *const u8, bytes: usize) -> bool {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = bytes;
+        crate::raw::isspacep_global(ptr)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        cohort_cpu::is_global(ptr as usize, bytes)
     }
 }
 
@@ -436,15 +437,10 @@ pub const fn __size<T>() -> usize {
 /// `.visible .const .align A .b8 NAME[size]`, set to the initializer when the module loads.
 /// Constant memory is 64 KiB per module.
 #[macro_export]
-#[allow_internal_unstable(asm_experimental_arch)]
 macro_rules! constant {
     ($($(#[$m:meta])* $vis:vis static $name:ident: $t:ty = $init:expr;)*) => {$(
         #[cfg(target_arch = "nvptx64")]
-        ::core::arch::global_asm!(
-            concat!(".visible .const .align {align} .b8 ", stringify!($name), "[{size}];"),
-            align = const $crate::global::__align::<$t>(),
-            size = const $crate::global::__size::<$t>(),
-        );
+        $crate::__raw_ptx_var!(const_decl $name, $crate::global::__align::<$t>(), $crate::global::__size::<$t>());
 
         const _: () = {
             // The initial value, copied into the variable at load; its symbol also makes a
@@ -462,16 +458,8 @@ macro_rules! constant {
             fn __cohort_addr() -> u64 {
                 #[cfg(target_arch = "nvptx64")]
                 {
-                    let a: u64;
-                    // SAFETY: takes the constant-space address of the variable declared above.
-                    unsafe {
-                        ::core::arch::asm!(
-                            concat!("mov.u64 {a}, ", stringify!($name), ";"),
-                            a = out(reg64) a,
-                            options(pure, nomem, nostack)
-                        )
-                    };
-                    a
+                    // The constant-space address of the variable declared above.
+                    $crate::__raw_ptx_var!(var_addr $name)
                 }
                 // On the CPU device: the variable of the running launch's module, which the
                 // first lookup initializes from this declaration's initializer.
@@ -504,15 +492,10 @@ macro_rules! constant {
 /// data, read-only in kernels, or atomics) and the PTX variable `.visible .global .align A .b8
 /// NAME[size]`. The initializer is the host's view of the value: a `u32` for an `AtomicU32`.
 #[macro_export]
-#[allow_internal_unstable(asm_experimental_arch)]
 macro_rules! global {
     ($($(#[$m:meta])* $vis:vis static $name:ident: $t:ty = $init:expr;)*) => {$(
         #[cfg(target_arch = "nvptx64")]
-        ::core::arch::global_asm!(
-            concat!(".visible .global .align {align} .b8 ", stringify!($name), "[{size}];"),
-            align = const $crate::global::__align::<$t>(),
-            size = const $crate::global::__size::<$t>(),
-        );
+        $crate::__raw_ptx_var!(global_decl $name, $crate::global::__align::<$t>(), $crate::global::__size::<$t>());
 
         const _: () = {
             #[cfg(target_arch = "nvptx64")]
@@ -528,16 +511,8 @@ macro_rules! global {
             fn __cohort_addr() -> u64 {
                 #[cfg(target_arch = "nvptx64")]
                 {
-                    let a: u64;
-                    // SAFETY: takes the global-space address of the variable declared above.
-                    unsafe {
-                        ::core::arch::asm!(
-                            concat!("mov.u64 {a}, ", stringify!($name), ";"),
-                            a = out(reg64) a,
-                            options(pure, nomem, nostack)
-                        )
-                    };
-                    a
+                    // The global-space address of the variable declared above.
+                    $crate::__raw_ptx_var!(var_addr $name)
                 }
                 // On the CPU device: the variable of the running launch's module, which the
                 // first lookup initializes from this declaration's initializer.

@@ -336,28 +336,11 @@ impl<T, K: IndexKind> ChildDisjoint<T> for DisjointSlice<'_, T, K> {
     }
 }
 
-/// Whether the `bytes` bytes at `ptr` lie in global memory: `isspacep.global` of the start on a
-/// GPU (an object lies in one state space); on the CPU device, inside one of the device's
-/// allocations or `global!` variables, all of them (never a thread's stack, its block's shared
-/// memory, a `constant!` or other host memory).
-#[inline(always)]
-pub(crate) fn in_global(ptr: *const u8, bytes: usize) -> bool {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let _ = bytes;
-        crate::raw::isspacep_global(ptr)
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        cohort_cpu::is_global(ptr as usize, bytes)
-    }
-}
-
 /// Checks that slice argument `param` lies in global memory (empty and zero-sized ones pass).
 #[doc(hidden)]
 #[inline(always)]
 pub fn check_global<T>(s: &[T], param: u32) -> Result<(), LaunchError> {
-    if s.is_empty() || size_of::<T>() == 0 || in_global(s.as_ptr().cast(), size_of_val(s)) {
+    if s.is_empty() || size_of::<T>() == 0 || crate::global::in_global(s.as_ptr().cast(), size_of_val(s)) {
         Ok(())
     } else {
         Err(LaunchError::NotGlobalMemory { param })
@@ -368,7 +351,10 @@ pub fn check_global<T>(s: &[T], param: u32) -> Result<(), LaunchError> {
 #[doc(hidden)]
 #[inline(always)]
 pub fn check_global_ptr<T>(ptr: *mut T, len: usize, param: u32) -> Result<(), LaunchError> {
-    if len == 0 || size_of::<T>() == 0 || in_global(ptr.cast_const().cast(), len.saturating_mul(size_of::<T>())) {
+    if len == 0
+        || size_of::<T>() == 0
+        || crate::global::in_global(ptr.cast_const().cast(), len.saturating_mul(size_of::<T>()))
+    {
         Ok(())
     } else {
         Err(LaunchError::NotGlobalMemory { param })
@@ -443,9 +429,11 @@ impl ParamBuffer {
         if !take_launch() {
             return Err(LaunchError::BudgetSpent);
         }
+        let (g, b) = (config.grid, config.block);
         // SAFETY: forwarded to the caller.
-        let ptr =
-            unsafe { crate::raw::cdp2_get_parameter_buffer(entry, config.grid, config.block, config.shared_mem_bytes) };
+        let ptr = unsafe {
+            crate::raw::cdp2_get_parameter_buffer(entry, (g.x, g.y, g.z), (b.x, b.y, b.z), config.shared_mem_bytes)
+        };
         if ptr.is_null() {
             return_launch();
             Err(LaunchError::NoParameterBuffer)

@@ -41,11 +41,23 @@
 //!
 //! ## Tiers
 //!
-//! | tier | what | unsafe? |
-//! |---|---|---|
-//! | [`raw`] | one function per PTX instruction or special register | mostly `unsafe` (convergence contracts) |
-//! | [`sync`], [`atomic`], [`thread`] | operations with a [`Scope`](sync::Scope) and an [`Ordering`](atomic::Ordering) | safe |
-//! | [`cg`], [`slice`](mod@slice), [`launch`] | typed groups, outputs that cannot alias, typed device-side launches | safe |
+//! The modules form tiers: a module imports (`crate::…`) only from its own tier and the tiers
+//! below it, and no modules import each other in a cycle. Inline PTX (`asm!`) and NVVM
+//! intrinsics live in [`raw`] alone. `crates/cohort/tests/architecture.rs` reads this table
+//! and fails on inline PTX outside `src/raw/`, on an upward import, on a module missing from the
+//! table, and on an import cycle (documentation links may point anywhere).
+//!
+//! | tier | modules | what | unsafe? |
+//! |---|---|---|---|
+//! | 0 | `host` | what device functions do on the host: the CPU device's glue (`on_device!`) | — |
+//! | 1 | [`raw`] | one function per PTX instruction or special register; [`Scope`](raw::Scope), [`SpaceKind`](raw::SpaceKind) | mostly `unsafe` (convergence contracts, addresses) |
+//! | 2 | [`thread`], [`fp`], [`vec`], [`shape`], [`print`], `copy`, `unroll` | one thread's view: indices and the [`ThreadIndex`](thread::ThreadIndex)es it owns, arithmetic, values that cross between host and device, `printf` | safe |
+//! | 3 | [`atomic`], [`shared`](mod@shared), [`global`](mod@global) | memory spaces: atomics with a [`Scope`](sync::Scope) and an [`Ordering`](atomic::Ordering), shared memory, module variables | safe |
+//! | 4 | [`panic`](mod@panic), [`check`] | what a failing kernel reports: the panic record, checked mode's collective checks | safe |
+//! | 5 | [`sync`], [`mutex`] | barriers, fences, locks | safe |
+//! | 6 | [`slice`](mod@slice), [`matrix`] | outputs that cannot alias: disjoint and append slices, matrices | safe |
+//! | 7 | [`cg`] | cooperative groups: tiles, blocks, grids, multi-grids, their collectives, async copies, grid vectors | safe |
+//! | 8 | [`launch`], `abi` | the kernel interface: parameters as the host passes them, typed device-side launches | safe |
 //!
 //! ## On the CPU device
 //!
@@ -60,7 +72,7 @@
 //! | indices and dims ([`thread`], [`raw`]'s special registers), lane masks | the engine's per-thread context |
 //! | block barriers, `_count/_and/_or`, named barriers, [`cg::LargeTile`] | the engine's barriers (a deadlock is an `Err` naming both sites) |
 //! | shuffles, votes, ballot, match, redux, `activemask`, `__syncwarp`, every [`cg`] tile and coalesced group | the engine's warp collectives, over the lanes that really take part (divergence is an `Err` with the site and lanes) |
-//! | [`cg::GridGroup`] sync, [`GridVec`](slice::GridVec) phases | the engine's grid sync (cooperative launches) |
+//! | [`cg::GridGroup`] sync, [`GridVec`](cg::GridVec) phases | the engine's grid sync (cooperative launches) |
 //! | [`shared!`] statics, [`shared::dynamic`], `memcpy_async` | the block's shared window (a `shared!` static keyed by its address); `memcpy_async` copies at once |
 //! | [`atomic`] (every type, space, scope, ordering) | host atomics, `SeqCst` (float adds as CAS loops) |
 //! | fences, [`mutex::Mutex`] | `SeqCst` fences; spinning yields to the block's other threads |
@@ -127,13 +139,13 @@ pub use unroll::unroll;
 /// What kernels usually need: `use cohort::prelude::*;`.
 pub mod prelude {
     pub use crate::atomic::{Atomic, AtomicF32, AtomicF64, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
-    pub use crate::cg::{self, Collective, GridGroup, MultiGridGroup, MultiGridVec, ThreadGroup, WarpGroup};
+    pub use crate::cg::{self, Collective, GridGroup, GridVec, MultiGridGroup, MultiGridVec, ThreadGroup, WarpGroup};
     pub use crate::fp::fma;
     pub use crate::matrix::{Blocked, Cyclic, DisjointMatrix, Matrix, Transposed, TransposedTiles, Within};
     pub use crate::mutex::Mutex;
     pub use crate::shape::BlockShape;
     pub use crate::shared::{SharedArray, SharedSlice};
-    pub use crate::slice::{AppendSlice, DisjointSlice, GridVec, PerBlock, PerThread, PerTile, ThreadIndex};
+    pub use crate::slice::{AppendSlice, DisjointSlice, PerBlock, PerThread, PerTile, ThreadIndex};
     pub use crate::sync::{Scope, sync_threads};
     pub use crate::thread::{self, Dim3};
     pub use crate::{DeviceCopy, kernel, printf, shared, unroll};

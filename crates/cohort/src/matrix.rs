@@ -1072,12 +1072,7 @@ mod tests {
         assert_eq!(u32::shape(0, 0), Some((0, 0)));
         // usize offsets: the caller guarantees rows * cols fits usize.
         assert_eq!(usize::shape(1 << 40, 1 << 20), Some((1 << 40, 1 << 20)));
-        // What a host launcher can check, by parameter type.
-        use super::{Cyclic, DisjointMatrix};
-        use crate::abi::matrix_shape_fits;
-        assert!(matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(65535, 65537));
-        assert!(!matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(65536, 65536));
-        assert!(matrix_shape_fits::<DisjointMatrix<'_, f32, Cyclic>>(65536, 65536));
+        // What a host launcher can check, by parameter type: `abi`'s tests.
     }
 
     /// Every element of every window of a strip, read through its checked form and (when full)
@@ -1188,85 +1183,5 @@ mod tests {
         assert_eq!(m.load_or(3, 0, -1.0), -1.0);
         assert_eq!(m.load_or(0, 4, -1.0), -1.0);
         assert_eq!(m.load_or(u32::MAX, u32::MAX, -1.0), -1.0);
-    }
-
-    /// `abi::matrix_launch_fits` against every thread's every element, for each layout under
-    /// `Within`, small grids and blocks and matrices around their edges.
-    #[test]
-    fn within_launch_check_is_exact() {
-        use super::{Blocked, Cyclic, DisjointMatrix, Layout, Transposed, TransposedTiles, Within};
-        use crate::abi::matrix_launch_fits;
-        fn brute<L: Layout>(rows: usize, cols: usize, g: [u32; 3], b: [u32; 3]) -> bool {
-            for (by, bx, ty, tx) in itertools(g, b) {
-                let [r0, dr, c0, dc] = L::place(tx, ty, b[0] as usize, b[1] as usize, by, bx);
-                for k in 0..L::KR {
-                    for l in 0..L::KC {
-                        if r0 + dr * k >= rows || c0 + dc * l >= cols {
-                            return false;
-                        }
-                    }
-                }
-            }
-            true
-        }
-        fn itertools(g: [u32; 3], b: [u32; 3]) -> impl Iterator<Item = (usize, usize, usize, usize)> {
-            let (gx, gy, bx, by) = (g[0] as usize, g[1] as usize, b[0] as usize, b[1] as usize);
-            (0..gy).flat_map(move |y| {
-                (0..gx).flat_map(move |x| (0..by).flat_map(move |ty| (0..bx).map(move |tx| (y, x, ty, tx))))
-            })
-        }
-        fn each<L: Layout>() -> usize {
-            assert!(L::WITHIN);
-            let mut fits = 0;
-            for (gx, gy, bx, by) in [(1, 1, 1, 1), (2, 3, 4, 2), (3, 1, 2, 3), (1, 2, 3, 1), (2, 2, 2, 2)] {
-                for rows in 0..14 {
-                    for cols in 0..14 {
-                        let (g, b) = ([gx, gy, 1], [bx, by, 1]);
-                        let got = matrix_launch_fits::<DisjointMatrix<'_, f32, L, u32>>(rows, cols, g, b);
-                        assert_eq!(got, brute::<L>(rows, cols, g, b), "{rows} × {cols}, grid {g:?}, block {b:?}");
-                        fits += usize::from(got);
-                        // A 3-D grid or block is refused, whatever the matrix.
-                        assert!(!matrix_launch_fits::<DisjointMatrix<'_, f32, L, u32>>(rows, cols, [gx, gy, 2], b));
-                        assert!(!matrix_launch_fits::<DisjointMatrix<'_, f32, L, u32>>(rows, cols, g, [bx, by, 2]));
-                    }
-                }
-            }
-            fits
-        }
-        // Each layout admits some of the launches and refuses others.
-        for fits in [
-            each::<Within<Cyclic>>(),
-            each::<Within<Cyclic<2, 3>>>(),
-            each::<Within<Blocked<3, 2>>>(),
-            each::<Transposed<Within<Cyclic<1, 2>>>>(),
-            each::<TransposedTiles<Within<Blocked<2, 1>>>>(),
-            each::<Within<Transposed<Cyclic>>>(),
-        ] {
-            assert!(fits > 0 && fits < 5 * 14 * 14, "{fits}");
-        }
-        // Not `Within`: nothing to check, any launch may write (threads past the matrix don't).
-        assert!(matrix_launch_fits::<DisjointMatrix<'_, f32, Cyclic, u32>>(1, 1, [9, 9, 9], [32, 8, 1]));
-        // Blocks CUDA cannot launch are refused (and the check's arithmetic stays small).
-        let huge = [u32::MAX, u32::MAX, 1];
-        assert!(!matrix_launch_fits::<DisjointMatrix<'_, f32, Within<Cyclic>, u32>>(
-            usize::MAX,
-            usize::MAX,
-            huge,
-            [2048, 1, 1]
-        ));
-        assert!(matrix_launch_fits::<DisjointMatrix<'_, f32, Within<Cyclic>, usize>>(
-            usize::MAX,
-            usize::MAX,
-            huge,
-            [1024, 1024, 1]
-        ));
-        // A layout `tile()` refuses to compile for (over 2^20 elements a side) writes nothing:
-        // no overflow in the check (a debug build would panic).
-        assert!(matrix_launch_fits::<DisjointMatrix<'_, f32, Within<Cyclic<{ 1 << 40 }, 1>>, usize>>(
-            1,
-            1,
-            huge,
-            [1024, 1, 1]
-        ));
     }
 }

@@ -140,12 +140,3 @@ impl<S: Space> Drop for MutexGuard<'_, S> {
         unsafe { self.mutex.force_unlock() }
     }
 }
-
-// As for atomics: a kernel parameter is global memory.
-// A mutex is one `u32` word: no padding.
-impl crate::abi::SliceElement for Mutex<Global> {
-    const __NO_PADDING: () = ();
-}
-impl crate::abi::SliceElement for Mutex<crate::atomic::Generic> {
-    const __NO_PADDING: () = ();
-}

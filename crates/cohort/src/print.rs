@@ -255,27 +255,9 @@ pub const fn conversions(fmt: &str) -> usize {
     n
 }
 
-#[cfg(target_arch = "nvptx64")]
-unsafe extern "C" {
-    fn vprintf(format: *const u8, args: *const u8) -> i32;
-}
-
-/// Calls the driver's `vprintf`.
-///
-/// # Safety
-/// `format` must be a NUL-terminated C format string whose conversions match the values in
-/// `args`, laid out as [`ArgBuffer`] lays them out.
+/// Calls the driver's `vprintf` ([`raw::vprintf_raw`](crate::raw::vprintf_raw)).
 #[doc(hidden)]
-#[inline(always)]
-pub unsafe fn vprintf_raw(format: *const u8, args: *const u8) -> i32 {
-    crate::host::on_device!("printf" => {
-        // SAFETY: the caller guarantees the format and the buffer agree.
-        unsafe { vprintf(format, args) }
-    } host => {
-        // SAFETY: the caller guarantees the format and the buffer agree.
-        unsafe { crate::host::printf(format, args) }
-    })
-}
+pub use crate::raw::vprintf_raw;
 
 /// CUDA's device `printf`: a C format string and arguments (see [`crate::print`]).
 ///

@@ -38,6 +38,7 @@ use core::marker::PhantomData;
 
 use crate::DeviceCopy;
 use crate::atomic::{Atomic, Shared};
+use crate::raw;
 
 /// An array of `N` values of `T` in the block's shared memory (a copyable handle).
 #[derive(Debug)]
@@ -126,15 +127,14 @@ pub const fn __size<T, const N: usize>() -> usize {
 /// // in a kernel: let partials = PARTIALS.get(); partials.store(w, x); … partials.load(w)
 /// ```
 #[macro_export]
-#[allow_internal_unstable(asm_experimental_arch)]
 macro_rules! shared {
     ($($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {$(
         #[cfg(target_arch = "nvptx64")]
-        ::core::arch::global_asm!(
-            concat!(".shared .align {align} .b8 cohort_shared_", stringify!($name), "_{id}[{size}];"),
-            id = const $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))),
-            align = const $crate::shared::__align::<$t>(),
-            size = const $crate::shared::__size::<$t, { $n }>(),
+        $crate::__raw_ptx_var!(
+            shared_decl $name,
+            $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))),
+            $crate::shared::__align::<$t>(),
+            $crate::shared::__size::<$t, { $n }>()
         );
 
         $(#[$m])*
@@ -145,17 +145,8 @@ macro_rules! shared {
             fn __cohort_shared_addr() -> u32 {
                 #[cfg(target_arch = "nvptx64")]
                 {
-                    let a: u32;
-                    // SAFETY: takes the shared-window address of the variable declared above.
-                    unsafe {
-                        ::core::arch::asm!(
-                            concat!("mov.u32 {a}, cohort_shared_", stringify!($name), "_{id};"),
-                            id = const $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))),
-                            a = out(reg32) a,
-                            options(pure, nomem, nostack)
-                        )
-                    };
-                    a
+                    // The shared-window address of the variable declared above.
+                    $crate::__raw_ptx_var!(shared_addr $name, $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))))
                 }
                 #[cfg(not(target_arch = "nvptx64"))]
                 {
@@ -172,8 +163,9 @@ macro_rules! shared {
     )*};
 }
 
+// The launch's dynamic shared memory: `.extern .shared .align 16 .b8 cohort_dynamic_smem[];`.
 #[cfg(target_arch = "nvptx64")]
-core::arch::global_asm!(".extern .shared .align 16 .b8 cohort_dynamic_smem[];");
+crate::__raw_ptx_var!(dynamic_decl);
 
 /// This launch's dynamic shared memory (`extern __shared__`) as `T`s: as many as fit in the
 /// bytes the launch asked for (`LaunchConfig::with_shared_mem`).
@@ -184,9 +176,7 @@ pub fn dynamic<T: DeviceCopy>() -> SharedSlice<T> {
     const { assert!(align_of::<T>() <= 16, "dynamic shared memory is 16-byte aligned") };
     crate::assert_no_padding::<T>();
     crate::host::on_device!("shared::dynamic" => {
-        let a: u32;
-        // SAFETY: takes the shared-window address of the extern dynamic array.
-        unsafe { core::arch::asm!("mov.u32 {0}, cohort_dynamic_smem;", out(reg32) a, options(pure, nomem, nostack)) };
+        let a = crate::raw::dynamic_smem_addr();
         let bytes = crate::raw::dynamic_smem_size();
         SharedSlice { addr: a, len: if size_of::<T>() == 0 { 0 } else { bytes / size_of::<T>() as u32 }, _t: PhantomData }
     } host => {
@@ -443,99 +433,7 @@ pub fn generic_from_shared(addr: u32) -> u64 {
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn shared_window_base() -> u64 {
-    crate::host::on_device!("shared::shared_window_base" => {
-        let r: u64;
-        // SAFETY: address arithmetic only.
-        unsafe { core::arch::asm!("mov.u64 {0}, 0; cvta.shared.u64 {0}, {0};", out(reg64) r, options(pure, nomem, nostack)) };
-        r
-    } host => { cohort_cpu::shared_window() as u64 })
-}
-
-macro_rules! ld_st {
-    ($ld:ident, $st:ident, $ty:ty, $ptx:literal, $class:ident) => {
-        /// # Safety
-        /// `addr` is a valid, aligned shared-memory address.
-        #[cfg(target_arch = "nvptx64")]
-        #[inline(always)]
-        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-        unsafe fn $ld(addr: u32) -> $ty {
-            let v: $ty;
-            // SAFETY: guaranteed by the caller.
-            unsafe { core::arch::asm!(concat!("ld.shared.", $ptx, " {0}, [{1}];"), out($class) v, in(reg32) addr, options(pure, readonly, nostack)) };
-            v
-        }
-        /// # Safety
-        /// `addr` is a valid, aligned shared-memory address.
-        #[cfg(target_arch = "nvptx64")]
-        #[inline(always)]
-        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-        unsafe fn $st(addr: u32, v: $ty) {
-            // SAFETY: guaranteed by the caller.
-            unsafe { core::arch::asm!(concat!("st.shared.", $ptx, " [{0}], {1};"), in(reg32) addr, in($class) v, options(nostack)) };
-        }
-    };
-}
-
-ld_st!(ld_b16, st_b16, u16, "b16", reg16);
-ld_st!(ld_b32, st_b32, u32, "b32", reg32);
-ld_st!(ld_b64, st_b64, u64, "b64", reg64);
-
-/// # Safety
-/// `addr` is a valid, 16-byte aligned shared-memory address.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-unsafe fn ld_v4_b32(addr: u32) -> [u32; 4] {
-    let (a, b, c, d): (u32, u32, u32, u32);
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        core::arch::asm!(
-            "ld.shared.v4.b32 {{{0}, {1}, {2}, {3}}}, [{4}];",
-            out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg32) addr,
-            options(pure, readonly, nostack)
-        )
-    };
-    [a, b, c, d]
-}
-
-/// # Safety
-/// `addr` is a valid, 16-byte aligned shared-memory address.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-unsafe fn st_v4_b32(addr: u32, [a, b, c, d]: [u32; 4]) {
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        core::arch::asm!(
-            "st.shared.v4.b32 [{0}], {{{1}, {2}, {3}, {4}}};",
-            in(reg32) addr, in(reg32) a, in(reg32) b, in(reg32) c, in(reg32) d,
-            options(nostack)
-        )
-    };
-}
-
-/// # Safety
-/// `addr` is a valid, aligned shared-memory address.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-unsafe fn ld_b8(addr: u32) -> u8 {
-    let v: u16;
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        core::arch::asm!("ld.shared.u8 {0}, [{1}];", out(reg16) v, in(reg32) addr, options(pure, readonly, nostack))
-    };
-    v as u8
-}
-
-/// # Safety
-/// `addr` is a valid shared-memory address.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-unsafe fn st_b8(addr: u32, v: u8) {
-    // SAFETY: guaranteed by the caller.
-    unsafe { core::arch::asm!("st.shared.u8 [{0}], {1};", in(reg32) addr, in(reg16) v as u16, options(nostack)) };
+    crate::raw::shared_window_base()
 }
 
 /// Stores any `T: DeviceCopy` of at most 32 bytes as 32-bit words (library scratch).
@@ -547,9 +445,9 @@ unsafe fn st_b8(addr: u32, v: u8) {
 pub(crate) unsafe fn store_words<T: DeviceCopy>(addr: u32, v: T) {
     crate::host::on_device!("shared store" => {
         let mut i = 0u32;
-        crate::cg::shfl::map_words(v, |w| {
+        crate::copy::map_words(v, |w| {
             // SAFETY: in the caller's scratch slot.
-            unsafe { st_b32(addr + 4 * i, w) };
+            unsafe { raw::st_shared_b32(addr + 4 * i, w) };
             i += 1;
             w
         });
@@ -568,9 +466,9 @@ pub(crate) unsafe fn store_words<T: DeviceCopy>(addr: u32, v: T) {
 pub(crate) unsafe fn load_words<T: DeviceCopy>(addr: u32, like: T) -> T {
     crate::host::on_device!("shared load" => {
         let mut i = 0u32;
-        crate::cg::shfl::map_words(like, |_| {
+        crate::copy::map_words(like, |_| {
             // SAFETY: the caller's scratch slot holds a `T`'s words.
-            let w = unsafe { ld_b32(addr + 4 * i) };
+            let w = unsafe { raw::ld_shared_b32(addr + 4 * i) };
             i += 1;
             w
         })
@@ -597,23 +495,23 @@ pub(crate) unsafe fn ld_shared<T: DeviceCopy>(addr: u32) -> T {
         // inside `out`, which is then fully initialized (every `T` bit pattern is valid).
         unsafe {
             if size == 16 && align >= 16 {
-                (p as *mut [u32; 4]).write(ld_v4_b32(addr));
+                (p as *mut [u32; 4]).write(raw::ld_shared_v4_b32(addr));
             } else if size == 4 && align >= 4 {
-                (p as *mut u32).write(ld_b32(addr));
+                (p as *mut u32).write(raw::ld_shared_b32(addr));
             } else if size == 8 && align >= 8 {
-                (p as *mut u64).write(ld_b64(addr));
+                (p as *mut u64).write(raw::ld_shared_b64(addr));
             } else if size == 2 && align >= 2 {
-                (p as *mut u16).write(ld_b16(addr));
+                (p as *mut u16).write(raw::ld_shared_b16(addr));
             } else if size % 4 == 0 && align >= 4 {
                 let mut i = 0;
                 while i < size {
-                    (p.add(i) as *mut u32).write_unaligned(ld_b32(addr + i as u32));
+                    (p.add(i) as *mut u32).write_unaligned(raw::ld_shared_b32(addr + i as u32));
                     i += 4;
                 }
             } else {
                 let mut i = 0;
                 while i < size {
-                    p.add(i).write(ld_b8(addr + i as u32));
+                    p.add(i).write(raw::ld_shared_u8(addr + i as u32) as u8);
                     i += 1;
                 }
             }
@@ -644,23 +542,23 @@ pub(crate) unsafe fn st_shared<T: DeviceCopy>(addr: u32, v: T) {
         // are checked by `__NO_PADDING` above, hand-written impls promise it).
         unsafe {
             if size == 16 && align >= 16 {
-                st_v4_b32(addr, (p as *const [u32; 4]).read());
+                raw::st_shared_v4_b32(addr, (p as *const [u32; 4]).read());
             } else if size == 4 && align >= 4 {
-                st_b32(addr, (p as *const u32).read());
+                raw::st_shared_b32(addr, (p as *const u32).read());
             } else if size == 8 && align >= 8 {
-                st_b64(addr, (p as *const u64).read());
+                raw::st_shared_b64(addr, (p as *const u64).read());
             } else if size == 2 && align >= 2 {
-                st_b16(addr, (p as *const u16).read());
+                raw::st_shared_b16(addr, (p as *const u16).read());
             } else if size % 4 == 0 && align >= 4 {
                 let mut i = 0;
                 while i < size {
-                    st_b32(addr + i as u32, (p.add(i) as *const u32).read_unaligned());
+                    raw::st_shared_b32(addr + i as u32, (p.add(i) as *const u32).read_unaligned());
                     i += 4;
                 }
             } else {
                 let mut i = 0;
                 while i < size {
-                    st_b8(addr + i as u32, p.add(i).read());
+                    raw::st_shared_u8(addr + i as u32, p.add(i).read() as u16);
                     i += 1;
                 }
             }

@@ -36,89 +36,16 @@
 //! | grid-stride loop writing `out[i]` | `for i in thread::grid_stride(n) { out.set(&i, v) }` |
 //! | `if (threadIdx.x == 0) out[blockIdx.x] = v` | `if let Some(b) = block.leader_index() { out.set(b, v) }` (`DisjointSlice<T, PerBlock>`) |
 //! | `if (tile.thread_rank() == 0) out[global_tile] = v` | `tile.leader_index()` (`DisjointSlice<T, PerTile<N>>`) |
-//! | write own, `grid.sync()`, read any | a [`GridVec`] parameter: `let all = x.publish(&grid);` … `let x = all.reclaim(&grid);` |
+//! | write own, `grid.sync()`, read any | a [`GridVec`](crate::cg::GridVec) parameter: `let all = x.publish(&grid);` … `let x = all.reclaim(&grid);` |
 //! | `i = atomicAdd(&count, 1); out[i] = v` | [`AppendSlice::push`] (the counter belongs to the output) |
 //! | 16-byte vector loads/stores, `reinterpret_cast` | [`vec`](crate::vec) types, [`cast_aligned`], [`cast`] |
 
 use core::marker::PhantomData;
-use core::ops::{Deref, Index, IndexMut};
+use core::ops::{Index, IndexMut};
 use core::ptr::NonNull;
 
-/// Which partition of the launch an index counts in: the kind of a [`ThreadIndex`] and of the
-/// [`DisjointSlice`] it indexes. Indices of one kind are unique across the launch; indices of
-/// different kinds are not (thread 5's own index and block 5's leader index are both 5), so a
-/// slice accepts the indices of its own kind only.
-pub trait IndexKind: sealed::Sealed + 'static {}
-
-/// One element per thread: [`thread::index_1d`](crate::thread::index_1d),
-/// [`thread::grid_stride`](crate::thread::grid_stride). The default kind.
-#[derive(Debug)]
-pub enum PerThread {}
-/// One element per block, written by its leader (thread 0):
-/// [`ThreadBlock::leader_index`](crate::cg::ThreadBlock::leader_index).
-#[derive(Debug)]
-pub enum PerBlock {}
-/// One element per tile of `N` threads, written by its leader (rank 0):
-/// `tile.leader_index()` (tiles of 1–512 threads).
-#[derive(Debug)]
-pub enum PerTile<const N: u32> {}
-
-impl IndexKind for PerThread {}
-impl IndexKind for PerBlock {}
-impl<const N: u32> IndexKind for PerTile<N> {}
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for super::PerThread {}
-    impl Sealed for super::PerBlock {}
-    impl<const N: u32> Sealed for super::PerTile<N> {}
-}
-
-/// An index into a [`DisjointSlice`] that belongs to the calling thread alone, among the
-/// indices of kind `K`.
-///
-/// It dereferences to `usize`, so it also indexes ordinary slices: `a[*i]`.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ThreadIndex<K: IndexKind = PerThread> {
-    rank: usize,
-    // Not Send/Sync, not Copy: it must not reach another thread.
-    _not_send: PhantomData<(*const (), K)>,
-}
-
-impl<K: IndexKind> ThreadIndex<K> {
-    /// Only the functions that hand out indices of kind `K` (thread positions, block and tile
-    /// leaders) may call this.
-    #[inline(always)]
-    pub(crate) const fn from_rank(rank: usize) -> Self {
-        Self { rank, _not_send: PhantomData }
-    }
-
-    /// The index as a plain number.
-    #[inline(always)]
-    #[must_use]
-    pub const fn get(&self) -> usize {
-        self.rank
-    }
-
-    /// Makes an index from any number.
-    ///
-    /// # Safety
-    /// No other thread of the launch may use an index with the same value on the same
-    /// [`DisjointSlice`] while this one is in use (otherwise two threads write one element).
-    #[inline(always)]
-    #[must_use]
-    pub const unsafe fn new_unchecked(rank: usize) -> Self {
-        Self::from_rank(rank)
-    }
-}
-
-impl<K: IndexKind> Deref for ThreadIndex<K> {
-    type Target = usize;
-    #[inline(always)]
-    fn deref(&self) -> &usize {
-        &self.rank
-    }
-}
+#[doc(inline)]
+pub use crate::thread::{IndexKind, PerBlock, PerThread, PerTile, ThreadIndex};
 
 /// What indexes a [`DisjointSlice`]: a [`ThreadIndex`] of the slice's kind (by value or by
 /// reference). Plain integers do not: two threads could pick the same one.
@@ -138,14 +65,14 @@ pub trait DisjointIndex<K: IndexKind> {
 impl<K: IndexKind> DisjointIndex<K> for ThreadIndex<K> {
     #[inline(always)]
     fn rank(&self) -> usize {
-        self.rank
+        self.get()
     }
 }
 
 impl<K: IndexKind> DisjointIndex<K> for &ThreadIndex<K> {
     #[inline(always)]
     fn rank(&self) -> usize {
-        self.rank
+        self.get()
     }
 }
 
@@ -342,152 +269,6 @@ impl<'a, T> AppendSlice<'a, T> {
         } else {
             None
         }
-    }
-}
-
-/// A vector of a cooperative kernel that alternates between **write phases** (each thread
-/// writes only its own elements, as through a [`DisjointSlice`]) and **read phases** (every
-/// thread reads every element), separated by grid barriers: the step of iterative solvers
-/// (Jacobi, conjugate gradient), safely.
-///
-/// `publish` and `reclaim` synchronize the grid on a barrier word that belongs to *this*
-/// vector (the host's `GridVecBuffer` holds it beside the elements), after checking that every
-/// thread of the block is at the same vector's barrier. The block's part is a barrier that
-/// only phase changes arrive on (an `mbarrier` in shared memory, set up at kernel entry), so a
-/// thread's own `sync_threads()` cannot stand in for it. So threads that diverge — some
-/// publishing this vector, others another, others at barriers of their own — never pass a
-/// barrier together: they wait (and in checked mode end the launch with an `Err` after 5 s)
-/// instead of reading what others still write. Cost: one grid barrier, an `mbarrier`
-/// arrive-and-wait and two block barriers per phase change.
-///
-/// As a `#[kernel]` parameter it is passed from the host as `&mut GridVecBuffer<T>`.
-///
-/// ```
-/// use cohort::prelude::*;
-///
-/// /// Jacobi sweeps of `x[i] = (b[i] + x[i-1] + x[i+1]) / 4` on a ring, `iters` times.
-/// #[kernel(cooperative)]
-/// pub fn jacobi(grid: GridGroup, b: &[f32], mut x: GridVec<f32>, iters: u32) {
-///     let i = thread::index_1d();
-///     let n = x.len();
-///     for _ in 0..iters {
-///         let all = x.publish(&grid); // every thread reads every element
-///         let next = if *i < n { (b[*i] + all[(*i + n - 1) % n] + all[(*i + 1) % n]) / 4.0 } else { 0.0 };
-///         x = all.reclaim(&grid); // back to writing its own
-///         x.set(&i, next);
-///     }
-/// }
-/// ```
-#[derive(Debug)]
-pub struct GridVec<'a, T> {
-    ptr: NonNull<T>,
-    len: usize,
-    barrier: *mut u32,
-    _life: PhantomData<&'a mut [T]>,
-}
-
-impl<'a, T> GridVec<'a, T> {
-    /// Wraps device memory and its barrier word, and makes the block's phase barrier ready
-    /// (a block barrier: see below).
-    ///
-    /// # Safety
-    /// As [`abi::grid_vec`](crate::abi::grid_vec); `ptr` non-null; every thread of the launch
-    /// receives the same vector. Every thread of the block calls this at the same point,
-    /// before any phase change of any vector and while no thread of the block is in one (at
-    /// kernel entry, as `#[kernel]`'s parameter rebuild does).
-    #[inline(always)]
-    #[must_use]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-    pub unsafe fn from_raw_parts(ptr: *mut T, len: usize, barrier: *mut u32) -> Self {
-        crate::cg::grid::phase_init();
-        // SAFETY: non-null by the caller's contract.
-        Self { ptr: unsafe { NonNull::new_unchecked(ptr) }, len, barrier, _life: PhantomData }
-    }
-
-    /// Number of elements.
-    #[inline(always)]
-    #[must_use]
-    pub const fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether there are no elements.
-    #[inline(always)]
-    #[must_use]
-    pub const fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The element `index` owns (write phase), or `None` past the end.
-    #[inline(always)]
-    #[must_use]
-    pub fn get_mut(&mut self, index: impl DisjointIndex<PerThread>) -> Option<&mut T> {
-        let rank = index.rank();
-        // SAFETY: in bounds, and `index` is this thread's own (per-thread kind), so no other
-        // thread writes or reads this element during the write phase.
-        (rank < self.len).then(|| unsafe { &mut *self.ptr.as_ptr().add(rank) })
-    }
-
-    /// Writes `value` to the element `index` owns; `false` (nothing written) past the end.
-    #[inline(always)]
-    pub fn set(&mut self, index: impl DisjointIndex<PerThread>, value: T) -> bool {
-        match self.get_mut(index) {
-            Some(slot) => {
-                *slot = value;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// The address of the vector's barrier word.
-    #[inline(always)]
-    pub(crate) fn barrier_word(&self) -> u64 {
-        self.barrier as u64
-    }
-
-    /// The elements' address.
-    #[inline(always)]
-    pub(crate) fn elements(&self) -> *mut T {
-        self.ptr.as_ptr()
-    }
-
-    /// Ends the write phase: a grid barrier on this vector, after which every thread may read
-    /// every element. Every thread of the grid must call it.
-    #[inline(always)]
-    #[track_caller]
-    pub fn publish(self, grid: &crate::cg::GridGroup) -> GridVecView<'a, T> {
-        grid.phase_barrier(self.barrier as u64, "GridVec::publish");
-        GridVecView { vec: self }
-    }
-}
-
-/// A [`GridVec`] in a read phase: dereferences to `&[T]`; [`reclaim`](Self::reclaim) ends the
-/// phase (the borrows of the slice end before it can be called).
-#[derive(Debug)]
-pub struct GridVecView<'a, T> {
-    vec: GridVec<'a, T>,
-}
-
-impl<'a, T> GridVecView<'a, T> {
-    /// Ends the read phase: a grid barrier on this vector, after which threads write their own
-    /// elements again. Every thread of the grid must call it.
-    #[inline(always)]
-    #[track_caller]
-    pub fn reclaim(self, grid: &crate::cg::GridGroup) -> GridVec<'a, T> {
-        grid.phase_barrier(self.vec.barrier as u64, "GridVec::reclaim");
-        self.vec
-    }
-}
-
-impl<T> Deref for GridVecView<'_, T> {
-    type Target = [T];
-    #[inline(always)]
-    fn deref(&self) -> &[T] {
-        // SAFETY: valid for `len` elements; in a read phase no thread writes (writing needs the
-        // `GridVec`, which every thread gave up to a barrier on this vector's own word, and a
-        // thread still holding it waits at no barrier of this vector with the others).
-        unsafe { core::slice::from_raw_parts(self.vec.ptr.as_ptr(), self.vec.len) }
     }
 }
 

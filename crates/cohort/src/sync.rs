@@ -24,17 +24,8 @@ pub(crate) fn barrier_unchecked() {
 }
 
 use crate::raw;
-
-/// How far a fence or an atomic operation's ordering reaches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// The threads of one block (`.cta`; CUDA's `thread_scope_block`).
-    Block,
-    /// Every thread on this GPU (`.gpu`; `thread_scope_device`).
-    Device,
-    /// Every thread on every GPU and the host (`.sys`; `thread_scope_system`).
-    System,
-}
+#[doc(inline)]
+pub use crate::raw::Scope;
 
 /// `__syncthreads()`: waits until every thread of the block arrives, and makes the shared and
 /// global memory writes of each visible to all.
@@ -99,11 +90,7 @@ pub unsafe fn sync_warp(mask: u32) {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn fence(scope: Scope) {
-    match scope {
-        Scope::Block => raw::fence_sc_cta(),
-        Scope::Device => raw::fence_sc_gpu(),
-        Scope::System => raw::fence_sc_sys(),
-    }
+    raw::fence_sc(scope)
 }
 
 /// An acquire-release fence at `scope` (`fence.acq_rel.{cta,gpu,sys}`): cheaper than
@@ -111,11 +98,7 @@ pub fn fence(scope: Scope) {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn fence_acq_rel(scope: Scope) {
-    match scope {
-        Scope::Block => raw::fence_acq_rel_cta(),
-        Scope::Device => raw::fence_acq_rel_gpu(),
-        Scope::System => raw::fence_acq_rel_sys(),
-    }
+    raw::fence_acq_rel(scope)
 }
 
 /// `__threadfence_block()`.

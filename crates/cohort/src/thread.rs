@@ -12,8 +12,10 @@
 //!
 //! Linear ranks flatten x fastest, then y, then z, as CUDA's cooperative groups do.
 
+use core::marker::PhantomData;
+use core::ops::Deref;
+
 use crate::raw;
-use crate::slice::ThreadIndex;
 
 /// A three-dimensional extent or index (CUDA's `dim3` / `uint3`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -263,6 +265,86 @@ pub fn warp_id() -> u32 {
 #[must_use]
 pub fn warps_per_block() -> u32 {
     block_size().div_ceil(WARP_SIZE)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Indices a thread owns: the elements of a `DisjointSlice` (and `GridVec`, `DisjointMatrix`) it
+// may write.
+
+/// Which partition of the launch an index counts in: the kind of a [`ThreadIndex`] and of the
+/// [`DisjointSlice`](crate::slice::DisjointSlice) it indexes. Indices of one kind are unique
+/// across the launch; indices of different kinds are not (thread 5's own index and block 5's
+/// leader index are both 5), so a slice accepts the indices of its own kind only.
+pub trait IndexKind: sealed::Sealed + 'static {}
+
+/// One element per thread: [`index_1d`], [`grid_stride`]. The default kind.
+#[derive(Debug)]
+pub enum PerThread {}
+/// One element per block, written by its leader (thread 0):
+/// [`ThreadBlock::leader_index`](crate::cg::ThreadBlock::leader_index).
+#[derive(Debug)]
+pub enum PerBlock {}
+/// One element per tile of `N` threads, written by its leader (rank 0):
+/// `tile.leader_index()` (tiles of 1–512 threads).
+#[derive(Debug)]
+pub enum PerTile<const N: u32> {}
+
+impl IndexKind for PerThread {}
+impl IndexKind for PerBlock {}
+impl<const N: u32> IndexKind for PerTile<N> {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::PerThread {}
+    impl Sealed for super::PerBlock {}
+    impl<const N: u32> Sealed for super::PerTile<N> {}
+}
+
+/// An index into a [`DisjointSlice`](crate::slice::DisjointSlice) that belongs to the calling
+/// thread alone, among the indices of kind `K`.
+///
+/// It dereferences to `usize`, so it also indexes ordinary slices: `a[*i]`.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ThreadIndex<K: IndexKind = PerThread> {
+    rank: usize,
+    // Not Send/Sync, not Copy: it must not reach another thread.
+    _not_send: PhantomData<(*const (), K)>,
+}
+
+impl<K: IndexKind> ThreadIndex<K> {
+    /// Only the functions that hand out indices of kind `K` (thread positions, block and tile
+    /// leaders) may call this.
+    #[inline(always)]
+    pub(crate) const fn from_rank(rank: usize) -> Self {
+        Self { rank, _not_send: PhantomData }
+    }
+
+    /// The index as a plain number.
+    #[inline(always)]
+    #[must_use]
+    pub const fn get(&self) -> usize {
+        self.rank
+    }
+
+    /// Makes an index from any number.
+    ///
+    /// # Safety
+    /// No other thread of the launch may use an index with the same value on the same
+    /// [`DisjointSlice`](crate::slice::DisjointSlice) while this one is in use (otherwise two
+    /// threads write one element).
+    #[inline(always)]
+    #[must_use]
+    pub const unsafe fn new_unchecked(rank: usize) -> Self {
+        Self::from_rank(rank)
+    }
+}
+
+impl<K: IndexKind> Deref for ThreadIndex<K> {
+    type Target = usize;
+    #[inline(always)]
+    fn deref(&self) -> &usize {
+        &self.rank
+    }
 }
 
 /// This thread's global index as an owning [`ThreadIndex`]: the one element of a

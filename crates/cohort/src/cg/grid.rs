@@ -182,7 +182,7 @@ impl ThreadGroup for GridGroup {
             grid_barrier(workspace() + 4, "grid.sync", call)
         } host => {
             let _ = call;
-            crate::host::mark_instruction();
+            raw::mark_instruction();
             cohort_cpu::grid_sync()
         })
     }
@@ -224,7 +224,6 @@ fn grid_barrier(barrier: u64, op: &'static str, call: u32) {
 #[inline(always)]
 #[cfg_attr(cohort_checked, track_caller)]
 fn grid_arrive_wait(barrier: u64, op: &'static str, call: u32) {
-    use core::arch::asm;
     let _ = (op, call);
     let expected = raw::nctaid_x() * raw::nctaid_y() * raw::nctaid_z();
     let gpu_master = raw::ctaid_x() + raw::ctaid_y() + raw::ctaid_z() == 0;
@@ -232,29 +231,22 @@ fn grid_arrive_wait(barrier: u64, op: &'static str, call: u32) {
     let loc = core::panic::Location::caller();
     #[cfg(cohort_checked)]
     if gpu_master {
-        let now: u32;
         // SAFETY: the barrier word is valid global memory for the whole launch (the driver's
         // workspace, by the `GridGroup` constructor's contract, or a `GridVec`'s own word), and
         // every access to it is atomic.
-        unsafe { asm!("ld.relaxed.gpu.u32 {0}, [{1}];", out(reg32) now, in(reg64) barrier, options(nostack)) };
+        let now = unsafe { raw::ld_relaxed_gpu_u32(barrier) };
         crate::check::grid_sites::publish(barrier, now >> 31, call, loc);
     }
     let nb: u32 = if gpu_master { 0x8000_0000u32.wrapping_sub(expected - 1) } else { 1 };
-    let old: u32;
     // SAFETY: as above.
-    unsafe {
-        asm!("atom.add.release.gpu.u32 {0}, [{1}], {2};", out(reg32) old, in(reg64) barrier, in(reg32) nb, options(nostack));
-    }
+    let old = unsafe { raw::atom_add_release_gpu_u32(barrier, nb) };
     #[cfg(cohort_checked)]
     let start = raw::globaltimer();
     loop {
         #[cfg(cohort_checked)]
         crate::check::grid_waited(start, expected, op, loc);
-        let current: u32;
         // SAFETY: as above.
-        unsafe {
-            asm!("ld.acquire.gpu.u32 {0}, [{1}];", out(reg32) current, in(reg64) barrier, options(nostack));
-        }
+        let current = unsafe { raw::ld_acquire_gpu_u32(barrier) };
         if (old ^ current) & 0x8000_0000 != 0 {
             break;
         }
@@ -385,7 +377,7 @@ fn block_arrive_wait(op: &'static str) {
 #[inline(always)]
 #[track_caller]
 fn grid_barrier(_barrier: u64, _op: &'static str, _call: u32) {
-    crate::host::mark_instruction();
+    raw::mark_instruction();
     cohort_cpu::grid_sync()
 }
 

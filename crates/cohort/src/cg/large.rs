@@ -98,8 +98,8 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
-    pub fn leader_index(&self) -> Option<crate::slice::ThreadIndex<crate::slice::PerTile<N>>> {
-        (self.thread_rank() == 0).then(|| crate::slice::ThreadIndex::from_rank(super::tile::global_tile_rank(N)))
+    pub fn leader_index(&self) -> Option<crate::thread::ThreadIndex<crate::thread::PerTile<N>>> {
+        (self.thread_rank() == 0).then(|| crate::thread::ThreadIndex::from_rank(super::tile::global_tile_rank(N)))
     }
 
     /// The value of `v` held by the member of rank `src_rank` (every member passes the same

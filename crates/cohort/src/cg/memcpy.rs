@@ -15,7 +15,7 @@
 //! as an address of that space. The destination is one by type: a [`SharedSlice`] is made
 //! only from shared memory (`shared!` statics, [`dynamic`](crate::shared::dynamic)). The
 //! source is a plain `&[T]`, which may be a kernel parameter, a `global!` variable or a
-//! [`GridVec`](crate::slice::GridVec) view (global memory), but also a thread's own array
+//! [`GridVec`](crate::cg::GridVec) view (global memory), but also a thread's own array
 //! (local memory) or a `constant!` (constant memory), which `cp.async` would read as a global
 //! address and fault on (`CUDA_ERROR_INVALID_ADDRESS_SPACE`, losing the context). So the
 //! source is checked before any copy: `isspacep.global` on a GPU (a slice lies in one state
@@ -25,6 +25,7 @@
 
 use super::ThreadGroup;
 use crate::DeviceCopy;
+use crate::raw;
 use crate::shared::SharedSlice;
 
 /// A copy in flight into shared memory, made by [`memcpy_async`] or
@@ -158,7 +159,7 @@ fn start<'a, G: ThreadGroup, T: DeviceCopy>(
     let bytes = core::mem::size_of_val(src) as u64;
     // `cp.async` takes the source as a global address: anything else faults (and on the CPU
     // device is refused alike). Nothing is copied from an empty source.
-    if bytes != 0 && !crate::launch::in_global(src.as_ptr().cast(), bytes as usize) {
+    if bytes != 0 && !crate::global::in_global(src.as_ptr().cast(), bytes as usize) {
         crate::panic::not_global("memcpy_async");
     }
     let rank: u64 = group.thread_rank().into();
@@ -182,10 +183,10 @@ fn copy(d: u32, s: u64, bytes: u64, rank: u64, n: u64) {
             i += n;
         }
         #[cfg(target_feature = "sm_80")]
-        // SAFETY: closes this thread's group of copies (possibly empty, so that every thread
-        // counts groups alike).
+        // SAFETY: sm_80; closes this thread's group of copies (possibly empty, so that every
+        // thread counts groups alike).
         unsafe {
-            core::arch::asm!("cp.async.commit_group;", options(nostack))
+            raw::cp_async_commit_group()
         };
     } host => {
         // On the CPU device the copy is synchronous: this thread's chunks, byte by byte.
@@ -211,27 +212,16 @@ fn copy(d: u32, s: u64, bytes: u64, rank: u64, n: u64) {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 unsafe fn copy_chunk(d: u32, s: u64, chunk: u64) {
-    use core::arch::asm;
     #[cfg(target_feature = "sm_80")]
     // SAFETY: valid shared and global addresses (`start` checked that the source is global
     // memory; the destination is a `SharedSlice`, shared by construction), aligned to `chunk`
     // (the caller picked it).
     unsafe {
         match chunk {
-            16 => {
-                asm!("{{ .reg .b64 %cohort_g; cvta.to.global.u64 %cohort_g, {1}; cp.async.cg.shared.global [{0}], [%cohort_g], 16; }}", in(reg32) d, in(reg64) s, options(nostack))
-            }
-            8 => {
-                asm!("{{ .reg .b64 %cohort_g; cvta.to.global.u64 %cohort_g, {1}; cp.async.ca.shared.global [{0}], [%cohort_g], 8; }}", in(reg32) d, in(reg64) s, options(nostack))
-            }
-            4 => {
-                asm!("{{ .reg .b64 %cohort_g; cvta.to.global.u64 %cohort_g, {1}; cp.async.ca.shared.global [{0}], [%cohort_g], 4; }}", in(reg32) d, in(reg64) s, options(nostack))
-            }
-            _ => {
-                let v: u16;
-                asm!("ld.u8 {0}, [{1}];", out(reg16) v, in(reg64) s, options(readonly, nostack));
-                asm!("st.shared.u8 [{0}], {1};", in(reg32) d, in(reg16) v, options(nostack));
-            }
+            16 => raw::cp_async_cg_shared_global_16(d, s),
+            8 => raw::cp_async_ca_shared_global_8(d, s),
+            4 => raw::cp_async_ca_shared_global_4(d, s),
+            _ => raw::st_shared_u8(d, raw::ld_u8(s)),
         }
     }
     #[cfg(not(target_feature = "sm_80"))]
@@ -240,14 +230,10 @@ unsafe fn copy_chunk(d: u32, s: u64, chunk: u64) {
         let mut o = 0;
         while o < chunk {
             if chunk % 4 == 0 {
-                let v: u32;
-                asm!("ld.u32 {0}, [{1}];", out(reg32) v, in(reg64) s + o, options(readonly, nostack));
-                asm!("st.shared.u32 [{0}], {1};", in(reg32) d + o as u32, in(reg32) v, options(nostack));
+                raw::st_shared_b32(d + o as u32, raw::ld_u32(s + o));
                 o += 4;
             } else {
-                let v: u16;
-                asm!("ld.u8 {0}, [{1}];", out(reg16) v, in(reg64) s + o, options(readonly, nostack));
-                asm!("st.shared.u8 [{0}], {1};", in(reg32) d + o as u32, in(reg16) v, options(nostack));
+                raw::st_shared_u8(d + o as u32, raw::ld_u8(s + o));
                 o += 1;
             }
         }
@@ -260,9 +246,9 @@ unsafe fn copy_chunk(d: u32, s: u64, chunk: u64) {
 fn wait_all_and_sync<G: ThreadGroup>(group: &G) {
     crate::host::on_device!("wait" => {
         #[cfg(target_feature = "sm_80")]
-        // SAFETY: waiting has no preconditions.
+        // SAFETY: sm_80; waiting has no other precondition.
         unsafe {
-            core::arch::asm!("cp.async.wait_all;", options(nostack))
+            raw::cp_async_wait_all()
         };
         group.sync()
     } host => { group.sync() })
@@ -275,19 +261,18 @@ fn wait_all_and_sync<G: ThreadGroup>(group: &G) {
 fn wait_newer_and_sync<G: ThreadGroup>(group: &G, newer: u32) {
     crate::host::on_device!("wait" => {
         #[cfg(target_feature = "sm_80")]
-        // SAFETY: waiting has no preconditions.
+        // SAFETY: sm_80; waiting has no other precondition.
         unsafe {
-            use core::arch::asm;
             match newer {
-                0 => asm!("cp.async.wait_group 0;", options(nostack)),
-                1 => asm!("cp.async.wait_group 1;", options(nostack)),
-                2 => asm!("cp.async.wait_group 2;", options(nostack)),
-                3 => asm!("cp.async.wait_group 3;", options(nostack)),
-                4 => asm!("cp.async.wait_group 4;", options(nostack)),
-                5 => asm!("cp.async.wait_group 5;", options(nostack)),
-                6 => asm!("cp.async.wait_group 6;", options(nostack)),
-                7 => asm!("cp.async.wait_group 7;", options(nostack)),
-                _ => asm!("cp.async.wait_all;", options(nostack)),
+                0 => raw::cp_async_wait_group::<0>(),
+                1 => raw::cp_async_wait_group::<1>(),
+                2 => raw::cp_async_wait_group::<2>(),
+                3 => raw::cp_async_wait_group::<3>(),
+                4 => raw::cp_async_wait_group::<4>(),
+                5 => raw::cp_async_wait_group::<5>(),
+                6 => raw::cp_async_wait_group::<6>(),
+                7 => raw::cp_async_wait_group::<7>(),
+                _ => raw::cp_async_wait_all(),
             }
         };
         let _ = newer;

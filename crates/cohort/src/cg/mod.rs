@@ -58,6 +58,7 @@
 
 mod coalesced;
 pub(crate) mod grid;
+mod grid_vec;
 mod large;
 mod memcpy;
 mod multi_grid;
@@ -67,6 +68,7 @@ mod tile;
 
 pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled_partition};
 pub use grid::{Grid, GridGroup, this_grid};
+pub use grid_vec::{GridVec, GridVecView};
 pub use large::LargeTile;
 pub use memcpy::{AsyncCopies, AsyncCopy, memcpy_async};
 pub use multi_grid::{
@@ -230,9 +232,9 @@ impl ThreadBlock {
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
-    pub fn leader_index(&self) -> Option<crate::slice::ThreadIndex<crate::slice::PerBlock>> {
+    pub fn leader_index(&self) -> Option<crate::thread::ThreadIndex<crate::thread::PerBlock>> {
         (thread::thread_rank_in_block() == 0)
-            .then(|| crate::slice::ThreadIndex::from_rank(thread::block_rank() as usize))
+            .then(|| crate::thread::ThreadIndex::from_rank(thread::block_rank() as usize))
     }
 }
 

@@ -18,6 +18,7 @@
 use core::any::TypeId;
 use core::ops::{Add, BitAnd, BitOr, BitXor};
 
+use super::GridVec;
 use super::coalesced::CoalescedGroup;
 use super::large::LargeTile;
 use super::tile::{DynTile, ThreadBlockTile, TileParent};
@@ -26,7 +27,6 @@ use crate::DeviceCopy;
 use crate::atomic::{Atomic, Ordering, Space};
 use crate::raw;
 use crate::shared::{SharedSlice, load_words, store_words};
-use crate::slice::GridVec;
 use crate::thread;
 
 /// A binary operation for collectives: one of [`plus`], [`less`], [`greater`], [`bit_and`],

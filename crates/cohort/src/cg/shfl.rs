@@ -5,34 +5,8 @@
 //! lane's local memory means nothing in another lane) and no padding (every byte moved is an
 //! initialized byte of a field; `#[derive(DeviceCopy)]` checks it).
 
-use core::mem::MaybeUninit;
-
 use crate::DeviceCopy;
-
-/// Applies `f` to each 32-bit word of `v` and reassembles a `T`.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub(crate) fn map_words<T: DeviceCopy>(v: T, mut f: impl FnMut(u32) -> u32) -> T {
-    const { assert!(size_of::<T>() <= 32, "cooperative-groups shuffles move at most 32 bytes") };
-    crate::assert_no_padding::<T>();
-    let size = size_of::<T>();
-    let n = size.div_ceil(4);
-    let mut words = [0u32; 8];
-    // SAFETY: copies `size` bytes of `v` into the zeroed word buffer (8 words hold 32 bytes).
-    unsafe { core::ptr::copy_nonoverlapping(&v as *const T as *const u8, words.as_mut_ptr() as *mut u8, size) };
-    let mut i = 0;
-    while i < n {
-        words[i] = f(words[i]);
-        i += 1;
-    }
-    let mut out = MaybeUninit::<T>::uninit();
-    // SAFETY: the words hold the bytes of values of `T` (one lane's `v`), so the first `size`
-    // bytes form a valid `T`.
-    unsafe {
-        core::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, out.as_mut_ptr() as *mut u8, size);
-        out.assume_init()
-    }
-}
+use crate::copy::map_words;
 
 /// The 32-bit words of `v` (zero-padded) and how many of them hold its bytes.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -54,7 +28,7 @@ fn host_words<T: DeviceCopy>(v: T) -> ([u32; 8], usize) {
 /// The first `size_of::<T>()` bytes of `words` are the bytes of a `T`.
 #[cfg(not(target_arch = "nvptx64"))]
 unsafe fn from_host_words<T: DeviceCopy>(words: [u32; 8]) -> T {
-    let mut out = MaybeUninit::<T>::uninit();
+    let mut out = core::mem::MaybeUninit::<T>::uninit();
     // SAFETY: the caller's contract; `T` is at most 32 bytes (checked in `host_words`).
     unsafe {
         core::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, out.as_mut_ptr() as *mut u8, size_of::<T>());

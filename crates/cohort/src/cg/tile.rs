@@ -197,8 +197,8 @@ impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
-    pub fn leader_index(&self) -> Option<crate::slice::ThreadIndex<crate::slice::PerTile<N>>> {
-        (self.thread_rank() == 0).then(|| crate::slice::ThreadIndex::from_rank(global_tile_rank(N)))
+    pub fn leader_index(&self) -> Option<crate::thread::ThreadIndex<crate::thread::PerTile<N>>> {
+        (self.thread_rank() == 0).then(|| crate::thread::ThreadIndex::from_rank(global_tile_rank(N)))
     }
 
     /// `shfl_xor(v, mask)`: the value of the member whose rank is `thread_rank() ^ mask`
