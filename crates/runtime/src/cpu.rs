@@ -761,6 +761,39 @@ mod tests {
         s.synchronize().unwrap();
     }
 
+    /// Adversarial pass (issue 31): the end of a `with_registered` scope waits for the work that
+    /// used the memory; when that wait fails (here: a collective whose copy into the memory
+    /// was aborted; on a GPU: a kernel that trapped) the scope is an `Err`, not `Ok` with
+    /// memory the work never wrote. (The guard took its error out before the wait ran, so the
+    /// failure was lost.)
+    #[test]
+    fn registered_scope_reports_a_failed_wait() {
+        struct Work(std::sync::Mutex<Option<Arc<str>>>);
+        impl crate::stream::StreamWork for Work {
+            fn failure(&self) -> Option<Arc<str>> {
+                self.0.lock().unwrap().clone()
+            }
+        }
+        let gpu = Gpu::cpu().unwrap();
+        let s = gpu.new_stream().unwrap();
+        let data: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+        let src = gpu.upload(&data).unwrap();
+        let mut host = vec![0u32; data.len()];
+        let work = Arc::new(Work(std::sync::Mutex::new(None)));
+        let r = gpu.with_registered(&mut host, |reg| {
+            s.inner.add_foreign(work.clone());
+            s.copy(&src, reg).unwrap();
+            *work.0.lock().unwrap() = Some("all_gather into registered memory aborted".into());
+        });
+        assert!(matches!(r, Err(Error::CollectiveAborted(ref m)) if m.contains("aborted")), "{r:?}");
+        // Reported (and forgotten) by a synchronize; without a failure, the scope is `Ok` and the
+        // memory holds what was copied.
+        assert!(matches!(s.synchronize(), Err(Error::CollectiveAborted(_))));
+        let r = gpu.with_registered(&mut host, |reg| s.copy(&src, reg));
+        assert!(matches!(r, Ok(Ok(()))), "{r:?}");
+        assert_eq!(host, data);
+    }
+
     #[test]
     fn fast_path_analysis_sees_collectives_after_predicates() {
         assert!(needs_threads("\tbar.sync 0;\n"));
