@@ -556,10 +556,12 @@ pub(crate) mod host {
     }
 
     /// An event: when it was last recorded.
-    struct CpuEvent(Mutex<Option<Instant>>);
+    /// When the event was last recorded, and whether it times (not `CU_EVENT_DISABLE_TIMING`).
+    struct CpuEvent(Mutex<Option<Instant>>, bool);
 
-    pub(crate) unsafe fn cuEventCreate(ph: *mut CUevent, _flags: u32) -> CUresult {
-        let e = Box::into_raw(Box::new(CpuEvent(Mutex::new(None))));
+    pub(crate) unsafe fn cuEventCreate(ph: *mut CUevent, flags: u32) -> CUresult {
+        let timed = flags & CUevent_flags::CU_EVENT_DISABLE_TIMING as u32 == 0;
+        let e = Box::into_raw(Box::new(CpuEvent(Mutex::new(None), timed)));
         // SAFETY: the caller's out-pointer.
         unsafe { *ph = e.cast() };
         CUresult::CUDA_SUCCESS
@@ -589,6 +591,10 @@ pub(crate) mod host {
     pub(crate) unsafe fn cuEventElapsedTime_v2(ms: *mut f32, start: CUevent, end: CUevent) -> CUresult {
         // SAFETY: live events (the driver call's contract).
         let (s, e) = unsafe { (event(start), event(end)) };
+        if !s.1 || !e.1 {
+            // As the driver: an event made without timing cannot be timed.
+            return CUresult::CUDA_ERROR_INVALID_HANDLE;
+        }
         let (s, e) = (*s.0.lock().unwrap_or_else(|p| p.into_inner()), *e.0.lock().unwrap_or_else(|p| p.into_inner()));
         match (s, e) {
             (Some(s), Some(e)) => {
@@ -759,6 +765,21 @@ mod tests {
         drop(written);
         assert!(matches!(s.synchronize(), Err(Error::CollectiveAborted(ref m)) if m.contains("broadcast")));
         s.synchronize().unwrap();
+    }
+
+    /// Adversarial pass (issue 31): an event made without timing (`Event::untimed`) cannot be
+    /// timed, on the CPU device as on a GPU (`CUDA_ERROR_INVALID_HANDLE`); it timed before.
+    #[test]
+    fn an_untimed_event_cannot_be_timed() {
+        let gpu = Gpu::cpu().unwrap();
+        let s = gpu.new_stream().unwrap();
+        let (timed, other, untimed) = (Event::new(&gpu).unwrap(), Event::new(&gpu).unwrap(), Event::untimed(&gpu).unwrap());
+        for e in [&timed, &other, &untimed] {
+            s.record(e).unwrap();
+        }
+        assert!(other.elapsed_ms_since(&timed).is_ok_and(|ms| ms >= 0.0));
+        assert!(untimed.elapsed_ms_since(&timed).is_err());
+        assert!(timed.elapsed_ms_since(&untimed).is_err());
     }
 
     /// Adversarial pass (issue 31): the end of a `with_registered` scope waits for the work that
