@@ -317,10 +317,11 @@ pub(crate) mod host {
     static ALLOCATIONS: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
 
     pub(crate) fn allocate(bytes: usize) -> Option<*mut u8> {
-        // The device's memory is the machine's: more than all of it is out of memory, as on a
-        // GPU (the host allocator may accept it lazily, and the fill that follows would then end
-        // the process).
-        if meminfo("MemTotal:").is_some_and(|total| bytes > total) {
+        // The device's memory is the machine's: more than is free now (what `memory_info`
+        // reports) is out of memory, as on a GPU. The host allocator would accept up to about
+        // all of it lazily, and the fill that follows would then have the kernel's OOM killer
+        // end this process (or another one).
+        if meminfo("MemAvailable:").or_else(|| meminfo("MemTotal:")).is_some_and(|free| bytes > free) {
             return None;
         }
         let layout = Layout::from_size_align(bytes.max(1), ALIGN).ok()?;
@@ -765,6 +766,27 @@ mod tests {
         drop(written);
         assert!(matches!(s.synchronize(), Err(Error::CollectiveAborted(ref m)) if m.contains("broadcast")));
         s.synchronize().unwrap();
+    }
+
+    /// Adversarial pass (issue 31): an allocation of more than the machine has free is refused
+    /// (as a GPU refuses more than its free memory), not accepted lazily by the host allocator
+    /// and then filled until the OOM killer ends the process. (Only more than *all* of the
+    /// machine's memory was refused.) Nothing is touched here: the allocation is asked for and,
+    /// if it is made, freed at once.
+    #[test]
+    fn an_allocation_past_free_memory_is_refused() {
+        let (Some(free), Some(total)) = (meminfo("MemAvailable:"), meminfo("MemTotal:")) else { return };
+        if total - free < 1 << 29 {
+            eprintln!("less than 512 MiB of this machine's memory is in use: nothing between free and total to ask for");
+            return;
+        }
+        let bytes = free + (total - free) / 2;
+        let p = host::allocate(bytes);
+        if let Some(p) = p {
+            host::free(p as usize);
+        }
+        assert!(p.is_none(), "{bytes} B allocated with {free} B free");
+        assert!(host::allocate(1 << 20).is_some_and(|p| host::free(p as usize) == cudarc::driver::sys::CUresult::CUDA_SUCCESS));
     }
 
     /// Adversarial pass (issue 31): an event made without timing (`Event::untimed`) cannot be
