@@ -777,7 +777,9 @@ mod tests {
     fn an_allocation_past_free_memory_is_refused() {
         let (Some(free), Some(total)) = (meminfo("MemAvailable:"), meminfo("MemTotal:")) else { return };
         if total - free < 1 << 29 {
-            eprintln!("less than 512 MiB of this machine's memory is in use: nothing between free and total to ask for");
+            eprintln!(
+                "less than 512 MiB of this machine's memory is in use: nothing between free and total to ask for"
+            );
             return;
         }
         let bytes = free + (total - free) / 2;
@@ -786,7 +788,10 @@ mod tests {
             host::free(p as usize);
         }
         assert!(p.is_none(), "{bytes} B allocated with {free} B free");
-        assert!(host::allocate(1 << 20).is_some_and(|p| host::free(p as usize) == cudarc::driver::sys::CUresult::CUDA_SUCCESS));
+        assert!(
+            host::allocate(1 << 20)
+                .is_some_and(|p| host::free(p as usize) == cudarc::driver::sys::CUresult::CUDA_SUCCESS)
+        );
     }
 
     /// Adversarial pass (issue 31): an event made without timing (`Event::untimed`) cannot be
@@ -795,7 +800,8 @@ mod tests {
     fn an_untimed_event_cannot_be_timed() {
         let gpu = Gpu::cpu().unwrap();
         let s = gpu.new_stream().unwrap();
-        let (timed, other, untimed) = (Event::new(&gpu).unwrap(), Event::new(&gpu).unwrap(), Event::untimed(&gpu).unwrap());
+        let (timed, other, untimed) =
+            (Event::new(&gpu).unwrap(), Event::new(&gpu).unwrap(), Event::untimed(&gpu).unwrap());
         for e in [&timed, &other, &untimed] {
             s.record(e).unwrap();
         }
