@@ -142,6 +142,11 @@ impl Drop for Loaded {
 
 /// A PTX module loaded on a [`Gpu`](crate::Gpu): look kernels up in it with their generated
 /// `load` (`vector_add::load(&module)`).
+///
+/// The driver module is unloaded once the `Module`, its launchers and every graph that captured
+/// one of its kernels are gone *and* every launch of its kernels has finished: dropping the
+/// handles while a kernel still runs does not pull its code, variables or panic record from
+/// under it (the last drop waits for those launches, as dropping a buffer waits for its users).
 #[derive(Clone)]
 pub struct Module {
     pub(crate) inner: Arc<ModuleInner>,

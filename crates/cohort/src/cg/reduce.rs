@@ -14,6 +14,14 @@
 //! `T::default()`, as CUDA's value-initialized result). Ops combine in rank order where the
 //! algorithm allows, but floating-point results of a reduction may differ from a sequential
 //! sum in the last bits, as in CUDA.
+//!
+//! **Ops that call collectives.** The op is a `Fn(T, T) -> T + Copy` closure (it cannot write
+//! an output), called by the library as often as its algorithm needs: a tile's butterfly calls
+//! it in every lane at every step, so a tile collective inside it is converged; a scan calls
+//! it only in the lanes with a partner at each step, so one inside a scan's op is divergent
+//! (checked mode and the CPU device report it). A block-level or large-tile collective inside
+//! the op of a block-level or large-tile one would overwrite the per-warp partials being
+//! combined: it ends the launch with a panic naming the outer call, never a wrong value.
 
 use core::any::TypeId;
 use core::ops::{Add, BitAnd, BitOr, BitXor};
