@@ -288,7 +288,7 @@ pub fn grid_stride(n: usize) -> GridStride {
 
 /// Iterator returned by [`grid_stride`].
 ///
-/// Not `Send` or `Sync`, as the [`ThreadIndex`](crate::slice::ThreadIndex)es it hands out: it is this thread's share of
+/// Not `Send` or `Sync`, as the [`ThreadIndex`]es it hands out: it is this thread's share of
 /// the elements. (On the CPU device a kernel may use `std`: sent to another kernel thread
 /// through a `static Mutex`, it would let two threads own one element.)
 #[derive(Debug)]
