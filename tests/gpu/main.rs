@@ -12,6 +12,7 @@ mod check;
 mod classic_shapes;
 mod dynamic;
 mod globals;
+mod hostile;
 mod interop;
 mod launch;
 mod managed;
@@ -36,6 +37,10 @@ fn main() {
     // Scenarios that must run in a process of their own (a trap kills its CUDA context).
     if let Ok(which) = std::env::var(launch::CHILD_ENV) {
         std::process::exit(launch::child(&which));
+    }
+    // A scenario of the adversarial pass that runs in a process of its own.
+    if let Ok(which) = std::env::var(hostile::CHILD_ENV) {
+        std::process::exit(hostile::child(&which));
     }
     // One rank of the multi-process NCCL test.
     if let Ok(rank) = std::env::var(nccl::RANK_ENV) {
@@ -68,6 +73,7 @@ fn main() {
     trials.extend(multi_grid::trials());
     trials.extend(dynamic::trials());
     trials.extend(globals::trials());
+    trials.extend(hostile::trials());
     trials.extend(interop::trials());
     trials.extend(overlap::trials());
     trials.extend(pdl::trials());

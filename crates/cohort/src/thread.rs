@@ -365,15 +365,20 @@ pub fn index_1d() -> ThreadIndex {
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn grid_stride(n: usize) -> GridStride {
-    GridStride { next: global_id() as usize, step: grid_size() as usize, end: n }
+    GridStride { next: global_id() as usize, step: grid_size() as usize, end: n, _not_send: core::marker::PhantomData }
 }
 
 /// Iterator returned by [`grid_stride`].
+///
+/// Not `Send` or `Sync`, as the [`ThreadIndex`]es it hands out: it is this thread's share of
+/// the elements. (On the CPU device a kernel may use `std`: sent to another kernel thread
+/// through a `static Mutex`, it would let two threads own one element.)
 #[derive(Debug)]
 pub struct GridStride {
     next: usize,
     step: usize,
     end: usize,
+    _not_send: core::marker::PhantomData<*const ()>,
 }
 
 impl Iterator for GridStride {

@@ -5,6 +5,34 @@ use std::sync::Mutex;
 
 static CAPTURE: Mutex<()> = Mutex::new(());
 
+thread_local! {
+    /// Whether this thread is inside `capture_stdout`: a capture inside it would wait for the
+    /// turn this thread holds (a deadlock), so it is refused.
+    static CAPTURING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as capturing until dropped (also when `f` panics).
+struct Capturing;
+
+impl Capturing {
+    fn enter() -> std::io::Result<Self> {
+        if CAPTURING.with(|c| c.replace(true)) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                "capture_stdout inside capture_stdout on one thread: the inner capture would wait for the outer \
+                 one to end (it holds the process's standard output); capture once, around both",
+            ));
+        }
+        Ok(Capturing)
+    }
+}
+
+impl Drop for Capturing {
+    fn drop(&mut self) {
+        CAPTURING.with(|c| c.set(false));
+    }
+}
+
 /// Runs `f` with the process's standard output (file descriptor 1, where the CUDA driver
 /// writes device `printf` output when the host synchronizes, and where the CPU device writes a
 /// launch's output when it returns) redirected to a temporary file, and returns `f`'s result
@@ -24,10 +52,14 @@ static CAPTURE: Mutex<()> = Mutex::new(());
 /// `printf`). Captures in one process take turns.
 ///
 /// # Errors
-/// If the temporary file cannot be made or read, or the redirection fails.
+/// If the temporary file cannot be made or read, or the redirection fails; a capture inside
+/// `f` (on the same thread) is an error of kind [`std::io::ErrorKind::WouldBlock`], not a
+/// deadlock.
 #[cfg(unix)]
 pub fn capture_stdout<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> {
     use std::os::fd::AsRawFd;
+    // Before taking the turn: this thread may hold it already.
+    let _capturing = Capturing::enter()?;
     let _turn = CAPTURE.lock().unwrap_or_else(|p| p.into_inner());
     let path = std::env::temp_dir().join(format!(
         "cohort-stdout-{}-{:?}.txt",

@@ -317,10 +317,11 @@ pub(crate) mod host {
     static ALLOCATIONS: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
 
     pub(crate) fn allocate(bytes: usize) -> Option<*mut u8> {
-        // The device's memory is the machine's: more than all of it is out of memory, as on a
-        // GPU (the host allocator may accept it lazily, and the fill that follows would then end
-        // the process).
-        if meminfo("MemTotal:").is_some_and(|total| bytes > total) {
+        // The device's memory is the machine's: more than is free now (what `memory_info`
+        // reports) is out of memory, as on a GPU. The host allocator would accept up to about
+        // all of it lazily, and the fill that follows would then have the kernel's OOM killer
+        // end this process (or another one).
+        if meminfo("MemAvailable:").or_else(|| meminfo("MemTotal:")).is_some_and(|free| bytes > free) {
             return None;
         }
         let layout = Layout::from_size_align(bytes.max(1), ALIGN).ok()?;
@@ -556,10 +557,12 @@ pub(crate) mod host {
     }
 
     /// An event: when it was last recorded.
-    struct CpuEvent(Mutex<Option<Instant>>);
+    /// When the event was last recorded, and whether it times (not `CU_EVENT_DISABLE_TIMING`).
+    struct CpuEvent(Mutex<Option<Instant>>, bool);
 
-    pub(crate) unsafe fn cuEventCreate(ph: *mut CUevent, _flags: u32) -> CUresult {
-        let e = Box::into_raw(Box::new(CpuEvent(Mutex::new(None))));
+    pub(crate) unsafe fn cuEventCreate(ph: *mut CUevent, flags: u32) -> CUresult {
+        let timed = flags & CUevent_flags::CU_EVENT_DISABLE_TIMING as u32 == 0;
+        let e = Box::into_raw(Box::new(CpuEvent(Mutex::new(None), timed)));
         // SAFETY: the caller's out-pointer.
         unsafe { *ph = e.cast() };
         CUresult::CUDA_SUCCESS
@@ -589,6 +592,10 @@ pub(crate) mod host {
     pub(crate) unsafe fn cuEventElapsedTime_v2(ms: *mut f32, start: CUevent, end: CUevent) -> CUresult {
         // SAFETY: live events (the driver call's contract).
         let (s, e) = unsafe { (event(start), event(end)) };
+        if !s.1 || !e.1 {
+            // As the driver: an event made without timing cannot be timed.
+            return CUresult::CUDA_ERROR_INVALID_HANDLE;
+        }
         let (s, e) = (*s.0.lock().unwrap_or_else(|p| p.into_inner()), *e.0.lock().unwrap_or_else(|p| p.into_inner()));
         match (s, e) {
             (Some(s), Some(e)) => {
@@ -759,6 +766,81 @@ mod tests {
         drop(written);
         assert!(matches!(s.synchronize(), Err(Error::CollectiveAborted(ref m)) if m.contains("broadcast")));
         s.synchronize().unwrap();
+    }
+
+    /// Adversarial pass (issue 31): an allocation of more than the machine has free is refused
+    /// (as a GPU refuses more than its free memory), not accepted lazily by the host allocator
+    /// and then filled until the OOM killer ends the process. (Only more than *all* of the
+    /// machine's memory was refused.) Nothing is touched here: the allocation is asked for and,
+    /// if it is made, freed at once.
+    #[test]
+    fn an_allocation_past_free_memory_is_refused() {
+        let (Some(free), Some(total)) = (meminfo("MemAvailable:"), meminfo("MemTotal:")) else { return };
+        if total - free < 1 << 29 {
+            eprintln!(
+                "less than 512 MiB of this machine's memory is in use: nothing between free and total to ask for"
+            );
+            return;
+        }
+        let bytes = free + (total - free) / 2;
+        let p = host::allocate(bytes);
+        if let Some(p) = p {
+            host::free(p as usize);
+        }
+        assert!(p.is_none(), "{bytes} B allocated with {free} B free");
+        assert!(
+            host::allocate(1 << 20)
+                .is_some_and(|p| host::free(p as usize) == cudarc::driver::sys::CUresult::CUDA_SUCCESS)
+        );
+    }
+
+    /// Adversarial pass (issue 31): an event made without timing (`Event::untimed`) cannot be
+    /// timed, on the CPU device as on a GPU (`CUDA_ERROR_INVALID_HANDLE`); it timed before.
+    #[test]
+    fn an_untimed_event_cannot_be_timed() {
+        let gpu = Gpu::cpu().unwrap();
+        let s = gpu.new_stream().unwrap();
+        let (timed, other, untimed) =
+            (Event::new(&gpu).unwrap(), Event::new(&gpu).unwrap(), Event::untimed(&gpu).unwrap());
+        for e in [&timed, &other, &untimed] {
+            s.record(e).unwrap();
+        }
+        assert!(other.elapsed_ms_since(&timed).is_ok_and(|ms| ms >= 0.0));
+        assert!(untimed.elapsed_ms_since(&timed).is_err());
+        assert!(timed.elapsed_ms_since(&untimed).is_err());
+    }
+
+    /// Adversarial pass (issue 31): the end of a `with_registered` scope waits for the work that
+    /// used the memory; when that wait fails (here: a collective whose copy into the memory
+    /// was aborted; on a GPU: a kernel that trapped) the scope is an `Err`, not `Ok` with
+    /// memory the work never wrote. (The guard took its error out before the wait ran, so the
+    /// failure was lost.)
+    #[test]
+    fn registered_scope_reports_a_failed_wait() {
+        struct Work(std::sync::Mutex<Option<Arc<str>>>);
+        impl crate::stream::StreamWork for Work {
+            fn failure(&self) -> Option<Arc<str>> {
+                self.0.lock().unwrap().clone()
+            }
+        }
+        let gpu = Gpu::cpu().unwrap();
+        let s = gpu.new_stream().unwrap();
+        let data: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+        let src = gpu.upload(&data).unwrap();
+        let mut host = vec![0u32; data.len()];
+        let work = Arc::new(Work(std::sync::Mutex::new(None)));
+        let r = gpu.with_registered(&mut host, |reg| {
+            s.inner.add_foreign(work.clone());
+            s.copy(&src, reg).unwrap();
+            *work.0.lock().unwrap() = Some("all_gather into registered memory aborted".into());
+        });
+        assert!(matches!(r, Err(Error::CollectiveAborted(ref m)) if m.contains("aborted")), "{r:?}");
+        // Reported (and forgotten) by a synchronize; without a failure, the scope is `Ok` and the
+        // memory holds what was copied.
+        assert!(matches!(s.synchronize(), Err(Error::CollectiveAborted(_))));
+        let r = gpu.with_registered(&mut host, |reg| s.copy(&src, reg));
+        assert!(matches!(r, Ok(Ok(()))), "{r:?}");
+        assert_eq!(host, data);
     }
 
     #[test]

@@ -55,7 +55,11 @@ pub(crate) struct ModuleInner {
     pub(crate) gpu: Arc<GpuInner>,
     pub(crate) set: &'static PtxSet,
     pub(crate) ptx: &'static PtxModule,
-    panic_host: *mut PanicRecord,
+    /// The record of the operations that use the module: every typed launch of its kernels
+    /// reads `CODE` of it (and the variables it uses, at their device addresses; `Symbol::set`
+    /// writes those). It keeps the module loaded ([`Loaded`]) until they have all finished
+    /// and the last handle is gone: this one, or a graph that captured one of its kernels.
+    pub(crate) record: Arc<crate::track::Alloc>,
     /// Entries and ABI records of the PTX, read on the first typed `load`.
     abi_index: std::sync::OnceLock<crate::abi::Index>,
     /// Its `constant!` / `global!` variables, if it has any.
@@ -89,23 +93,43 @@ impl CpuAnalysis {
     }
 }
 
-// SAFETY: module handles are usable from any thread; `panic_host` is only freed on drop.
+// SAFETY: module handles are usable from any thread; the module is unloaded only by `Loaded`.
 unsafe impl Send for ModuleInner {}
 // SAFETY: as above.
 unsafe impl Sync for ModuleInner {}
 
-impl Drop for ModuleInner {
+/// The range of a module's record ([`ModuleInner::record`]) that stands for its code: every
+/// launch of one of its kernels reads it. (Variables are recorded at their device addresses,
+/// never 0.)
+const CODE: std::ops::Range<usize> = 0..1;
+
+/// A loaded module's driver resources: unloaded when dropped, which its record does only once
+/// every operation recorded on it has finished (`track::Alloc`'s drop waits, then drops what it
+/// keeps). A kernel still running, or a graph that can still replay one of its kernels, so
+/// never finds its code, its variables or its panic record gone.
+struct Loaded {
+    raw: sys::CUmodule,
+    panic_host: *mut PanicRecord,
+    gpu: Arc<GpuInner>,
+}
+
+// SAFETY: a CUmodule and the pinned panic record may be released from any thread; nothing else
+// uses them once this is dropped.
+unsafe impl Send for Loaded {}
+// SAFETY: as above (it is only dropped).
+unsafe impl Sync for Loaded {}
+
+impl Drop for Loaded {
     fn drop(&mut self) {
-        if let Some(vars) = &self.vars {
-            // A `set` may still be copying into a variable: let it finish before unloading.
-            vars.wait_idle();
-        }
         if !self.panic_host.is_null() {
             let mut slots = self.gpu.panic_records.lock().unwrap_or_else(|p| p.into_inner());
             slots.retain(|s| s.host != self.panic_host);
         }
+        // (Inside a host function `bind` refuses: the module is leaked, not unloaded.)
         if self.gpu.bind().is_ok() {
-            // SAFETY: handles we own, not used after this.
+            // SAFETY: handles we own; no operation uses them any more (the record that drops
+            // this waited for every launch and variable access; graphs keep the record), and
+            // no handle that could start one is left (they hold the record too).
             unsafe {
                 let _ = crate::drv::cuModuleUnload(self.raw);
                 if !self.panic_host.is_null() {
@@ -118,6 +142,11 @@ impl Drop for ModuleInner {
 
 /// A PTX module loaded on a [`Gpu`](crate::Gpu): look kernels up in it with their generated
 /// `load` (`vector_add::load(&module)`).
+///
+/// The driver module is unloaded once the `Module`, its launchers and every graph that captured
+/// one of its kernels are gone *and* every launch of its kernels has finished: dropping the
+/// handles while a kernel still runs does not pull its code, variables or panic record from
+/// under it (the last drop waits for those launches, as dropping a buffer waits for its users).
 #[derive(Clone)]
 pub struct Module {
     pub(crate) inner: Arc<ModuleInner>,
@@ -215,19 +244,17 @@ impl Module {
                 log: if step.is_empty() { jit.into_owned() } else { format!("{step} failed\n{jit}") },
             });
         }
+        // Unloaded (with its panic record) when the last operation and handle are gone, or
+        // now if what follows fails.
+        let mut loaded = Loaded { raw, panic_host: std::ptr::null_mut(), gpu: gpu.clone() };
         // The variables the module declares: the optional globals are looked up only if there.
         let globals = crate::symbol::layouts(ptx.ptx);
-        let panic_host = register_panic_record(gpu, raw, globals.contains_key(PANIC_RECORD_SYMBOL))?;
-        let vars = match crate::symbol::ModuleVars::load(gpu, raw, ptx.ptx, &globals) {
-            Ok(v) => v,
-            Err(e) => {
-                // SAFETY: the module was loaded above and nothing else holds it yet.
-                unsafe {
-                    let _ = crate::drv::cuModuleUnload(raw);
-                }
-                return Err(e);
-            }
-        };
+        loaded.panic_host = register_panic_record(gpu, raw, globals.contains_key(PANIC_RECORD_SYMBOL))?;
+        let record = Arc::new(
+            crate::track::Alloc::new(gpu, 0, std::ptr::null_mut(), crate::track::AllocKind::Device)
+                .keeping(Box::new(loaded)),
+        );
+        let vars = crate::symbol::ModuleVars::load(gpu, raw, ptx.ptx, &globals, &record)?;
         let launch_budget = if ptx.needs_device_runtime() {
             crate::budget::LaunchBudget::find(raw, &globals).map(|b| (b, ptx.device_launching_kernels()))
         } else {
@@ -239,7 +266,7 @@ impl Module {
                 gpu: gpu.clone(),
                 set,
                 ptx,
-                panic_host,
+                record,
                 abi_index: std::sync::OnceLock::new(),
                 vars,
                 launch_budget,
@@ -920,9 +947,21 @@ impl Function {
     fn tracked(&self, stream: &Stream, uses: &[Use<'_>], launch: impl FnOnce() -> Result<()>) -> Result<()> {
         let gate = stream.inner.gate_with(|| format!("launching kernel `{}`", self.name))?;
         self.check_capture(&gate)?;
+        // The launch reads the module's code (which keeps the module loaded until the kernel
+        // has finished, and in a graph for as long as the graph lives) and its variables.
+        let code = Use::new(&self.module.record, CODE, false);
         match &self.vars {
-            None => run_tracked_in(&stream.inner, &gate, uses, launch),
-            Some(vars) => run_tracked_in(&stream.inner, &gate, &vars.with(uses), launch),
+            None => {
+                let mut all: Vec<Use<'_>> = Vec::with_capacity(uses.len() + 1);
+                all.extend_from_slice(uses);
+                all.push(code);
+                run_tracked_in(&stream.inner, &gate, &all, launch)
+            }
+            Some(vars) => {
+                let mut all = vars.with(uses);
+                all.push(code);
+                run_tracked_in(&stream.inner, &gate, &all, launch)
+            }
         }
     }
 

@@ -359,23 +359,32 @@ impl Gpu {
                 .result()
                 .map_err(|code| inner.error(code, Doing::Call(format!("registering {bytes} B of host memory"))))?;
         }
-        /// Waits for the memory's operations and unregisters it, however the scope ends.
-        struct Unregister(Arc<Alloc>, usize, Option<Error>);
-        impl Drop for Unregister {
-            fn drop(&mut self) {
-                if let Err(e) = self.0.host_access(0..usize::MAX, true, "unregistering host memory", || Ok(())) {
-                    self.2 = Some(e);
+        /// Waits for the memory's operations and unregisters it, however the scope ends: at
+        /// the end of the scope by `finish` (which returns what the wait found), or when
+        /// unwinding by its drop.
+        struct Unregister(Arc<Alloc>, usize, bool);
+        impl Unregister {
+            fn finish(&mut self) -> Result<()> {
+                if std::mem::replace(&mut self.2, true) {
+                    return Ok(());
                 }
+                let waited = self.0.host_access(0..usize::MAX, true, "unregistering host memory", || Ok(()));
                 if self.1 > 0 && self.0.gpu.bind().is_ok() {
                     // SAFETY: registered above; no operation uses it any more (waited), and
-                    // the `Registered` handle is gone (dropped before this guard).
+                    // the `Registered` handle is gone (dropped before this is called).
                     unsafe {
                         let _ = crate::drv::cuMemHostUnregister(self.0.host.cast());
                     }
                 }
+                waited
             }
         }
-        let mut guard = Unregister(Arc::new(Alloc::new(inner, 0, host, AllocKind::Registered)), bytes, None);
+        impl Drop for Unregister {
+            fn drop(&mut self) {
+                let _ = self.finish();
+            }
+        }
+        let mut guard = Unregister(Arc::new(Alloc::new(inner, 0, host, AllocKind::Registered)), bytes, false);
         if bytes > 0 {
             // SAFETY: registered with DEVICEMAP in this context.
             let r = unsafe { crate::drv::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) }.result();
@@ -392,13 +401,10 @@ impl Gpu {
             };
             f(&mut reg)
         };
-        let mut guard = guard;
-        let waited = guard.2.take();
-        drop(guard);
-        match waited {
-            Some(e) => Err(e),
-            None => Ok(result),
-        }
+        // The wait's error is the scope's: a failed kernel (or aborted collective) that used
+        // the memory means its contents are not what the scope's work wrote.
+        guard.finish()?;
+        Ok(result)
     }
 }
 

@@ -1216,7 +1216,12 @@ impl Stream {
         guard.2 = false;
         let (raw, ended) = self.inner.end_capture(&capture);
         let used = std::mem::take(&mut *capture.used.lock().unwrap_or_else(|p| p.into_inner()));
-        let graph = (!raw.is_null()).then(|| Graph { raw, gpu: self.inner.gpu.clone(), used: Arc::new(used) });
+        let graph = (!raw.is_null()).then(|| Graph {
+            raw,
+            gpu: self.inner.gpu.clone(),
+            used: Arc::new(used),
+            serial: Mutex::new(()),
+        });
         r?;
         ended?;
         graph.ok_or_else(|| Error::Argument("capture: the driver returned no graph".into()))
@@ -1414,13 +1419,20 @@ impl Drop for Event {
 }
 
 /// A captured sequence of operations ([`Stream::capture`]), to instantiate and replay.
+///
+/// Shareable between threads: CUDA graph objects are not internally synchronized ("Graph
+/// object thread safety": no two calls on one graph may run at once, even ones that look
+/// read-only, such as instantiating), so every call on it takes its turn.
 pub struct Graph {
     raw: sys::CUgraph,
     gpu: Arc<GpuInner>,
     used: Arc<Vec<Captured>>,
+    /// Held by every driver call on `raw`.
+    serial: Mutex<()>,
 }
 
-// SAFETY: graph handles may be used from any thread; the rest is shared immutable data.
+// SAFETY: a CUgraph may be used from any thread, one call at a time: every call on `raw` holds
+// `serial` (and `drop` has `&mut self`); the rest is shared immutable data.
 unsafe impl Send for Graph {}
 // SAFETY: as above.
 unsafe impl Sync for Graph {}
@@ -1439,7 +1451,9 @@ impl Graph {
     pub fn node_count(&self) -> Result<usize> {
         let mut n = 0usize;
         self.gpu.bind()?;
-        // SAFETY: live graph; a null node array asks for the count only.
+        let _turn = self.serial.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: live graph, no other call on it meanwhile (`serial`); a null node array asks
+        // for the count only.
         unsafe { crate::drv::cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut n) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call("counting graph nodes".into())))?;
@@ -1453,11 +1467,14 @@ impl Graph {
     pub fn instantiate(&self) -> Result<GraphExec> {
         self.gpu.bind()?;
         let mut raw = std::ptr::null_mut();
-        // SAFETY: live graph; `raw` receives the instance.
+        let turn = self.serial.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: live graph, no other call on it meanwhile (`serial`); `raw` receives the
+        // instance.
         unsafe { crate::drv::cuGraphInstantiateWithFlags(&mut raw, self.raw, 0) }
             .result()
             .map_err(|code| self.gpu.error(code, Doing::Call("instantiating a graph".into())))?;
-        Ok(GraphExec { raw, gpu: self.gpu.clone(), used: self.used.clone() })
+        drop(turn);
+        Ok(GraphExec { raw, gpu: self.gpu.clone(), used: self.used.clone(), serial: Mutex::new(()) })
     }
 }
 
@@ -1472,14 +1489,18 @@ impl Drop for Graph {
     }
 }
 
-/// An instantiated [`Graph`]: [`GraphExec::launch`] replays it on a stream.
+/// An instantiated [`Graph`]: [`GraphExec::launch`] replays it on a stream. Shareable between
+/// threads: replays from several threads take turns (`cuGraphLaunch` is under CUDA's graph
+/// thread-safety rule too).
 pub struct GraphExec {
     raw: sys::CUgraphExec,
     gpu: Arc<GpuInner>,
     used: Arc<Vec<Captured>>,
+    /// Held by every driver call on `raw`.
+    serial: Mutex<()>,
 }
 
-// SAFETY: as for `Graph`.
+// SAFETY: as for `Graph`: every call on `raw` holds `serial` (`drop` has `&mut self`).
 unsafe impl Send for GraphExec {}
 // SAFETY: as for `Graph`.
 unsafe impl Sync for GraphExec {}
@@ -1508,9 +1529,12 @@ impl GraphExec {
         let uses: Vec<Use<'_>> = self.used.iter().map(Use::captured).collect();
         self.gpu.bind()?;
         run_tracked(&stream.inner, &uses, || {
-            // SAFETY: live instance and stream of one context (checked above); the memory it
-            // uses is kept alive by `used`, and the tracker ordered the replay after
-            // conflicting work.
+            // Taken last (nothing is locked under it): replays of this instance from other
+            // threads wait here.
+            let _turn = self.serial.lock().unwrap_or_else(|p| p.into_inner());
+            // SAFETY: live instance and stream of one context (checked above), no other call
+            // on the instance meanwhile (`serial`); the memory it uses is kept alive by `used`,
+            // and the tracker ordered the replay after conflicting work.
             unsafe { crate::drv::cuGraphLaunch(self.raw, stream.inner.raw) }
                 .result()
                 .map_err(|code| self.gpu.error(code, Doing::Call("launching a graph".into())))

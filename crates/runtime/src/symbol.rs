@@ -33,7 +33,7 @@ use crate::device::{Doing, GpuInner};
 use crate::error::{Error, Result};
 use crate::module::{Module, ModuleInner};
 use crate::stream::Stream;
-use crate::track::{Alloc, AllocKind, Use, run_tracked_in};
+use crate::track::{Alloc, Use, run_tracked_in};
 
 /// The prefix of the static that holds a variable's initial value.
 const INIT_PREFIX: &str = "__cohort_init_";
@@ -51,8 +51,9 @@ pub(crate) struct Var {
 /// The variables of a loaded module and the record of operations pending on them.
 pub(crate) struct ModuleVars {
     vars: Vec<Var>,
-    /// Ranges are device addresses (`ptr` is 0, so nothing is freed when it drops: the module
-    /// owns the memory; dropping waits for pending operations like any allocation).
+    /// The module's record (`ModuleInner::record`): ranges are device addresses (`ptr` is 0,
+    /// so nothing is freed when it drops: the module owns the memory, and stays loaded until
+    /// the operations recorded here have finished).
     record: Arc<Alloc>,
     /// Per PTX function: the variables and functions it names (read at the first lookup).
     refs: OnceLock<HashMap<String, Refs>>,
@@ -77,12 +78,13 @@ impl ModuleVars {
         module: sys::CUmodule,
         ptx: &str,
         layouts: &HashMap<String, (usize, usize)>,
+        record: &Arc<Alloc>,
     ) -> Result<Option<Self>> {
         if !ptx.contains(INIT_PREFIX) {
             return Ok(None);
         }
         if gpu.is_cpu() {
-            return Ok(Self::load_cpu(gpu, ptx, layouts));
+            return Ok(Self::load_cpu(ptx, layouts, record));
         }
         let mut vars = Vec::new();
         for (name, constant) in declared(ptx) {
@@ -106,15 +108,14 @@ impl ModuleVars {
         unsafe { crate::drv::cuStreamSynchronize(std::ptr::null_mut()) }
             .result()
             .map_err(|code| gpu.error(code, Doing::Wait("initializing module variables")))?;
-        let record = Arc::new(Alloc::new(gpu, 0, std::ptr::null_mut(), AllocKind::Device));
-        Ok(Some(Self { vars, record, refs: OnceLock::new(), cpu: None }))
+        Ok(Some(Self { vars, record: record.clone(), refs: OnceLock::new(), cpu: None }))
     }
 
     /// [`ModuleVars::load`] on the CPU device: host memory for each variable, of the size and
     /// alignment its PTX declaration gives. Each variable gets its initial value at its first
     /// lookup, by a kernel or by [`Module::constant`] / [`Module::global`] (the declaration's
     /// host half passes the initializer), so no path sees it uninitialized.
-    fn load_cpu(gpu: &Arc<GpuInner>, ptx: &str, layouts: &HashMap<String, (usize, usize)>) -> Option<Self> {
+    fn load_cpu(ptx: &str, layouts: &HashMap<String, (usize, usize)>, record: &Arc<Alloc>) -> Option<Self> {
         let declared: Vec<(String, bool, usize, usize)> = declared(ptx)
             .into_iter()
             .filter_map(|(name, constant)| {
@@ -135,13 +136,7 @@ impl ModuleVars {
                 Var { name, addr, size, constant }
             })
             .collect();
-        let record = Arc::new(Alloc::new(gpu, 0, std::ptr::null_mut(), AllocKind::Device));
-        Some(Self { vars, record, refs: OnceLock::new(), cpu: Some(table) })
-    }
-
-    /// Waits on the host until no operation on the variables is pending (before unloading).
-    pub(crate) fn wait_idle(&self) {
-        let _ = self.record.host_access(0..usize::MAX, true, "unloading a module", || Ok(()));
+        Some(Self { vars, record: record.clone(), refs: OnceLock::new(), cpu: Some(table) })
     }
 
     /// The uses a launch of entry `kernel` makes: a read of every variable the entry reaches.

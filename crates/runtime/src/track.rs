@@ -74,6 +74,10 @@ pub(crate) struct Alloc {
     tracker: Mutex<Vec<Access>>,
     /// For [`AllocKind::Pooled`]: where its free is ordered.
     pub(crate) ordered: Option<OrderedFree>,
+    /// What must live as long as the operations recorded here: dropped after `drop` has waited
+    /// for them (a field is dropped after its struct's `drop` returns). A loaded module's
+    /// record keeps the module loaded this way (`crate::module`).
+    keep: Option<Box<dyn Send + Sync>>,
 }
 
 // SAFETY: the raw host pointer is only dereferenced by the owning buffer types, through
@@ -84,7 +88,14 @@ unsafe impl Sync for Alloc {}
 
 impl Alloc {
     pub(crate) fn new(gpu: &Arc<GpuInner>, ptr: u64, host: *mut u8, kind: AllocKind) -> Self {
-        Self { ptr, host, kind, gpu: gpu.clone(), tracker: Mutex::new(Vec::new()), ordered: None }
+        Self { ptr, host, kind, gpu: gpu.clone(), tracker: Mutex::new(Vec::new()), ordered: None, keep: None }
+    }
+
+    /// The same, keeping `keep` alive until every operation recorded on it has finished (and
+    /// the last handle is gone).
+    pub(crate) fn keeping(mut self, keep: Box<dyn Send + Sync>) -> Self {
+        self.keep = Some(keep);
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Access>> {

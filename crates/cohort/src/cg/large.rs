@@ -15,7 +15,7 @@
 //! fallback barrier's words, a 32-byte broadcast slot per tile, and a 32-byte partial per
 //! warp — 1.6 KiB per block.
 
-use super::reduce::{ReduceOp, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce, warp_slot};
+use super::reduce::{ReduceOp, SlotWrites, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce};
 use super::{ThreadBlock, ThreadGroup};
 use crate::DeviceCopy;
 use crate::atomic::Ordering;
@@ -30,6 +30,16 @@ crate::shared! {
     static LT_BROADCAST: [[u32; 8]; 16];
     /// One 32-byte partial per warp.
     static LT_WARP: [[u32; 8]; 32];
+    /// How many times each warp has written its slot of `LT_WARP` (see `SlotWrites`).
+    static LT_WARP_WRITES: [u32; 32];
+}
+
+/// The large tiles' per-warp scratch, its writes counted (a collective inside a reduce's op is
+/// reported, not left to overwrite the partials: see `SlotWrites`).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn scratch() -> SlotWrites {
+    SlotWrites { slots: LT_WARP.get().as_slice(), writes: LT_WARP_WRITES.get().as_slice() }
 }
 
 /// A tile of `N` ∈ {64, 128, 256, 512} threads: `N / 32` whole warps of its parent `P`.
@@ -141,10 +151,10 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
     fn vote(&self, pred: bool, all: bool) -> bool {
         // SAFETY: a large tile consists of whole warps, all of whose lanes are here.
         let w = unsafe { if all { raw::vote_sync_all(u32::MAX, pred) } else { raw::vote_sync_any(u32::MAX, pred) } };
-        let warps = LT_WARP.get().as_slice();
+        let scratch = scratch();
         if raw::laneid() == 0 {
-            // SAFETY: this warp's own slot.
-            unsafe { store_words(warp_slot(&warps, thread::warp_id()), w as u32) };
+            // SAFETY: this warp's own slot, its lane 0, before the barrier.
+            unsafe { scratch.write(thread::warp_id(), w as u32) };
         }
         self.sync();
         let (first, count) = (self.first_warp(), N / 32);
@@ -152,9 +162,9 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         // the barrier.
         let r = unsafe {
             if all {
-                fold_warp_slots(&warps, first, count, 0u32, super::bit_and)
+                fold_warp_slots(&scratch.slots, first, count, 0u32, super::bit_and)
             } else {
-                fold_warp_slots(&warps, first, count, 0u32, super::bit_or)
+                fold_warp_slots(&scratch.slots, first, count, 0u32, super::bit_or)
             }
         };
         self.sync();
@@ -163,38 +173,43 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
 
     /// Combines every member's `v` with `op`; every member gets the result.
     #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     pub(crate) fn reduce_impl<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
         let part = tile_reduce(u32::MAX, 32, v, op);
-        let warps = LT_WARP.get().as_slice();
+        let scratch = scratch();
         if raw::laneid() == 0 {
-            // SAFETY: this warp's own slot.
-            unsafe { store_words(warp_slot(&warps, thread::warp_id()), part) };
+            // SAFETY: this warp's own slot, its lane 0, before the barrier.
+            unsafe { scratch.write(thread::warp_id(), part) };
         }
         self.sync();
+        let seen = scratch.seen();
         // SAFETY: slots of this tile's warps (≤ 32 warps in a block, 32 slots), written before
         // the barrier.
-        let acc = unsafe { fold_warp_slots(&warps, self.first_warp(), N / 32, v, op) };
+        let acc = unsafe { fold_warp_slots(&scratch.slots, self.first_warp(), N / 32, v, op) };
+        // The op may have run a large-tile collective of its own over these slots.
+        scratch.check(seen);
         self.sync();
         acc
     }
 
     /// Inclusive (or, with `exclusive`, exclusive) scan over the tile's ranks.
     #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     pub(crate) fn scan_impl<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op, exclusive: Option<T>) -> T {
         let lane = raw::laneid();
         let incl = scan_incl_warp(u32::MAX, 32, lane, v, op);
-        let warps = LT_WARP.get().as_slice();
+        let scratch = scratch();
         if lane == 31 {
-            // SAFETY: this warp's own slot.
-            unsafe { store_words(warp_slot(&warps, thread::warp_id()), incl) };
+            // SAFETY: this warp's own slot, one lane, before the barrier.
+            unsafe { scratch.write(thread::warp_id(), incl) };
         }
         self.sync();
+        let seen = scratch.seen();
         let mine = thread::warp_id() - self.first_warp();
         // SAFETY: totals of this tile's warps before this one (in range: ≤ 32 warps in a
         // block), written before the barrier.
-        let prefix = unsafe { fold_warp_slots(&warps, self.first_warp(), mine, v, op) };
+        let prefix = unsafe { fold_warp_slots(&scratch.slots, self.first_warp(), mine, v, op) };
+        scratch.check(seen);
         self.sync();
         // SAFETY: the full warp executes this shuffle.
         let exclusive =

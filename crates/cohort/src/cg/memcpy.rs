@@ -36,6 +36,13 @@ use crate::shared::SharedSlice;
 /// Handles made again from the same shared memory (another `STATIC.get()`, a `sub` taken
 /// before) are aliases that the borrow does not cover: reading through one before the wait is
 /// a race like any unsynchronized shared-memory access (see [`crate::shared`](mod@crate::shared)).
+///
+/// Dropping it without a wait (`let _ = memcpy_async(…)`, `drop(copy)`) ends the borrow too, so
+/// the drop waits for this thread's own part of the copy (`cp.async.wait_all`): what this
+/// thread reads through the handle afterwards is what the copy wrote. It does not synchronize
+/// the group, so the other members' parts are theirs until a barrier, as any shared-memory
+/// store of theirs is. (`mem::forget` skips that wait, and reading afterwards races with the
+/// copy engine as reading through an alias does.)
 #[derive(Debug)]
 #[must_use = "the copy is in flight until it is waited for; its destination is borrowed until then"]
 pub struct AsyncCopy<'a, T> {
@@ -54,7 +61,18 @@ impl<'a, T: DeviceCopy> AsyncCopy<'a, T> {
     #[inline(always)]
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     pub fn wait<G: ThreadGroup>(self, group: &G) {
+        // The wait below covers what the drop would wait for.
+        core::mem::forget(self);
         wait_all_and_sync(group);
+    }
+}
+
+impl<T> Drop for AsyncCopy<'_, T> {
+    /// A copy dropped without a wait: this thread's part has landed before the borrow of the
+    /// destination ends (see the type's docs).
+    #[inline(always)]
+    fn drop(&mut self) {
+        wait_own();
     }
 }
 
@@ -98,15 +116,25 @@ pub fn memcpy_async<'a, G: ThreadGroup, T: DeviceCopy>(
 pub struct AsyncCopies {
     started: u32,
     /// Tells this queue's copies from other queues' (whose counts mean nothing here): the SM
-    /// clock when it was made, never 0, distinct for queues one thread makes one after another.
+    /// clock when it was made, with the top bit set so that it is never 0 ([`queue_id`]);
+    /// distinct for queues one thread makes one after another (each reads the clock at another
+    /// cycle).
     id: u64,
+}
+
+/// A queue's id from the clock it read: every bit of the clock kept (clocks one cycle apart
+/// give different ids), the top bit set (never 0, the id of "no queue"; a 64-bit cycle count
+/// reaches 2^63 only after a century).
+#[inline(always)]
+const fn queue_id(clock: u64) -> u64 {
+    clock | 1 << 63
 }
 
 impl AsyncCopies {
     /// A queue with no copies.
     #[must_use]
     pub fn new() -> Self {
-        Self { started: 0, id: crate::raw::clock64() | 1 }
+        Self { started: 0, id: queue_id(crate::raw::clock64()) }
     }
 
     /// As [`memcpy_async`], counted in this queue.
@@ -134,6 +162,8 @@ impl AsyncCopies {
         // Only this queue's own count says how many copies are newer; for a copy of another
         // queue (or none) wait for all, which is always enough.
         let newer = if copy.queue == self.id { self.started.wrapping_sub(copy.seq).wrapping_sub(1) } else { u32::MAX };
+        // Waited for here, with only the newer copies left in flight (its drop would wait for all).
+        core::mem::forget(copy);
         wait_newer_and_sync(group, newer);
     }
 }
@@ -240,6 +270,16 @@ unsafe fn copy_chunk(d: u32, s: u64, chunk: u64) {
     }
 }
 
+/// `cp.async.wait_all`: this thread's copies have landed (no group synchronization).
+#[inline(always)]
+fn wait_own() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    // SAFETY: waiting has no preconditions.
+    unsafe {
+        core::arch::asm!("cp.async.wait_all;", options(nostack))
+    };
+}
+
 /// `cp.async.wait_all`, then `group.sync()`.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -281,4 +321,20 @@ fn wait_newer_and_sync<G: ThreadGroup>(group: &G, newer: u32) {
         let _ = newer;
         group.sync()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::queue_id;
+
+    /// Two queues made one after another read the clock one cycle apart at the least: their
+    /// ids must differ, or one queue's wait would count the other's copies (and leave a copy it
+    /// hands back in flight). (`clock | 1` made 2k and 2k + 1 one id.)
+    #[test]
+    fn queue_ids_of_clocks_one_cycle_apart_differ() {
+        for c in [0u64, 1, 2, 100, 101, 1 << 40, u64::MAX >> 2] {
+            assert_ne!(queue_id(c), queue_id(c + 1), "clocks {c} and {}", c + 1);
+            assert_ne!(queue_id(c), 0);
+        }
+    }
 }

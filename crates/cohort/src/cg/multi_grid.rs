@@ -244,9 +244,12 @@ fn exchange(
 /// A thread's own element of a [`MultiGridVec`]: a rank among the threads of every grid, of
 /// which no other thread of the launch has the same ([`MultiGridGroup::thread_index`],
 /// [`MultiGridGroup::stride`]). Dereferences to the element index.
+///
+/// Not `Send` or `Sync`: it proves that this thread owns the element.
 #[derive(Debug)]
 pub struct MultiGridIndex {
     rank: usize,
+    _not_send: core::marker::PhantomData<*const ()>,
 }
 
 impl core::ops::Deref for MultiGridIndex {
@@ -260,11 +263,14 @@ impl core::ops::Deref for MultiGridIndex {
 
 /// The elements `rank, rank + num_threads, …` below `len` of one thread: a grid-stride loop
 /// over every grid ([`MultiGridGroup::stride`]).
+///
+/// Not `Send` or `Sync`, as the [`MultiGridIndex`]es it hands out.
 #[derive(Debug)]
 pub struct MultiGridStride {
     next: u64,
     step: u64,
     len: u64,
+    _not_send: core::marker::PhantomData<*const ()>,
 }
 
 impl Iterator for MultiGridStride {
@@ -275,7 +281,7 @@ impl Iterator for MultiGridStride {
         (self.next < self.len).then(|| {
             let rank = self.next as usize;
             self.next += self.step;
-            MultiGridIndex { rank }
+            MultiGridIndex { rank, _not_send: core::marker::PhantomData }
         })
     }
 }
@@ -286,7 +292,7 @@ impl MultiGridGroup {
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn thread_index(&self) -> MultiGridIndex {
-        MultiGridIndex { rank: ThreadGroup::thread_rank(self) as usize }
+        MultiGridIndex { rank: ThreadGroup::thread_rank(self) as usize, _not_send: core::marker::PhantomData }
     }
     /// This thread's elements of a vector of `len`: a grid-stride loop over the threads of
     /// every grid (no two threads of the launch get the same element).
@@ -294,7 +300,12 @@ impl MultiGridGroup {
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[must_use]
     pub fn stride(&self, len: usize) -> MultiGridStride {
-        MultiGridStride { next: ThreadGroup::thread_rank(self), step: ThreadGroup::num_threads(self), len: len as u64 }
+        MultiGridStride {
+            next: ThreadGroup::thread_rank(self),
+            step: ThreadGroup::num_threads(self),
+            len: len as u64,
+            _not_send: core::marker::PhantomData,
+        }
     }
 }
 

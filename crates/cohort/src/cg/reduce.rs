@@ -14,6 +14,14 @@
 //! `T::default()`, as CUDA's value-initialized result). Ops combine in rank order where the
 //! algorithm allows, but floating-point results of a reduction may differ from a sequential
 //! sum in the last bits, as in CUDA.
+//!
+//! **Ops that call collectives.** The op is a `Fn(T, T) -> T + Copy` closure (it cannot write
+//! an output), called by the library as often as its algorithm needs: a tile's butterfly calls
+//! it in every lane at every step, so a tile collective inside it is converged; a scan calls
+//! it only in the lanes with a partner at each step, so one inside a scan's op is divergent
+//! (checked mode and the CPU device report it). A block-level or large-tile collective inside
+//! the op of a block-level or large-tile one would overwrite the per-warp partials being
+//! combined: it ends the launch with a panic naming the outer call, never a wrong value.
 
 use core::any::TypeId;
 use core::ops::{Add, BitAnd, BitOr, BitXor};
@@ -400,6 +408,75 @@ pub(crate) fn finish_two_level_scan<T: DeviceCopy, Op: ReduceOp<T>>(
 crate::shared! {
     /// One 32-byte partial per warp, for block-level collectives.
     static BLOCK_WARP: [[u32; 8]; 32];
+    /// How many times each warp has written its slot of `BLOCK_WARP` (wrapping): see
+    /// [`SlotWrites`].
+    static BLOCK_WARP_WRITES: [u32; 32];
+}
+
+/// The per-warp scratch of the collectives that combine warps' partials through shared memory
+/// (block-level, large tiles), guarded against a collective *inside the op*.
+///
+/// Such a collective combines the partials after a barrier, calling the op between reads of
+/// the slots; an op that itself calls a collective of the same scratch (every thread calls the
+/// op equally often, so that inner collective is converged and legal) would overwrite the slots
+/// the outer one is still reading, and the outer result would silently be wrong. So each warp
+/// counts its slot writes, and each thread compares its own warp's count before and after the
+/// combining: an inner collective run by this thread wrote this thread's warp's slot (every
+/// warp of its group writes its own) and passed a barrier, so the count has changed, and the
+/// thread panics (an `Err` from the launch) instead of returning a wrong value.
+pub(crate) struct SlotWrites {
+    pub(crate) slots: SharedSlice<[u32; 8]>,
+    pub(crate) writes: SharedSlice<u32>,
+}
+
+impl SlotWrites {
+    /// Lane 0's write of warp `w`'s partial `v`, counted.
+    ///
+    /// # Safety
+    /// Only warp `w`'s lane 0 writes its slot, between two barriers of the collective.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub(crate) unsafe fn write<T: DeviceCopy>(&self, w: u32, v: T) {
+        // SAFETY: the caller's contract.
+        unsafe { store_words(warp_slot(&self.slots, w), v) };
+        let w = (w % 32) as usize;
+        self.writes.store(w, self.writes.load(w).wrapping_add(1));
+    }
+
+    /// This thread's warp's count, read after the barrier that follows the writes.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub(crate) fn seen(&self) -> u32 {
+        self.writes.load((thread::warp_id() % 32) as usize)
+    }
+
+    /// Panics if this thread's warp's slot was written since `seen` (by a collective inside
+    /// the op).
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    pub(crate) fn check(&self, seen: u32) {
+        if self.seen() != seen {
+            nested_collective();
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+fn nested_collective() -> ! {
+    panic!(
+        "a block-level collective was called inside the op of another one (a block's or large tile's reduce): \
+         both use the block's per-warp scratch, and the inner one overwrote the partials the outer one was \
+         combining; call it before or after"
+    )
+}
+
+/// The block-level collectives' scratch.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn block_scratch() -> SlotWrites {
+    SlotWrites { slots: BLOCK_WARP.get().as_slice(), writes: BLOCK_WARP_WRITES.get().as_slice() }
 }
 
 /// Shared address of warp `w`'s slot in a per-warp scratch array of 32 slots (one per warp a
@@ -426,41 +503,46 @@ fn warp_in_block(active: u32) -> CoalescedGroup {
 /// Block-level reduction over the threads of rank `< active` (the others pass through and
 /// receive the result too). Every thread of the block must call it.
 #[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 fn block_reduce<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, active: u32) -> T {
     let rank = thread::thread_rank_in_block();
-    let slots = BLOCK_WARP.get().as_slice();
+    let scratch = block_scratch();
     if rank < active {
         let part = warp_in_block(active).reduce_with(v, op);
         if raw::laneid() == 0 {
-            // SAFETY: this warp's own slot.
-            unsafe { store_words(warp_slot(&slots, thread::warp_id()), part) };
+            // SAFETY: this warp's own slot, its lane 0, before the barrier.
+            unsafe { scratch.write(thread::warp_id(), part) };
         }
     }
     crate::sync::barrier_unchecked();
+    let seen = scratch.seen();
     // SAFETY: the slots of the active warps (at least one: active > 0; at most 32, one per warp
     // of the block), written before the barrier.
-    let acc = unsafe { fold_warp_slots(&slots, 0, active.div_ceil(32), v, op) };
+    let acc = unsafe { fold_warp_slots(&scratch.slots, 0, active.div_ceil(32), v, op) };
+    // The op may have run a block-level collective of its own over these slots.
+    scratch.check(seen);
     crate::sync::barrier_unchecked();
     acc
 }
 
 /// Block-level scan; `exclusive` holds rank 0's value for an exclusive scan.
 #[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 fn block_scan<T: DeviceCopy, Op: ReduceOp<T>>(v: T, op: Op, exclusive: Option<T>) -> T {
     let size = thread::block_size();
     let warp = warp_in_block(size);
     let incl = warp.inclusive_scan_with(v, op);
-    let slots = BLOCK_WARP.get().as_slice();
+    let scratch = block_scratch();
     if warp.thread_rank() + 1 == warp.num_threads() {
-        // SAFETY: this warp's own slot.
-        unsafe { store_words(warp_slot(&slots, thread::warp_id()), incl) };
+        // SAFETY: this warp's own slot, one lane, before the barrier.
+        unsafe { scratch.write(thread::warp_id(), incl) };
     }
     crate::sync::barrier_unchecked();
+    let seen = scratch.seen();
     let mine = thread::warp_id();
     // SAFETY: totals of the warps before this one (fewer than 32), written before the barrier.
-    let prefix = unsafe { fold_warp_slots(&slots, 0, mine, v, op) };
+    let prefix = unsafe { fold_warp_slots(&scratch.slots, 0, mine, v, op) };
+    scratch.check(seen);
     crate::sync::barrier_unchecked();
     let exclusive = exclusive.map(|zero| (zero, warp.shfl_up(incl, 1)));
     finish_two_level_scan(op, mine == 0, warp.thread_rank() == 0, prefix, incl, exclusive)
