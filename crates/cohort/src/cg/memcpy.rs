@@ -274,9 +274,9 @@ unsafe fn copy_chunk(d: u32, s: u64, chunk: u64) {
 #[inline(always)]
 fn wait_own() {
     #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
-    // SAFETY: waiting has no preconditions.
+    // SAFETY: sm_80 (the cfg); waiting has no other precondition.
     unsafe {
-        core::arch::asm!("cp.async.wait_all;", options(nostack))
+        raw::cp_async_wait_all()
     };
 }
 
