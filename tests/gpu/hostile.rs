@@ -481,8 +481,9 @@ fn send_sync(c: &Ctx) -> TestResult {
     // What proves that a thread owns an element, or hands out such proofs, stays on its thread
     // (on the CPU device a kernel may use `std`: a `Send` token could cross to another kernel
     // thread through a `static Mutex`, and two threads would write one element).
+    use cohort::cg::GridVec;
     use cohort::cg::{MultiGridIndex, MultiGridStride, MultiGridVec};
-    use cohort::slice::{AppendSlice, DisjointSlice, GridVec, ThreadIndex};
+    use cohort::slice::{AppendSlice, DisjointSlice, ThreadIndex};
     use cohort::thread::GridStride;
     <ThreadIndex as NotSend<_>>::check();
     <ThreadIndex<cohort::slice::PerBlock> as NotSend<_>>::check();
