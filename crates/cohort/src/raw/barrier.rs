@@ -182,6 +182,7 @@ pub(crate) unsafe fn mbarrier_init(addr: u32, count: u32) {
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(cohort_checked), allow(dead_code))] // only checked mode's phase barrier uses it
 pub(crate) unsafe fn mbarrier_arrive(addr: u32) -> u64 {
     let state: u64;
     // SAFETY: the caller's contract.
@@ -198,6 +199,7 @@ pub(crate) unsafe fn mbarrier_arrive(addr: u32) -> u64 {
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
 #[inline(always)]
 #[must_use]
+#[cfg_attr(not(cohort_checked), allow(dead_code))] // only checked mode's phase barrier uses it
 pub(crate) unsafe fn mbarrier_wait_done(addr: u32, state: u64) -> bool {
     let done: u32;
     macro_rules! wait {
