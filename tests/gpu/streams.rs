@@ -499,7 +499,9 @@ fn capture_fork_join(c: &Ctx) -> TestResult {
         .ctx("capture")?;
     ensure(graph.node_count().ctx("nodes")? == 2, || "expected the 2 kernels of both streams".into())?;
     let kept = format!("{graph:?}");
-    ensure(kept.contains("allocations: 2"), || format!("the graph keeps both streams' memory: {kept}"))?;
+    ensure(kept.contains("allocations: 2") && kept.contains("modules: 1"), || {
+        format!("the graph keeps both streams' memory and the kernels' module: {kept}")
+    })?;
     check_all("capturing ran nothing on the joined stream", &side_buf.to_vec().ctx("read")?, &side_in)?;
     let exec = graph.instantiate().ctx("instantiate")?;
     drop(graph);

@@ -175,10 +175,29 @@ impl BlockShared {
     }
 }
 
+/// Windows freed most recently, not yet given back to the allocator: a shared-memory reference
+/// kept past its launch (through a `static` of host code on the CPU device) then never points
+/// into the window of a later launch's block (the allocator would hand the same address to the
+/// next launch of the same size), so [`check_in_shared_window`] reports its use. Best effort:
+/// older windows are freed, and blocks of one launch that run on one worker share its window.
+static QUARANTINE: std::sync::Mutex<std::collections::VecDeque<usize>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+
+/// Windows kept in [`QUARANTINE`] (16 × 227 KiB).
+const QUARANTINED: usize = 16;
+
 impl Drop for BlockShared {
     fn drop(&mut self) {
-        // SAFETY: `base` was allocated in `new` with this same layout and is freed only here.
-        unsafe { std::alloc::dealloc(self.base, layout()) };
+        let oldest = {
+            let mut q = QUARANTINE.lock().unwrap_or_else(|p| p.into_inner());
+            q.push_back(self.base as usize);
+            if q.len() > QUARANTINED { q.pop_front() } else { None }
+        };
+        if let Some(base) = oldest {
+            // SAFETY: every address in the quarantine is a window's `base`, allocated in `new`
+            // with this same layout, put there once by its window's drop and taken out once here.
+            unsafe { std::alloc::dealloc(base as *mut u8, layout()) };
+        }
     }
 }
 

@@ -1439,7 +1439,20 @@ unsafe impl Sync for Graph {}
 
 impl fmt::Debug for Graph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Graph").field("raw", &self.raw).field("allocations", &self.used.len()).finish()
+        // Each allocation (and each loaded module's record) once, however many nodes use it.
+        let mut seen: Vec<*const crate::track::Alloc> = Vec::new();
+        let (mut memory, mut modules) = (0usize, 0usize);
+        for c in self.used.iter() {
+            if !seen.contains(&Arc::as_ptr(&c.alloc)) {
+                seen.push(Arc::as_ptr(&c.alloc));
+                if c.alloc.is_keeper() { modules += 1 } else { memory += 1 }
+            }
+        }
+        f.debug_struct("Graph")
+            .field("raw", &self.raw)
+            .field("allocations", &memory)
+            .field("modules", &modules)
+            .finish()
     }
 }
 

@@ -98,6 +98,12 @@ impl Alloc {
         self
     }
 
+    /// Whether this is a record that keeps something alive (a loaded module's) rather than
+    /// memory.
+    pub(crate) fn is_keeper(&self) -> bool {
+        self.keep.is_some()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Vec<Access>> {
         self.tracker.lock().unwrap_or_else(|p| p.into_inner())
     }
