@@ -169,6 +169,7 @@ pub unsafe fn bar_warp_sync(mask: u32) {
 /// barrier) before it does.
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
 #[inline(always)]
+#[cfg_attr(not(cohort_checked), allow(dead_code))] // only checked mode's phase barrier uses it
 pub(crate) unsafe fn mbarrier_init(addr: u32, count: u32) {
     // SAFETY: the caller's contract.
     unsafe { asm!("mbarrier.init.shared.b64 [{0}], {1};", in(reg32) addr, in(reg32) count, options(nostack)) }
