@@ -108,3 +108,38 @@ pub fn capture_stdout<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> 
         Err(p) => std::panic::resume_unwind(p),
     }
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::capture_stdout;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A capture's closure may wait for a thread that prints with `println!`: the capture does
+    /// not hold Rust's `stdout()` lock meanwhile (when it did, this deadlocked — a closure that
+    /// synchronizes a GPU waits the same way for a host function that prints), and what the
+    /// other thread printed is captured.
+    #[test]
+    fn the_closure_may_wait_for_a_thread_that_prints() {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let r = capture_stdout(|| {
+                // Through `stdout()` itself (the test harness diverts `println!` of a test's
+                // threads before it reaches `stdout()`).
+                std::thread::spawn(|| {
+                    use std::io::Write;
+                    let mut out = std::io::stdout().lock();
+                    writeln!(out, "printed by another thread while a capture waits for it").and_then(|()| out.flush())
+                })
+                .join()
+            });
+            let _ = tx.send(r.map(|(joined, text)| (joined.is_ok_and(|w| w.is_ok()), text)));
+        });
+        let (joined, text) = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the capture deadlocked with a thread blocked in println!")
+            .expect("capture_stdout failed");
+        assert!(joined);
+        assert!(text.contains("printed by another thread while a capture waits for it"), "captured: {text:?}");
+    }
+}
