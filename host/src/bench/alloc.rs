@@ -60,6 +60,67 @@ pub(super) fn twin_figures(path: &str, args: &[String]) -> CliResult<HashMap<Str
     Ok(out)
 }
 
+/// The memory twin's figures for `mode` (`alloc`, `pdl`, `managed`) with `flags` (name, value)
+/// and the device's ordinal, when a twin was given.
+pub(super) fn memory_twin(
+    twin: Option<&str>,
+    gpu: &Gpu,
+    mode: &str,
+    flags: &[(&str, usize)],
+) -> CliResult<Option<HashMap<String, f64>>> {
+    let Some(path) = twin else { return Ok(None) };
+    let mut args = vec![mode.to_string()];
+    for (name, value) in flags {
+        args.extend([format!("--{name}"), value.to_string()]);
+    }
+    args.extend(["--device".to_string(), gpu.info().ordinal.to_string()]);
+    twin_figures(path, &args).map(Some)
+}
+
+/// A table of Cohort's figures, each beside the twin's (when there is one) and their ratio.
+pub(super) struct TwinTable {
+    table: Table,
+    theirs: Option<HashMap<String, f64>>,
+    /// Decimals of the figures.
+    decimals: usize,
+}
+
+impl TwinTable {
+    /// Columns `first` and `second` name the row; `unit` is the figures' (e.g. "µs/iter").
+    pub(super) fn new(
+        first: &str,
+        second: &str,
+        unit: &str,
+        theirs: Option<HashMap<String, f64>>,
+        decimals: usize,
+    ) -> Self {
+        let ours = format!("Cohort {unit}");
+        let cpp = format!("C++ {unit}");
+        let mut head = vec![first, second, ours.as_str()];
+        if theirs.is_some() {
+            head.extend([cpp.as_str(), "Cohort / C++"]);
+        }
+        Self { table: Table::new(&head).numeric(2..head.len()), theirs, decimals }
+    }
+
+    /// A row: Cohort's figure `ours` for the twin's key `key`.
+    pub(super) fn row(&mut self, first: String, second: String, key: &str, ours: f64) -> CliResult<()> {
+        let d = self.decimals;
+        let mut cells = vec![first, second, format!("{ours:.d$}")];
+        if let Some(t) = &self.theirs {
+            let c = t.get(key).copied().ok_or_else(|| CliError::Failed(format!("the twin printed no `{key}`")))?;
+            cells.push(format!("{c:.d$}"));
+            cells.push(format!("{:.3}", ours / c));
+        }
+        self.table.row(cells);
+        Ok(())
+    }
+
+    pub(super) fn print(&self) {
+        self.table.print();
+    }
+}
+
 /// One round of `count` iterations of way `way`: µs per iteration; the last buffer is copied
 /// into `check` and checked.
 #[allow(clippy::too_many_arguments)]
@@ -134,43 +195,13 @@ pub fn run(args: Args) -> CliResult {
             ours.insert(format!("alloc_{key}_{}_us", if sync { "sync" } else { "free" }), util::median(&mut t));
         }
     }
-    let theirs = match &twin {
-        Some(path) => Some(twin_figures(
-            path,
-            &[
-                "alloc".into(),
-                "--bytes".into(),
-                bytes.to_string(),
-                "--iters".into(),
-                iters.to_string(),
-                "--reps".into(),
-                reps.to_string(),
-                "--device".into(),
-                gpu.info().ordinal.to_string(),
-            ],
-        )?),
-        None => None,
-    };
-    let mut head = vec!["allocation", "loop", "Cohort µs/iter"];
-    if theirs.is_some() {
-        head.extend(["C++ µs/iter", "Cohort / C++"]);
-    }
-    let mut table = Table::new(&head).numeric(2..head.len());
+    let theirs = memory_twin(twin.as_deref(), &gpu, "alloc", &[("bytes", bytes), ("iters", iters), ("reps", reps)])?;
+    let mut table = TwinTable::new("allocation", "loop", "µs/iter", theirs, 2);
     for sync in [false, true] {
         for (key, what) in WAYS {
             let k = format!("alloc_{key}_{}_us", if sync { "sync" } else { "free" });
-            let us = ours[&k];
-            let mut cells = vec![
-                what.to_string(),
-                if sync { "synchronize each iteration" } else { "free-running" }.to_string(),
-                format!("{us:.2}"),
-            ];
-            if let Some(t) = &theirs {
-                let c = t.get(&k).copied().ok_or_else(|| CliError::Failed(format!("the twin printed no `{k}`")))?;
-                cells.push(format!("{c:.2}"));
-                cells.push(format!("{:.3}", us / c));
-            }
-            table.row(cells);
+            let loop_ = if sync { "synchronize each iteration" } else { "free-running" };
+            table.row(what.to_string(), loop_.to_string(), &k, ours[&k])?;
         }
     }
     table.print();

@@ -6,7 +6,7 @@
 //! both sides.
 
 use crate::managed::Program;
-use crate::util::{self, CliError, CliResult, Table};
+use crate::util::{self, CliResult};
 
 /// `cohort bench managed`'s options.
 #[derive(clap::Args, Debug)]
@@ -41,42 +41,14 @@ pub fn run(args: Args) -> CliResult {
         ours.insert(format!("managed_{p}total_ms"), util::median(&mut total));
     }
     drop(program);
-    let theirs = match &twin {
-        Some(path) => Some(super::alloc::twin_figures(
-            path,
-            &[
-                "managed".into(),
-                "--n".into(),
-                n.to_string(),
-                "--reps".into(),
-                reps.to_string(),
-                "--device".into(),
-                gpu.info().ordinal.to_string(),
-            ],
-        )?),
-        None => None,
-    };
+    let theirs = super::alloc::memory_twin(twin.as_deref(), &gpu, "managed", &[("n", n), ("reps", reps)])?;
     println!("\nsum_kernel_block over {n} ints of managed memory; median of {reps} repetitions (+1 warm-up)\n");
-    let mut head = vec!["pages", "measured", "Cohort ms"];
-    if theirs.is_some() {
-        head.extend(["C++ ms", "Cohort / C++"]);
-    }
-    let mut table = Table::new(&head).numeric(2..head.len());
+    let mut table = super::alloc::TwinTable::new("pages", "measured", "ms", theirs, 3);
     for prefetch in [false, true] {
         for (what, key) in [("the kernel", "kernel"), ("fill + kernel + read", "total")] {
             let k = format!("managed_{}{key}_ms", if prefetch { "prefetch_" } else { "" });
-            let ms = ours[&k];
-            let mut cells = vec![
-                if prefetch { "prefetched" } else { "migrated on demand" }.to_string(),
-                what.to_string(),
-                format!("{ms:.3}"),
-            ];
-            if let Some(t) = &theirs {
-                let c = t.get(&k).copied().ok_or_else(|| CliError::Failed(format!("the twin printed no `{k}`")))?;
-                cells.push(format!("{c:.3}"));
-                cells.push(format!("{:.3}", ms / c));
-            }
-            table.row(cells);
+            let pages = if prefetch { "prefetched" } else { "migrated on demand" };
+            table.row(pages.to_string(), what.to_string(), &k, ours[&k])?;
         }
     }
     table.print();

@@ -17,7 +17,7 @@ use cohort_kernels::PTX;
 use cohort_kernels::memory as k;
 use cohort_runtime::{DeviceBuffer, Event, Gpu, LaunchConfig, Module, Stream, StreamOptions};
 
-use crate::util::{self, CliError, CliResult, Table};
+use crate::util::{self, CliError, CliResult};
 
 /// `cohort bench pdl`'s options.
 #[derive(clap::Args, Debug)]
@@ -146,43 +146,14 @@ pub fn run(args: Args) -> CliResult {
         if overlap { "overlaps (griddepcontrol)" } else { "launches in plain stream order (no sm_90 PTX)" }
     );
     let ours = measure(&gpu, &chain, n, kernels, reps)?;
-    let theirs = match &twin {
-        Some(path) => Some(super::alloc::twin_figures(
-            path,
-            &[
-                "pdl".into(),
-                "--n".into(),
-                n.to_string(),
-                "--kernels".into(),
-                kernels.to_string(),
-                "--reps".into(),
-                reps.to_string(),
-                "--device".into(),
-                gpu.info().ordinal.to_string(),
-            ],
-        )?),
-        None => None,
-    };
-    let mut head = vec!["launch", "chain", "Cohort µs/kernel"];
-    if theirs.is_some() {
-        head.extend(["C++ µs/kernel", "Cohort / C++"]);
-    }
-    let mut table = Table::new(&head).numeric(2..head.len());
+    let flags = [("n", n), ("kernels", kernels), ("reps", reps)];
+    let theirs = super::alloc::memory_twin(twin.as_deref(), &gpu, "pdl", &flags)?;
+    let mut table = super::alloc::TwinTable::new("launch", "chain", "µs/kernel", theirs, 3);
     for graph in [false, true] {
         for (key, what) in VARIANTS {
             let k = format!("pdl_{key}_{}_us", if graph { "graph" } else { "stream" });
-            let us = ours[&k];
-            let mut cells = vec![
-                what.to_string(),
-                if graph { "graph replay" } else { "stream, behind a gate" }.to_string(),
-                format!("{us:.3}"),
-            ];
-            if let Some(t) = &theirs {
-                let c = t.get(&k).copied().ok_or_else(|| CliError::Failed(format!("the twin printed no `{k}`")))?;
-                cells.push(format!("{c:.3}"));
-                cells.push(format!("{:.3}", us / c));
-            }
-            table.row(cells);
+            let chain = if graph { "graph replay" } else { "stream, behind a gate" };
+            table.row(what.to_string(), chain.to_string(), &k, ours[&k])?;
         }
     }
     table.print();
