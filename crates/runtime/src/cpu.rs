@@ -721,18 +721,22 @@ mod tests {
         assert!(free <= total);
     }
 
+    /// Foreign work on a stream (an NCCL collective, as `crate::nccl` adds it) whose failure
+    /// the tests set.
+    struct Work(std::sync::Mutex<Option<Arc<str>>>);
+
+    impl crate::stream::StreamWork for Work {
+        fn failure(&self) -> Option<Arc<str>> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
     /// Issue 31 item 9, the stream side: work of another library (an NCCL collective) that
     /// fails after it was enqueued is reported by the waits that cover it — the host access of
     /// the memory it wrote, `query`, `synchronize` (which reports it once) — and not by those
     /// before it; the memory is freed normally.
     #[test]
     fn a_failed_collective_fails_the_waits_that_cover_it() {
-        struct Work(std::sync::Mutex<Option<Arc<str>>>);
-        impl crate::stream::StreamWork for Work {
-            fn failure(&self) -> Option<Arc<str>> {
-                self.0.lock().unwrap().clone()
-            }
-        }
         let gpu = Gpu::cpu().unwrap();
         let s = gpu.new_stream().unwrap();
         let data: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
@@ -817,12 +821,6 @@ mod tests {
     /// failure was lost.)
     #[test]
     fn registered_scope_reports_a_failed_wait() {
-        struct Work(std::sync::Mutex<Option<Arc<str>>>);
-        impl crate::stream::StreamWork for Work {
-            fn failure(&self) -> Option<Arc<str>> {
-                self.0.lock().unwrap().clone()
-            }
-        }
         let gpu = Gpu::cpu().unwrap();
         let s = gpu.new_stream().unwrap();
         let data: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
