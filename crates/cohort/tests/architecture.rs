@@ -66,6 +66,26 @@ fn blank(text: &str, keep_strings: bool) -> String {
     let mut out = String::with_capacity(text.len());
     let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
     let put = |out: &mut String, ch: char, keep: bool| out.push(if ch == '\n' || keep { ch } else { ' ' });
+    // The string or char literal whose opening quote is at `at`, its contents blanked unless
+    // `keep_strings` (escapes skipped whole): the index after its closing quote.
+    let quoted = |c: &[char], at: usize, out: &mut String| {
+        let q = c[at];
+        out.push(q);
+        let mut i = at + 1;
+        while i < c.len() && c[i] != q {
+            if c[i] == '\\' && i + 1 < c.len() {
+                put(out, c[i], keep_strings);
+                i += 1;
+            }
+            put(out, c[i], keep_strings);
+            i += 1;
+        }
+        if i < c.len() {
+            out.push(q);
+            i += 1;
+        }
+        i
+    };
     let mut i = 0;
     while i < c.len() {
         let prev = if i > 0 { c[i - 1] } else { ' ' };
@@ -124,39 +144,13 @@ fn blank(text: &str, keep_strings: bool) -> String {
                 i += 1;
             }
         } else if c[i] == '"' {
-            out.push('"');
-            i += 1;
-            while i < c.len() && c[i] != '"' {
-                if c[i] == '\\' && i + 1 < c.len() {
-                    put(&mut out, c[i], keep_strings);
-                    i += 1;
-                }
-                put(&mut out, c[i], keep_strings);
-                i += 1;
-            }
-            if i < c.len() {
-                out.push('"');
-                i += 1;
-            }
+            i = quoted(&c, i, &mut out);
         } else if c[i] == '\''
             && (!ident(prev) || (prev == 'b' && (i < 2 || !ident(c[i - 2]))))
             && (c.get(i + 1) == Some(&'\\') || c.get(i + 2) == Some(&'\''))
         {
             // A char literal (`'a'`, `'\n'`, `'\u{1F600}'`); a lifetime `'a` is code.
-            out.push('\'');
-            i += 1;
-            while i < c.len() && c[i] != '\'' {
-                if c[i] == '\\' && i + 1 < c.len() {
-                    put(&mut out, c[i], keep_strings);
-                    i += 1;
-                }
-                put(&mut out, c[i], keep_strings);
-                i += 1;
-            }
-            if i < c.len() {
-                out.push('\'');
-                i += 1;
-            }
+            i = quoted(&c, i, &mut out);
         } else {
             out.push(c[i]);
             i += 1;
