@@ -188,13 +188,23 @@ pub(crate) fn tile_reduce<T: DeviceCopy, Op: ReduceOp<T>>(mask: u32, n: u32, v: 
 
 /// Inclusive scan over a tile of `n` lanes (power of two ≤ 32); `rank` is the lane's rank in
 /// the tile.
+///
+/// Only the lanes of rank ≥ `d` call the op at step `d`: a collective inside the op is reached
+/// by part of the tile while the other lanes go on to the next step's shuffle. In checked mode
+/// each step after the first is checked like a collective of its own (a warp barrier, then the
+/// call's number compared), so those lanes meet the nested collective's check at a check of
+/// their own, and the mismatch is reported; a bare `shfl.sync` would not pair with the nested
+/// check's warp barrier, and the tile would hang.
 #[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub(crate) fn scan_incl_warp<T: DeviceCopy, Op: ReduceOp<T>>(mask: u32, n: u32, rank: u32, v: T, op: Op) -> T {
     let c = raw::shfl_c(n, true);
     let mut x = v;
     let mut d = 1;
     while d < n {
+        if d > 1 {
+            crate::check::warp("inclusive_scan (a step after the op)", mask);
+        }
         // SAFETY: every lane of the tile runs the scan with the tile's mask.
         let y = unsafe { super::shfl::up(mask, x, d, c) };
         if rank >= d {
