@@ -203,7 +203,7 @@ pub(crate) fn scan_incl_warp<T: DeviceCopy, Op: ReduceOp<T>>(mask: u32, n: u32, 
     let mut d = 1;
     while d < n {
         if d > 1 {
-            crate::check::warp("inclusive_scan (a step after the op)", mask);
+            crate::check::warp("inclusive_scan step", mask);
         }
         // SAFETY: every lane of the tile runs the scan with the tile's mask.
         let y = unsafe { super::shfl::up(mask, x, d, c) };
