@@ -9,7 +9,7 @@
 //!
 //! | scope | how it checks | cost (checked mode only) |
 //! |---|---|---|
-//! | tile ≤ 32, coalesced group | `bar.warp.sync` on the group's mask (on sm_70+ members may arrive from different instructions), then `match.any.sync` of the call's number: every member must hold the same | 2 warp instructions |
+//! | tile ≤ 32, coalesced group | `bar.warp.sync` on the group's mask (on sm_70+ members may arrive from different instructions), then `match.any.sync` of the call's number: every member must hold the same; a scan checks each step after the first too (only part of the tile calls the op in a step: a collective in the op meets the others at a check, where a bare `shfl.sync` would not pair with it and the tile would hang) | 2 warp instructions (a scan: 2 per step) |
 //! | block (`sync_threads*`, block `reduce`/scans, the block part of grid syncs) | a barrier, thread 0 publishes its call's number in shared memory, a barrier, `barrier.red.or` of "mine differs" | 3 block barriers |
 //! | grid (`grid.sync()`, `GridVec` phase changes, `reduce_grid`) | block 0 publishes its call's number beside the barrier's generation; every other block compares after the barrier; the wait for the other blocks is bounded (5 s by `%globaltimer`) | a few global loads and stores per block, a timer read per spin |
 //!
