@@ -186,15 +186,16 @@ impl Module {
             threads_per_block: options.threads_per_block,
             max_registers: options.max_registers,
         };
-        let raw = gpu.backend.load_module(&source).map_err(|failure| {
-            let code = match failure.fault {
-                Fault::Driver(code) => code,
-                // Only CUDA loads can fail.
-                _ => cudarc::driver::DriverError(cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_IMAGE),
-            };
-            let log =
-                if failure.step.is_empty() { failure.log } else { format!("{} failed\n{}", failure.step, failure.log) };
-            Error::ModuleLoad { crate_name: set.crate_name, arch: ptx.arch, code, log }
+        let raw = gpu.backend.load_module(&source).map_err(|failure| match failure.fault {
+            Fault::Driver(code) => {
+                let log = if failure.step.is_empty() {
+                    failure.log
+                } else {
+                    format!("{} failed\n{}", failure.step, failure.log)
+                };
+                Error::ModuleLoad { crate_name: set.crate_name, arch: ptx.arch, code, log }
+            }
+            fault => fault.into_error(format!("loading the sm_{} module of `{}`", ptx.arch, set.crate_name)),
         })?;
         // Unloaded (with its panic record) when the last operation and handle are gone, or
         // now if what follows fails.
