@@ -163,11 +163,12 @@ impl GpuInner {
         }
     }
 
-    /// A closure for `map_err` that turns a backend fault into the error of `what`.
+    /// A closure for `map_err` that turns a backend fault into the error of `what` (nothing
+    /// is allocated unless it fails: a formatted `what` goes through [`GpuInner::fail`] in a
+    /// closure instead).
     #[inline]
-    pub(crate) fn failed(&self, what: impl Into<String>) -> impl FnOnce(Fault) -> Error + '_ {
-        let what = what.into();
-        move |f| self.fail(f, Doing::Call(what))
+    pub(crate) fn failed(&self, what: &'static str) -> impl FnOnce(Fault) -> Error + '_ {
+        move |f| self.fail(f, Doing::Call(what.into()))
     }
 
     /// The first panic recorded by any module of this context, as text.
@@ -705,7 +706,7 @@ impl Gpu {
         self.inner
             .backend
             .set_limit(Limit::PendingLaunches, launches)
-            .map_err(self.inner.failed(format!("setting the pending-launch limit to {launches}")))
+            .map_err(|f| self.inner.fail(f, Doing::Call(format!("setting the pending-launch limit to {launches}"))))
     }
 
     /// The pending device-side launch limit (see [`Gpu::set_pending_launch_limit`]).

@@ -180,7 +180,7 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
         let ptr = inner
             .backend
             .alloc_managed(bytes)
-            .map_err(inner.failed(format!("allocating {bytes} B of managed memory")))?;
+            .map_err(|f| inner.fail(f, Doing::Call(format!("allocating {bytes} B of managed memory"))))?;
         let host = ptr as usize as *mut u8;
         // SAFETY: `bytes` of memory we own at `host` (managed memory is host-addressable), that
         // no operation uses yet; zero bytes are a valid `T` (`DeviceCopy`).
@@ -300,7 +300,7 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
             // SAFETY: the whole of a live managed allocation of this context, on a stream of it;
             // a prefetch moves pages, never their contents.
             unsafe { gpu.backend.prefetch(self.alloc.ptr, bytes, to, stream.inner.raw) }
-                .map_err(gpu.failed(format!("prefetching {bytes} B of managed memory")))
+                .map_err(|f| gpu.fail(f, Doing::Call(format!("prefetching {bytes} B of managed memory"))))
         })
     }
 
@@ -318,7 +318,7 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
         gpu.bind()?;
         // SAFETY: the whole of a live managed allocation; advice is a hint about placement.
         unsafe { gpu.backend.advise(self.alloc.ptr, bytes, advice) }
-            .map_err(gpu.failed(format!("advising {advice:?} on managed memory")))
+            .map_err(|f| gpu.fail(f, Doing::Call(format!("advising {advice:?} on managed memory"))))
     }
 
     fn whole(&self, write: bool) -> Use<'_> {

@@ -79,7 +79,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
                 .inner
                 .backend
                 .alloc(bytes)
-                .map_err(gpu.inner.failed(format!("allocating {bytes} B of device memory")))?;
+                .map_err(|f| gpu.inner.fail(f, Doing::Call(format!("allocating {bytes} B of device memory"))))?;
         }
         let alloc = Arc::new(Alloc::new(&gpu.inner, ptr, std::ptr::null_mut(), AllocKind::Device));
         Ok(Self { ptr, len, alloc, _t: PhantomData })

@@ -314,8 +314,9 @@ impl Gpu {
         }
         self.inner.bind()?;
         // SAFETY: this context is current; `other`'s context is alive (held by `other`).
-        unsafe { self.inner.backend.enable_peer_access(other.inner.backend.ctx()) }
-            .map_err(self.inner.failed(format!("enabling peer access from device {device} to device {peer}")))?;
+        unsafe { self.inner.backend.enable_peer_access(other.inner.backend.ctx()) }.map_err(|f| {
+            self.inner.fail(f, Doing::Call(format!("enabling peer access from device {device} to device {peer}")))
+        })?;
         record(self.inner.cuda("peer access")?, other.inner.cuda("peer access")?);
         Ok(())
     }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use cohort::DeviceCopy;
 
 use crate::backend::HostAlloc;
-use crate::device::Gpu;
+use crate::device::{Doing, Gpu};
 use crate::error::{Error, Result};
 use crate::memory::{DisjointArg, SliceArg, bounds};
 use crate::track::{Alloc, AllocKind, CopyDst, CopySrc, Use};
@@ -85,7 +85,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         let host = inner
             .backend
             .alloc_host(bytes, flags)
-            .map_err(inner.failed(format!("allocating {bytes} B of pinned host memory")))?;
+            .map_err(|f| inner.fail(f, Doing::Call(format!("allocating {bytes} B of pinned host memory"))))?;
         // From here the allocation is freed by `Alloc`'s drop if anything fails.
         let mut alloc = Alloc::new(inner, 0, host, AllocKind::Pinned);
         // SAFETY: `host` is `bytes` long and ours; zero bytes are a valid `T` (`DeviceCopy`).
@@ -347,7 +347,7 @@ impl Gpu {
             // SAFETY: `data` is `bytes` of memory borrowed exclusively for this call; it is
             // unregistered before the call returns (the guard below).
             unsafe { inner.backend.register_host(host, bytes) }
-                .map_err(inner.failed(format!("registering {bytes} B of host memory")))?;
+                .map_err(|f| inner.fail(f, Doing::Call(format!("registering {bytes} B of host memory"))))?;
         }
         /// Waits for the memory's operations and unregisters it, however the scope ends: at
         /// the end of the scope by `finish` (which returns what the wait found), or when

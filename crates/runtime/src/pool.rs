@@ -48,7 +48,7 @@ use std::sync::Arc;
 use cohort::DeviceCopy;
 
 use crate::backend::{PoolAttr, PoolH};
-use crate::device::{Gpu, GpuInner};
+use crate::device::{Doing, Gpu, GpuInner};
 use crate::error::{Error, Result};
 use crate::memory::DeviceBuffer;
 use crate::stream::{Stream, StreamInner};
@@ -137,7 +137,7 @@ impl MemPool {
         self.inner.gpu.bind()?;
         // SAFETY: live pool.
         unsafe { self.inner.gpu.backend.pool_attribute(self.inner.raw, attr) }
-            .map_err(self.inner.gpu.failed(format!("reading a memory pool's {what}")))
+            .map_err(|f| self.inner.gpu.fail(f, Doing::Call(format!("reading a memory pool's {what}"))))
     }
 
     /// Keeps up to `bytes` of freed memory in the pool across synchronizations
@@ -303,7 +303,7 @@ unsafe fn alloc_ordered<T: DeviceCopy>(
     // SAFETY: the context is current; the pool (if any) is a live pool of this context, the
     // stream a live stream of it.
     let ptr = unsafe { gpu.backend.alloc_async(bytes, pool.map(|p| p.raw), stream.inner.raw) }
-        .map_err(gpu.failed(format!("allocating {bytes} B in stream order")))?;
+        .map_err(|f| gpu.fail(f, Doing::Call(format!("allocating {bytes} B in stream order"))))?;
     // Before `alloc` exists: its drop (on a failure below) looks at the capture state.
     drop(gate);
     let mut alloc = Alloc::new(gpu, ptr, std::ptr::null_mut(), AllocKind::Pooled);

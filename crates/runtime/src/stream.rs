@@ -376,12 +376,14 @@ impl StreamInner {
     fn record_mark(&self, mark: &mut MarkState, what: &str) -> Result<()> {
         if mark.event == EventH::NONE {
             // This stream's context is current (callers bind it).
-            mark.event = self.gpu.backend.create_event(false).map_err(self.gpu.failed(what))?;
+            mark.event =
+                self.gpu.backend.create_event(false).map_err(|f| self.gpu.fail(f, Doing::Call(what.into())))?;
         }
         // SAFETY: live event and stream of this context, which is current; the event is
         // re-recorded under the lock; the stream is not in a capture (callers checked: the
         // mark is never recorded inside one).
-        unsafe { self.gpu.backend.record_event(mark.event, self.raw) }.map_err(self.gpu.failed(what))
+        unsafe { self.gpu.backend.record_event(mark.event, self.raw) }
+            .map_err(|f| self.gpu.fail(f, Doing::Call(what.into())))
     }
 
     /// Makes `consumer` wait (on the GPU) for everything enqueued on this stream so far.
@@ -1022,7 +1024,7 @@ impl Stream {
                     }
                 }
             }
-            .map_err(self.inner.gpu.failed(format!("copying {bytes} B asynchronously")))
+            .map_err(|f| self.inner.gpu.fail(f, Doing::Call(format!("copying {bytes} B asynchronously"))))
         })
     }
 
@@ -1091,7 +1093,7 @@ impl Stream {
             // (the view's element type is `width` bytes, or `width` is 1); ordered by the
             // tracker.
             unsafe { self.inner.gpu.backend.memset_async(ptr, fill, n, raw) }
-                .map_err(self.inner.gpu.failed(format!("filling {bytes} B asynchronously")))
+                .map_err(|f| self.inner.gpu.fail(f, Doing::Call(format!("filling {bytes} B asynchronously"))))
         })
     }
 

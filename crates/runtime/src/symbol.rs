@@ -94,7 +94,7 @@ impl ModuleVars {
             if bytes > 0 {
                 // SAFETY: both are live variables of the module, of at least `bytes` bytes.
                 unsafe { gpu.backend.copy_dtod(addr, init, bytes) }
-                    .map_err(gpu.failed(format!("initializing module variable `{name}`")))?;
+                    .map_err(|f| gpu.fail(f, Doing::Call(format!("initializing module variable `{name}`"))))?;
             }
             vars.push(Var { name, addr, size, constant });
         }
@@ -412,7 +412,7 @@ impl<T: DeviceCopy> Symbol<T> {
             // so it is read before the call returns; the stream is of the module's context
             // (checked above), which is current; the tracker ordered the copy.
             unsafe { gpu.backend.copy_htod_async(v.addr, (&raw const staged).cast(), bytes, stream.inner.raw) }
-                .map_err(gpu.failed(format!("setting module variable `{}`", v.name)))
+                .map_err(|f| gpu.fail(f, Doing::Call(format!("setting module variable `{}`", v.name))))
         })
     }
 
@@ -437,7 +437,7 @@ impl<T: DeviceCopy> Symbol<T> {
             // SAFETY: the variable has `size_of::<T>()` bytes; `out` has room for them;
             // synchronous; no pending operation writes the variable (waited above).
             unsafe { gpu.backend.copy_dtoh(out.as_mut_ptr().cast(), v.addr, bytes) }
-                .map_err(gpu.failed(format!("reading module variable `{}`", v.name)))?;
+                .map_err(|f| gpu.fail(f, Doing::Call(format!("reading module variable `{}`", v.name))))?;
             // SAFETY: every byte was written; `DeviceCopy` types are valid for any bits.
             Ok(unsafe { out.assume_init() })
         })
