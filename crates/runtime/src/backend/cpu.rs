@@ -51,7 +51,7 @@ pub(crate) struct Cpu {
     shared_per_block_optin: u32,
     sms: u32,
     /// Loaded modules: handle → what the CPU device reads from their PTX.
-    modules: Mutex<HashMap<usize, CpuModule>>,
+    modules: Mutex<HashMap<usize, std::sync::Arc<CpuModule>>>,
     next_module: AtomicUsize,
 }
 
@@ -617,7 +617,7 @@ impl Backend for Cpu {
         let id = self.next_module.fetch_add(1, Ordering::Relaxed);
         let module =
             CpuModule { ptx: source.module, threads_per_block: source.threads_per_block, analysis: OnceLock::new() };
-        self.modules.lock().unwrap_or_else(|p| p.into_inner()).insert(id, module);
+        self.modules.lock().unwrap_or_else(|p| p.into_inner()).insert(id, std::sync::Arc::new(module));
         Ok(ModuleH(id))
     }
 
@@ -627,8 +627,9 @@ impl Backend for Cpu {
     }
 
     unsafe fn function(&self, module: ModuleH, name: &CStr) -> Done<Option<(FuncH, FuncInfo)>> {
-        let modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-        let m = modules.get(&module.0).ok_or(Fault::Cpu("no such module on the CPU device"))?;
+        // Not under the table's lock: the first lookup reads the module's PTX.
+        let m = self.modules.lock().unwrap_or_else(|p| p.into_inner()).get(&module.0).cloned();
+        let m = m.ok_or(Fault::Cpu("no such module on the CPU device"))?;
         let analysis = m.analysis.get_or_init(|| Analysis::new(m.ptx));
         let Some(name) = name.to_str().ok().filter(|n| analysis.kernels.contains(n)) else { return Ok(None) };
         let info = FuncInfo {

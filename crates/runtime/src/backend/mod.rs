@@ -21,9 +21,24 @@
 //! (`GpuInner::fail`); what a device does not have (graphs, linking, peer access on the CPU
 //! device) is [`Fault::Unsupported`], never a CUDA error code.
 //!
+//! Where the devices really differ, the code above asks a capability, never the kind of
+//! device: [`Backend::has_graphs`], [`Backend::links_device_runtime`],
+//! [`Backend::host_variables`], [`Backend::coresident_limit`],
+//! [`Backend::programmatic_overlap`], and a kernel's [`FuncInfo::host`] (how a device that runs
+//! kernels through their host entries runs it). [`Backend::kind`] only keeps the two kinds'
+//! handles and memory apart (`track`, `peer`) and answers `Gpu::is_cpu`.
+//!
+//! Every call goes to the backend of the device it is made for: there is no per-thread
+//! "current device" that a call could find set to the other kind (the old seam switched on a
+//! thread-local set by `bind`, so a call made without binding first went to whichever device
+//! the thread had bound last).
+//!
 //! `GpuInner` holds its backend as `Box<dyn Backend>`: one indirect call per operation, next
 //! to a driver call of microseconds (the old seam paid a thread-local read and a branch per
-//! call); the typed launch path makes one backend call per launch and allocates nothing.
+//! call). An enum of the two would turn that call into a branch: a nanosecond or two against a
+//! launch's microseconds, so the trait object is kept, and a third backend (a simulator, a
+//! recording backend for tests) needs no caller changed. The typed launch path makes one
+//! backend call per launch and allocates nothing.
 
 use std::ffi::{CStr, c_void};
 
