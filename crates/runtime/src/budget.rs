@@ -21,13 +21,12 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use cudarc::driver::sys;
-
+use crate::backend::{Backend, DevPtr, EventH, Fault, Fill, Limit, ModuleH, StreamH};
 use crate::error::{Error, Result};
 
 /// A module's launch budget: the device address of its counter.
 pub(crate) struct LaunchBudget {
-    counter: sys::CUdeviceptr,
+    counter: DevPtr,
 }
 
 /// The completion event of a context's last budgeted host launch. Held by every `GpuInner` of
@@ -55,23 +54,20 @@ impl LaunchSerial {
 }
 
 /// An event owned by the budget (destroyed with it).
-struct Event(sys::CUevent);
-
-// SAFETY: a CUevent is usable from any thread; the budget only touches it under its mutex.
-unsafe impl Send for Event {}
+struct Event(EventH);
 
 impl Drop for Event {
     fn drop(&mut self) {
         // SAFETY: our event, not used after this. Its context is still alive: the
         // `LaunchSerial` that owns it is dropped before the last `GpuInner` releases it. A
-        // budget is a GPU's only, so the driver is called directly, not through the seam
-        // (which follows the thread's current device, possibly the CPU device).
-        let _ = unsafe { sys::cuEventDestroy_v2(self.0) };
+        // budget is a GPU's only (the CPU device's modules have none), and a CUDA event may be
+        // destroyed with any context current.
+        let _ = unsafe { crate::backend::cuda::destroy_event(self.0) };
     }
 }
 
-fn driver(what: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
-    move |code| Error::Driver { what: what.to_string(), code }
+fn driver(what: &str) -> impl FnOnce(Fault) -> Error + '_ {
+    move |fault| fault.into_error(what.to_string())
 }
 
 impl LaunchBudget {
@@ -79,17 +75,17 @@ impl LaunchBudget {
     /// `globals`: the module's declared variables (`symbol::layouts`); it is looked up only if
     /// declared there.
     pub(crate) fn find(
-        module: sys::CUmodule,
+        backend: &dyn Backend,
+        module: ModuleH,
         globals: &std::collections::HashMap<String, (usize, usize)>,
     ) -> Option<Self> {
         if !globals.contains_key(cohort::launch::LAUNCH_BUDGET_SYMBOL) {
             return None;
         }
         let sym = std::ffi::CString::new(cohort::launch::LAUNCH_BUDGET_SYMBOL).expect("no NUL in the symbol");
-        let (mut counter, mut size) = (0, 0usize);
-        // SAFETY: live module of the current context; the out-pointers are locals.
-        let found = unsafe { crate::drv::cuModuleGetGlobal_v2(&mut counter, &mut size, module, sym.as_ptr()) }.result();
-        (found.is_ok() && size == 4).then_some(Self { counter })
+        // SAFETY: live module of the current context.
+        let found = unsafe { backend.global(module, &sym) };
+        found.and_then(|(counter, size)| (size == 4).then_some(Self { counter }))
     }
 
     /// Runs `launch` (which enqueues one host launch on `stream`) with a fresh budget: after
@@ -98,38 +94,29 @@ impl LaunchBudget {
     /// recorded. The context must be current, and `serial` must be its [`LaunchSerial`].
     pub(crate) fn around(
         &self,
+        backend: &dyn Backend,
         serial: &LaunchSerial,
-        stream: sys::CUstream,
+        stream: StreamH,
         launch: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         let mut last = serial.last.lock().unwrap_or_else(|p| p.into_inner());
-        let mut limit = 0usize;
-        // SAFETY: out-pointer to a local; the context is current.
-        unsafe { crate::drv::cuCtxGetLimit(&mut limit, sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT) }
-            .result()
-            .map_err(driver("reading the pending-launch limit"))?;
+        let limit = backend.limit(Limit::PendingLaunches).map_err(driver("reading the pending-launch limit"))?;
         let budget = u32::try_from(limit).unwrap_or(u32::MAX).min(i32::MAX as u32);
         if let Some(ev) = last.as_ref() {
             // SAFETY: a live stream and event of the current context.
-            unsafe { crate::drv::cuStreamWaitEvent(stream, ev.0, 0) }
-                .result()
+            unsafe { backend.stream_wait_event(stream, ev.0) }
                 .map_err(driver("ordering a device-launching kernel after the previous one"))?;
         }
         // SAFETY: `counter` is the module's 4-byte global, live while the module is.
-        unsafe { crate::drv::cuMemsetD32Async(self.counter, budget, 1, stream) }
-            .result()
+        unsafe { backend.memset_async(self.counter, Fill::U32(budget), 1, stream) }
             .map_err(driver("setting the device-launch budget"))?;
         launch()?;
         if last.is_none() {
-            let mut ev = std::ptr::null_mut();
-            // SAFETY: out-pointer to a local.
-            unsafe { crate::drv::cuEventCreate(&mut ev, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
-                .result()
-                .map_err(driver("creating the device-launch budget's event"))?;
+            let ev = backend.create_event(false).map_err(driver("creating the device-launch budget's event"))?;
             *last = Some(Event(ev));
         }
         let ev = last.as_ref().map(|e| e.0).expect("set above");
         // SAFETY: a live event and stream of the current context.
-        unsafe { crate::drv::cuEventRecord(ev, stream) }.result().map_err(driver("recording a device-launching kernel"))
+        unsafe { backend.record_event(ev, stream) }.map_err(driver("recording a device-launching kernel"))
     }
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys::{self, CUdevice_attribute as A};
 use cudarc::driver::{CudaContext, DriverError};
 
+use crate::backend::{Backend, Fault, Kind, Limit};
 use crate::error::{Error, Result, is_sticky};
 use crate::launch::LaunchConfig;
 use crate::module::{LoadOptions, Module};
@@ -92,8 +93,10 @@ pub(crate) struct GpuInner {
     /// The context's device-launch serialization (see `budget`): before `ctx`, so that it
     /// is dropped while the context lives.
     pub(crate) launch_serial: Arc<crate::budget::LaunchSerial>,
-    /// The CUDA context; `None` for the CPU device.
+    /// The CUDA context, for interop and for telling contexts apart; `None` for the CPU device.
     pub(crate) ctx: Option<Arc<CudaContext>>,
+    /// What runs the device's work: every device operation goes through it.
+    pub(crate) backend: Box<dyn Backend>,
     pub(crate) info: DeviceInfo,
     pub(crate) panic_records: Mutex<Vec<crate::module::PanicSlot>>,
     pub(crate) launches: Mutex<Unfinished>,
@@ -102,19 +105,21 @@ pub(crate) struct GpuInner {
 impl GpuInner {
     /// The CPU device's state ([`Gpu::cpu`]).
     pub(crate) fn new_cpu(info: DeviceInfo) -> Self {
+        let backend = crate::backend::cpu::Cpu::new(info.max_threads_per_block, info.shared_per_block_optin, info.sms);
         Self {
             launch_serial: Arc::default(),
             ctx: None,
+            backend: Box::new(backend),
             info,
             panic_records: Mutex::new(Vec::new()),
             launches: Mutex::new(Unfinished::default()),
         }
     }
 
-    /// Whether this is the CPU device.
+    /// Which kind of device this is (memory and handles of one kind never meet the other's).
     #[inline]
-    pub(crate) fn is_cpu(&self) -> bool {
-        self.ctx.is_none()
+    pub(crate) fn kind(&self) -> Kind {
+        self.backend.kind()
     }
 
     /// Which device and context this is, for the checks of handles that operations combine
@@ -138,19 +143,32 @@ impl GpuInner {
         self.ctx.as_ref().ok_or_else(|| crate::cpu::not_on_cpu(what))
     }
 
-    /// Makes the context current on this thread (for the CPU device: makes the driver calls
-    /// of this thread go to it, see `crate::drv`).
+    /// Makes the context current on this thread (nothing to do for the CPU device).
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
         if crate::stream::in_host_fn() {
             return Err(crate::stream::host_fn_error("a CUDA call"));
         }
-        let Some(ctx) = &self.ctx else {
-            crate::cpu::set_current(true);
-            return Ok(());
-        };
-        crate::cpu::set_current(false);
-        ctx.bind_to_thread().map_err(|code| self.error(code, Doing::Call("making the CUDA context current".into())))
+        self.backend.bind().map_err(|f| self.fail(f, Doing::Call("making the CUDA context current".into())))
+    }
+
+    /// The error for a failed backend call on this device, which was `doing`: a driver's
+    /// failure as [`GpuInner::error`] (naming a sticky failure), any other as
+    /// [`Fault::into_error`].
+    #[cold]
+    pub(crate) fn fail(&self, fault: Fault, doing: Doing) -> Error {
+        match fault {
+            Fault::Driver(code) => self.error(code, doing),
+            fault => fault.into_error(doing.into_description()),
+        }
+    }
+
+    /// A closure for `map_err` that turns a backend fault into the error of `what` (nothing
+    /// is allocated unless it fails: a formatted `what` goes through [`GpuInner::fail`] in a
+    /// closure instead).
+    #[inline]
+    pub(crate) fn failed(&self, what: &'static str) -> impl FnOnce(Fault) -> Error + '_ {
+        move |f| self.fail(f, Doing::Call(what.into()))
     }
 
     /// The first panic recorded by any module of this context, as text.
@@ -183,10 +201,9 @@ impl GpuInner {
     /// such a failure was recorded before on this device: every later error names it.
     /// Otherwise `Err(doing)`, for the caller's own error.
     pub(crate) fn lost(&self, code: DriverError, doing: Doing) -> Result<Error, Doing> {
-        if self.is_cpu() {
-            // Nothing is sticky on the CPU device: a kernel's failure is its launch's error.
-            return Err(doing);
-        }
+        // (Nothing is sticky on the CPU device: its backend reports no driver codes, and a
+        // kernel's failure is its launch's error. The out-of-memory code it is given is not
+        // sticky, and no failure is recorded for its ordinal.)
         let (lost, first) = match lost_on(self.info.ordinal) {
             Some(lost) => (lost, false),
             None if is_sticky(&code) => {
@@ -219,7 +236,7 @@ pub(crate) enum Doing {
 }
 
 impl Doing {
-    fn into_description(self) -> String {
+    pub(crate) fn into_description(self) -> String {
         match self {
             Doing::Wait(what) => what.to_string(),
             Doing::Call(what) => what,
@@ -416,7 +433,7 @@ fn init() -> Result<()> {
     if !driver_present() {
         return Err(Error::NoDriver);
     }
-    cudarc::driver::result::init().map_err(|code| Error::NoDevice {
+    crate::backend::cuda::init().map_err(|code| Error::NoDevice {
         requested: 0,
         count: 0,
         detail: Some(describe(&code)),
@@ -459,7 +476,7 @@ impl Gpu {
     /// error initializing.
     pub fn count() -> Result<usize> {
         init()?;
-        let n = cudarc::driver::result::device::get_count().map_err(|code| Error::NoDevice {
+        let n = crate::backend::cuda::device_count().map_err(|code| Error::NoDevice {
             requested: 0,
             count: 0,
             detail: Some(describe(&code)),
@@ -557,6 +574,7 @@ impl Gpu {
         let info = read_info(&ctx, ordinal)?;
         let inner = Arc::new(GpuInner {
             launch_serial,
+            backend: Box::new(crate::backend::cuda::Cuda::new(ctx.clone())),
             ctx: Some(ctx),
             info,
             panic_records: Mutex::new(Vec::new()),
@@ -621,13 +639,8 @@ impl Gpu {
     /// # Errors
     /// A driver failure.
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
-        let (mut least, mut greatest) = (0, 0);
         self.inner.bind()?;
-        // SAFETY: the context is current.
-        unsafe { crate::drv::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
-            .result()
-            .map_err(|code| self.inner.error(code, Doing::Call("reading stream priorities".into())))?;
-        Ok((least, greatest))
+        self.inner.backend.stream_priority_range().map_err(self.inner.failed("reading stream priorities"))
     }
 
     /// Free and total device memory in bytes (`cuMemGetInfo`).
@@ -635,13 +648,8 @@ impl Gpu {
     /// # Errors
     /// A driver failure.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
-        let (mut free, mut total) = (0, 0);
         self.inner.bind()?;
-        // SAFETY: the context is current.
-        unsafe { crate::drv::cuMemGetInfo_v2(&mut free, &mut total) }
-            .result()
-            .map_err(|code| self.inner.error(code, Doing::Call("reading free memory".into())))?;
-        Ok((free, total))
+        self.inner.backend.memory_info().map_err(self.inner.failed("reading free memory"))
     }
 
     /// Loads the module of `ptx` that suits this device: the highest architecture not above
@@ -695,12 +703,10 @@ impl Gpu {
     #[doc(alias = "cudaLimitDevRuntimePendingLaunchCount")]
     pub fn set_pending_launch_limit(&self, launches: usize) -> Result<()> {
         self.inner.bind()?;
-        // SAFETY: the context is current on this thread; the limit is a plain value.
-        unsafe { crate::drv::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, launches) }
-            .result()
-            .map_err(|code| {
-                self.inner.error(code, Doing::Call(format!("setting the pending-launch limit to {launches}")))
-            })
+        self.inner
+            .backend
+            .set_limit(Limit::PendingLaunches, launches)
+            .map_err(|f| self.inner.fail(f, Doing::Call(format!("setting the pending-launch limit to {launches}"))))
     }
 
     /// The pending device-side launch limit (see [`Gpu::set_pending_launch_limit`]).
@@ -709,12 +715,7 @@ impl Gpu {
     /// [`Error::Driver`].
     pub fn pending_launch_limit(&self) -> Result<usize> {
         self.inner.bind()?;
-        let mut v = 0usize;
-        // SAFETY: the context is current on this thread; `v` receives the value.
-        unsafe { crate::drv::cuCtxGetLimit(&mut v, sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT) }
-            .result()
-            .map_err(|code| self.inner.error(code, Doing::Call("reading the pending-launch limit".into())))?;
-        Ok(v)
+        self.inner.backend.limit(Limit::PendingLaunches).map_err(self.inner.failed("reading the pending-launch limit"))
     }
 
     /// Waits for all work on the device.
@@ -724,10 +725,7 @@ impl Gpu {
     /// know: see [`Error::KernelFailed`]'s `kernel`) and where it panicked.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.bind()?;
-        // SAFETY: the context is current on this thread.
-        unsafe { crate::drv::cuCtxSynchronize() }
-            .result()
-            .map_err(|code| self.inner.error(code, Doing::Wait("synchronizing the device")))?;
+        self.inner.backend.synchronize().map_err(|f| self.inner.fail(f, Doing::Wait("synchronizing the device")))?;
         self.inner.note_finished(Finished::All);
         Ok(())
     }
@@ -748,10 +746,7 @@ fn read_info(ctx: &CudaContext, ordinal: usize) -> Result<DeviceInfo> {
     let name = ctx.name().map_err(|code| device_error(ordinal, code, "reading the device name".into()))?;
     remember_name(ordinal, &name);
     let total_memory = ctx.total_mem().map_err(|code| device_error(ordinal, code, "reading the memory size".into()))?;
-    let mut driver_version = 0;
-    // SAFETY: writes one int.
-    unsafe { crate::drv::cuDriverGetVersion(&mut driver_version) }
-        .result()
+    let driver_version = crate::backend::cuda::driver_version()
         .map_err(|code| device_error(ordinal, code, "reading the driver version".into()))?;
     Ok(DeviceInfo {
         ordinal,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::DriverError;
 
+use crate::backend::Fault;
 use crate::launch::{Dim3, LaunchConfig};
 
 /// Everything that can go wrong on the host side of Cohort.
@@ -216,6 +217,14 @@ pub enum Error {
         /// What was asked, and why it is refused.
         what: String,
     },
+    /// The CPU device refused an operation (an address that is no live allocation of it, an
+    /// event without timing timed, an unknown pool): what was being done, and why.
+    CpuDevice {
+        /// What Cohort was doing.
+        what: String,
+        /// Why the CPU device refused it.
+        detail: String,
+    },
     /// Peer access between two devices is not possible (`cuDeviceCanAccessPeer` says no).
     PeerAccessUnsupported {
         /// The device that would read the other's memory.
@@ -238,6 +247,26 @@ impl Error {
             device: device.info.ordinal,
             other: other.info.ordinal,
             reason: reason.into(),
+        }
+    }
+}
+
+impl Fault {
+    /// The error of this fault while doing `what`, with no device's sticky-failure record
+    /// (`GpuInner::fail` consults it first): a driver's code as [`Error::Driver`]; out of
+    /// memory as [`Error::Driver`] with `CUDA_ERROR_OUT_OF_MEMORY`, the error a GPU gives, so
+    /// that one handler serves both; what the device does not do as [`Error::NotOnCpu`]; the
+    /// CPU device's refusals as [`Error::CpuDevice`].
+    #[cold]
+    pub(crate) fn into_error(self, what: String) -> Error {
+        match self {
+            Fault::Driver(code) => Error::Driver { what, code },
+            Fault::OutOfMemory => {
+                Error::Driver { what, code: DriverError(cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY) }
+            }
+            Fault::Unsupported(why) => Error::NotOnCpu { what: format!("{what}: {why}") },
+            Fault::Cpu(why) => Error::CpuDevice { what, detail: why.into() },
+            Fault::Kernel(error) => Error::CpuDevice { what, detail: error.to_string() },
         }
     }
 }
@@ -379,6 +408,7 @@ impl fmt::Display for Error {
                 write!(f, "kernel `{kernel}` ({config}) failed on the CPU device: {error}")
             }
             Error::NotOnCpu { what } => write!(f, "not available on the CPU device: {what}"),
+            Error::CpuDevice { what, detail } => write!(f, "{what}: the CPU device refused it: {detail}"),
             Error::PeerAccessUnsupported { device, peer } => write!(
                 f,
                 "device {device} cannot access device {peer}'s memory (cuDeviceCanAccessPeer: no peer path between \

@@ -100,6 +100,7 @@ use cudarc::driver::{
     SyncOnDrop,
 };
 
+use crate::backend::cuda;
 use crate::device::{Doing, Gpu, GpuInner};
 use crate::error::{Error, Result};
 use crate::memory::{AtomicSliceArg, DeviceBuffer, DeviceView, DeviceViewMut, DisjointArg, SliceArg};
@@ -149,14 +150,17 @@ impl Gpu {
             _ => {}
         }
         inner.bind()?;
-        let mut flags = 0u32;
-        // SAFETY: a live stream (cudarc's `Arc` keeps it) of this context, which is current;
-        // `flags` receives its flags.
-        unsafe { crate::drv::cuStreamGetFlags(raw, &mut flags) }
-            .result()
-            .map_err(|code| inner.error(code, Doing::Call("reading a cudarc stream's flags".into())))?;
-        let blocking = flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 == 0;
-        Ok(Stream::wrap_linked(inner, raw, StreamKind::Owned, blocking, StreamLink::owned_by_cudarc(stream.clone())))
+        let raw = cuda::stream_h(raw);
+        // SAFETY: a live stream (cudarc's `Arc` keeps it) of this context, which is current.
+        let non_blocking = unsafe { inner.backend.stream_non_blocking(raw) }
+            .map_err(inner.failed("reading a cudarc stream's flags"))?;
+        Ok(Stream::wrap_linked(
+            inner,
+            raw,
+            StreamKind::Owned,
+            !non_blocking,
+            StreamLink::owned_by_cudarc(stream.clone()),
+        ))
     }
 }
 
@@ -192,7 +196,7 @@ fn cudarc_handle(s: &StreamInner) -> Result<&Arc<CudaStream>> {
     // SAFETY: `raw` is a live stream of `ctx` (or the legacy default stream); the handle does
     // not own it (cudarc never destroys it), and the stream is not destroyed while the handle
     // has other holders than this link (`StreamLink::may_destroy`).
-    Ok(s.interop.handle.get_or_init(|| unsafe { ctx.wrap_borrowed_stream(s.raw) }))
+    Ok(s.interop.handle.get_or_init(|| unsafe { ctx.wrap_borrowed_stream(cuda::stream(s.raw)) }))
 }
 
 /// A stream's cudarc side (a field of every [`StreamInner`]).
@@ -239,14 +243,13 @@ impl StreamLink {
 /// graph that keeps none of its memory. Called by the stream's gate for exposed streams, outside
 /// Cohort's own captures.
 pub(crate) fn refuse_foreign_capture(s: &StreamInner, what: impl FnOnce() -> String) -> Result<()> {
-    if s.gpu.is_cpu() {
+    if !s.gpu.backend.has_graphs() {
+        // Nothing captures on this device.
         return Ok(());
     }
     s.gpu.bind()?;
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: a live stream of the current context; `status` receives the answer.
-    let r = unsafe { crate::drv::cuStreamIsCapturing(s.raw, &mut status) };
-    if r == sys::CUresult::CUDA_SUCCESS && status == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+    // SAFETY: a live stream of the current context.
+    if let Ok(false) = unsafe { s.gpu.backend.is_capturing(s.raw) } {
         return Ok(());
     }
     Err(Error::Argument(format!(
@@ -514,7 +517,8 @@ pub(crate) fn run_foreign(
             what()
         )));
     }
-    if stream.gpu.is_cpu() {
+    if stream.gpu.ctx.is_none() {
+        // No CUDA context: not a device cudarc's memory can be used on.
         return Err(crate::cpu::not_on_cpu(format!(
             "{}: cudarc's memory is a GPU's, which the CPU device cannot use (copy it into a DeviceBuffer of the \
              CPU device through host memory)",
@@ -544,7 +548,7 @@ pub(crate) fn run_foreign(
             .iter()
             // SAFETY: the stream is live (`stream` holds it) and of the operand's context
             // (checked above); the handle does not own it and is dropped before this returns.
-            .map(|(f, _)| unsafe { f.context().wrap_borrowed_stream(stream.raw) })
+            .map(|(f, _)| unsafe { f.context().wrap_borrowed_stream(cuda::stream(stream.raw)) })
             .collect();
         let mut after: Vec<After<'_>> = Vec::with_capacity(foreign.len());
         for ((f, write), cs) in foreign.iter().zip(&handles) {
@@ -564,7 +568,7 @@ pub(crate) fn run_foreign(
                 }
                 _ => {
                     let home = f.home();
-                    if !same_stream(home.cu_stream(), stream.raw) {
+                    if !same_stream(home.cu_stream(), cuda::stream(stream.raw)) {
                         refuse_capture_of(home, &stream.gpu, *f)?;
                         cs.join(home)
                             .map_err(|code| driver(code, format!("ordering after the stream of {}", f.describe())))?;
@@ -592,9 +596,8 @@ pub(crate) fn run_foreign(
             // cudarc was not told: the operation finishes before cudarc can touch the memory
             // again (or free it).
             // SAFETY: a live stream of the current context, not in a capture (checked above).
-            unsafe { crate::drv::cuStreamSynchronize(stream.raw) }
-                .result()
-                .map_err(|code| stream.gpu.error(code, Doing::Wait("waiting for work on cudarc's memory")))?;
+            unsafe { stream.gpu.backend.stream_synchronize(stream.raw) }
+                .map_err(|f| stream.gpu.fail(f, Doing::Wait("waiting for work on cudarc's memory")))?;
         }
         Ok(())
     })
@@ -603,15 +606,10 @@ pub(crate) fn run_foreign(
 /// `Err` when cudarc's `home` stream is in a graph capture: an event recorded on it now would be
 /// a point of the graph, and waiting for it would join the Cohort stream into the capture.
 fn refuse_capture_of(home: &CudaStream, gpu: &GpuInner, f: &dyn Foreign) -> Result<()> {
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: a live stream (the slice keeps it) of the current context; `status` receives it.
-    let r = unsafe { crate::drv::cuStreamIsCapturing(home.cu_stream(), &mut status) };
-    if r != sys::CUresult::CUDA_SUCCESS {
-        return Err(
-            gpu.error(cudarc::driver::DriverError(r), Doing::Call("asking whether cudarc's stream captures".into()))
-        );
-    }
-    if status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+    // SAFETY: a live stream (the slice keeps it) of the current context.
+    let capturing = unsafe { gpu.backend.is_capturing(cuda::stream_h(home.cu_stream())) }
+        .map_err(gpu.failed("asking whether cudarc's stream captures"))?;
+    if capturing {
         return Err(Error::Argument(format!(
             "{}: the stream the memory belongs to is in a cudarc graph capture; ordering a Cohort stream after it would \
              join that capture; end it first",
@@ -884,7 +882,7 @@ mod tests {
     fn the_placeholder_is_never_a_real_allocation() {
         let p = placeholder();
         assert_eq!((p.ptr, p.kind), (0, AllocKind::Registered));
-        assert!(p.gpu.is_cpu());
+        assert_eq!(p.gpu.kind(), crate::backend::Kind::Cpu);
         assert_eq!(p.pending(), 0);
         let fake = Unreachable;
         let u = Use::foreign(&fake, true);

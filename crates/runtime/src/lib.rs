@@ -132,6 +132,10 @@
 //! - *Not available* ([`Error::NotOnCpu`]): graphs, peer access, NCCL, multi-grid launches; raw
 //!   [`Function::launch_raw`] (the CPU device needs the kernel's host entry, which the generated
 //!   `load` provides).
+//! - *Errors*: what the CPU device refuses (an event made without timing, timed) is
+//!   [`Error::CpuDevice`], naming the operation; out of memory is [`Error::Driver`] with
+//!   `CUDA_ERROR_OUT_OF_MEMORY`, as on a GPU. Nothing is sticky: a failed kernel fails its own
+//!   launch only.
 //!
 //! **Debugging a kernel.** The kernel is ordinary host code: break in a debugger on its body
 //! (`__cohort_kernel_<name>`) or on a line of the kernel; `COHORT_CPU_WORKERS=1` runs every
@@ -142,12 +146,11 @@
 
 mod abi;
 mod append;
+mod backend;
 mod budget;
 mod capture;
 mod cpu;
-mod cpu_memory;
 mod device;
-mod drv;
 mod error;
 pub mod interop;
 mod launch;

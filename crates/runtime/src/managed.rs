@@ -52,33 +52,7 @@ use crate::memory::{AtomicSliceArg, DeviceView, DeviceViewMut, DisjointArg, Mute
 use crate::stream::Stream;
 use crate::track::{Alloc, AllocKind, CopyDst, CopySrc, Use, run_tracked};
 
-/// Where managed pages go: a prefetch's destination, an advice's location.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Location {
-    /// The buffer's GPU.
-    Device,
-    /// Host memory.
-    Host,
-}
-
-/// How a managed buffer is used, for the driver's page placement (`cudaMemAdvise`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Advice {
-    /// Mostly read: processors that read it get read-only copies of its pages; a write
-    /// invalidates the others (`cudaMemAdviseSetReadMostly`).
-    SetReadMostly,
-    /// Undoes [`Advice::SetReadMostly`].
-    UnsetReadMostly,
-    /// Keep its pages at this location where possible (`cudaMemAdviseSetPreferredLocation`).
-    SetPreferredLocation(Location),
-    /// Undoes [`Advice::SetPreferredLocation`].
-    UnsetPreferredLocation,
-    /// Keep its pages mapped for this processor, wherever they are, so that its accesses do not
-    /// fault (`cudaMemAdviseSetAccessedBy`).
-    SetAccessedBy(Location),
-    /// Undoes [`Advice::SetAccessedBy`].
-    UnsetAccessedBy(Location),
-}
+pub use crate::backend::{Advice, Location};
 
 /// Bytes of live managed buffers per device (ordinal), for the oversubscription check.
 static LIVE: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
@@ -202,12 +176,11 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
         }
         let tally = reserve(gpu, bytes)?;
         inner.bind()?;
-        let mut ptr = 0;
-        // SAFETY: the context is current; `ptr` receives the allocation, attached globally
-        // (any stream may use it).
-        unsafe { crate::drv::cuMemAllocManaged(&mut ptr, bytes, sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32) }
-            .result()
-            .map_err(|code| inner.error(code, Doing::Call(format!("allocating {bytes} B of managed memory"))))?;
+        // Attached globally (any stream may use it).
+        let ptr = inner
+            .backend
+            .alloc_managed(bytes)
+            .map_err(|f| inner.fail(f, Doing::Call(format!("allocating {bytes} B of managed memory"))))?;
         let host = ptr as usize as *mut u8;
         // SAFETY: `bytes` of memory we own at `host` (managed memory is host-addressable), that
         // no operation uses yet; zero bytes are a valid `T` (`DeviceCopy`).
@@ -300,18 +273,6 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
         DeviceViewMut::from_parts(&self.alloc, self.alloc.ptr + (r.start * size_of::<T>()) as u64, r.len())
     }
 
-    /// The memory's location for the driver: this buffer's GPU, or the host.
-    fn location(&self, to: Location) -> sys::CUmemLocation {
-        let gpu = &self.alloc.gpu;
-        match to {
-            Location::Device => sys::CUmemLocation {
-                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: gpu.ctx.as_ref().map_or(0, |c| c.cu_device()),
-            },
-            Location::Host => sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, id: 0 },
-        }
-    }
-
     /// Migrates the buffer's pages to `to` ahead of use, on `stream` (`cudaMemPrefetchAsync`):
     /// kernels after it on `stream` find them there. Tracked as a read of the buffer on
     /// `stream` (a writer on another stream waits for it). Changes nothing a program computes.
@@ -333,15 +294,13 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
         if bytes == 0 {
             return Ok(());
         }
-        let location = self.location(to);
         gpu.bind()?;
         let uses = [Use::new(&self.alloc, 0..bytes, false)];
         run_tracked(&stream.inner, &uses, || {
             // SAFETY: the whole of a live managed allocation of this context, on a stream of it;
             // a prefetch moves pages, never their contents.
-            unsafe { crate::drv::cuMemPrefetchAsync_v2(self.alloc.ptr, bytes, location, 0, stream.inner.raw) }
-                .result()
-                .map_err(|code| gpu.error(code, Doing::Call(format!("prefetching {bytes} B of managed memory"))))
+            unsafe { gpu.backend.prefetch(self.alloc.ptr, bytes, to, stream.inner.raw) }
+                .map_err(|f| gpu.fail(f, Doing::Call(format!("prefetching {bytes} B of managed memory"))))
         })
     }
 
@@ -355,22 +314,11 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
         if bytes == 0 {
             return Ok(());
         }
-        use sys::CUmem_advise as M;
-        let (what, at) = match advice {
-            Advice::SetReadMostly => (M::CU_MEM_ADVISE_SET_READ_MOSTLY, Location::Device),
-            Advice::UnsetReadMostly => (M::CU_MEM_ADVISE_UNSET_READ_MOSTLY, Location::Device),
-            Advice::SetPreferredLocation(l) => (M::CU_MEM_ADVISE_SET_PREFERRED_LOCATION, l),
-            Advice::UnsetPreferredLocation => (M::CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, Location::Device),
-            Advice::SetAccessedBy(l) => (M::CU_MEM_ADVISE_SET_ACCESSED_BY, l),
-            Advice::UnsetAccessedBy(l) => (M::CU_MEM_ADVISE_UNSET_ACCESSED_BY, l),
-        };
-        let location = self.location(at);
         let gpu = &self.alloc.gpu;
         gpu.bind()?;
         // SAFETY: the whole of a live managed allocation; advice is a hint about placement.
-        unsafe { crate::drv::cuMemAdvise_v2(self.alloc.ptr, bytes, what, location) }
-            .result()
-            .map_err(|code| gpu.error(code, Doing::Call(format!("advising {advice:?} on managed memory"))))
+        unsafe { gpu.backend.advise(self.alloc.ptr, bytes, advice) }
+            .map_err(|f| gpu.fail(f, Doing::Call(format!("advising {advice:?} on managed memory"))))
     }
 
     fn whole(&self, write: bool) -> Use<'_> {

@@ -16,6 +16,7 @@ use cohort::DeviceCopy;
 use cohort::atomic::{Atomic, Space};
 use cohort::mutex::Mutex;
 
+use crate::backend::{Fault, StreamH};
 use crate::device::{Doing, Finished, Gpu, GpuInner};
 use crate::error::{Error, Result};
 use crate::track::{Alloc, AllocKind, CopyDst, CopySrc, Use};
@@ -36,17 +37,16 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
     }
 }
 
-fn copy_error(gpu: &GpuInner, what: &str, code: cudarc::driver::DriverError) -> Error {
-    gpu.error(code, Doing::Call(what.to_string()))
+fn copy_error(gpu: &GpuInner, what: &str, fault: Fault) -> Error {
+    gpu.fail(fault, Doing::Call(what.to_string()))
 }
 
 /// Waits for the legacy default stream (where the synchronous copies and fills run) and so
 /// for every blocking stream's work before them.
 fn sync_legacy(gpu: &GpuInner) -> Result<()> {
     // SAFETY: the context is current (callers bind it); `CU_STREAM_LEGACY` is always valid.
-    unsafe { crate::drv::cuStreamSynchronize(std::ptr::without_provenance_mut(0x1)) }
-        .result()
-        .map_err(|code| gpu.error(code, Doing::Wait("waiting for a copy")))?;
+    unsafe { gpu.backend.stream_synchronize(StreamH::LEGACY) }
+        .map_err(|f| gpu.fail(f, Doing::Wait("waiting for a copy")))?;
     gpu.note_finished(Finished::Blocking);
     Ok(())
 }
@@ -75,10 +75,11 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         gpu.inner.bind()?;
         let mut ptr = 0;
         if bytes > 0 {
-            // SAFETY: the context is current; `ptr` receives the allocation.
-            unsafe { crate::drv::cuMemAlloc_v2(&mut ptr, bytes) }
-                .result()
-                .map_err(|code| gpu.inner.error(code, Doing::Call(format!("allocating {bytes} B of device memory"))))?;
+            ptr = gpu
+                .inner
+                .backend
+                .alloc(bytes)
+                .map_err(|f| gpu.inner.fail(f, Doing::Call(format!("allocating {bytes} B of device memory"))))?;
         }
         let alloc = Arc::new(Alloc::new(&gpu.inner, ptr, std::ptr::null_mut(), AllocKind::Device));
         Ok(Self { ptr, len, alloc, _t: PhantomData })
@@ -170,8 +171,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         gpu.bind()?;
         self.alloc.host_access(byte_range::<T>(&self.alloc, self.ptr, self.len), true, "clearing device memory", || {
             // SAFETY: our allocation, `num_bytes` long; nothing pending uses it (waited above).
-            unsafe { crate::drv::cuMemsetD8_v2(self.ptr, 0, self.num_bytes()) }
-                .result()
+            unsafe { gpu.backend.memset(self.ptr, 0, self.num_bytes()) }
                 .map_err(|code| copy_error(gpu, "clearing device memory", code))?;
             sync_legacy(gpu)
         })
@@ -375,8 +375,7 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
             || {
                 // SAFETY: `out` has room for exactly the view's bytes; the view is inside a live
                 // allocation, and no pending operation writes it (waited above).
-                unsafe { crate::drv::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.ptr, std::mem::size_of_val(out)) }
-                    .result()
+                unsafe { gpu.backend.copy_dtoh(out.as_mut_ptr().cast(), self.ptr, std::mem::size_of_val(out)) }
                     .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
                 // The copy ran on the legacy default stream, after every blocking stream's work,
                 // and returned when done: none of that work failed.
@@ -402,8 +401,8 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
                     // SAFETY: `v` has capacity for `len` elements, all written by the copy before
                     // `set_len`; no pending operation writes the view (waited above).
                     unsafe {
-                        crate::drv::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), self.ptr, self.len * size_of::<T>())
-                            .result()
+                        gpu.backend
+                            .copy_dtoh(v.as_mut_ptr().cast(), self.ptr, self.len * size_of::<T>())
                             .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
                         v.set_len(self.len);
                     }
@@ -493,8 +492,7 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
             || {
                 // SAFETY: `data` holds exactly the view's bytes; the view is inside a live
                 // allocation that no pending operation uses (waited above).
-                unsafe { crate::drv::cuMemcpyHtoD_v2(self.ptr, data.as_ptr().cast(), std::mem::size_of_val(data)) }
-                    .result()
+                unsafe { gpu.backend.copy_htod(self.ptr, data.as_ptr().cast(), std::mem::size_of_val(data)) }
                     .map_err(|code| copy_error(gpu, "copying host memory to the device", code))?;
                 // A pageable copy may return before its DMA has finished: wait for it, so that
                 // the copy is complete for every stream.

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cohort::panic::{PANIC_RECORD_SYMBOL, PanicRecord};
-use cudarc::driver::sys::{self, CUfunction_attribute as FA};
 
+use crate::backend::{Fault, FuncH, FuncInfo, HostAlloc, HostKernel, LaunchMode, ModuleH, ModuleSource};
 use crate::device::GpuInner;
 use crate::error::{Error, Result};
 use crate::launch::{Dim3, LaunchConfig};
@@ -51,7 +51,7 @@ impl PanicSlot {
 }
 
 pub(crate) struct ModuleInner {
-    raw: sys::CUmodule,
+    raw: ModuleH,
     pub(crate) gpu: Arc<GpuInner>,
     pub(crate) set: &'static PtxSet,
     pub(crate) ptx: &'static PtxModule,
@@ -67,36 +67,7 @@ pub(crate) struct ModuleInner {
     /// The device-side launch budget, for a module whose kernels launch kernels, with the
     /// kernels that can (from the PTX's call graph).
     launch_budget: Option<(crate::budget::LaunchBudget, Vec<String>)>,
-    /// The options it was loaded with (the CPU device applies `threads_per_block` itself).
-    options: LoadOptions,
-    /// On the CPU device: what its PTX says about every entry (read at the first lookup).
-    cpu_analysis: std::sync::OnceLock<CpuAnalysis>,
 }
-
-/// What the CPU device reads from a module's PTX, once for all its entries.
-struct CpuAnalysis {
-    /// Entries that reach a barrier, collective or `nanosleep`: no fast path.
-    threads: std::collections::HashSet<String>,
-    /// Entries that launch kernels from the device.
-    launching: Vec<String>,
-}
-
-impl CpuAnalysis {
-    fn new(ptx: &PtxModule) -> Self {
-        let text = ptx.ptx;
-        let threads =
-            crate::ptx::entries_where(text, |_, body| crate::cpu::needs_threads(body), crate::cpu::panic_path)
-                .into_iter()
-                .collect();
-        let launching = if ptx.needs_device_runtime() { ptx.device_launching_kernels() } else { Vec::new() };
-        Self { threads, launching }
-    }
-}
-
-// SAFETY: module handles are usable from any thread; the module is unloaded only by `Loaded`.
-unsafe impl Send for ModuleInner {}
-// SAFETY: as above.
-unsafe impl Sync for ModuleInner {}
 
 /// The range of a module's record ([`ModuleInner::record`]) that stands for its code: every
 /// launch of one of its kernels reads it. (Variables are recorded at their device addresses,
@@ -108,7 +79,7 @@ const CODE: std::ops::Range<usize> = 0..1;
 /// keeps). A kernel still running, or a graph that can still replay one of its kernels, so
 /// never finds its code, its variables or its panic record gone.
 struct Loaded {
-    raw: sys::CUmodule,
+    raw: ModuleH,
     panic_host: *mut PanicRecord,
     gpu: Arc<GpuInner>,
 }
@@ -131,9 +102,9 @@ impl Drop for Loaded {
             // this waited for every launch and variable access; graphs keep the record), and
             // no handle that could start one is left (they hold the record too).
             unsafe {
-                let _ = crate::drv::cuModuleUnload(self.raw);
+                let _ = self.gpu.backend.unload_module(self.raw);
                 if !self.panic_host.is_null() {
-                    let _ = crate::drv::cuMemFreeHost(self.panic_host.cast());
+                    let _ = self.gpu.backend.free_host(self.panic_host.cast());
                 }
             }
         }
@@ -202,48 +173,30 @@ impl Module {
             return Err(Error::UnnumberedSiteMarkers { crate_name: set.crate_name, arch: ptx.arch });
         }
         gpu.bind()?;
-        let mut raw = std::ptr::null_mut();
-        let mut log = vec![0u8; 16 * 1024];
-        let mut opts =
-            vec![sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
-        let mut vals: Vec<*mut std::ffi::c_void> = vec![log.as_mut_ptr().cast(), log.len() as *mut std::ffi::c_void];
-        if let Some(n) = options.threads_per_block {
-            opts.push(sys::CUjit_option::CU_JIT_THREADS_PER_BLOCK);
-            vals.push(n as usize as *mut std::ffi::c_void);
-        }
-        if let Some(n) = options.max_registers {
-            opts.push(sys::CUjit_option::CU_JIT_MAX_REGISTERS);
-            vals.push(n as usize as *mut std::ffi::c_void);
-        }
-        let r = if ptx.needs_device_runtime() && !gpu.is_cpu() {
-            let library =
-                ptx.device_runtime.ok_or(Error::NoDeviceRuntime { crate_name: set.crate_name, arch: ptx.arch })?;
-            link_with_device_runtime(&mut raw, ptx, library, &mut opts, &mut vals)
+        // Only a device that compiles PTX links it with the device runtime (the CPU device
+        // runs device-side launches on its engine's queue).
+        let device_runtime = if ptx.needs_device_runtime() && gpu.backend.links_device_runtime() {
+            Some(ptx.device_runtime.ok_or(Error::NoDeviceRuntime { crate_name: set.crate_name, arch: ptx.arch })?)
         } else {
-            // SAFETY: `as_c_str` is NUL-terminated PTX text (`PtxModule::new` checked the final
-            // NUL); the options are values or point at a live buffer, as each option requires.
-            unsafe {
-                crate::drv::cuModuleLoadDataEx(
-                    &mut raw,
-                    ptx.as_c_str().as_ptr().cast(),
-                    opts.len() as u32,
-                    opts.as_mut_ptr(),
-                    vals.as_mut_ptr(),
-                )
-            }
-            .result()
-            .map_err(|code| (code, String::new()))
+            None
         };
-        if let Err((code, step)) = r {
-            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-            let jit = String::from_utf8_lossy(&log[..end]);
-            return Err(Error::ModuleLoad {
-                crate_name: set.crate_name,
-                arch: ptx.arch,
-                code,
-                log: if step.is_empty() { jit.into_owned() } else { format!("{step} failed\n{jit}") },
-            });
-        }
+        let source = ModuleSource {
+            module: ptx,
+            device_runtime,
+            threads_per_block: options.threads_per_block,
+            max_registers: options.max_registers,
+        };
+        let raw = gpu.backend.load_module(&source).map_err(|failure| match failure.fault {
+            Fault::Driver(code) => {
+                let log = if failure.step.is_empty() {
+                    failure.log
+                } else {
+                    format!("{} failed\n{}", failure.step, failure.log)
+                };
+                Error::ModuleLoad { crate_name: set.crate_name, arch: ptx.arch, code, log }
+            }
+            fault => fault.into_error(format!("loading the sm_{} module of `{}`", ptx.arch, set.crate_name)),
+        })?;
         // Unloaded (with its panic record) when the last operation and handle are gone, or
         // now if what follows fails.
         let mut loaded = Loaded { raw, panic_host: std::ptr::null_mut(), gpu: gpu.clone() };
@@ -256,7 +209,7 @@ impl Module {
         );
         let vars = crate::symbol::ModuleVars::load(gpu, raw, ptx.ptx, &globals, &record)?;
         let launch_budget = if ptx.needs_device_runtime() {
-            crate::budget::LaunchBudget::find(raw, &globals).map(|b| (b, ptx.device_launching_kernels()))
+            crate::budget::LaunchBudget::find(&*gpu.backend, raw, &globals).map(|b| (b, ptx.device_launching_kernels()))
         } else {
             None
         };
@@ -270,8 +223,6 @@ impl Module {
                 abi_index: std::sync::OnceLock::new(),
                 vars,
                 launch_budget,
-                options,
-                cpu_analysis: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -319,8 +270,12 @@ impl Module {
         f.required_block = crate::abi::required_block(abi).map(|[x, y, z]| Dim3::new(x, y, z));
         // A dependent kernel's record (the same as the module's, checked above): may it be
         // launched programmatically, and does the loaded entry wait? (`crate::pdl`)
-        f.programmatic =
-            crate::pdl::classify(self.inner.ptx, name, crate::abi::dependent(abi), self.inner.gpu.is_cpu());
+        f.programmatic = crate::pdl::classify(
+            self.inner.ptx,
+            name,
+            crate::abi::dependent(abi),
+            self.inner.gpu.backend.programmatic_overlap(),
+        );
         Ok(f)
     }
 
@@ -348,118 +303,10 @@ impl Module {
     }
 }
 
-/// Loads a module that calls the device runtime: the driver's JIT linker compiles the PTX and
-/// links it with `library` (`libcudadevrt.a`), then the linked image is loaded. `opts`/`vals`
-/// are the JIT options (the error log buffer among them), applied to the link. On failure, the
-/// step that failed comes with the driver's error.
-fn link_with_device_runtime(
-    raw: &mut sys::CUmodule,
-    ptx: &PtxModule,
-    library: &'static [u8],
-    opts: &mut [sys::CUjit_option],
-    vals: &mut [*mut std::ffi::c_void],
-) -> std::result::Result<(), (cudarc::driver::DriverError, String)> {
-    let step = |what: &str| {
-        let what = what.to_string();
-        move |code| (code, what)
-    };
-    let mut state: sys::CUlinkState = std::ptr::null_mut();
-    // SAFETY: the options are values or point at a buffer that outlives the link state (the
-    // caller's log), as each option requires; `state` receives the new link state.
-    unsafe { crate::drv::cuLinkCreate_v2(opts.len() as u32, opts.as_mut_ptr(), vals.as_mut_ptr(), &mut state) }
-        .result()
-        .map_err(step("cuLinkCreate"))?;
-    let text = ptx.text_with_nul();
-    let linked = (|| {
-        // SAFETY: `state` is live; the data is the NUL-terminated PTX text (its size counts the
-        // NUL), which the driver only reads; the name is a C string; no per-input options.
-        unsafe {
-            crate::drv::cuLinkAddData_v2(
-                state,
-                sys::CUjitInputType::CU_JIT_INPUT_PTX,
-                text.as_ptr().cast_mut().cast(),
-                text.len(),
-                c"cohort-kernels.ptx".as_ptr(),
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        }
-        .result()
-        .map_err(step("cuLinkAddData (the PTX)"))?;
-        // The driver reads a library archive from a file: write the embedded one out once.
-        let path = device_runtime_file(library).map_err(|e| {
-            (
-                cudarc::driver::DriverError(sys::CUresult::CUDA_ERROR_FILE_NOT_FOUND),
-                format!("writing libcudadevrt.a to a temporary file: {e}"),
-            )
-        })?;
-        // SAFETY: `state` is live; `path` is a NUL-terminated path of a complete file.
-        unsafe {
-            crate::drv::cuLinkAddFile_v2(
-                state,
-                sys::CUjitInputType::CU_JIT_INPUT_LIBRARY,
-                path.as_ptr(),
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        }
-        .result()
-        .map_err(step("cuLinkAddFile (libcudadevrt.a)"))?;
-        let mut image: *mut std::ffi::c_void = std::ptr::null_mut();
-        let mut size = 0usize;
-        // SAFETY: `state` is live; the image it returns belongs to it and is loaded below,
-        // before the state is destroyed.
-        unsafe { crate::drv::cuLinkComplete(state, &mut image, &mut size) }.result().map_err(step("cuLinkComplete"))?;
-        // SAFETY: `image` is the linked cubin, live until `cuLinkDestroy` below.
-        unsafe { crate::drv::cuModuleLoadData(raw, image) }
-            .result()
-            .map_err(step("cuModuleLoadData (the linked image)"))
-    })();
-    // SAFETY: `state` is live and destroyed once; the module loaded from its image is
-    // independent of it.
-    let destroyed = unsafe { crate::drv::cuLinkDestroy(state) }.result().map_err(step("cuLinkDestroy"));
-    linked.map_err(|(code, what)| (code, with_runtime_hint(code, what))).and(destroyed)
-}
-
-/// A failed link step, with what usually causes it when the library is involved: a
-/// `libcudadevrt.a` of a newer CUDA than the driver supports (measured: 13.5's on driver 580
-/// gives `CUDA_ERROR_NO_BINARY_FOR_GPU`).
-fn with_runtime_hint(code: cudarc::driver::DriverError, what: String) -> String {
-    let no_binary = code.0 == sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU;
-    if !what.contains("libcudadevrt") && !(no_binary && !what.contains("(the PTX)")) {
-        return what;
-    }
-    let mut version = 0;
-    // SAFETY: out-pointer to a local.
-    let driver = match unsafe { crate::drv::cuDriverGetVersion(&mut version) }.result() {
-        Ok(()) => format!("CUDA {}.{}", version / 1000, version % 1000 / 10),
-        Err(_) => "the driver's CUDA version".to_string(),
-    };
-    format!(
-        "{what} (the embedded libcudadevrt.a must not come from a newer CUDA than this driver's {driver}: rebuild \
-         the kernels crate with COHORT_CUDADEVRT naming that version's library, e.g. from \
-         `pip install --target DIR nvidia-cuda-runtime==13.0.96` for CUDA 13.0)"
-    )
-}
-
-/// The embedded `libcudadevrt.a`, written once per process to a temporary file (the driver's
-/// linker takes archives as files).
-fn device_runtime_file(library: &'static [u8]) -> std::io::Result<&'static std::ffi::CStr> {
-    static FILES: std::sync::Mutex<Vec<(usize, &'static std::ffi::CStr)>> = std::sync::Mutex::new(Vec::new());
-    let mut files = FILES.lock().unwrap_or_else(|p| p.into_inner());
-    let key = library.as_ptr() as usize;
-    if let Some((_, p)) = files.iter().find(|(k, _)| *k == key) {
-        return Ok(p);
-    }
-    let path = std::env::temp_dir().join(format!("cohort-cudadevrt-{}-{}.a", std::process::id(), files.len()));
-    std::fs::write(&path, library)?;
-    let c = std::ffi::CString::new(path.into_os_string().into_encoded_bytes())
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    let c: &'static std::ffi::CStr = Box::leak(c.into_boxed_c_str());
-    files.push((key, c));
-    Ok(c)
+/// The launch mode of a plain or cooperative launch.
+#[inline]
+fn mode(cooperative: bool) -> LaunchMode {
+    if cooperative { LaunchMode::Cooperative } else { LaunchMode::Plain }
 }
 
 /// The check [`Module::kernel`] makes, on PTX text alone (no GPU needed): whether entry `name`
@@ -481,40 +328,32 @@ pub fn check_kernel_abi(set: &PtxSet, ptx: &PtxModule, name: &str, abi: &[u8]) -
 
 /// Allocates the host-mapped [`PanicRecord`] and stores its device address in the module's
 /// `cohort_panic_record` global (absent when the kernels crate has no Cohort panic handler).
-fn register_panic_record(gpu: &Arc<GpuInner>, module: sys::CUmodule, declared: bool) -> Result<*mut PanicRecord> {
+fn register_panic_record(gpu: &Arc<GpuInner>, module: ModuleH, declared: bool) -> Result<*mut PanicRecord> {
     if !declared {
         return Ok(std::ptr::null_mut());
     }
     let sym = CString::new(PANIC_RECORD_SYMBOL).expect("no NUL in the symbol");
-    let (mut global, mut size) = (0u64, 0usize);
-    // SAFETY: live module of the current context; the out-pointers are locals.
-    if unsafe { crate::drv::cuModuleGetGlobal_v2(&mut global, &mut size, module, sym.as_ptr()) }.result().is_err()
-        || size != std::mem::size_of::<u64>()
-    {
+    // SAFETY: live module of the current context.
+    let Some((global, size)) = (unsafe { gpu.backend.global(module, &sym) }) else { return Ok(std::ptr::null_mut()) };
+    if size != std::mem::size_of::<u64>() {
         return Ok(std::ptr::null_mut());
     }
     let drv = |what: &str| {
         let what = what.to_string();
-        move |code| Error::Driver { what, code }
+        move |fault: Fault| fault.into_error(what)
     };
-    let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
-    // SAFETY: allocates pinned, device-mapped host memory of the record's size.
-    unsafe {
-        crate::drv::cuMemHostAlloc(&mut host, std::mem::size_of::<PanicRecord>(), sys::CU_MEMHOSTALLOC_DEVICEMAP)
-    }
-    .result()
-    .map_err(drv("allocating the panic record"))?;
-    let host = host.cast::<PanicRecord>();
+    // Pinned, device-mapped host memory of the record's size (not portable: this context's).
+    let host = gpu
+        .backend
+        .alloc_host(std::mem::size_of::<PanicRecord>(), HostAlloc { portable: false, write_combined: false })
+        .map_err(drv("allocating the panic record"))?
+        .cast::<PanicRecord>();
     // SAFETY: `host` is a fresh allocation of the right size and alignment (pinned pages).
     unsafe { host.write(PanicRecord::EMPTY) };
-    let mut dev = 0u64;
-    // SAFETY: `host` was allocated with DEVICEMAP.
-    unsafe { crate::drv::cuMemHostGetDevicePointer_v2(&mut dev, host.cast(), 0) }
-        .result()
-        .map_err(drv("mapping the panic record"))?;
+    // SAFETY: `host` was allocated mapped.
+    let dev = unsafe { gpu.backend.host_device_ptr(host.cast()) }.map_err(drv("mapping the panic record"))?;
     // SAFETY: `global` is the module's 8-byte pointer variable.
-    unsafe { crate::drv::cuMemcpyHtoD_v2(global, (&raw const dev).cast(), 8) }
-        .result()
+    unsafe { gpu.backend.copy_htod(global, (&raw const dev).cast(), 8) }
         .map_err(drv("registering the panic record"))?;
     gpu.panic_records.lock().unwrap_or_else(|p| p.into_inner()).push(PanicSlot { host });
     Ok(host)
@@ -543,7 +382,7 @@ pub struct FunctionAttributes {
 /// A kernel in a loaded module, with its attributes and launch checks. Generated launchers
 /// wrap one; use it directly for occupancy queries and configuration helpers.
 pub struct Function {
-    raw: sys::CUfunction,
+    raw: FuncH,
     name: Arc<str>,
     cooperative: bool,
     /// The block shape the kernel's `BlockShape` parameter requires, if it has one.
@@ -564,11 +403,6 @@ pub struct Function {
     module: Arc<ModuleInner>,
 }
 
-// SAFETY: function handles are usable from any thread; interior state is atomic or locked.
-unsafe impl Send for Function {}
-// SAFETY: as above.
-unsafe impl Sync for Function {}
-
 impl fmt::Debug for Function {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Function").field("name", &self.name).field("attributes", &self.attrs).finish()
@@ -580,82 +414,43 @@ impl Function {
         let m = &module.inner;
         m.gpu.bind()?;
         let cname = CString::new(name).map_err(|_| Error::Argument(format!("kernel name {name:?} contains NUL")))?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: live module; `raw` receives the handle.
-        unsafe { crate::drv::cuModuleGetFunction(&mut raw, m.raw, cname.as_ptr()) }
-            .result()
-            .map_err(|_| Error::KernelNotFound { name: name.to_string(), crate_name: m.set.crate_name })?;
-        if m.gpu.is_cpu() {
-            return Self::new_cpu(module, name, cooperative);
-        }
-        let get = |a: FA| -> Result<u32> {
-            let mut v = 0;
-            // SAFETY: live function handle.
-            unsafe { crate::drv::cuFuncGetAttribute(&mut v, a, raw) }
-                .result()
-                .map_err(|code| Error::Driver { what: format!("reading attribute {a:?} of kernel `{name}`"), code })?;
-            Ok(v.max(0) as u32)
+        // SAFETY: live module of the current context.
+        let found = unsafe { m.gpu.backend.function(m.raw, &cname) }
+            .map_err(|fault| fault.into_error(format!("reading the attributes of kernel `{name}`")))?;
+        let Some((raw, info)) = found else {
+            return Err(Error::KernelNotFound { name: name.to_string(), crate_name: m.set.crate_name });
         };
         let attrs = FunctionAttributes {
-            max_threads_per_block: get(FA::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
-            registers: get(FA::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
-            static_shared_bytes: get(FA::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-            local_bytes: get(FA::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
-            const_bytes: get(FA::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)?,
-            ptx_version: get(FA::CU_FUNC_ATTRIBUTE_PTX_VERSION)?,
-            binary_version: get(FA::CU_FUNC_ATTRIBUTE_BINARY_VERSION)?,
+            max_threads_per_block: info.max_threads_per_block,
+            registers: info.registers,
+            static_shared_bytes: info.static_shared_bytes,
+            local_bytes: info.local_bytes,
+            const_bytes: info.const_bytes,
+            ptx_version: info.ptx_version,
+            binary_version: info.binary_version,
         };
-        let dyn_limit = get(FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
-        let vars = m.vars.as_ref().map(|v| v.kernel_uses(m.ptx.ptx, name)).filter(|k| !k.is_empty());
+        let (vars, device_launches, cpu_fast_path) = match info.host {
+            // Compiled and run by the device: its launches record the variables they read; it
+            // launches kernels if its module has a launch budget that names it.
+            None => (
+                m.vars.as_ref().map(|v| v.kernel_uses(m.ptx.ptx, name)).filter(|k| !k.is_empty()),
+                m.launch_budget.as_ref().is_some_and(|(_, names)| names.iter().any(|n| n == name)),
+                false,
+            ),
+            // Run through its host entry (the CPU device), which runs it to its end at once;
+            // its host launches get a launch budget from the engine.
+            Some(host) => (None, host.device_launches, !cooperative && host.fast_path),
+        };
         Ok(Self {
             raw,
             name: Arc::from(name),
             cooperative,
             required_block: None,
             attrs,
-            dyn_smem_limit: AtomicU32::new(dyn_limit),
+            dyn_smem_limit: AtomicU32::new(info.max_dynamic_shared),
             occupancy: Mutex::new(Vec::new()),
             vars,
-            device_launches: m.launch_budget.as_ref().is_some_and(|(_, names)| names.iter().any(|n| n == name)),
-            cpu_entry: None,
-            cpu_fast_path: false,
-            programmatic: crate::pdl::Programmatic::No,
-            module: m.clone(),
-        })
-    }
-
-    /// [`Function::new`] on the CPU device: the attributes are the CPU device's limits (and the
-    /// module's `threads_per_block`); the PTX says whether the kernel can run there and whether
-    /// it takes the fast path.
-    fn new_cpu(module: &Module, name: &str, cooperative: bool) -> Result<Self> {
-        let m = &module.inner;
-        if !m.ptx.kernels().contains(&name) {
-            return Err(Error::KernelNotFound { name: name.to_string(), crate_name: m.set.crate_name });
-        }
-        let info = &m.gpu.info;
-        let max_threads = m.options.threads_per_block.map_or(info.max_threads_per_block, |n| n.min(1024));
-        let attrs = FunctionAttributes {
-            max_threads_per_block: max_threads,
-            registers: 0,
-            static_shared_bytes: 0,
-            local_bytes: 0,
-            const_bytes: 0,
-            ptx_version: 0,
-            binary_version: 0,
-        };
-        let analysis = m.cpu_analysis.get_or_init(|| CpuAnalysis::new(m.ptx));
-        let cpu_fast_path = !cooperative && !analysis.threads.contains(name);
-        Ok(Self {
-            raw: std::ptr::null_mut(),
-            name: Arc::from(name),
-            cooperative,
-            required_block: None,
-            attrs,
-            dyn_smem_limit: AtomicU32::new(info.shared_per_block_optin),
-            occupancy: Mutex::new(Vec::new()),
-            vars: None,
-            // Its host launches get a launch budget from the engine (`cpu::launch`).
-            device_launches: analysis.launching.iter().any(|k| k == name),
+            device_launches,
             cpu_entry: None,
             cpu_fast_path,
             programmatic: crate::pdl::Programmatic::No,
@@ -700,8 +495,8 @@ impl Function {
 
     /// The raw handle, for interop.
     #[must_use]
-    pub fn cu_function(&self) -> sys::CUfunction {
-        self.raw
+    pub fn cu_function(&self) -> cudarc::driver::sys::CUfunction {
+        crate::backend::cuda::function(self.raw)
     }
 
     /// Whether this kernel uses grid sync and must be launched cooperatively.
@@ -722,33 +517,12 @@ impl Function {
                 return Ok(n);
             }
         }
-        if self.module.gpu.is_cpu() {
-            // The CPU device runs `max_coresident_blocks` blocks at once, over its cores.
-            let all = cohort_cpu::max_coresident_blocks(block_threads);
-            let smem_ok = u64::from(dynamic_smem) <= cohort_cpu::SHARED_CAPACITY as u64;
-            let sms = u64::from(self.module.gpu.info.sms.max(1));
-            // Rounded down, so that SMs × this never exceeds what the engine holds at once.
-            return Ok(if smem_ok && block_threads <= self.attrs.max_threads_per_block {
-                (all / sms).max(1) as u32
-            } else {
-                0
-            });
-        }
         self.module.gpu.bind()?;
         self.ensure_dynamic_smem(dynamic_smem)?;
-        let mut n = 0;
         // SAFETY: live function handle.
-        unsafe {
-            crate::drv::cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                &mut n,
-                self.raw,
-                block_threads as i32,
-                dynamic_smem as usize,
-            )
-        }
-        .result()
-        .map_err(|code| Error::Driver { what: format!("occupancy of kernel `{}`", self.name), code })?;
-        let n = n.max(0) as u32;
+        let n =
+            unsafe { self.module.gpu.backend.max_active_blocks(self.raw, &self.info(), block_threads, dynamic_smem) }
+                .map_err(|fault| fault.into_error(format!("occupancy of kernel `{}`", self.name)))?;
         let mut cache = self.occupancy.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() > 64 {
             cache.clear();
@@ -763,27 +537,10 @@ impl Function {
     /// # Errors
     /// A driver failure.
     pub fn suggested_block_size(&self, dynamic_smem: u32) -> Result<(u32, u32)> {
-        if self.module.gpu.is_cpu() {
-            let block = self.attrs.max_threads_per_block.min(256);
-            let grid = self.max_active_blocks_per_sm(block, dynamic_smem)? * self.module.gpu.info.sms;
-            return Ok((grid.max(1), block));
-        }
         self.module.gpu.bind()?;
-        let (mut grid, mut block) = (0, 0);
-        // SAFETY: live function handle; no per-block-size callback.
-        unsafe {
-            crate::drv::cuOccupancyMaxPotentialBlockSize(
-                &mut grid,
-                &mut block,
-                self.raw,
-                None,
-                dynamic_smem as usize,
-                0,
-            )
-        }
-        .result()
-        .map_err(|code| Error::Driver { what: format!("occupancy of kernel `{}`", self.name), code })?;
-        Ok((grid.max(1) as u32, block.max(1) as u32))
+        // SAFETY: live function handle.
+        unsafe { self.module.gpu.backend.suggested_block_size(self.raw, &self.info(), dynamic_smem) }
+            .map_err(|fault| fault.into_error(format!("occupancy of kernel `{}`", self.name)))
     }
 
     /// One thread per element with the occupancy-suggested block size.
@@ -887,13 +644,8 @@ impl Function {
             return Ok(());
         }
         // SAFETY: live function handle; the value was checked against the device limit.
-        unsafe {
-            crate::drv::cuFuncSetAttribute(self.raw, FA::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as i32)
-        }
-        .result()
-        .map_err(|code| Error::Driver {
-            what: format!("allowing {bytes} B of dynamic shared memory for kernel `{}`", self.name),
-            code,
+        unsafe { self.module.gpu.backend.set_max_dynamic_shared(self.raw, bytes) }.map_err(|fault| {
+            fault.into_error(format!("allowing {bytes} B of dynamic shared memory for kernel `{}`", self.name))
         })?;
         self.dyn_smem_limit.fetch_max(bytes, Ordering::Relaxed);
         Ok(())
@@ -1034,10 +786,7 @@ impl Function {
             if overlap {
                 // SAFETY: the caller's contract; the entry waits for its prerequisite grids
                 // before touching memory (`Programmatic::Overlap`: found in the loaded PTX).
-                let r = unsafe { crate::pdl::launch(self.raw, config, stream.inner.raw, params.as_mut_ptr()) };
-                r.result().map_err(|code| stream.launch_error(&self.name, config, code))?;
-                stream.note_launch(&self.name, config);
-                Ok(())
+                unsafe { self.enqueue_now(stream, config, params, LaunchMode::Programmatic) }
             } else {
                 // SAFETY: the caller's contract.
                 unsafe { self.enqueue(stream, config, params, false) }
@@ -1083,11 +832,11 @@ impl Function {
             // Not in a capture: the callers checked (`check_capture`) under the stream's gate.
             let serial = &self.module.gpu.launch_serial;
             // SAFETY: forwarded; the budget only orders and resets before the launch.
-            let launch = || unsafe { self.enqueue_now(stream, config, params, cooperative) };
-            return budget.around(serial, stream.inner.raw, launch);
+            let launch = || unsafe { self.enqueue_now(stream, config, params, mode(cooperative)) };
+            return budget.around(&*self.module.gpu.backend, serial, stream.inner.raw, launch);
         }
         // SAFETY: forwarded.
-        unsafe { self.enqueue_now(stream, config, params, cooperative) }
+        unsafe { self.enqueue_now(stream, config, params, mode(cooperative)) }
     }
 
     /// [`Function::enqueue`] without the launch budget.
@@ -1100,49 +849,54 @@ impl Function {
         stream: &Stream,
         config: LaunchConfig,
         params: &mut [*mut std::ffi::c_void],
-        cooperative: bool,
+        mode: LaunchMode,
     ) -> Result<()> {
-        if self.module.gpu.is_cpu() {
-            // SAFETY: forwarded (the caller's contract is `cpu::launch`'s).
-            return unsafe { crate::cpu::launch(self, stream, config, params, cooperative) };
-        }
-        let (g, b) = (config.grid, config.block);
-        let raw = stream.inner.raw;
+        let host = HostKernel {
+            entry: self.cpu_entry,
+            name: &self.name,
+            fast_path: self.cpu_fast_path,
+            device_launches: self.device_launches,
+            vars: self.cpu_vars(),
+        };
         // SAFETY: the caller guarantees the parameters and the configuration.
-        let r = unsafe {
-            if cooperative {
-                crate::drv::cuLaunchCooperativeKernel(
-                    self.raw,
-                    g.x,
-                    g.y,
-                    g.z,
-                    b.x,
-                    b.y,
-                    b.z,
-                    config.shared_mem_bytes,
-                    raw,
-                    params.as_mut_ptr(),
-                )
-            } else {
-                crate::drv::cuLaunchKernel(
-                    self.raw,
-                    g.x,
-                    g.y,
-                    g.z,
-                    b.x,
-                    b.y,
-                    b.z,
-                    config.shared_mem_bytes,
-                    raw,
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
+        let r = unsafe { self.module.gpu.backend.launch(self.raw, host, config, stream.inner.raw, params, mode) };
+        match r {
+            Ok(()) => {
+                stream.note_launch(&self.name, config);
+                Ok(())
             }
+            Err(fault) => Err(self.launch_failure(stream, config, fault)),
         }
-        .result();
-        r.map_err(|code| stream.launch_error(&self.name, config, code))?;
-        stream.note_launch(&self.name, config);
-        Ok(())
+    }
+
+    /// The error of a launch the backend refused or (on the CPU device) that failed.
+    #[cold]
+    fn launch_failure(&self, stream: &Stream, config: LaunchConfig, fault: Fault) -> Error {
+        match fault {
+            Fault::Driver(code) => stream.launch_error(&self.name, config, code),
+            Fault::Kernel(error) => {
+                // It ran (and failed): noted as any launch.
+                stream.note_launch(&self.name, config);
+                Error::CpuKernel { kernel: self.name.clone(), config, error }
+            }
+            Fault::Unsupported(what) => crate::cpu::not_on_cpu(what),
+            fault => fault.into_error(format!("launching kernel `{}` with {config}", self.name)),
+        }
+    }
+
+    /// The attributes the backend reported, for its occupancy calls.
+    fn info(&self) -> FuncInfo {
+        FuncInfo {
+            max_threads_per_block: self.attrs.max_threads_per_block,
+            registers: self.attrs.registers,
+            static_shared_bytes: self.attrs.static_shared_bytes,
+            local_bytes: self.attrs.local_bytes,
+            const_bytes: self.attrs.const_bytes,
+            ptx_version: self.attrs.ptx_version,
+            binary_version: self.attrs.binary_version,
+            max_dynamic_shared: self.dyn_smem_limit.load(Ordering::Relaxed),
+            host: None,
+        }
     }
 
     /// Checks a cooperative launch: the device supports it, the configuration, and that every
@@ -1156,9 +910,8 @@ impl Function {
             });
         }
         self.check(config)?;
-        if self.module.gpu.is_cpu() {
-            // The engine's own limit, exactly (not rounded to a per-core share).
-            let limit = cohort_cpu::max_coresident_blocks(config.block.volume() as u32);
+        if let Some(limit) = self.module.gpu.backend.coresident_limit(config.block.volume() as u32) {
+            // The device's own limit, exactly (not rounded to a per-SM share).
             if config.grid.volume() > limit {
                 return Err(Error::CooperativeTooLarge {
                     kernel: self.name.clone(),

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use cohort::DeviceCopy;
 use cohort::cg::{MULTI_GRID_MAX, MultiGridWords};
-use cudarc::driver::sys;
 
-use crate::device::{Doing, Gpu};
+use crate::backend::HostAlloc;
+use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::DeviceBuffer;
@@ -125,10 +125,10 @@ impl MultiGrid {
         if gpus.is_empty() || gpus.len() > MULTI_GRID_MAX {
             return Err(Error::Argument(format!("a MultiGrid needs 1 to {MULTI_GRID_MAX} GPUs, {} given", gpus.len())));
         }
-        if gpus.iter().any(Gpu::is_cpu) {
-            return Err(crate::cpu::not_on_cpu(
-                "a MultiGrid (multi-grid launches span GPUs; on the CPU device, use one cooperative launch)",
-            ));
+        for g in gpus {
+            // Multi-grid launches span CUDA contexts.
+            g.inner
+                .cuda("a MultiGrid (multi-grid launches span GPUs; on the CPU device, use one cooperative launch)")?;
         }
         for (i, g) in gpus.iter().enumerate() {
             let info = g.info();
@@ -196,34 +196,23 @@ impl MultiGrid {
         }
         let gpu0 = &self.gpus[0].inner;
         gpu0.bind()?;
-        let mut host = std::ptr::null_mut();
-        // SAFETY: `host` receives a new pinned allocation, portable (pinned and mapped in every
-        // context) and mapped into the device address space.
-        unsafe {
-            crate::drv::cuMemHostAlloc(
-                &mut host,
-                PAGE_BYTES,
-                sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP,
-            )
-        }
-        .result()
-        .map_err(|code| gpu0.error(code, Doing::Call("allocating a multi-grid barrier".into())))?;
-        let host = host.cast::<u8>();
+        // A new pinned allocation, portable (pinned and mapped in every context) and mapped
+        // into the device address space.
+        let host = gpu0
+            .backend
+            .alloc_host(PAGE_BYTES, HostAlloc::PORTABLE)
+            .map_err(gpu0.failed("allocating a multi-grid barrier"))?;
         let mut device = Vec::with_capacity(self.gpus.len());
         for g in &self.gpus {
             let mapped = g.inner.bind().and_then(|()| {
-                let mut d = 0;
-                // SAFETY: `host` is a live portable mapped allocation; `d` receives its address.
-                unsafe { crate::drv::cuMemHostGetDevicePointer_v2(&mut d, host.cast(), 0) }
-                    .result()
-                    .map_err(|code| g.inner.error(code, Doing::Call("mapping a multi-grid barrier".into())))?;
-                Ok(d)
+                // SAFETY: `host` is a live portable mapped allocation.
+                unsafe { g.inner.backend.host_device_ptr(host) }.map_err(g.inner.failed("mapping a multi-grid barrier"))
             });
             match mapped {
                 Ok(d) => device.push(d),
                 Err(e) => {
                     // SAFETY: ours, never handed out.
-                    let _ = unsafe { crate::drv::cuMemFreeHost(host.cast()) };
+                    let _ = unsafe { gpu0.backend.free_host(host) };
                     return Err(e);
                 }
             }
@@ -252,9 +241,9 @@ impl Drop for MultiGrid {
             return;
         }
         for p in &pool.pages {
-            // SAFETY: ours; no grid uses it any more (waited above). GPU memory (a MultiGrid has
-            // no CPU device), so the driver directly, not the seam that follows the thread.
-            let _ = unsafe { cudarc::driver::sys::cuMemFreeHost(p.host.cast()) };
+            // SAFETY: ours (allocated through the first GPU's backend, portable, so freed with
+            // any context current); no grid uses it any more (waited above).
+            let _ = unsafe { self.gpus[0].inner.backend.free_host(p.host) };
         }
     }
 }

@@ -638,7 +638,7 @@ fn single<'a>(op: impl FnOnce(&mut Group<'a>) -> NcclResult<()>) -> NcclResult<(
 }
 
 fn check_primary(gpu: &Gpu) -> NcclResult<()> {
-    if gpu.is_cpu() {
+    if gpu.inner.ctx.is_none() {
         return Err(arg("NCCL needs GPUs: the CPU device has no NCCL communicator".into()));
     }
     if !gpu.inner.ctx.as_ref().is_some_and(|c| c.is_primary()) {
@@ -1646,7 +1646,7 @@ impl<'a> Group<'a> {
         let rp = r.as_ref().map_or(0, Use::device_addr) as *mut c_void;
         // In place: NCCL reads and writes the receive buffer.
         let sp = s.as_ref().map_or(rp as u64, Use::device_addr) as *const c_void;
-        let st = o.stream.inner.raw;
+        let st = crate::backend::cuda::stream(o.stream.inner.raw);
         o.comm.gpu.inner.bind()?;
         // SAFETY: `sp`/`rp` are device addresses inside live allocations of the communicator's
         // device (checked when added), borrowed by the group until it has run, of `count`

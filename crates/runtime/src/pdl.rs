@@ -27,11 +27,6 @@
 //! recorded as any launch on the stream (and completes after them). On the CPU device, whose
 //! streams run each launch to its end when it is enqueued, a programmatic launch is a launch.
 
-use std::ffi::c_void;
-
-use cudarc::driver::sys;
-
-use crate::launch::LaunchConfig;
 use crate::ptx::PtxModule;
 
 /// How a kernel may be launched programmatically.
@@ -49,11 +44,11 @@ pub(crate) enum Programmatic {
 
 /// What `load` decides for entry `name` of `ptx`, whose launcher's ABI record says
 /// `dependent` (and `load` checked that the module's record says the same).
-pub(crate) fn classify(ptx: &PtxModule, name: &str, dependent: bool, cpu: bool) -> Programmatic {
+pub(crate) fn classify(ptx: &PtxModule, name: &str, dependent: bool, can_overlap: bool) -> Programmatic {
     if !dependent {
         return Programmatic::No;
     }
-    if cpu || !entry_waits(ptx.ptx, name) {
+    if !can_overlap || !entry_waits(ptx.ptx, name) {
         return Programmatic::StreamOrder;
     }
     Programmatic::Overlap
@@ -70,41 +65,6 @@ pub(crate) fn entry_waits(ptx: &str, name: &str) -> bool {
         })
     };
     crate::ptx::entries_where(ptx, has_wait, |_| false).iter().any(|e| e == name)
-}
-
-/// `cuLaunchKernelEx` of `f` with `config` on `stream`, allowing programmatic stream
-/// serialization with the work before it on the stream.
-///
-/// # Safety
-/// As `cuLaunchKernel`: `params` holds one pointer per parameter of `f`, each to a value of
-/// that parameter's type; `f` and `stream` are live handles of the current context; and `f`'s
-/// entry waits for its prerequisite grids (`griddepcontrol.wait`) before it accesses memory.
-pub(crate) unsafe fn launch(
-    f: sys::CUfunction,
-    config: LaunchConfig,
-    stream: sys::CUstream,
-    params: *mut *mut c_void,
-) -> sys::CUresult {
-    // SAFETY: a plain C struct and union of integers, for which all zeros is a valid value.
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    let (g, b) = (config.grid, config.block);
-    let cfg = sys::CUlaunchConfig {
-        gridDimX: g.x,
-        gridDimY: g.y,
-        gridDimZ: g.z,
-        blockDimX: b.x,
-        blockDimY: b.y,
-        blockDimZ: b.z,
-        sharedMemBytes: config.shared_mem_bytes,
-        hStream: stream,
-        attrs: &raw mut attr,
-        numAttrs: 1,
-    };
-    // SAFETY: the caller's contract; `cfg` and the attribute it points at live through the
-    // call (the driver copies them).
-    unsafe { crate::drv::cuLaunchKernelEx(&raw const cfg, f, params, std::ptr::null_mut()) }
 }
 
 #[cfg(test)]

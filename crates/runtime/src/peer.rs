@@ -31,15 +31,15 @@
 //! kernel's buffers may also be peer memory, as above; and the tracker refuses CPU-device
 //! memory on a GPU's stream, or the reverse, for every operation it orders. A mix is an
 //! [`Error::CrossDevice`] naming the operation and both devices. The CPU device and a GPU never
-//! mix: their handles belong to different drivers (`crate::drv` sends a call to the one of the
-//! device made current, so a handle of the other would reach the wrong one).
+//! mix: their handles belong to different backends (`crate::backend`: each call goes to the
+//! backend of the device it runs on, so a handle of the other would reach the wrong one).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use cudarc::driver::CudaContext;
-use cudarc::driver::sys::{self, CUresult};
 
+use crate::backend::CtxH;
 use crate::device::{Doing, Gpu, GpuInner};
 use crate::error::{Error, Result};
 use crate::track::{AllocKind, Use};
@@ -107,7 +107,7 @@ fn mix_reason(r: Relation, fix: &str) -> String {
 /// The check of an operation that combines handles: `given` (a stream, an event, a buffer, a
 /// module variable, a graph) must be of the context `what` runs on, `runs_on`; otherwise
 /// [`Error::CrossDevice`] naming `what`, both devices, and `fix`. Made before any driver call
-/// (so a handle never reaches another device's driver: see `crate::drv`).
+/// (so a handle never reaches another device's backend: see `crate::backend`).
 #[inline]
 pub(crate) fn require_same(
     what: impl FnOnce() -> String,
@@ -155,14 +155,6 @@ fn record(reader: &Arc<CudaContext>, owner: &Arc<CudaContext>) {
     peers.retain(|(a, b)| a.strong_count() > 0 && b.strong_count() > 0);
     peers.push((Arc::downgrade(reader), Arc::downgrade(owner)));
     ANY_PEER.store(true, Ordering::Release);
-}
-
-/// How an enable call's result reads: already enabled is success.
-fn enable_outcome(code: CUresult) -> std::result::Result<(), CUresult> {
-    match code {
-        CUresult::CUDA_SUCCESS | CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
-        code => Err(code),
-    }
 }
 
 /// Checks a kernel launch before it is enqueued: the stream is of the module's context, and
@@ -224,7 +216,7 @@ pub(crate) enum CopyPath {
     /// `cuMemcpyAsync`: everything in one context.
     Local,
     /// `cuMemcpyPeerAsync` between two contexts' device memory: (dst ctx, src ctx).
-    Peer(sys::CUcontext, sys::CUcontext),
+    Peer(CtxH, CtxH),
 }
 
 /// Picks the copy path, refusing host memory of a context other than the stream's.
@@ -249,7 +241,7 @@ pub(crate) fn copy_path(stream: &GpuInner, src: &Use<'_>, dst: &Use<'_>) -> Resu
             return Err(Error::cross_device("copy", stream, g, reason));
         }
     }
-    Ok(CopyPath::Peer(d.cu_ctx(), s.cu_ctx()))
+    Ok(CopyPath::Peer(d.backend.ctx(), s.backend.ctx()))
 }
 
 impl Gpu {
@@ -287,9 +279,8 @@ impl Gpu {
         if a == b {
             return Ok(false);
         }
-        let mut can = 0;
-        // SAFETY: writes one int; both are valid device handles (their contexts live).
-        unsafe { crate::drv::cuDeviceCanAccessPeer(&mut can, a, b) }.result().map_err(|code| {
+        // Both are valid device handles (their contexts live).
+        let can = crate::backend::cuda::can_access_peer(a, b).map_err(|code| {
             self.inner.error(
                 code,
                 Doing::Call(format!(
@@ -298,7 +289,7 @@ impl Gpu {
                 )),
             )
         })?;
-        Ok(can != 0)
+        Ok(can)
     }
 
     /// Lets kernels of this `Gpu`'s context read and write device memory of `other`'s
@@ -323,12 +314,8 @@ impl Gpu {
         }
         self.inner.bind()?;
         // SAFETY: this context is current; `other`'s context is alive (held by `other`).
-        let code = unsafe { crate::drv::cuCtxEnablePeerAccess(other.inner.cu_ctx(), 0) };
-        enable_outcome(code).map_err(|code| {
-            self.inner.error(
-                cudarc::driver::DriverError(code),
-                Doing::Call(format!("enabling peer access from device {device} to device {peer}")),
-            )
+        unsafe { self.inner.backend.enable_peer_access(other.inner.backend.ctx()) }.map_err(|f| {
+            self.inner.fail(f, Doing::Call(format!("enabling peer access from device {device} to device {peer}")))
         })?;
         record(self.inner.cuda("peer access")?, other.inner.cuda("peer access")?);
         Ok(())
@@ -349,6 +336,8 @@ mod tests {
 
     #[test]
     fn already_enabled_peer_access_is_success() {
+        use crate::backend::cuda::enable_outcome;
+        use cudarc::driver::sys::CUresult;
         assert!(enable_outcome(CUresult::CUDA_SUCCESS).is_ok());
         assert!(enable_outcome(CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED).is_ok());
         assert_eq!(

@@ -21,8 +21,8 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use cohort::DeviceCopy;
-use cudarc::driver::sys;
 
+use crate::backend::HostAlloc;
 use crate::device::{Doing, Gpu};
 use crate::error::{Error, Result};
 use crate::memory::{DisjointArg, SliceArg, bounds};
@@ -81,25 +81,18 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
             let alloc = Arc::new(Alloc::new(inner, 0, host, AllocKind::Registered));
             return Ok(Self { alloc, len, _t: PhantomData });
         }
-        let mut flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-        if options.write_combined {
-            flags |= sys::CU_MEMHOSTALLOC_WRITECOMBINED;
-        }
-        let mut host = std::ptr::null_mut();
-        // SAFETY: the context is current; `host` receives the allocation.
-        unsafe { crate::drv::cuMemHostAlloc(&mut host, bytes, flags) }
-            .result()
-            .map_err(|code| inner.error(code, Doing::Call(format!("allocating {bytes} B of pinned host memory"))))?;
-        let host = host.cast::<u8>();
+        let flags = HostAlloc { portable: true, write_combined: options.write_combined };
+        let host = inner
+            .backend
+            .alloc_host(bytes, flags)
+            .map_err(|f| inner.fail(f, Doing::Call(format!("allocating {bytes} B of pinned host memory"))))?;
         // From here the allocation is freed by `Alloc`'s drop if anything fails.
         let mut alloc = Alloc::new(inner, 0, host, AllocKind::Pinned);
         // SAFETY: `host` is `bytes` long and ours; zero bytes are a valid `T` (`DeviceCopy`).
         unsafe { std::ptr::write_bytes(host, 0, bytes) };
-        let mut dptr = 0;
-        // SAFETY: `host` was allocated with DEVICEMAP in this context.
-        unsafe { crate::drv::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) }
-            .result()
-            .map_err(|code| inner.error(code, Doing::Call("mapping pinned host memory".into())))?;
+        // SAFETY: `host` was allocated mapped in this context.
+        let dptr =
+            unsafe { inner.backend.host_device_ptr(host) }.map_err(inner.failed("mapping pinned host memory"))?;
         alloc.ptr = dptr;
         Ok(Self { alloc: Arc::new(alloc), len, _t: PhantomData })
     }
@@ -350,14 +343,11 @@ impl Gpu {
         let bytes = size_of_val(data);
         let host = data.as_mut_ptr().cast::<u8>();
         inner.bind()?;
-        let mut dptr = 0;
         if bytes > 0 {
-            let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
             // SAFETY: `data` is `bytes` of memory borrowed exclusively for this call; it is
             // unregistered before the call returns (the guard below).
-            unsafe { crate::drv::cuMemHostRegister_v2(host.cast(), bytes, flags) }
-                .result()
-                .map_err(|code| inner.error(code, Doing::Call(format!("registering {bytes} B of host memory"))))?;
+            unsafe { inner.backend.register_host(host, bytes) }
+                .map_err(|f| inner.fail(f, Doing::Call(format!("registering {bytes} B of host memory"))))?;
         }
         /// Waits for the memory's operations and unregisters it, however the scope ends: at
         /// the end of the scope by `finish` (which returns what the wait found), or when
@@ -373,7 +363,7 @@ impl Gpu {
                     // SAFETY: registered above; no operation uses it any more (waited), and
                     // the `Registered` handle is gone (dropped before this is called).
                     unsafe {
-                        let _ = crate::drv::cuMemHostUnregister(self.0.host.cast());
+                        let _ = self.0.gpu.backend.unregister_host(self.0.host);
                     }
                 }
                 waited
@@ -386,9 +376,9 @@ impl Gpu {
         }
         let mut guard = Unregister(Arc::new(Alloc::new(inner, 0, host, AllocKind::Registered)), bytes, false);
         if bytes > 0 {
-            // SAFETY: registered with DEVICEMAP in this context.
-            let r = unsafe { crate::drv::cuMemHostGetDevicePointer_v2(&mut dptr, host.cast(), 0) }.result();
-            r.map_err(|code| inner.error(code, Doing::Call("mapping registered host memory".into())))?;
+            // SAFETY: registered mapped in this context.
+            let dptr = unsafe { inner.backend.host_device_ptr(host) }
+                .map_err(inner.failed("mapping registered host memory"))?;
             match Arc::get_mut(&mut guard.0) {
                 Some(a) => a.ptr = dptr,
                 None => unreachable!("the allocation is not shared yet"),

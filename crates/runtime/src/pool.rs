@@ -46,8 +46,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use cohort::DeviceCopy;
-use cudarc::driver::sys::{self, CUmemPool_attribute as PA};
 
+use crate::backend::{PoolAttr, PoolH};
 use crate::device::{Doing, Gpu, GpuInner};
 use crate::error::{Error, Result};
 use crate::memory::DeviceBuffer;
@@ -56,15 +56,10 @@ use crate::track::{Alloc, AllocKind, OrderedFree, record_allocation};
 
 /// A pool's handle and whether Cohort made it (and destroys it).
 pub(crate) struct PoolInner {
-    raw: sys::CUmemoryPool,
+    raw: PoolH,
     gpu: Arc<GpuInner>,
     owned: bool,
 }
-
-// SAFETY: pool handles may be used from any thread (the driver synchronizes internally).
-unsafe impl Send for PoolInner {}
-// SAFETY: as above.
-unsafe impl Sync for PoolInner {}
 
 impl Drop for PoolInner {
     fn drop(&mut self) {
@@ -73,7 +68,7 @@ impl Drop for PoolInner {
             // none is live; frees still in flight are finished by the driver, which releases
             // the pool's memory after them.
             unsafe {
-                let _ = crate::drv::cuMemPoolDestroy(self.raw);
+                let _ = self.gpu.backend.destroy_pool(self.raw);
             }
         }
     }
@@ -104,16 +99,11 @@ pub struct MemPool {
 impl fmt::Debug for MemPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemPool")
-            .field("raw", &self.inner.raw)
+            .field("raw", &std::ptr::without_provenance::<()>(self.inner.raw.0))
             .field("device", &self.inner.gpu.info.ordinal)
             .field("owned", &self.inner.owned)
             .finish()
     }
-}
-
-/// The device handle pools are made for (0 on the CPU device, which ignores it).
-fn cu_device(gpu: &GpuInner) -> sys::CUdevice {
-    gpu.ctx.as_ref().map_or(0, |c| c.cu_device())
 }
 
 impl MemPool {
@@ -126,18 +116,7 @@ impl MemPool {
     pub fn new(gpu: &Gpu) -> Result<Self> {
         let inner = &gpu.inner;
         inner.bind()?;
-        // SAFETY: a plain C struct, for which all zeros is a valid value (and the documented
-        // way to leave the reserved bytes and the optional fields unset).
-        let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
-        props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
-        props.handleTypes = sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE;
-        props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
-        props.location.id = cu_device(inner);
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: the context is current; `raw` receives the pool; `props` is complete.
-        unsafe { crate::drv::cuMemPoolCreate(&mut raw, &props) }
-            .result()
-            .map_err(|code| inner.error(code, Doing::Call("creating a memory pool".into())))?;
+        let raw = inner.backend.create_pool().map_err(inner.failed("creating a memory pool"))?;
         Ok(Self { inner: Arc::new(PoolInner { raw, gpu: inner.clone(), owned: true }) })
     }
 
@@ -150,22 +129,15 @@ impl MemPool {
     pub fn device_default(gpu: &Gpu) -> Result<Self> {
         let inner = &gpu.inner;
         inner.bind()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: the context is current; `raw` receives the handle.
-        unsafe { crate::drv::cuDeviceGetDefaultMemPool(&mut raw, cu_device(inner)) }
-            .result()
-            .map_err(|code| inner.error(code, Doing::Call("reading the default memory pool".into())))?;
+        let raw = inner.backend.default_pool().map_err(inner.failed("reading the default memory pool"))?;
         Ok(Self { inner: Arc::new(PoolInner { raw, gpu: inner.clone(), owned: false }) })
     }
 
-    fn get(&self, attr: PA, what: &str) -> Result<u64> {
-        let mut v = 0u64;
+    fn get(&self, attr: PoolAttr, what: &str) -> Result<u64> {
         self.inner.gpu.bind()?;
-        // SAFETY: live pool; each attribute read here is a 64-bit value.
-        unsafe { crate::drv::cuMemPoolGetAttribute(self.inner.raw, attr, (&raw mut v).cast()) }
-            .result()
-            .map_err(|code| self.inner.gpu.error(code, Doing::Call(format!("reading a memory pool's {what}"))))?;
-        Ok(v)
+        // SAFETY: live pool.
+        unsafe { self.inner.gpu.backend.pool_attribute(self.inner.raw, attr) }
+            .map_err(|f| self.inner.gpu.fail(f, Doing::Call(format!("reading a memory pool's {what}"))))
     }
 
     /// Keeps up to `bytes` of freed memory in the pool across synchronizations
@@ -175,18 +147,10 @@ impl MemPool {
     /// # Errors
     /// A driver failure.
     pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
-        let mut v = bytes;
         self.inner.gpu.bind()?;
-        // SAFETY: live pool; the release threshold is a 64-bit value.
-        unsafe {
-            crate::drv::cuMemPoolSetAttribute(
-                self.inner.raw,
-                PA::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                (&raw mut v).cast(),
-            )
-        }
-        .result()
-        .map_err(|code| self.inner.gpu.error(code, Doing::Call("setting a memory pool's release threshold".into())))
+        // SAFETY: live pool.
+        unsafe { self.inner.gpu.backend.set_pool_attribute(self.inner.raw, PoolAttr::ReleaseThreshold, bytes) }
+            .map_err(self.inner.gpu.failed("setting a memory pool's release threshold"))
     }
 
     /// The release threshold, bytes.
@@ -194,7 +158,7 @@ impl MemPool {
     /// # Errors
     /// A driver failure.
     pub fn release_threshold(&self) -> Result<u64> {
-        self.get(PA::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, "release threshold")
+        self.get(PoolAttr::ReleaseThreshold, "release threshold")
     }
 
     /// Bytes the pool holds from the system now, in use or kept for reuse
@@ -203,7 +167,7 @@ impl MemPool {
     /// # Errors
     /// A driver failure.
     pub fn reserved_bytes(&self) -> Result<u64> {
-        self.get(PA::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, "reserved memory")
+        self.get(PoolAttr::ReservedCurrent, "reserved memory")
     }
 
     /// Bytes of the pool's allocations not yet freed (`cudaMemPoolAttrUsedMemCurrent`; a free
@@ -212,7 +176,7 @@ impl MemPool {
     /// # Errors
     /// A driver failure.
     pub fn used_bytes(&self) -> Result<u64> {
-        self.get(PA::CU_MEMPOOL_ATTR_USED_MEM_CURRENT, "used memory")
+        self.get(PoolAttr::UsedCurrent, "used memory")
     }
 
     /// Returns to the system what the pool keeps beyond `keep_bytes` and does not use
@@ -223,9 +187,8 @@ impl MemPool {
     pub fn trim_to(&self, keep_bytes: usize) -> Result<()> {
         self.inner.gpu.bind()?;
         // SAFETY: live pool; trimming releases only memory no allocation holds.
-        unsafe { crate::drv::cuMemPoolTrimTo(self.inner.raw, keep_bytes) }
-            .result()
-            .map_err(|code| self.inner.gpu.error(code, Doing::Call("trimming a memory pool".into())))
+        unsafe { self.inner.gpu.backend.trim_pool(self.inner.raw, keep_bytes) }
+            .map_err(self.inner.gpu.failed("trimming a memory pool"))
     }
 
     /// `len` elements from this pool, allocated in stream order on `stream`
@@ -296,10 +259,8 @@ pub(crate) fn capturing(stream: &StreamInner) -> bool {
 }
 
 fn capturing_raw(stream: &StreamInner) -> bool {
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: live stream (the caller bound its context); `status` receives the answer.
-    let r = unsafe { crate::drv::cuStreamIsCapturing(stream.raw, &mut status) };
-    r != sys::CUresult::CUDA_SUCCESS || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    // SAFETY: live stream (the caller bound its context).
+    unsafe { stream.gpu.backend.is_capturing(stream.raw) }.unwrap_or(true)
 }
 
 /// `len` elements of `T` allocated on `stream` from `pool` (the device's current pool if
@@ -339,17 +300,10 @@ unsafe fn alloc_ordered<T: DeviceCopy>(
                 .into(),
         ));
     }
-    let mut ptr = 0;
-    let raw = stream.inner.raw;
-    // SAFETY: the context is current; `ptr` receives the allocation; the pool (if any) is a
-    // live pool of this context, the stream a live stream of it.
-    let r = unsafe {
-        match pool {
-            None => crate::drv::cuMemAllocAsync(&mut ptr, bytes, raw),
-            Some(p) => crate::drv::cuMemAllocFromPoolAsync(&mut ptr, bytes, p.raw, raw),
-        }
-    };
-    r.result().map_err(|code| gpu.error(code, Doing::Call(format!("allocating {bytes} B in stream order"))))?;
+    // SAFETY: the context is current; the pool (if any) is a live pool of this context, the
+    // stream a live stream of it.
+    let ptr = unsafe { gpu.backend.alloc_async(bytes, pool.map(|p| p.raw), stream.inner.raw) }
+        .map_err(|f| gpu.fail(f, Doing::Call(format!("allocating {bytes} B in stream order"))))?;
     // Before `alloc` exists: its drop (on a failure below) looks at the capture state.
     drop(gate);
     let mut alloc = Alloc::new(gpu, ptr, std::ptr::null_mut(), AllocKind::Pooled);

@@ -473,11 +473,15 @@ mod cpu_fast_path {
 call.uni _RNvNtCsY_6cohort5panic10fail_check, ();\n\tret;\n}\n\
 .visible .entry synced()\n{\n\tcall.uni helper_sync, ();\n\tret;\n}\n\
 .visible .entry shuffles()\n{\n\tshfl.sync.idx.b32 %r1, %r2, 0, 31, -1;\n\tret;\n}\n";
-        let mut slow = super::entries_where(ptx, |_, body| crate::cpu::needs_threads(body), crate::cpu::panic_path);
+        let mut slow = super::entries_where(
+            ptx,
+            |_, body| crate::backend::cpu::needs_threads(body),
+            crate::backend::cpu::panic_path,
+        );
         slow.sort();
         assert_eq!(slow, ["shuffles", "synced"]);
         // Without the failure-path exception every entry would need coroutines.
-        assert_eq!(super::entries_where(ptx, |_, body| crate::cpu::needs_threads(body), |_| false).len(), 3);
+        assert_eq!(super::entries_where(ptx, |_, body| crate::backend::cpu::needs_threads(body), |_| false).len(), 3);
         // An empty target is no target (every body has empty tokens between separators).
         assert!(super::entries_reaching(ptx, "nothing_here").is_empty());
     }

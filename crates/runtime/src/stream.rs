@@ -53,6 +53,7 @@ use std::thread::ThreadId;
 use cudarc::driver::DriverError;
 use cudarc::driver::sys;
 
+use crate::backend::{EventH, Fill, GraphExecH, GraphH, StreamH};
 use crate::device::{Doing, Finished, Gpu, GpuInner};
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
@@ -206,9 +207,8 @@ fn wait_event(stream: &StreamInner, event: &Event) -> Result<()> {
     // SAFETY: live handles of devices of one kind (the caller's check), of one context or of
     // two (CUDA lets a stream wait for another device's event); as for captures, the caller's
     // check.
-    unsafe { crate::drv::cuStreamWaitEvent(stream.raw, event.raw, 0) }
-        .result()
-        .map_err(|code| stream.gpu.error(code, Doing::Call("waiting for an event".into())))
+    unsafe { stream.gpu.backend.stream_wait_event(stream.raw, event.raw) }
+        .map_err(stream.gpu.failed("waiting for an event"))
 }
 
 fn outside_event_error() -> Error {
@@ -238,7 +238,7 @@ impl Gate<'_> {
 /// A stream's mark: the event other streams and the host wait for (see [`StreamInner::make_wait`]).
 struct MarkState {
     /// Created on first use.
-    event: sys::CUevent,
+    event: EventH,
     /// While the stream is in a capture: that capture, and the number of the stream's last
     /// operation before it. `event` was recorded just before the stream entered the capture
     /// (it covers every real operation of the stream) and is not re-recorded until the capture
@@ -263,7 +263,7 @@ impl MarkState {
 }
 
 pub(crate) struct StreamInner {
-    pub(crate) raw: sys::CUstream,
+    pub(crate) raw: StreamH,
     pub(crate) gpu: Arc<GpuInner>,
     id: u64,
     pub(crate) kind: StreamKind,
@@ -374,19 +374,16 @@ impl StreamInner {
     /// Records the mark (creating it first) on this stream, whose context is current.
     /// Errors name `what`, the operation the mark is recorded for.
     fn record_mark(&self, mark: &mut MarkState, what: &str) -> Result<()> {
-        if mark.event.is_null() {
-            // SAFETY: this stream's context is current (callers bind it); `event` receives the
-            // handle.
-            unsafe { crate::drv::cuEventCreate(&mut mark.event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) }
-                .result()
-                .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))?;
+        if mark.event == EventH::NONE {
+            // This stream's context is current (callers bind it).
+            mark.event =
+                self.gpu.backend.create_event(false).map_err(|f| self.gpu.fail(f, Doing::Call(what.into())))?;
         }
         // SAFETY: live event and stream of this context, which is current; the event is
         // re-recorded under the lock; the stream is not in a capture (callers checked: the
         // mark is never recorded inside one).
-        unsafe { crate::drv::cuEventRecord(mark.event, self.raw) }
-            .result()
-            .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))
+        unsafe { self.gpu.backend.record_event(mark.event, self.raw) }
+            .map_err(|f| self.gpu.fail(f, Doing::Call(what.into())))
     }
 
     /// Makes `consumer` wait (on the GPU) for everything enqueued on this stream so far.
@@ -418,9 +415,8 @@ impl StreamInner {
         // SAFETY: live event and stream of devices of one kind (checked above; the event may
         // be of another context: allowed); `cuStreamWaitEvent` captures the state the event has
         // now; the event is a real one, never recorded in a capture.
-        unsafe { crate::drv::cuStreamWaitEvent(consumer.raw, mark.event, 0) }
-            .result()
-            .map_err(|code| consumer.gpu.error(code, Doing::Call("ordering a stream after another".into())))
+        unsafe { consumer.gpu.backend.stream_wait_event(consumer.raw, mark.event) }
+            .map_err(consumer.gpu.failed("ordering a stream after another"))
     }
 
     /// Makes this stream enter `capture` through `enter` (which begins the capture on it, or
@@ -469,9 +465,7 @@ impl StreamInner {
         // SAFETY: the stream's live event (destroyed only with the stream, which `self`
         // keeps), never recorded in a capture; another thread may re-record it meanwhile, and
         // this then waits for more work, all of it enqueued.
-        unsafe { crate::drv::cuEventSynchronize(event) }
-            .result()
-            .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))?;
+        unsafe { self.gpu.backend.event_synchronize(event) }.map_err(self.gpu.failed(what))?;
         let ran = self.ran_past(upto, Some(seq));
         if !frozen {
             self.gpu.note_finished(Finished::Stream(self.key()));
@@ -544,9 +538,8 @@ impl StreamInner {
         let upto = self.submitted.load(Ordering::Relaxed);
         self.gpu.bind()?;
         // SAFETY: `raw` is a live stream of the current context, not in a capture (the gate).
-        unsafe { crate::drv::cuStreamSynchronize(self.raw) }
-            .result()
-            .map_err(|code| self.gpu.error(code, Doing::Wait("synchronizing a stream")))?;
+        unsafe { self.gpu.backend.stream_synchronize(self.raw) }
+            .map_err(|f| self.gpu.fail(f, Doing::Wait("synchronizing a stream")))?;
         self.ran_past(upto, None)?;
         self.gpu.note_finished(Finished::Stream(self.key()));
         if let Some(message) = self.callback_panic.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -560,16 +553,16 @@ impl StreamInner {
     /// afterwards — or, if the driver still says one is capturing, it stays marked as in a
     /// capture that no thread owns, so that every operation on it is refused rather than
     /// captured into a graph nobody gets.
-    fn end_capture(&self, capture: &Arc<Capture>) -> (sys::CUgraph, Result<()>) {
-        let mut graph = std::ptr::null_mut();
+    fn end_capture(&self, capture: &Arc<Capture>) -> (Option<GraphH>, Result<()>) {
+        let mut graph = None;
         let ended = {
             let mut link = self.capture.write().unwrap_or_else(|p| p.into_inner());
             let ended = self.gpu.bind().and_then(|()| {
                 // SAFETY: the stream is capturing (begun by `Stream::capture` on this thread);
                 // ending returns the graph, ours.
-                unsafe { crate::drv::cuStreamEndCapture(self.raw, &mut graph) }
-                    .result()
-                    .map_err(|code| self.gpu.error(code, Doing::Call("ending a stream capture".into())))
+                let (made, ended) = unsafe { self.gpu.backend.end_capture(self.raw) };
+                graph = made;
+                ended.map_err(self.gpu.failed("ending a stream capture"))
             });
             *link = if still_capturing(self) {
                 Some(self.stuck())
@@ -617,10 +610,8 @@ fn still_capturing(s: &StreamInner) -> bool {
     if s.gpu.bind().is_err() {
         return true;
     }
-    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: a live stream of the current context; `status` receives the answer.
-    let r = unsafe { crate::drv::cuStreamIsCapturing(s.raw, &mut status) };
-    r != sys::CUresult::CUDA_SUCCESS || status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+    // SAFETY: a live stream of its context, which is current.
+    unsafe { s.gpu.backend.is_capturing(s.raw) }.unwrap_or(true)
 }
 
 impl Drop for StreamInner {
@@ -632,13 +623,13 @@ impl Drop for StreamInner {
         // SAFETY: handles we created, not used after this; work still queued on a destroyed
         // stream completes normally (its resources are released after it).
         unsafe {
-            if !mark.is_null() {
-                let _ = crate::drv::cuEventDestroy_v2(mark);
+            if mark != EventH::NONE {
+                let _ = self.gpu.backend.destroy_event(mark);
             }
             // Not a stream cudarc owns, nor one whose cudarc handle cudarc code still holds
             // (that one is left to the driver's teardown: the handle must stay valid).
             if self.kind == StreamKind::Owned && self.interop.may_destroy() {
-                let _ = crate::drv::cuStreamDestroy_v2(self.raw);
+                let _ = self.gpu.backend.destroy_stream(self.raw);
             }
         }
     }
@@ -694,19 +685,22 @@ pub struct Stream {
 
 impl fmt::Debug for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Stream").field("raw", &self.inner.raw).field("kind", &self.inner.kind).finish()
+        f.debug_struct("Stream")
+            .field("raw", &crate::backend::cuda::stream(self.inner.raw))
+            .field("kind", &self.inner.kind)
+            .finish()
     }
 }
 
 impl Stream {
-    fn wrap(gpu: &Arc<GpuInner>, raw: sys::CUstream, kind: StreamKind, blocking: bool) -> Self {
+    fn wrap(gpu: &Arc<GpuInner>, raw: StreamH, kind: StreamKind, blocking: bool) -> Self {
         Self::wrap_linked(gpu, raw, kind, blocking, crate::interop::StreamLink::default())
     }
 
     /// A stream with its cudarc side already known (a stream cudarc made: `interop`).
     pub(crate) fn wrap_linked(
         gpu: &Arc<GpuInner>,
-        raw: sys::CUstream,
+        raw: StreamH,
         kind: StreamKind,
         blocking: bool,
         interop: crate::interop::StreamLink,
@@ -718,7 +712,7 @@ impl Stream {
                 id: IDS.fetch_add(1, Ordering::Relaxed),
                 kind,
                 blocking,
-                mark: Mutex::new(MarkState { event: std::ptr::null_mut(), frozen: None }),
+                mark: Mutex::new(MarkState { event: EventH::NONE, frozen: None }),
                 submitted: AtomicU64::new(0),
                 completed: AtomicU64::new(0),
                 capture: RwLock::new(None),
@@ -731,35 +725,19 @@ impl Stream {
 
     pub(crate) fn create(gpu: &Arc<GpuInner>, options: StreamOptions) -> Result<Self> {
         gpu.bind()?;
-        let mut raw = std::ptr::null_mut();
-        let flags = if options.non_blocking {
-            sys::CUstream_flags::CU_STREAM_NON_BLOCKING
-        } else {
-            sys::CUstream_flags::CU_STREAM_DEFAULT
-        };
-        // SAFETY: the context is current; `raw` receives the handle.
-        unsafe { crate::drv::cuStreamCreateWithPriority(&mut raw, flags as u32, options.priority) }
-            .result()
-            .map_err(|code| gpu.error(code, Doing::Call("creating a stream".into())))?;
+        let raw = gpu
+            .backend
+            .create_stream(options.non_blocking, options.priority)
+            .map_err(gpu.failed("creating a stream"))?;
         Ok(Self::wrap(gpu, raw, StreamKind::Owned, !options.non_blocking))
     }
 
     pub(crate) fn legacy(gpu: &Arc<GpuInner>) -> Self {
-        Self::wrap(
-            gpu,
-            std::ptr::without_provenance_mut(0x1), // CU_STREAM_LEGACY
-            StreamKind::Legacy,
-            true,
-        )
+        Self::wrap(gpu, StreamH::LEGACY, StreamKind::Legacy, true)
     }
 
     pub(crate) fn per_thread(gpu: &Arc<GpuInner>) -> Self {
-        Self::wrap(
-            gpu,
-            std::ptr::without_provenance_mut(0x2), // CU_STREAM_PER_THREAD
-            StreamKind::PerThread,
-            true,
-        )
+        Self::wrap(gpu, StreamH::PER_THREAD, StreamKind::PerThread, true)
     }
 
     /// Waits until everything enqueued on this stream has finished.
@@ -793,20 +771,20 @@ impl Stream {
         let upto = self.inner.submitted.load(Ordering::Relaxed);
         self.inner.gpu.bind()?;
         // SAFETY: live stream of the current context, not in a capture (the gate).
-        match unsafe { crate::drv::cuStreamQuery(self.inner.raw) } {
-            sys::CUresult::CUDA_SUCCESS => {
+        match unsafe { self.inner.gpu.backend.stream_query(self.inner.raw) } {
+            Ok(true) => {
                 self.inner.ran_past(upto, Some(upto))?;
                 Ok(true)
             }
-            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-            code => Err(self.inner.gpu.error(DriverError(code), Doing::Wait("querying a stream"))),
+            Ok(false) => Ok(false),
+            Err(f) => Err(self.inner.gpu.fail(f, Doing::Wait("querying a stream"))),
         }
     }
 
     /// The raw handle, for interop. Work enqueued through it is not tracked: order it yourself.
     #[must_use]
     pub fn cu_stream(&self) -> sys::CUstream {
-        self.inner.raw
+        crate::backend::cuda::stream(self.inner.raw)
     }
 
     /// The stream's priority (lower is higher).
@@ -814,13 +792,10 @@ impl Stream {
     /// # Errors
     /// A driver failure.
     pub fn priority(&self) -> Result<i32> {
-        let mut p = 0;
         self.inner.gpu.bind()?;
         // SAFETY: live stream.
-        unsafe { crate::drv::cuStreamGetPriority(self.inner.raw, &mut p) }
-            .result()
-            .map_err(|code| self.inner.gpu.error(code, Doing::Call("reading a stream's priority".into())))?;
-        Ok(p)
+        unsafe { self.inner.gpu.backend.stream_priority(self.inner.raw) }
+            .map_err(self.inner.gpu.failed("reading a stream's priority"))
     }
 
     /// Records `event` on this stream: it completes when everything enqueued before it has.
@@ -990,12 +965,12 @@ impl Stream {
         self.inner.gpu.bind()?;
         // SAFETY: `trampoline` takes ownership of `data` when it runs; if the driver refuses
         // the call it never runs and we take the payload back.
-        let r = unsafe { crate::drv::cuLaunchHostFunc(self.inner.raw, Some(trampoline), data) }.result();
+        let r = unsafe { self.inner.gpu.backend.launch_host_fn(self.inner.raw, trampoline, data) };
         drop(gate);
-        r.map_err(|code| {
+        r.map_err(|f| {
             // SAFETY: refused, so the driver never calls `trampoline` with `data`.
             drop(unsafe { Box::from_raw(data.cast::<Payload>()) });
-            self.inner.gpu.error(code, Doing::Call("enqueueing a host function".into()))
+            self.inner.gpu.fail(f, Doing::Call("enqueueing a host function".into()))
         })
     }
 
@@ -1036,20 +1011,20 @@ impl Stream {
         let path = crate::peer::copy_path(&self.inner.gpu, &s, &d)?;
         self.inner.gpu.bind()?;
         run_tracked(&self.inner, &[s, d], || {
+            let backend = &self.inner.gpu.backend;
             // SAFETY: both ranges are inside live allocations (their `Use`s were made from
             // borrows that last this call) of `bytes` bytes; the tracker ordered the copy
             // after conflicting work on other streams. A peer copy names both allocations'
             // contexts, which the allocations keep alive.
             unsafe {
                 match path {
-                    crate::peer::CopyPath::Local => crate::drv::cuMemcpyAsync(dp, sp, bytes, self.inner.raw),
+                    crate::peer::CopyPath::Local => backend.copy_async(dp, sp, bytes, self.inner.raw),
                     crate::peer::CopyPath::Peer(dc, sc) => {
-                        crate::drv::cuMemcpyPeerAsync(dp, dc, sp, sc, bytes, self.inner.raw)
+                        backend.copy_peer_async(dp, dc, sp, sc, bytes, self.inner.raw)
                     }
                 }
             }
-            .result()
-            .map_err(|code| self.inner.gpu.error(code, Doing::Call(format!("copying {bytes} B asynchronously"))))
+            .map_err(|f| self.inner.gpu.fail(f, Doing::Call(format!("copying {bytes} B asynchronously"))))
         })
     }
 
@@ -1109,18 +1084,16 @@ impl Stream {
         self.inner.gpu.bind()?;
         run_tracked(&self.inner, &[d], || {
             let raw = self.inner.raw;
+            let fill = match width {
+                1 => Fill::U8(value as u8),
+                2 => Fill::U16(value as u16),
+                _ => Fill::U32(value),
+            };
             // SAFETY: `ptr..ptr+bytes` is inside a live device allocation, aligned for `width`
             // (the view's element type is `width` bytes, or `width` is 1); ordered by the
             // tracker.
-            unsafe {
-                match width {
-                    1 => crate::drv::cuMemsetD8Async(ptr, value as u8, n, raw),
-                    2 => crate::drv::cuMemsetD16Async(ptr, value as u16, n, raw),
-                    _ => crate::drv::cuMemsetD32Async(ptr, value, n, raw),
-                }
-            }
-            .result()
-            .map_err(|code| self.inner.gpu.error(code, Doing::Call(format!("filling {bytes} B asynchronously"))))
+            unsafe { self.inner.gpu.backend.memset_async(ptr, fill, n, raw) }
+                .map_err(|f| self.inner.gpu.fail(f, Doing::Call(format!("filling {bytes} B asynchronously"))))
         })
     }
 
@@ -1152,7 +1125,7 @@ impl Stream {
     /// default stream (CUDA cannot capture them), when already in a capture, or from another
     /// thread than one capturing it; a driver failure (a stream not joined back included).
     pub fn capture(&self, f: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
-        if self.inner.gpu.is_cpu() {
+        if !self.inner.gpu.backend.has_graphs() {
             return Err(crate::cpu::not_on_cpu(
                 "capturing a graph (Stream::capture): the CPU device runs work when it \
                                                is enqueued; run the operations directly",
@@ -1187,14 +1160,8 @@ impl Stream {
             self.inner.enter_capture(&capture, || {
                 // SAFETY: live stream of the current context, not in a capture (checked above
                 // under the write lock).
-                unsafe {
-                    crate::drv::cuStreamBeginCapture_v2(
-                        self.inner.raw,
-                        sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-                    )
-                }
-                .result()
-                .map_err(|code| self.inner.gpu.error(code, Doing::Call("beginning a stream capture".into())))
+                unsafe { self.inner.gpu.backend.begin_capture(self.inner.raw) }
+                    .map_err(self.inner.gpu.failed("beginning a stream capture"))
             })?;
             *link = Some(capture.clone());
         }
@@ -1204,9 +1171,9 @@ impl Stream {
             fn drop(&mut self) {
                 if self.2 {
                     let (graph, _) = self.0.end_capture(self.1);
-                    if !graph.is_null() {
+                    if let Some(graph) = graph {
                         // SAFETY: the graph the capture made, ours, not used after this.
-                        let _ = unsafe { crate::drv::cuGraphDestroy(graph) };
+                        let _ = unsafe { self.0.gpu.backend.destroy_graph(graph) };
                     }
                 }
             }
@@ -1216,12 +1183,8 @@ impl Stream {
         guard.2 = false;
         let (raw, ended) = self.inner.end_capture(&capture);
         let used = std::mem::take(&mut *capture.used.lock().unwrap_or_else(|p| p.into_inner()));
-        let graph = (!raw.is_null()).then(|| Graph {
-            raw,
-            gpu: self.inner.gpu.clone(),
-            used: Arc::new(used),
-            serial: Mutex::new(()),
-        });
+        let graph =
+            raw.map(|raw| Graph { raw, gpu: self.inner.gpu.clone(), used: Arc::new(used), serial: Mutex::new(()) });
         r?;
         ended?;
         graph.ok_or_else(|| Error::Argument("capture: the driver returned no graph".into()))
@@ -1245,7 +1208,7 @@ impl Stream {
 
 /// A CUDA event: a point in a stream's work, for timing and for making streams wait.
 pub struct Event {
-    raw: sys::CUevent,
+    raw: EventH,
     gpu: Arc<GpuInner>,
     state: Mutex<EventState>,
 }
@@ -1266,18 +1229,14 @@ unsafe impl Sync for Event {}
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Event").field("raw", &self.raw).finish()
+        f.debug_struct("Event").field("raw", &std::ptr::without_provenance::<()>(self.raw.0)).finish()
     }
 }
 
 impl Event {
-    fn create(gpu: &Gpu, flags: sys::CUevent_flags) -> Result<Self> {
+    fn create(gpu: &Gpu, timing: bool) -> Result<Self> {
         gpu.inner.bind()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: the context is current.
-        unsafe { crate::drv::cuEventCreate(&mut raw, flags as u32) }
-            .result()
-            .map_err(|code| gpu.inner.error(code, Doing::Call("creating an event".into())))?;
+        let raw = gpu.inner.backend.create_event(timing).map_err(gpu.inner.failed("creating an event"))?;
         Ok(Self { raw, gpu: gpu.inner.clone(), state: Mutex::new(EventState::default()) })
     }
 
@@ -1286,7 +1245,7 @@ impl Event {
     /// # Errors
     /// A driver failure.
     pub fn new(gpu: &Gpu) -> Result<Self> {
-        Self::create(gpu, sys::CUevent_flags::CU_EVENT_DEFAULT)
+        Self::create(gpu, true)
     }
 
     /// A new event without timing, cheaper to record and wait for
@@ -1295,7 +1254,7 @@ impl Event {
     /// # Errors
     /// A driver failure.
     pub fn untimed(gpu: &Gpu) -> Result<Self> {
-        Self::create(gpu, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+        Self::create(gpu, false)
     }
 
     /// Records the event on `stream`, a stream of the event's `Gpu` (another GPU's stream may
@@ -1325,9 +1284,8 @@ impl Event {
         self.gpu.bind()?;
         // SAFETY: both handles are live and belong to the same context (checked by the
         // callers), which is current.
-        unsafe { crate::drv::cuEventRecord(self.raw, stream.raw) }
-            .result()
-            .map_err(|code| self.gpu.error(code, Doing::Call("recording an event".into())))?;
+        unsafe { self.gpu.backend.record_event(self.raw, stream.raw) }
+            .map_err(self.gpu.failed("recording an event"))?;
         state.captured = gate.capture().cloned();
         Ok(())
     }
@@ -1353,9 +1311,8 @@ impl Event {
         self.real("waiting for an event")?;
         self.gpu.bind()?;
         // SAFETY: live handle.
-        unsafe { crate::drv::cuEventSynchronize(self.raw) }
-            .result()
-            .map_err(|code| self.gpu.error(code, Doing::Wait("waiting for an event")))
+        unsafe { self.gpu.backend.event_synchronize(self.raw) }
+            .map_err(|f| self.gpu.fail(f, Doing::Wait("waiting for an event")))
     }
 
     /// Whether the work before the event has finished (`cuEventQuery`), without waiting.
@@ -1367,11 +1324,8 @@ impl Event {
         self.real("querying an event")?;
         self.gpu.bind()?;
         // SAFETY: live handle.
-        match unsafe { crate::drv::cuEventQuery(self.raw) } {
-            sys::CUresult::CUDA_SUCCESS => Ok(true),
-            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-            code => Err(self.gpu.error(DriverError(code), Doing::Wait("querying an event"))),
-        }
+        unsafe { self.gpu.backend.event_query(self.raw) }
+            .map_err(|f| self.gpu.fail(f, Doing::Wait("querying an event")))
     }
 
     /// Same as [`Event::is_complete`] (CUDA's name).
@@ -1397,13 +1351,9 @@ impl Event {
         )?;
         self.real("timing an event")?;
         start.real("timing an event")?;
-        let mut ms = 0.0f32;
         self.gpu.bind()?;
         // SAFETY: both events are live, of one context (checked above), which is current.
-        unsafe { crate::drv::cuEventElapsedTime_v2(&mut ms, start.raw, self.raw) }
-            .result()
-            .map_err(|code| self.gpu.error(code, Doing::Call("reading event time".into())))?;
-        Ok(ms)
+        unsafe { self.gpu.backend.event_elapsed_ms(start.raw, self.raw) }.map_err(self.gpu.failed("reading event time"))
     }
 }
 
@@ -1412,7 +1362,7 @@ impl Drop for Event {
         if self.gpu.bind().is_ok() {
             // SAFETY: we created it; not used after.
             unsafe {
-                let _ = crate::drv::cuEventDestroy_v2(self.raw);
+                let _ = self.gpu.backend.destroy_event(self.raw);
             }
         }
     }
@@ -1424,7 +1374,7 @@ impl Drop for Event {
 /// object thread safety": no two calls on one graph may run at once, even ones that look
 /// read-only, such as instantiating), so every call on it takes its turn.
 pub struct Graph {
-    raw: sys::CUgraph,
+    raw: GraphH,
     gpu: Arc<GpuInner>,
     used: Arc<Vec<Captured>>,
     /// Held by every driver call on `raw`.
@@ -1449,7 +1399,7 @@ impl fmt::Debug for Graph {
             }
         }
         f.debug_struct("Graph")
-            .field("raw", &self.raw)
+            .field("raw", &std::ptr::without_provenance::<()>(self.raw.0))
             .field("allocations", &memory)
             .field("modules", &modules)
             .finish()
@@ -1462,15 +1412,10 @@ impl Graph {
     /// # Errors
     /// A driver failure.
     pub fn node_count(&self) -> Result<usize> {
-        let mut n = 0usize;
         self.gpu.bind()?;
         let _turn = self.serial.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: live graph, no other call on it meanwhile (`serial`); a null node array asks
-        // for the count only.
-        unsafe { crate::drv::cuGraphGetNodes(self.raw, std::ptr::null_mut(), &mut n) }
-            .result()
-            .map_err(|code| self.gpu.error(code, Doing::Call("counting graph nodes".into())))?;
-        Ok(n)
+        // SAFETY: live graph, no other call on it meanwhile (`serial`).
+        unsafe { self.gpu.backend.graph_nodes(self.raw) }.map_err(self.gpu.failed("counting graph nodes"))
     }
 
     /// An executable instance (`cuGraphInstantiate`).
@@ -1479,13 +1424,10 @@ impl Graph {
     /// A driver failure.
     pub fn instantiate(&self) -> Result<GraphExec> {
         self.gpu.bind()?;
-        let mut raw = std::ptr::null_mut();
         let turn = self.serial.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: live graph, no other call on it meanwhile (`serial`); `raw` receives the
-        // instance.
-        unsafe { crate::drv::cuGraphInstantiateWithFlags(&mut raw, self.raw, 0) }
-            .result()
-            .map_err(|code| self.gpu.error(code, Doing::Call("instantiating a graph".into())))?;
+        // SAFETY: live graph, no other call on it meanwhile (`serial`).
+        let raw = unsafe { self.gpu.backend.instantiate_graph(self.raw) }
+            .map_err(self.gpu.failed("instantiating a graph"))?;
         drop(turn);
         Ok(GraphExec { raw, gpu: self.gpu.clone(), used: self.used.clone(), serial: Mutex::new(()) })
     }
@@ -1496,7 +1438,7 @@ impl Drop for Graph {
         if self.gpu.bind().is_ok() {
             // SAFETY: ours, not used after.
             unsafe {
-                let _ = crate::drv::cuGraphDestroy(self.raw);
+                let _ = self.gpu.backend.destroy_graph(self.raw);
             }
         }
     }
@@ -1506,7 +1448,7 @@ impl Drop for Graph {
 /// threads: replays from several threads take turns (`cuGraphLaunch` is under CUDA's graph
 /// thread-safety rule too).
 pub struct GraphExec {
-    raw: sys::CUgraphExec,
+    raw: GraphExecH,
     gpu: Arc<GpuInner>,
     used: Arc<Vec<Captured>>,
     /// Held by every driver call on `raw`.
@@ -1520,7 +1462,7 @@ unsafe impl Sync for GraphExec {}
 
 impl fmt::Debug for GraphExec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GraphExec").field("raw", &self.raw).finish()
+        f.debug_struct("GraphExec").field("raw", &std::ptr::without_provenance::<()>(self.raw.0)).finish()
     }
 }
 
@@ -1548,9 +1490,8 @@ impl GraphExec {
             // SAFETY: live instance and stream of one context (checked above), no other call
             // on the instance meanwhile (`serial`); the memory it uses is kept alive by `used`,
             // and the tracker ordered the replay after conflicting work.
-            unsafe { crate::drv::cuGraphLaunch(self.raw, stream.inner.raw) }
-                .result()
-                .map_err(|code| self.gpu.error(code, Doing::Call("launching a graph".into())))
+            unsafe { self.gpu.backend.launch_graph(self.raw, stream.inner.raw) }
+                .map_err(self.gpu.failed("launching a graph"))
         })
     }
 }
@@ -1560,7 +1501,7 @@ impl Drop for GraphExec {
         if self.gpu.bind().is_ok() {
             // SAFETY: ours; a replay still running keeps its resources until it finishes.
             unsafe {
-                let _ = crate::drv::cuGraphExecDestroy(self.raw);
+                let _ = self.gpu.backend.destroy_graph_exec(self.raw);
             }
         }
     }

@@ -25,9 +25,9 @@ use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
+use crate::backend::{ModuleH, StreamH};
 use cohort::DeviceCopy;
 use cohort::global::{Constant, DeviceGlobal, GlobalValue};
-use cudarc::driver::sys;
 
 use crate::device::{Doing, GpuInner};
 use crate::error::{Error, Result};
@@ -75,7 +75,7 @@ impl ModuleVars {
     /// [`layouts`]`(ptx)`, which the module loader has made already.
     pub(crate) fn load(
         gpu: &Arc<GpuInner>,
-        module: sys::CUmodule,
+        module: ModuleH,
         ptx: &str,
         layouts: &HashMap<String, (usize, usize)>,
         record: &Arc<Alloc>,
@@ -83,19 +83,18 @@ impl ModuleVars {
         if !ptx.contains(INIT_PREFIX) {
             return Ok(None);
         }
-        if gpu.is_cpu() {
+        if gpu.backend.host_variables() {
             return Ok(Self::load_cpu(ptx, layouts, record));
         }
         let mut vars = Vec::new();
         for (name, constant) in declared(ptx) {
-            let Some((addr, size)) = global_of(module, &name) else { continue };
-            let Some((init, init_size)) = global_of(module, &format!("{INIT_PREFIX}{name}")) else { continue };
+            let Some((addr, size)) = global_of(gpu, module, &name) else { continue };
+            let Some((init, init_size)) = global_of(gpu, module, &format!("{INIT_PREFIX}{name}")) else { continue };
             let bytes = size.min(init_size);
             if bytes > 0 {
                 // SAFETY: both are live variables of the module, of at least `bytes` bytes.
-                unsafe { crate::drv::cuMemcpyDtoD_v2(addr, init, bytes) }
-                    .result()
-                    .map_err(|code| gpu.error(code, Doing::Call(format!("initializing module variable `{name}`"))))?;
+                unsafe { gpu.backend.copy_dtod(addr, init, bytes) }
+                    .map_err(|f| gpu.fail(f, Doing::Call(format!("initializing module variable `{name}`"))))?;
             }
             vars.push(Var { name, addr, size, constant });
         }
@@ -105,9 +104,8 @@ impl ModuleVars {
         // Device-to-device copies may still run when they return: finish them before any
         // launch (on any stream) can read the variables.
         // SAFETY: the legacy default stream of the current context.
-        unsafe { crate::drv::cuStreamSynchronize(std::ptr::null_mut()) }
-            .result()
-            .map_err(|code| gpu.error(code, Doing::Wait("initializing module variables")))?;
+        unsafe { gpu.backend.stream_synchronize(StreamH::NULL) }
+            .map_err(|f| gpu.fail(f, Doing::Wait("initializing module variables")))?;
         Ok(Some(Self { vars, record: record.clone(), refs: OnceLock::new(), cpu: None }))
     }
 
@@ -204,12 +202,10 @@ fn range(addr: u64, size: usize) -> std::ops::Range<usize> {
 }
 
 /// `cuModuleGetGlobal`: the address and size of `name`, if the module has it.
-fn global_of(module: sys::CUmodule, name: &str) -> Option<(u64, usize)> {
+fn global_of(gpu: &GpuInner, module: ModuleH, name: &str) -> Option<(u64, usize)> {
     let c = std::ffi::CString::new(name).ok()?;
-    let (mut addr, mut size) = (0u64, 0usize);
-    // SAFETY: live module of the current context (the caller bound it); out-pointers are locals.
-    unsafe { crate::drv::cuModuleGetGlobal_v2(&mut addr, &mut size, module, c.as_ptr()) }.result().ok()?;
-    Some((addr, size))
+    // SAFETY: live module of the current context (the caller bound it).
+    unsafe { gpu.backend.global(module, &c) }
 }
 
 /// The variables the PTX declares with an initial-value static: `(name, in .const space)`.
@@ -415,9 +411,8 @@ impl<T: DeviceCopy> Symbol<T> {
             // a live `T` whose bytes are all initialized (`DeviceCopy`: no padding); pageable,
             // so it is read before the call returns; the stream is of the module's context
             // (checked above), which is current; the tracker ordered the copy.
-            unsafe { crate::drv::cuMemcpyHtoDAsync_v2(v.addr, (&raw const staged).cast(), bytes, stream.inner.raw) }
-                .result()
-                .map_err(|code| gpu.error(code, Doing::Call(format!("setting module variable `{}`", v.name))))
+            unsafe { gpu.backend.copy_htod_async(v.addr, (&raw const staged).cast(), bytes, stream.inner.raw) }
+                .map_err(|f| gpu.fail(f, Doing::Call(format!("setting module variable `{}`", v.name))))
         })
     }
 
@@ -441,9 +436,8 @@ impl<T: DeviceCopy> Symbol<T> {
             let mut out = std::mem::MaybeUninit::<T>::uninit();
             // SAFETY: the variable has `size_of::<T>()` bytes; `out` has room for them;
             // synchronous; no pending operation writes the variable (waited above).
-            unsafe { crate::drv::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), v.addr, bytes) }
-                .result()
-                .map_err(|code| gpu.error(code, Doing::Call(format!("reading module variable `{}`", v.name))))?;
+            unsafe { gpu.backend.copy_dtoh(out.as_mut_ptr().cast(), v.addr, bytes) }
+                .map_err(|f| gpu.fail(f, Doing::Call(format!("reading module variable `{}`", v.name))))?;
             // SAFETY: every byte was written; `DeviceCopy` types are valid for any bits.
             Ok(unsafe { out.assume_init() })
         })

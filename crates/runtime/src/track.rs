@@ -21,7 +21,7 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cudarc::driver::sys;
+use crate::backend::{EventH, StreamH};
 
 use crate::device::{Doing, GpuInner};
 use crate::error::{Error, Result};
@@ -160,10 +160,10 @@ impl Drop for Alloc {
         unsafe {
             match self.kind {
                 AllocKind::Device | AllocKind::Managed if self.ptr != 0 => {
-                    let _ = crate::drv::cuMemFree_v2(self.ptr);
+                    let _ = self.gpu.backend.free(self.ptr);
                 }
                 AllocKind::Pinned if !self.host.is_null() => {
-                    let _ = crate::drv::cuMemFreeHost(self.host.cast());
+                    let _ = self.gpu.backend.free_host(self.host);
                 }
                 _ => {}
             }
@@ -206,7 +206,7 @@ fn free_in_stream_order(ptr: u64, ordered: Option<&OrderedFree>, accesses: &mut 
     if !crate::pool::capturing(stream) && ordered_on_stream().is_ok() && stream.gpu.bind().is_ok() {
         // SAFETY: ours; every operation that may use it is ordered before this point of
         // `stream` (waited for above, or earlier on `stream` itself).
-        if unsafe { crate::drv::cuMemFreeAsync(ptr, stream.raw) }.result().is_ok() {
+        if unsafe { stream.gpu.backend.free_async(ptr, stream.raw) }.is_ok() {
             return;
         }
     }
@@ -217,7 +217,7 @@ fn free_in_stream_order(ptr: u64, ordered: Option<&OrderedFree>, accesses: &mut 
     }
     // SAFETY: ours; no operation uses it any more (waited above).
     unsafe {
-        let _ = crate::drv::cuMemFreeAsync(ptr, std::ptr::without_provenance_mut(0x1));
+        let _ = stream.gpu.backend.free_async(ptr, StreamH::LEGACY);
     }
 }
 
@@ -260,27 +260,20 @@ impl Access {
 
 /// An event owned by an access.
 pub(crate) struct Mark {
-    raw: sys::CUevent,
+    raw: EventH,
     gpu: Arc<GpuInner>,
 }
-
-// SAFETY: event handles may be used from any thread.
-unsafe impl Send for Mark {}
-// SAFETY: as above.
-unsafe impl Sync for Mark {}
 
 impl Mark {
     pub(crate) fn record(stream: &StreamInner) -> Result<Self> {
         let gpu = &stream.gpu;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: the context is current (the caller enqueued work on it just now).
+        // The context is current (the caller enqueued work on it just now).
+        let raw = gpu.backend.create_event(false).map_err(gpu.failed("creating an event"))?;
+        // SAFETY: a live event and stream of this context.
         unsafe {
-            crate::drv::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
-                .result()
-                .map_err(|code| gpu.error(code, Doing::Call("creating an event".into())))?;
-            if let Err(code) = crate::drv::cuEventRecord(raw, stream.raw).result() {
-                let _ = crate::drv::cuEventDestroy_v2(raw);
-                return Err(gpu.error(code, Doing::Call("recording an event".into())));
+            if let Err(f) = gpu.backend.record_event(raw, stream.raw) {
+                let _ = gpu.backend.destroy_event(raw);
+                return Err(gpu.fail(f, Doing::Call("recording an event".into())));
             }
         }
         Ok(Self { raw, gpu: gpu.clone() })
@@ -291,40 +284,33 @@ impl Mark {
     /// Whether the work before the mark has finished (`false` also when the query fails: a
     /// lost context never finishes).
     pub(crate) fn is_done(&self) -> bool {
-        // Queries need no current context, but the driver seam must send this one to the
-        // event's device: the calling thread may last have used the other kind (a GPU event
-        // would otherwise be asked of the CPU device, which answers "done").
-        crate::cpu::set_current(self.gpu.is_cpu());
-        // SAFETY: live event of the device just selected.
-        matches!(unsafe { crate::drv::cuEventQuery(self.raw) }, sys::CUresult::CUDA_SUCCESS)
+        // Queries need no current context; the event's own device answers.
+        // SAFETY: live event of this device.
+        matches!(unsafe { self.gpu.backend.event_query(self.raw) }, Ok(true))
     }
 
     /// Waits on the host for the work before the mark.
     pub(crate) fn wait(&self, what: &'static str) -> Result<()> {
         self.gpu.bind()?;
         // SAFETY: live event.
-        unsafe { crate::drv::cuEventSynchronize(self.raw) }
-            .result()
-            .map_err(|code| self.gpu.error(code, Doing::Call(what.into())))
+        unsafe { self.gpu.backend.event_synchronize(self.raw) }.map_err(|f| self.gpu.fail(f, Doing::Call(what.into())))
     }
 
     /// Makes `stream` wait (on the GPU) for the work before the mark; the stream may be of
     /// another context.
     pub(crate) fn make_wait(&self, stream: &StreamInner) -> Result<()> {
-        // The consumer's device decides the driver; the event must be of the same kind.
+        // The consumer's device enqueues the wait; the event must be of the same kind.
         crate::peer::require_same_kind(
             || "ordering a stream after another".into(),
             &stream.gpu,
             &self.gpu,
             "the tracker never orders them",
         )?;
-        crate::cpu::set_current(stream.gpu.is_cpu());
         // SAFETY: live event and stream of devices of one kind (a stream may wait for another
         // context's event); the event was recorded on a stream that cannot capture (the
         // per-thread default stream) or outside any capture (multi-grid launches).
-        unsafe { crate::drv::cuStreamWaitEvent(stream.raw, self.raw, 0) }
-            .result()
-            .map_err(|code| stream.gpu.error(code, Doing::Call("ordering a stream after another".into())))
+        unsafe { stream.gpu.backend.stream_wait_event(stream.raw, self.raw) }
+            .map_err(stream.gpu.failed("ordering a stream after another"))
     }
 }
 
@@ -333,7 +319,7 @@ impl Drop for Mark {
         if self.gpu.bind().is_ok() {
             // SAFETY: ours; not used after.
             unsafe {
-                let _ = crate::drv::cuEventDestroy_v2(self.raw);
+                let _ = self.gpu.backend.destroy_event(self.raw);
             }
         }
     }
@@ -367,9 +353,8 @@ fn wait_host(accesses: &mut Vec<Access>, range: &Range<usize>, write: bool, what
                 Pending::Event(m) => {
                     m.gpu.bind()?;
                     // SAFETY: live event.
-                    unsafe { crate::drv::cuEventSynchronize(m.raw) }
-                        .result()
-                        .map_err(|code| m.gpu.error(code, Doing::Call(what.into())))?;
+                    unsafe { m.gpu.backend.event_synchronize(m.raw) }
+                        .map_err(|f| m.gpu.fail(f, Doing::Call(what.into())))?;
                 }
             }
             accesses.swap_remove(i);
@@ -474,9 +459,9 @@ pub(crate) fn run_tracked_in<R>(
     }
     // Memory of the CPU device never meets a GPU's stream, nor the reverse, whatever the
     // operation (its own checks say more: contexts, peer access). A pointer compare each.
-    let cpu = stream.gpu.is_cpu();
+    let kind = stream.gpu.kind();
     for u in uses {
-        if u.alloc.gpu.is_cpu() != cpu {
+        if u.alloc.gpu.kind() != kind {
             return Err(Error::cross_device(
                 "enqueueing work",
                 &stream.gpu,
@@ -619,8 +604,8 @@ pub(crate) fn run_tracked_multi(
     }
     debug_assert!(parts.iter().all(|(s, _)| gates.holds(s)));
     for (stream, uses) in parts {
-        let cpu = stream.gpu.is_cpu();
-        if let Some(u) = uses.iter().find(|u| u.alloc.gpu.is_cpu() != cpu) {
+        let kind = stream.gpu.kind();
+        if let Some(u) = uses.iter().find(|u| u.alloc.gpu.kind() != kind) {
             return Err(Error::cross_device(
                 "enqueueing work",
                 &stream.gpu,
