@@ -15,7 +15,9 @@
 //! fallback barrier's words, a 32-byte broadcast slot per tile, and a 32-byte partial per
 //! warp — 1.6 KiB per block.
 
-use super::reduce::{ReduceOp, SlotWrites, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce};
+use super::reduce::{
+    Collective, ReduceOp, SlotWrites, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce,
+};
 use super::{ThreadBlock, ThreadGroup};
 use crate::DeviceCopy;
 use crate::atomic::Ordering;
@@ -215,6 +217,24 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         let exclusive =
             exclusive.map(|zero| (zero, unsafe { super::shfl::up(u32::MAX, incl, 1, raw::shfl_c(32, true)) }));
         finish_two_level_scan(op, mine == 0, lane == 0, prefix, incl, exclusive)
+    }
+}
+
+impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N, P> {
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        self.reduce_impl(v, op)
+    }
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        self.scan_impl(v, op, None)
+    }
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        self.scan_impl(v, op, Some(T::default()))
     }
 }
 
