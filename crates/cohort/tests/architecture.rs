@@ -9,14 +9,19 @@
 //!   a module of a higher tier, by the tier table in the crate docs (`src/lib.rs`, "Tiers");
 //! - **a module without a tier**: a module `src/lib.rs` declares, or a file or folder of `src/`,
 //!   that the table does not list (or a table entry that is no module);
-//! - **an import cycle** between modules (which the tier rule allows within one tier).
+//! - **an import cycle** between modules (which the tier rule allows within one tier), or between
+//!   the files of a folder module (`cg/`, `cg/reduce/`, `raw/`, `matrix/`): a path resolves to
+//!   the file that defines its item, through the `pub use` re-exports of a folder's `mod.rs`
+//!   (whose declaring and re-exporting its files is not an import, as `lib.rs`'s are not; a
+//!   name used bare through such a re-export, inside `mod.rs`, is not followed).
 //!
 //! Comments (doc comments included: an intra-doc link may point anywhere) and string literals
 //! are not code. `crate::NAME` of an item the crate root re-exports (`crate::DeviceCopy`) or of
 //! an exported macro (`crate::shared!`) counts as the module that defines it; `super::…` that
 //! climbs to the crate root counts as `crate::…`. What would hide a module's imports or code is
 //! refused: an alias or a glob of the crate root, `extern crate self`, a `#[path]` module,
-//! `include!`, `#[macro_use]`. A folder module (`cg/`, `raw/`) is one module: its files may use each other.
+//! `include!`, `#[macro_use]`. A folder module (`cg/`, `raw/`) is one module of the tier table:
+//! its files may use each other, but not in a cycle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -38,6 +43,7 @@ enum Rule {
     Upward,
     NoTier,
     Cycle,
+    FileCycle,
     Unresolved,
 }
 
@@ -559,6 +565,27 @@ fn check(tree: &Tree) -> Vec<Violation> {
     }
 
     // (d) No cycles: strongly connected components of more than one module.
+    for (scc, sites) in cycles(&edges) {
+        v(Rule::Cycle, format!("import cycle between modules {} (rule: no import cycles):{sites}", names(&scc)));
+    }
+
+    // (e) No cycles between the files of a folder module either (`cg/reduce/warp.rs` →
+    // `cg/tile.rs` → …): the same rule one level down, so that a folder's files layer too.
+    for (scc, sites) in cycles(&file_edges(tree)) {
+        v(Rule::FileCycle, format!("import cycle between files {} (rule: no import cycles):{sites}", names(&scc)));
+    }
+    found.sort();
+    found
+}
+
+/// `` `a`, `b` `` for a set of names.
+fn names(set: &BTreeSet<String>) -> String {
+    set.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// The strongly connected components of more than one node of a graph (`(from, to)` → the
+/// site that makes the edge), each with the sites of its edges (one line each).
+fn cycles(edges: &BTreeMap<(String, String), String>) -> Vec<(BTreeSet<String>, String)> {
     let nodes: BTreeSet<&String> = edges.keys().flat_map(|(a, b)| [a, b]).collect();
     let reach = |start: &String| {
         let mut seen = BTreeSet::new();
@@ -577,6 +604,7 @@ fn check(tree: &Tree) -> Vec<Violation> {
     };
     let reachable: BTreeMap<&String, BTreeSet<String>> = nodes.iter().map(|&n| (n, reach(n))).collect();
     let mut reported = BTreeSet::new();
+    let mut out = Vec::new();
     for &n in &nodes {
         if reported.contains(n) || !reachable[n].contains(n) {
             continue;
@@ -586,24 +614,249 @@ fn check(tree: &Tree) -> Vec<Violation> {
             .filter(|&&m| reachable[n].contains(m) && reachable[m].contains(n))
             .map(|&m| m.clone())
             .collect();
-        let mut msg = format!(
-            "import cycle between modules {} (rule: no import cycles):",
-            scc.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
-        );
-        for ((a, b), site) in &edges {
+        let mut sites = String::new();
+        for ((a, b), site) in edges {
             if scc.contains(a) && scc.contains(b) {
-                let _ = write!(msg, "\n    {a} → {b}: {site}");
+                let _ = write!(sites, "\n    {a} → {b}: {site}");
             }
         }
-        v(Rule::Cycle, msg);
-        reported.extend(scc);
+        reported.extend(scc.iter().cloned());
+        out.push((scc, sites));
     }
-    found.sort();
-    found
+    out
 }
 
+/// The file a source belongs to as a unit of the file graph: its module path, `/`-joined
+/// (`cg/reduce/warp.rs` → `cg/reduce/warp`, `cg/reduce/mod.rs` → `cg/reduce`).
+fn unit_of(rel: &str) -> String {
+    let rel = rel.strip_suffix(".rs").unwrap_or(rel);
+    rel.strip_suffix("/mod").unwrap_or(rel).to_string()
+}
+
+/// Every path of `code` that starts with `crate::`, `super::` or `self::` (use trees
+/// expanded: `super::{a, b::{self, C}}` gives `super::a`, `super::b`, `super::b::C`), as
+/// (byte offset, the inline `mod` blocks around it by name, the path's segments).
+fn rooted_paths(code: &str) -> Vec<(usize, Vec<String>, Vec<String>)> {
+    fn ident(s: &str) -> &str {
+        let n = s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len());
+        &s[..n]
+    }
+    /// The paths of a use tree at `s` under `prefix`; how far it read.
+    fn tree(s: &str, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+        let mut segs = prefix.to_vec();
+        let mut i = 0;
+        loop {
+            i += s[i..].len() - s[i..].trim_start().len();
+            let rest = &s[i..];
+            if let Some(group) = rest.strip_prefix('{') {
+                i += 1;
+                let mut g = group;
+                loop {
+                    let read = tree(g, &segs, out);
+                    i += read;
+                    g = &g[read..];
+                    let t = g.trim_start();
+                    i += g.len() - t.len();
+                    g = t;
+                    if let Some(r) = g.strip_prefix(',') {
+                        i += 1;
+                        g = r;
+                        if g.trim_start().starts_with('}') {
+                            let t = g.trim_start();
+                            i += g.len() - t.len() + 1;
+                            return i;
+                        }
+                    } else {
+                        if g.starts_with('}') {
+                            i += 1;
+                        }
+                        return i;
+                    }
+                }
+            }
+            let w = ident(rest);
+            if w.is_empty() {
+                break;
+            }
+            if w != "self" || segs.is_empty() {
+                segs.push(w.to_string());
+            }
+            i += w.len();
+            let after = s[i..].trim_start();
+            match after.strip_prefix("::") {
+                Some(_) => i += s[i..].len() - after.len() + 2,
+                None => {
+                    // `name as alias`: the alias rides along as a last `as:alias` segment.
+                    if let Some(r) = after.strip_prefix("as ") {
+                        let alias = ident(r.trim_start());
+                        i += s[i..].len() - r.trim_start().len() + alias.len();
+                        let mut p = segs.clone();
+                        p.push(format!("as:{alias}"));
+                        out.push(p);
+                        return i;
+                    }
+                    break;
+                }
+            }
+        }
+        if segs.len() > prefix.len() || segs.is_empty() {
+            out.push(segs);
+        } else {
+            out.push(prefix.to_vec());
+        }
+        i
+    }
+    let mut out = Vec::new();
+    let ws: Vec<(usize, &str)> = words(code).collect();
+    // The brace stack: the inline module each open `{` opens, if any.
+    let mut stack: Vec<Option<String>> = Vec::new();
+    let b = code.as_bytes();
+    let mut k = 0;
+    let mut pos = 0;
+    while pos < code.len() {
+        match b[pos] {
+            b'{' => {
+                let n = ws.partition_point(|(a, _)| *a < pos);
+                let name = (n >= 2 && ws[n - 2].1 == "mod" && {
+                    let (a, w) = ws[n - 1];
+                    code[a + w.len()..pos].trim().is_empty()
+                })
+                .then(|| ws[n - 1].1.to_string());
+                stack.push(name);
+            }
+            b'}' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+        while k < ws.len() && ws[k].0 < pos {
+            k += 1;
+        }
+        if k < ws.len() && ws[k].0 == pos {
+            let (at, w) = ws[k];
+            let starts = matches!(w, "crate" | "super" | "self")
+                && (at == 0 || !(b[at - 1] == b':' || b[at - 1] == b'$'))
+                && code[at + w.len()..].trim_start().starts_with("::");
+            if starts {
+                let inline: Vec<String> = stack.iter().flatten().cloned().collect();
+                let mut paths = Vec::new();
+                tree(&code[at..], &[], &mut paths);
+                for p in paths {
+                    out.push((at, inline.clone(), p));
+                }
+            }
+        }
+        pos += 1;
+    }
+    out
+}
+
+/// The file graph inside each folder module: `(file, file)` → the site, for a path in one
+/// file of `cg/` (say) that names an item of another file of `cg/`. A path resolves to the
+/// file that defines its item: through the re-exports (`pub use x::{…}`, `pub(crate) use …`)
+/// of a folder's `mod.rs` to the file they come from. A folder's `mod.rs` declaring and
+/// re-exporting its files is not an import (as `lib.rs`'s are not); its other paths are.
+fn file_edges(tree: &Tree) -> BTreeMap<(String, String), String> {
+    let units: BTreeSet<String> = tree.keys().map(|r| unit_of(r)).collect();
+    // Per folder unit: re-exported name → the child unit it comes from.
+    let mut reexports: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut codes: BTreeMap<&String, String> = BTreeMap::new();
+    for (rel, text) in tree {
+        let mut code = blank(text, false);
+        if rel.ends_with("/mod.rs") {
+            let unit = unit_of(rel);
+            let map = reexports.entry(unit.clone()).or_default();
+            // Each `pub… use child::…;` statement: record, then blank it.
+            let mut from = 0;
+            while let Some(k) = code[from..].find("use ") {
+                let at = from + k;
+                from = at + 4;
+                let head = code[..at].trim_end();
+                let glued = at > 0 && code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+                if glued || !(head.ends_with("pub") || head.ends_with(')')) {
+                    continue;
+                }
+                let start = head.rfind("pub").unwrap_or(at);
+                let end = at + code[at..].find(';').unwrap_or(code.len() - at);
+                // `child::{a, b as c}` read as the tree `self::child::{…}`.
+                for (_, _, p) in rooted_paths(&format!("self::{}", code[at + 4..end].trim())) {
+                    if p.len() >= 3 && units.contains(&format!("{unit}/{}", p[1])) {
+                        let last = &p[p.len() - 1];
+                        map.insert(last.strip_prefix("as:").unwrap_or(last).to_string(), format!("{unit}/{}", p[1]));
+                    }
+                }
+                let blanked: String = code[start..end].chars().map(|c| if c == '\n' { c } else { ' ' }).collect();
+                code.replace_range(start..end, &blanked);
+            }
+        }
+        codes.insert(rel, code);
+    }
+    // The unit that defines the item a module path (from the crate root) names.
+    let resolve = |path: &[String]| -> Option<String> {
+        let mut unit = String::new();
+        let mut i = 0;
+        while i < path.len() {
+            let next = if unit.is_empty() { path[i].clone() } else { format!("{unit}/{}", path[i]) };
+            if units.contains(&next) {
+                unit = next;
+                i += 1;
+            } else if let Some(child) = reexports.get(&unit).and_then(|m| m.get(&path[i])) {
+                unit = child.clone(); // and look the same name up again there
+            } else {
+                break;
+            }
+        }
+        (!unit.is_empty()).then_some(unit)
+    };
+    let mut edges = BTreeMap::new();
+    for (rel, code) in &codes {
+        let me = unit_of(rel);
+        let folder = module_of(rel);
+        if !rel.contains('/') {
+            continue; // a file module: the module graph has it
+        }
+        // This file's module path, segments (`cg/reduce/warp` → [cg, reduce, warp]).
+        let base: Vec<String> = me.split('/').map(str::to_string).collect();
+        for (at, inline, mut p) in rooted_paths(code) {
+            p.retain(|seg| !seg.starts_with("as:"));
+            let (head, rest) = p.split_first().map(|(h, r)| (h.as_str(), r)).unwrap_or(("", &[]));
+            let mut here: Vec<String> = base.iter().chain(&inline).cloned().collect();
+            let abs: Vec<String> = match head {
+                "crate" => rest.to_vec(),
+                "self" => here.into_iter().chain(rest.iter().cloned()).collect(),
+                "super" => {
+                    let ups = p.iter().take_while(|s| *s == "super").count();
+                    if ups > here.len() {
+                        continue;
+                    }
+                    here.truncate(here.len() - ups);
+                    here.into_iter().chain(p[ups..].iter().cloned()).collect()
+                }
+                _ => continue,
+            };
+            if abs.first() != Some(&folder) {
+                continue;
+            }
+            let Some(to) = resolve(&abs) else { continue };
+            if to != me {
+                let shown = p.join("::");
+                edges
+                    .entry((me.clone(), to))
+                    .or_insert_with(|| format!("src/{rel}:{} uses `{shown}`", line_of(code, at)));
+            }
+        }
+    }
+    edges
+}
+
+/// This crate's sources, or those under `COHORT_ARCH_SRC` (another tree's `src/`, say an older
+/// commit's: `git archive <commit> crates/cohort/src | tar -x -C /tmp/old`, then
+/// `COHORT_ARCH_SRC=/tmp/old/crates/cohort/src cargo test -p cohort --test architecture`).
 fn cohort_src() -> Tree {
-    load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+    match std::env::var_os("COHORT_ARCH_SRC") {
+        Some(dir) => load(Path::new(&dir)),
+        None => load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src")),
+    }
 }
 
 fn assert_none(rules: &[Rule]) {
@@ -629,6 +882,62 @@ fn every_module_has_a_tier() {
 #[test]
 fn no_import_cycles() {
     assert_none(&[Rule::Cycle]);
+}
+
+#[test]
+fn no_import_cycles_between_files() {
+    assert_none(&[Rule::FileCycle]);
+}
+
+/// Prints every import cycle, of modules and of files, and passes: `cargo test -p cohort --test
+/// architecture import_cycles -- --nocapture` (with `COHORT_ARCH_SRC` for another tree).
+#[test]
+fn import_cycles() {
+    let found: Vec<_> =
+        check(&cohort_src()).into_iter().filter(|v| matches!(v.rule, Rule::Cycle | Rule::FileCycle)).collect();
+    println!("{} import cycle(s)", found.len());
+    for v in found {
+        println!("{}", v.message);
+    }
+}
+
+/// The file rule, on a made-up folder module: a cycle through a `mod.rs` re-export is found,
+/// with the file that defines the item; the `mod.rs` declaring and re-exporting its files, and
+/// its files using what it defines, are no cycle.
+#[test]
+fn the_checker_finds_file_cycles() {
+    let lib =
+        "//! | tier | modules |\n//! |---|---|\n//! | 1 | `grp` |\n//! | 2 | `top` |\n\npub mod grp;\npub mod top;\n";
+    let files: &[(&str, &str)] = &[
+        ("lib.rs", lib),
+        ("grp/mod.rs", "mod a;\nmod b;\nmod c;\npub use a::A;\npub(crate) use b::{B, helper as h};\npub trait T {}\n"),
+        ("grp/a.rs", "use super::T;\npub struct A;\nfn f() { super::h() }\n"),
+        ("grp/b.rs", "use super::T;\npub struct B;\nmod inner {\n    use super::super::c::C;\n}\npub fn helper() {}\n"),
+        (
+            "grp/c.rs",
+            "use crate::grp::{self, a::{self, A}};\npub struct C;\nfn g() -> self::C { C }\nfn k() { let _ = grp::B; }\n",
+        ),
+        ("top.rs", "use crate::grp::A;\n"),
+    ];
+    let tree: Tree = files.iter().map(|(p, t)| (p.to_string(), t.to_string())).collect();
+    let got = check(&tree);
+    let all = got.iter().map(|v| format!("{:?}: {}", v.rule, v.message)).collect::<Vec<_>>().join("\n");
+    let edges = file_edges(&tree);
+    let e = |a: &str, b: &str| edges.contains_key(&(a.to_string(), b.to_string()));
+    assert!(e("grp/a", "grp/b"), "`super::h` is b's `helper` (through `as`): {edges:?}");
+    assert!(e("grp/b", "grp/c"), "`super::super::c` out of an inline module: {edges:?}");
+    assert!(e("grp/c", "grp/a"), "{edges:?}");
+    assert!(e("grp/a", "grp"), "`super::T` is mod.rs's own: {edges:?}");
+    assert!(!e("grp", "grp/a") && !e("grp", "grp/b"), "re-exports are no imports: {edges:?}");
+    assert!(!e("grp/c", "grp/b"), "a bare `grp::B` after `use crate::grp::{{self}}` is not followed: {edges:?}");
+    assert_eq!(got.len(), 1, "{all}");
+    assert!(
+        got[0].rule == Rule::FileCycle
+            && ["`grp/a`, `grp/b`, `grp/c`", "src/grp/a.rs:3", "src/grp/b.rs:4", "src/grp/c.rs:1"]
+                .iter()
+                .all(|p| got[0].message.contains(p)),
+        "{all}"
+    );
 }
 
 /// The checker itself, on a small made-up crate with one violation of each rule.

@@ -18,6 +18,7 @@
 use super::reduce::{
     Collective, ReduceOp, SlotWrites, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce,
 };
+use super::tile::{Size, TileParent, TileSize, sealed};
 use super::{ThreadBlock, ThreadGroup};
 use crate::DeviceCopy;
 use crate::atomic::Ordering;
@@ -291,3 +292,25 @@ fn barrier(tile: u32, warps: u32) {
     // SAFETY: as above.
     unsafe { raw::bar_warp_sync(u32::MAX) };
 }
+
+// The large tiles among the tile parents and `tiled_partition`'s sizes (`tile.rs` defines the
+// traits and the warp tiles' impls; these are here so that `tile.rs` needs nothing of this file).
+impl<const M: u32, Q: TileParent> sealed::Sealed for LargeTile<M, Q> {}
+
+impl<const M: u32, Q: TileParent> TileParent for LargeTile<M, Q> {
+    const STATIC_SIZE: u32 = M;
+}
+
+macro_rules! large_tile_sizes {
+    ($($n:literal)*) => {$(
+        impl<P: TileParent> TileSize<P> for Size<$n> {
+            type Tile = LargeTile<$n, P>;
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn make(parent: &P) -> Self::Tile {
+                LargeTile::new(*parent)
+            }
+        }
+    )*};
+}
+large_tile_sizes!(64 128 256 512);

@@ -8,7 +8,6 @@
 //! function would need the parent as a second generic argument, which Rust does not let a
 //! caller leave out.
 
-use super::large::LargeTile;
 use super::shfl::{self, MatchValue};
 use super::{ThreadBlock, ThreadGroup, WarpGroup};
 use crate::DeviceCopy;
@@ -94,12 +93,12 @@ pub trait TileParent: ThreadGroup<Size = u32> + Copy + sealed::Sealed {
     }
 }
 
-mod sealed {
-    /// Only Cohort's groups are tile parents (see [`super::TileParent`]).
+pub(super) mod sealed {
+    /// Only Cohort's groups are tile parents (see [`super::TileParent`]); `large.rs` seals
+    /// `LargeTile`.
     pub trait Sealed {}
     impl Sealed for crate::cg::ThreadBlock {}
     impl<const M: u32, Q: super::TileParent> Sealed for super::ThreadBlockTile<M, Q> {}
-    impl<const M: u32, Q: super::TileParent> Sealed for crate::cg::LargeTile<M, Q> {}
 }
 
 impl TileParent for ThreadBlock {
@@ -107,10 +106,6 @@ impl TileParent for ThreadBlock {
 }
 
 impl<const M: u32, Q: TileParent> TileParent for ThreadBlockTile<M, Q> {
-    const STATIC_SIZE: u32 = M;
-}
-
-impl<const M: u32, Q: TileParent> TileParent for LargeTile<M, Q> {
     const STATIC_SIZE: u32 = M;
 }
 
@@ -143,20 +138,6 @@ macro_rules! warp_tile_sizes {
     )*};
 }
 warp_tile_sizes!(1 2 4 8 16 32);
-
-macro_rules! large_tile_sizes {
-    ($($n:literal)*) => {$(
-        impl<P: TileParent> TileSize<P> for Size<$n> {
-            type Tile = LargeTile<$n, P>;
-            #[inline(always)]
-            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-            fn make(parent: &P) -> Self::Tile {
-                LargeTile::new(*parent)
-            }
-        }
-    )*};
-}
-large_tile_sizes!(64 128 256 512);
 
 /// `cg::this_thread()`: a tile of one thread.
 #[inline(always)]
