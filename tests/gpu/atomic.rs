@@ -1,6 +1,6 @@
-//! `cohort::atomic` and `cohort::mutex`: every operation for every type in global and shared
-//! memory, NaN in every float CAS loop, mutexes, message passing; and the atomics tutorial's
-//! workloads (the race, histograms, the mutex counter, dot products).
+//! `cohort::atomic`: every operation for every type in global and shared memory, NaN in every
+//! float CAS loop, message passing with fences; and the atomics tutorial's workloads (the race,
+//! histograms, dot products). The mutex tests are `mutex.rs`'s.
 
 use std::time::{Duration, Instant};
 

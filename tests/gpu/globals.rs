@@ -1,7 +1,6 @@
 //! `cohort::global`: constant memory and module globals set and read by the host through typed
-//! handles (`Module::constant`, `Module::global`), against CPU references, and their stream
-//! ordering (a host write never lands under a kernel that reads the variable; a host read
-//! waits for the kernels that update it).
+//! handles (`Module::constant`, `Module::global`), against CPU references. (Their stream
+//! ordering and refusals are `symbol.rs`'s.)
 //!
 //! Module variables are shared by every user of a module, so each test loads a module of its
 //! own (the shared `Ctx` modules are used by tests running in parallel).

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 use cohort_kernels::atomics as wk;
-use cohort_test_kernels::atomic_ops::{self as k};
+use cohort_test_kernels::atomic_ops as k;
 use cohort_tests::{Context, Ctx, TestResult, check_all, gpu_trial};
 use libtest_mimic::Trial;
 

@@ -1,6 +1,6 @@
 //! The runtime's own checks on a GPU: after a kernel fails, every later error names it (in a
 //! child process: CUDA accepts no more work in a process after a kernel fails); errors keep
-//! their driver cause; device views; run-time PTX text.
+//! their driver cause; run-time PTX text. (Device views are `memory.rs`'s.)
 
 use std::process::Command;
 use std::time::Duration;

@@ -1,8 +1,6 @@
 //! The safety rules: a launcher whose declaration differs from its entry is refused at `load`
-//! (never launched), zero-sized elements, and the safe output patterns (one writer per block or
-//! tile, slots claimed from an output's own counter, vector types and casts, phases of a
-//! cooperative kernel), each checked against a CPU
-//! reference.
+//! (never launched), zero-sized elements, vector types and casts, phases of a cooperative
+//! kernel, each checked against a CPU reference. (The one-writer outputs are `slice.rs`'s.)
 
 use cohort_runtime::{Error, LaunchConfig};
 use cohort_test_kernels::safety as k;

@@ -1,13 +1,11 @@
-//! Streams, events, pinned and registered memory, asynchronous copies and fills, host
-//! functions and graphs — every result against a CPU reference — and the stream-ordering
-//! rules: a reader on one stream never overtakes a writer on another, a writer never
-//! overtakes a reader, the host never sees a pinned buffer before the copy into it has
-//! finished, and nothing is freed while in use.
+//! Streams and events, host functions, the default streams, graphs and a leak check — every
+//! result against a CPU reference. The stream-ordering rules are `track.rs`'s, pinned memory
+//! `pinned.rs`'s, copies and fills `memory.rs`'s.
 //!
 //! On the CPU device, whose streams run each piece of work when it is enqueued, the ordering
 //! holds by construction: the same tests check every value there (without the slow kernels'
-//! waits), and those that measure asynchrony itself (overlap, event queries, a free waiting for
-//! a kernel) or use graphs are GPU-only.
+//! waits), and those that measure asynchrony itself (event queries) or use graphs are
+//! GPU-only.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

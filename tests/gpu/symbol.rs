@@ -3,7 +3,7 @@
 //! that update it, and a wrong size or a missing name is refused. (The `globals_*` names are
 //! kept.)
 
-use cohort_test_kernels::globals::{self as k};
+use cohort_test_kernels::globals as k;
 use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_trial, rng};
 use libtest_mimic::Trial;
 use rand::Rng;

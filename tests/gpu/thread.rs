@@ -1,4 +1,4 @@
-//! `cohort::thread` and `cohort::sync` basics: indices, extents, ranks, block barriers.
+//! `cohort::thread` basics: indices, extents, ranks. (Block barriers are `sync.rs`'s.)
 
 use cohort_kernels::checks;
 use cohort_runtime::{Dim3, LaunchConfig};

@@ -2,6 +2,10 @@
 //! writer on another, a writer never overtakes a reader, disjoint ranges of one buffer do
 //! overlap, and a buffer is not freed while work on it is pending — every result against a CPU
 //! reference. (The `streams_*` names are kept.)
+//!
+//! On the CPU device, whose streams run each piece of work when it is enqueued, the ordering
+//! holds by construction: the tests check every value there, and those that measure asynchrony
+//! itself (overlap, a free waiting for a kernel) are GPU-only.
 
 use std::time::{Duration, Instant};
 use cohort_test_kernels::streams as k;
