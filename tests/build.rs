@@ -1,5 +1,6 @@
 //! Finds the GPU test suites: every `gpu/*.rs` but `main.rs` is one (a module named after the
-//! device or runtime module it tests), with a `pub fn trials() -> Vec<Trial>`, and may have a
+//! device or runtime module it tests), and so is every folder `gpu/NAME/` with a `mod.rs` (a
+//! suite in several files); a suite has a `pub fn trials() -> Vec<Trial>`, and may have a
 //! `pub fn spinning_trials()` (tests whose kernels spin on other threads: listed last, so that a
 //! hang there stops only them). Writes `OUT_DIR/gpu_suites.rs`, which `gpu/main.rs` includes:
 //! the `mod` items and `suite_trials()`, every suite's trials. So a new test file is one edit:
@@ -12,9 +13,11 @@ fn main() {
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut suites: Vec<(String, PathBuf, bool)> = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("read tests/gpu") {
-        let path = entry.expect("tests/gpu entry").path();
+        let mut path = entry.expect("tests/gpu entry").path();
         let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_string) else { continue };
-        if path.extension().is_none_or(|e| e != "rs") || name == "main" {
+        if path.is_dir() && path.join("mod.rs").is_file() {
+            path = path.join("mod.rs"); // a suite of several files: its `mod.rs` has the list
+        } else if path.extension().is_none_or(|e| e != "rs") || name == "main" {
             continue;
         }
         println!("cargo:rerun-if-changed={}", path.display());
