@@ -18,7 +18,7 @@
 //! **Why writes are safe.** A [`DisjointMatrix`] kernel parameter carries its `rows` and `cols`
 //! from the host (the launch passes them, so every thread sees the same), its [`Layout`] is
 //! part of its type (so every thread uses the same), and the block shape comes from the kernel's
-//! [`BlockShape`] (checked at launch). A layout maps (block, thread, `k`, `l`) one-to-one onto
+//! [`BlockShape`](crate::shape::BlockShape) (checked at launch). A layout maps (block, thread, `k`, `l`) one-to-one onto
 //!
 //! The module's files, by concept: [`MatrixIndex`] (index.rs), the read views (read.rs:
 //! [`Matrix`], [`Point`], [`Window`], [`Strip`] and their check-free forms), the

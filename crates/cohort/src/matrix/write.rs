@@ -34,7 +34,7 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
     /// (any pointer, null included, when that is 0: nothing is then written), `rows * cols` not
     /// overflowing `I`; nothing else may access that memory meanwhile except other threads of
     /// the same launch through a `DisjointMatrix` made from the same `ptr`, `rows`, `cols`, `L`
-    /// and `I`. If `L` is [`Within`], the launch's grid is 1-D or 2-D (`gridDim.z == 1`) and
+    /// and `I`. If `L` is [`Within`](super::Within), the launch's grid is 1-D or 2-D (`gridDim.z == 1`) and
     /// every thread's elements lie inside the matrix
     /// ([`abi::matrix_launch_fits`](crate::abi::matrix_launch_fits) holds for it).
     #[inline(always)]
@@ -60,7 +60,7 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
     /// The elements this thread writes: its part of its block's tile.
     ///
     /// The block's tile position is `(blockIdx.y + gridDim.y * blockIdx.z, blockIdx.x)`
-    /// (exchanged by [`TransposedTiles`]); blocks past the matrix get tiles whose elements are
+    /// (exchanged by [`TransposedTiles`](super::TransposedTiles)); blocks past the matrix get tiles whose elements are
     /// all outside, and write nothing.
     #[inline(always)]
     #[must_use]
