@@ -13,13 +13,16 @@ pub(crate) fn unit_of(rel: &str) -> String {
 /// The file graph inside each folder module: `(file, file)` → the site, for a path in one
 /// file of `cg/` (say) that names an item of another file of `cg/`. A path resolves to the
 /// file that defines its item: through the re-exports (`pub use x::{…}`, `pub(crate) use …`)
-/// of a folder's `mod.rs` to the file they come from. A folder's `mod.rs` declaring and
+/// of a folder's `mod.rs` to the file they come from (for a glob re-export, `pub use x::*`, the
+/// names `x.rs` defines). A folder's `mod.rs` declaring and
 /// re-exporting its files is not an import (as `lib.rs`'s are not); its other paths are.
 pub(crate) fn file_edges(tree: &Tree) -> BTreeMap<(String, String), String> {
     let units: BTreeSet<String> = tree.keys().map(|r| unit_of(r)).collect();
     // Per folder unit: re-exported name → the child unit it comes from.
     let mut reexports: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let mut codes: BTreeMap<&String, String> = BTreeMap::new();
+    // `(folder, child)` for each `pub use child::*;` of a folder's `mod.rs`.
+    let mut globbed: Vec<(String, String)> = Vec::new();
     for (rel, text) in tree {
         let mut code = blank(text, false);
         if rel.ends_with("/mod.rs") {
@@ -39,9 +42,15 @@ pub(crate) fn file_edges(tree: &Tree) -> BTreeMap<(String, String), String> {
                 let end = at + code[at..].find(';').unwrap_or(code.len() - at);
                 // `child::{a, b as c}` read as the tree `self::child::{…}`.
                 for (_, _, p) in rooted_paths(&format!("self::{}", code[at + 4..end].trim())) {
-                    if p.len() >= 3 && units.contains(&format!("{unit}/{}", p[1])) {
-                        let last = &p[p.len() - 1];
-                        map.insert(last.strip_prefix("as:").unwrap_or(last).to_string(), format!("{unit}/{}", p[1]));
+                    let child = format!("{unit}/{}", p.get(1).map_or("", String::as_str));
+                    if p.len() < 3 || !units.contains(&child) {
+                        continue;
+                    }
+                    let last = &p[p.len() - 1];
+                    if p.len() == 3 && last == "*" {
+                        globbed.push((unit.clone(), child));
+                    } else {
+                        map.insert(last.strip_prefix("as:").unwrap_or(last).to_string(), child);
                     }
                 }
                 let blanked: String = code[start..end].chars().map(|c| if c == '\n' { c } else { ' ' }).collect();
@@ -49,6 +58,24 @@ pub(crate) fn file_edges(tree: &Tree) -> BTreeMap<(String, String), String> {
             }
         }
         codes.insert(rel, code);
+    }
+    // `pub use child::*;`: every name the child's file defines (items and methods alike: a
+    // method's name is never a path's, so it only widens the table) comes from the child, unless
+    // named explicitly.
+    for (unit, child) in globbed {
+        let Some(code) = codes.iter().find(|(rel, _)| unit_of(rel) == child).map(|(_, c)| c.clone()) else { continue };
+        let ws: Vec<(usize, &str)> = words(&code).collect();
+        for pair in ws.windows(2) {
+            if matches!(pair[0].1, "fn" | "struct" | "enum" | "union" | "trait" | "type" | "const" | "static" | "mod")
+                || (pair[0].1 == "macro_rules" && code[pair[0].0..].starts_with("macro_rules!"))
+            {
+                reexports
+                    .entry(unit.clone())
+                    .or_default()
+                    .entry(pair[1].1.to_string())
+                    .or_insert_with(|| child.clone());
+            }
+        }
     }
     // The unit that defines the item a module path (from the crate root) names.
     let resolve = |path: &[String]| -> Option<String> {

@@ -12,8 +12,9 @@
 //! - **an import cycle** between modules (which the tier rule allows within one tier), or between
 //!   the files of a folder module (`cg/`, `cg/reduce/`, `raw/`, `matrix/`): a path resolves to
 //!   the file that defines its item, through the `pub use` re-exports of a folder's `mod.rs`
-//!   (whose declaring and re-exporting its files is not an import, as `lib.rs`'s are not; a
-//!   name used bare through such a re-export, inside `mod.rs`, is not followed).
+//!   (`pub use x::*`: the names `x.rs` defines by keyword, not by a macro); a `mod.rs` declaring
+//!   and re-exporting its files is not an import, as `lib.rs`'s are not, and a name it uses bare
+//!   through such a re-export is not followed.
 //!
 //! Comments (doc comments included: an intra-doc link may point anywhere) and string literals
 //! are not code. `crate::NAME` of an item the crate root re-exports (`crate::DeviceCopy`) or of
@@ -97,12 +98,18 @@ fn no_import_cycles_between_files() {
     assert_none(&[Rule::FileCycle]);
 }
 
-/// Prints every import cycle, of modules and of files, and passes: `cargo test -p cohort --test
+/// Prints the file imports inside folder modules and every import cycle, of modules and of
+/// files, and passes: `cargo test -p cohort --test
 /// architecture import_cycles -- --nocapture` (with `COHORT_ARCH_SRC` for another tree).
 #[test]
 fn import_cycles() {
     let found: Vec<_> =
         check(&cohort_src()).into_iter().filter(|v| matches!(v.rule, Rule::Cycle | Rule::FileCycle)).collect();
+    let edges = file_edges(&cohort_src());
+    println!("{} file import(s) inside folder modules:", edges.len());
+    for ((a, b), site) in &edges {
+        println!("    {a} → {b}: {site}");
+    }
     println!("{} import cycle(s)", found.len());
     for v in found {
         println!("{}", v.message);
@@ -110,16 +117,20 @@ fn import_cycles() {
 }
 
 /// The file rule, on a made-up folder module: a cycle through a `mod.rs` re-export is found,
-/// with the file that defines the item; the `mod.rs` declaring and re-exporting its files, and
-/// its files using what it defines, are no cycle.
+/// with the file that defines the item (a glob re-export's too); the `mod.rs` declaring and
+/// re-exporting its files, and its files using what it defines, are no cycle.
 #[test]
 fn the_checker_finds_file_cycles() {
     let lib =
         "//! | tier | modules |\n//! |---|---|\n//! | 1 | `grp` |\n//! | 2 | `top` |\n\npub mod grp;\npub mod top;\n";
     let files: &[(&str, &str)] = &[
         ("lib.rs", lib),
-        ("grp/mod.rs", "mod a;\nmod b;\nmod c;\npub use a::A;\npub(crate) use b::{B, helper as h};\npub trait T {}\n"),
-        ("grp/a.rs", "use super::T;\npub struct A;\nfn f() { super::h() }\n"),
+        (
+            "grp/mod.rs",
+            "mod a;\nmod b;\nmod c;\nmod d;\npub use a::A;\npub(crate) use b::{B, helper as h};\npub use d::*;\npub trait T {}\n",
+        ),
+        ("grp/a.rs", "use super::T;\npub struct A;\nfn f() { super::h() }\nfn g() -> super::D { super::D }\n"),
+        ("grp/d.rs", "pub struct D;\n"),
         ("grp/b.rs", "use super::T;\npub struct B;\nmod inner {\n    use super::super::c::C;\n}\npub fn helper() {}\n"),
         (
             "grp/c.rs",
@@ -136,6 +147,7 @@ fn the_checker_finds_file_cycles() {
     assert!(e("grp/b", "grp/c"), "`super::super::c` out of an inline module: {edges:?}");
     assert!(e("grp/c", "grp/a"), "{edges:?}");
     assert!(e("grp/a", "grp"), "`super::T` is mod.rs's own: {edges:?}");
+    assert!(e("grp/a", "grp/d"), "`super::D` comes from d.rs through `pub use d::*`: {edges:?}");
     assert!(!e("grp", "grp/a") && !e("grp", "grp/b"), "re-exports are no imports: {edges:?}");
     assert!(!e("grp/c", "grp/b"), "a bare `grp::B` after `use crate::grp::{{self}}` is not followed: {edges:?}");
     assert_eq!(got.len(), 1, "{all}");

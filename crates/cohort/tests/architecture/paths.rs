@@ -144,6 +144,11 @@ pub(crate) fn rooted_paths(code: &str) -> Vec<(usize, Vec<String>, Vec<String>)>
                     }
                 }
             }
+            if rest.starts_with('*') {
+                segs.push("*".to_string()); // a glob: its items are not named
+                i += 1;
+                break;
+            }
             let w = ident(rest);
             if w.is_empty() {
                 break;
