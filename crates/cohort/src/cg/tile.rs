@@ -29,8 +29,9 @@ impl<const N: u32, P: Copy> Clone for ThreadBlockTile<N, P> {
 impl<const N: u32, P: Copy> Copy for ThreadBlockTile<N, P> {}
 
 /// Groups a tile can be cut from: the [`ThreadBlock`] and the static tiles
-/// ([`ThreadBlockTile`], [`LargeTile`](super::LargeTile)). Sealed: a tile's lane masks assume that its parent's
-/// threads are consecutive ranks of the block, which only Cohort's groups guarantee.
+/// ([`ThreadBlockTile`], [`LargeTile`](super::LargeTile)). Sealed: a tile's lane masks assume
+/// that its parent's threads are consecutive ranks of the block, which only Cohort's groups
+/// guarantee.
 pub trait TileParent: ThreadGroup<Size = u32> + Copy + sealed::Sealed {
     /// The parent's size when it is known at compile time (tiles); 0 for the block.
     const STATIC_SIZE: u32;
@@ -41,8 +42,8 @@ pub trait TileParent: ThreadGroup<Size = u32> + Copy + sealed::Sealed {
     /// `cg::tiled_partition::<32>(&block)` (or `block.tiled_partition::<32>()`).
     ///
     /// `N` must be 1, 2, 4, 8, 16 or 32 (giving a [`ThreadBlockTile`]), or 64, 128, 256 or 512
-    /// (giving a [`LargeTile`](super::LargeTile)); when the parent is a tile, `N` must divide its size. Both are
-    /// checked at compile time. Every thread of the parent must call this (large tiles set up
+    /// (giving a [`LargeTile`](super::LargeTile)); when the parent is a tile, `N` must divide
+    /// its size. Both are checked at compile time. Every thread of the parent must call this (large tiles set up
     /// their shared scratch with two parent barriers), and the parent's size must be a
     /// multiple of `N` (checked at run time: a panic names the call site).
     ///

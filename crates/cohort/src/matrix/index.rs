@@ -1,8 +1,8 @@
 //! The index type of a matrix: `usize`, or `u32` for 32-bit index arithmetic.
 
-/// The index type of a [`Matrix`](super::Matrix): `usize` (any size), or `u32` (CUDA C++'s `unsigned`: index
-/// arithmetic in 32 bits, one instruction where `usize` takes two to four — for matrices of at
-/// most `u32::MAX` elements, which [`Matrix::new`](super::Matrix::new) checks).
+/// The index type of a [`Matrix`](super::Matrix): `usize` (any size), or `u32` (CUDA C++'s
+/// `unsigned`: index arithmetic in 32 bits, one instruction where `usize` takes two to four — for
+/// matrices of at most `u32::MAX` elements, which [`Matrix::new`](super::Matrix::new) checks).
 pub trait MatrixIndex: Copy + Ord + core::fmt::Debug + index_sealed::Sealed + 'static {
     /// 0.
     const ZERO: Self;

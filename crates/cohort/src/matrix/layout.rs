@@ -3,8 +3,9 @@
 
 use core::marker::PhantomData;
 
-/// How a [`DisjointMatrix`](super::DisjointMatrix) is divided among threads: which elements each thread of each block
-/// writes. Sealed: the disjointness of writes rests on each layout being one-to-one.
+/// How a [`DisjointMatrix`](super::DisjointMatrix) is divided among threads: which elements each
+/// thread of each block writes. Sealed: the disjointness of writes rests on each layout being
+/// one-to-one.
 pub trait Layout: sealed::Sealed + 'static {
     /// Elements a thread writes along rows (`k` in [`ThreadTile::set`](super::ThreadTile::set)).
     const KR: usize;
@@ -45,10 +46,11 @@ pub struct Transposed<L>(PhantomData<L>);
 /// (`gridDim.z == 1`) that does not overhang it, as CUDA C++ kernels without a bounds check
 /// assume (`out[gy * n + gx] = …` for a grid of exactly `n / 32 × n / 8` blocks).
 ///
-/// The host launcher checks it before launching — the last row and column the grid's far
-/// corner writes lie inside the matrix — and refuses any other launch with an `Err` naming the
-/// kernel, the parameter, the matrix and the grid. In exchange [`DisjointMatrix::tile`](super::DisjointMatrix::tile)
-/// computes no bound and [`ThreadTile::set`](super::ThreadTile::set) checks nothing: a thread's offset is one
+/// The host launcher checks it before launching — the last row and column the grid's far corner
+/// writes lie inside the matrix — and refuses any other launch with an `Err` naming the kernel, the
+/// parameter, the matrix and the grid. In exchange
+/// [`DisjointMatrix::tile`](super::DisjointMatrix::tile) computes no bound and
+/// [`ThreadTile::set`](super::ThreadTile::set) checks nothing: a thread's offset is one
 /// multiply-add, and its tile is always [full](super::ThreadTile::is_full).
 ///
 /// ```

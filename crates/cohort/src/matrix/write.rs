@@ -30,12 +30,12 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
     /// Wraps device memory.
     ///
     /// # Safety
-    /// `ptr` must be valid for reads and writes of `rows * cols` elements of `T` for `'a`
-    /// (any pointer, null included, when that is 0: nothing is then written), `rows * cols` not
-    /// overflowing `I`; nothing else may access that memory meanwhile except other threads of
-    /// the same launch through a `DisjointMatrix` made from the same `ptr`, `rows`, `cols`, `L`
-    /// and `I`. If `L` is [`Within`](super::Within), the launch's grid is 1-D or 2-D (`gridDim.z == 1`) and
-    /// every thread's elements lie inside the matrix
+    /// `ptr` must be valid for reads and writes of `rows * cols` elements of `T` for `'a` (any
+    /// pointer, null included, when that is 0: nothing is then written), `rows * cols` not
+    /// overflowing `I`; nothing else may access that memory meanwhile except other threads of the
+    /// same launch through a `DisjointMatrix` made from the same `ptr`, `rows`, `cols`, `L` and
+    /// `I`. If `L` is [`Within`](super::Within), the launch's grid is 1-D or 2-D (`gridDim.z == 1`)
+    /// and every thread's elements lie inside the matrix
     /// ([`abi::matrix_launch_fits`](crate::abi::matrix_launch_fits) holds for it).
     #[inline(always)]
     #[must_use]
@@ -59,9 +59,9 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
 
     /// The elements this thread writes: its part of its block's tile.
     ///
-    /// The block's tile position is `(blockIdx.y + gridDim.y * blockIdx.z, blockIdx.x)`
-    /// (exchanged by [`TransposedTiles`](super::TransposedTiles)); blocks past the matrix get tiles whose elements are
-    /// all outside, and write nothing.
+    /// The block's tile position is `(blockIdx.y + gridDim.y * blockIdx.z, blockIdx.x)` (exchanged
+    /// by [`TransposedTiles`](super::TransposedTiles)); blocks past the matrix get tiles whose
+    /// elements are all outside, and write nothing.
     #[inline(always)]
     #[must_use]
     pub fn tile<const X: u32, const Y: u32, const Z: u32>(
