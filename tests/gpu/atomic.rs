@@ -1,6 +1,6 @@
-//! `cohort::atomic` and `cohort::mutex`: every operation for every type in global and shared
-//! memory, NaN in every float CAS loop, mutexes, message passing; and the atomics tutorial's
-//! workloads (the race, histograms, the mutex counter, dot products).
+//! `cohort::atomic`: every operation for every type in global and shared memory, NaN in every
+//! float CAS loop, message passing with fences; and the atomics tutorial's workloads (the race,
+//! histograms, dot products). The mutex tests are `mutex.rs`'s.
 
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,6 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("atomic_float_ops_f64_with_nan", |c| floats::<f64>(c, "f64")),
         gpu_trial("atomic_forms_run", forms),
         gpu_trial("atomic_tutorial_race", race),
-        gpu_trial("atomic_tutorial_mutex_add_one", mutex_add_one),
         gpu_trial("atomic_tutorial_histograms", histograms),
         gpu_trial("atomic_tutorial_dot_products", dots),
     ]
@@ -33,7 +32,6 @@ pub fn trials() -> Vec<Trial> {
 pub fn spinning_trials() -> Vec<Trial> {
     vec![
         gpu_trial("atomic_zz_message_passing_release_acquire_and_fences", message_passing),
-        gpu_trial("atomic_zz_mutex_global_and_shared", mutexes),
     ]
 }
 
@@ -216,7 +214,7 @@ int_launch!(u32 i32 u64 i64);
 
 /// Waits at most `limit` for the stream: a CAS loop that never ends must fail the test, not
 /// hang it.
-fn sync_within(s: &cohort_runtime::Stream, gpu: &cohort_runtime::Gpu, limit: Duration) -> TestResult {
+pub(crate) fn sync_within(s: &cohort_runtime::Stream, gpu: &cohort_runtime::Gpu, limit: Duration) -> TestResult {
     let e = cohort_runtime::Event::new(gpu).ctx("event")?;
     e.record(s).ctx("record")?;
     let start = Instant::now();
@@ -329,32 +327,6 @@ where
     ensure(got == want, || format!("{name}: swap lost or duplicated a value"))
 }
 
-fn mutexes(c: &Ctx) -> TestResult {
-    let s = c.gpu.new_stream().ctx("stream")?;
-    let kern = k::mutex_counters::load(&c.tests).ctx("load")?;
-    for spin in [0u32, 1] {
-        let (blocks, threads) = (64u32, 128u32);
-        let mut lock = c.gpu.zeroed::<u32>(1).ctx("alloc")?;
-        let mut counter = c.gpu.zeroed::<u32>(1).ctx("alloc")?;
-        let mut held = c.gpu.upload(&[1u32]).ctx("alloc")?;
-        let mut tries = c.gpu.zeroed::<u32>(1).ctx("alloc")?;
-        let mut per_block = c.gpu.zeroed::<u32>(blocks as usize).ctx("alloc")?;
-        kern.launch(&s, (blocks, threads), spin, &mut lock, &mut counter, &mut held, &mut tries, &mut per_block)
-            .ctx("launch")?;
-        sync_within(&s, &c.gpu, Duration::from_secs(30))?;
-        let what = if spin == 1 { "lock_spin" } else { "lock (backoff)" };
-        check_all(&format!("{what}: global counter"), &counter.to_vec().ctx("read")?, &[blocks * threads])?;
-        check_all(&format!("{what}: lock free afterwards"), &lock.to_vec().ctx("read")?, &[0])?;
-        check_all(&format!("{what}: try_lock on a held mutex never succeeds"), &tries.to_vec().ctx("read")?, &[0])?;
-        check_all(
-            &format!("{what}: shared-memory mutex counters"),
-            &per_block.to_vec().ctx("read")?,
-            &vec![threads; blocks as usize],
-        )?;
-    }
-    Ok(())
-}
-
 fn message_passing(c: &Ctx) -> TestResult {
     let s = c.gpu.new_stream().ctx("stream")?;
     let kern = k::message_passing::load(&c.tests).ctx("load")?;
@@ -409,14 +381,6 @@ fn race(c: &Ctx) -> TestResult {
     x.fill_zero().ctx("clear")?;
     wk::atomic_increment::load(&c.module).ctx("load")?.launch(&s, (10u32, 16u32), &mut x).ctx("launch")?;
     check_all("atomic increments", &x.to_vec().ctx("read")?, &[160])
-}
-
-fn mutex_add_one(c: &Ctx) -> TestResult {
-    let s = c.gpu.new_stream().ctx("stream")?;
-    let mut lock = c.gpu.zeroed::<u32>(1).ctx("alloc")?;
-    let mut x = c.gpu.zeroed::<u32>(1).ctx("alloc")?;
-    wk::mutex_add_one::load(&c.module).ctx("load")?.launch(&s, (10u32, 16u32), &mut lock, &mut x).ctx("launch")?;
-    check_all("mutex add_one", &x.to_vec().ctx("read")?, &[160])
 }
 
 fn histograms(c: &Ctx) -> TestResult {

@@ -1,35 +1,15 @@
-//! Device tests, one module per facility (mirroring the device library and the runtime). Run
+//! Device tests, one file per module of the device library and the runtime that they test
+//! (`matrix.rs` for `cohort::matrix`, `track.rs` for the runtime's stream-order tracker, …):
+//! each file is found by `tests/build.rs` and lists its tests in its `trials()`, so adding a
+//! test is one edit in one file (plus its kernel, in `kernels-gpu/test-kernels`). Run
 //! them with `cargo test --workspace`: on a GPU when there is one, else on the CPU device
 //! (`COHORT_TEST_DEVICE=cpu|gpu|auto` chooses; see `cohort_tests`), each labelled `[gpu]` or
 //! `[cpu]`; GPU-only tests report themselves ignored on the CPU device, with the reason. On a GPU
 //! machine without Rust, run them from `tools/gpu-bundle`'s `.gpu/run`.
 
-mod atomic;
-mod cg_collectives;
-mod cg_examples;
-mod cg_groups;
-mod check;
-mod classic_shapes;
-mod dynamic;
-mod globals;
-mod hostile;
-mod interop;
-mod launch;
-mod managed;
-mod multi_gpu;
-mod multi_grid;
-mod nccl;
-mod overlap;
-mod pdl;
-mod pools;
-mod print;
-mod runtime_checks;
-mod safety;
-mod shapes;
-mod shared;
-mod streams;
-mod thread;
-mod tour;
+// Every file of this folder is a suite (`tests/build.rs` finds them): the `mod` items and
+// `suite_trials()`.
+include!(concat!(env!("OUT_DIR"), "/gpu_suites.rs"));
 
 use libtest_mimic::Arguments;
 
@@ -57,33 +37,6 @@ fn main() {
         cohort_tests::TestDevice::Absent(why) => eprintln!("device tests will be ignored: {why}"),
         cohort_tests::TestDevice::Invalid(e) => eprintln!("device tests will fail: {e}"),
     }
-    let mut trials = Vec::new();
-    trials.extend(cg_collectives::trials());
-    trials.extend(cg_examples::trials());
-    trials.extend(cg_groups::trials());
-    trials.extend(check::trials());
-    trials.extend(shapes::trials());
-    trials.extend(classic_shapes::trials());
-    trials.extend(shared::trials());
-    trials.extend(streams::trials());
-    trials.extend(launch::trials());
-    trials.extend(managed::trials());
-    trials.extend(nccl::trials());
-    trials.extend(multi_gpu::trials());
-    trials.extend(multi_grid::trials());
-    trials.extend(dynamic::trials());
-    trials.extend(globals::trials());
-    trials.extend(hostile::trials());
-    trials.extend(interop::trials());
-    trials.extend(overlap::trials());
-    trials.extend(pdl::trials());
-    trials.extend(pools::trials());
-    trials.extend(print::trials());
-    trials.extend(runtime_checks::trials());
-    trials.extend(safety::trials());
-    trials.extend(thread::trials());
-    trials.extend(tour::trials());
-    trials.extend(atomic::trials());
-    trials.extend(atomic::spinning_trials());
+    let trials = suite_trials();
     libtest_mimic::run(&args, trials).exit();
 }

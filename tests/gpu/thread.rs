@@ -1,4 +1,4 @@
-//! `cohort::thread` and `cohort::sync` basics: indices, extents, ranks, block barriers.
+//! `cohort::thread` basics: indices, extents, ranks. (Block barriers are `sync.rs`'s.)
 
 use cohort_kernels::checks;
 use cohort_runtime::{Dim3, LaunchConfig};
@@ -10,7 +10,6 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("thread_indices_1d", |c| indices(c, Dim3::new(7, 1, 1), Dim3::new(96, 1, 1))),
         gpu_trial("thread_indices_2d", |c| indices(c, Dim3::new(5, 3, 1), Dim3::new(16, 6, 1))),
         gpu_trial("thread_indices_3d", |c| indices(c, Dim3::new(3, 2, 2), Dim3::new(8, 4, 3))),
-        gpu_trial("sync_threads_count", sync_threads_count),
     ]
 }
 
@@ -45,14 +44,4 @@ fn indices(c: &Ctx, grid: Dim3, block: Dim3) -> TestResult {
         ];
     }
     check_all("per-thread indices", &got, &want)
-}
-
-fn sync_threads_count(c: &Ctx) -> TestResult {
-    let k = checks::block_barrier_count::load(&c.module).ctx("load")?;
-    let s = c.gpu.new_stream().ctx("stream")?;
-    let (blocks, threads) = (5u32, 200u32);
-    let mut out = c.gpu.upload(&vec![u32::MAX; (blocks * threads) as usize]).ctx("alloc")?;
-    k.launch(&s, (blocks, threads), &mut out).ctx("launch")?;
-    let want = vec![(0..threads).filter(|t| t % 3 == 0).count() as u32; (blocks * threads) as usize];
-    check_all("__syncthreads_count", &out.to_vec().ctx("read")?, &want)
 }

@@ -42,10 +42,12 @@
 //! ## Tiers
 //!
 //! The modules form tiers: a module imports (`crate::…`) only from its own tier and the tiers
-//! below it, and no modules import each other in a cycle. Inline PTX (`asm!`) and NVVM
-//! intrinsics live in [`raw`] alone. `crates/cohort/tests/architecture.rs` reads this table
-//! and fails on inline PTX outside `src/raw/`, on an upward import, on a module missing from the
-//! table, and on an import cycle (documentation links may point anywhere).
+//! below it, and no modules import each other in a cycle — nor do the files of a folder module
+//! (`cg/`, `cg/reduce/`, `matrix/`, `raw/`). Inline PTX (`asm!`) and NVVM intrinsics live in
+//! [`raw`] alone. `crates/cohort/tests/architecture/` reads this table and fails on inline PTX
+//! outside `src/raw/`, on an upward import, on a module missing from the table, and on an import
+//! cycle of modules or of files (documentation links may point anywhere); `cargo test -p cohort
+//! --test architecture import_cycles -- --nocapture` prints the cycles.
 //!
 //! | tier | modules | what | unsafe? |
 //! |---|---|---|---|

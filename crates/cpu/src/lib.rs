@@ -91,7 +91,7 @@
 //! `#[inline(always)]` functions on the way put into the kernel's code, one copy per call. The engine checks convergence on every call,
 //! so the host arms of `check::*` are empty. A `#[kernel]`'s body is the host function
 //! `__cohort_kernel_<name>` (with the kernel's visibility, `#[doc(hidden)]`): run it with
-//! [`launch`], building its slice parameters from host memory (`crates/cohort/tests/cpu.rs`).
+//! [`launch`], building its slice parameters from host memory (`crates/cohort/tests/cpu/host_entries.rs`).
 //!
 //! | `cohort::raw` / device library | `cohort_cpu` |
 //! |---|---|

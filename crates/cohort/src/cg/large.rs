@@ -15,7 +15,10 @@
 //! fallback barrier's words, a 32-byte broadcast slot per tile, and a 32-byte partial per
 //! warp — 1.6 KiB per block.
 
-use super::reduce::{ReduceOp, SlotWrites, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce};
+use super::reduce::{
+    Collective, ReduceOp, SlotWrites, finish_two_level_scan, fold_warp_slots, scan_incl_warp, tile_reduce,
+};
+use super::tile::{Size, TileParent, TileSize, sealed};
 use super::{ThreadBlock, ThreadGroup};
 use crate::DeviceCopy;
 use crate::atomic::Ordering;
@@ -218,6 +221,24 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
     }
 }
 
+impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> Collective for LargeTile<N, P> {
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        self.reduce_impl(v, op)
+    }
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        self.scan_impl(v, op, None)
+    }
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
+        self.scan_impl(v, op, Some(T::default()))
+    }
+}
+
 impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> ThreadGroup for LargeTile<N, P> {
     type Size = u32;
     #[inline(always)]
@@ -271,3 +292,25 @@ fn barrier(tile: u32, warps: u32) {
     // SAFETY: as above.
     unsafe { raw::bar_warp_sync(u32::MAX) };
 }
+
+// The large tiles among the tile parents and `tiled_partition`'s sizes (`tile.rs` defines the
+// traits and the warp tiles' impls; these are here so that `tile.rs` needs nothing of this file).
+impl<const M: u32, Q: TileParent> sealed::Sealed for LargeTile<M, Q> {}
+
+impl<const M: u32, Q: TileParent> TileParent for LargeTile<M, Q> {
+    const STATIC_SIZE: u32 = M;
+}
+
+macro_rules! large_tile_sizes {
+    ($($n:literal)*) => {$(
+        impl<P: TileParent> TileSize<P> for Size<$n> {
+            type Tile = LargeTile<$n, P>;
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            fn make(parent: &P) -> Self::Tile {
+                LargeTile::new(*parent)
+            }
+        }
+    )*};
+}
+large_tile_sizes!(64 128 256 512);

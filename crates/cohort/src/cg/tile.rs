@@ -8,7 +8,6 @@
 //! function would need the parent as a second generic argument, which Rust does not let a
 //! caller leave out.
 
-use super::large::LargeTile;
 use super::shfl::{self, MatchValue};
 use super::{ThreadBlock, ThreadGroup, WarpGroup};
 use crate::DeviceCopy;
@@ -16,7 +15,7 @@ use crate::raw;
 
 /// A tile of `N` consecutive threads (`N` ≤ 32: within one warp) of its parent `P` (a block
 /// or a larger tile). Every member is a warp-level instruction on the tile's lanes. Tiles of
-/// 64 to 512 threads are [`LargeTile`]s.
+/// 64 to 512 threads are [`LargeTile`](super::LargeTile)s.
 #[derive(Debug)]
 pub struct ThreadBlockTile<const N: u32, P = ThreadBlock> {
     parent: P,
@@ -30,8 +29,9 @@ impl<const N: u32, P: Copy> Clone for ThreadBlockTile<N, P> {
 impl<const N: u32, P: Copy> Copy for ThreadBlockTile<N, P> {}
 
 /// Groups a tile can be cut from: the [`ThreadBlock`] and the static tiles
-/// ([`ThreadBlockTile`], [`LargeTile`]). Sealed: a tile's lane masks assume that its parent's
-/// threads are consecutive ranks of the block, which only Cohort's groups guarantee.
+/// ([`ThreadBlockTile`], [`LargeTile`](super::LargeTile)). Sealed: a tile's lane masks assume
+/// that its parent's threads are consecutive ranks of the block, which only Cohort's groups
+/// guarantee.
 pub trait TileParent: ThreadGroup<Size = u32> + Copy + sealed::Sealed {
     /// The parent's size when it is known at compile time (tiles); 0 for the block.
     const STATIC_SIZE: u32;
@@ -42,8 +42,8 @@ pub trait TileParent: ThreadGroup<Size = u32> + Copy + sealed::Sealed {
     /// `cg::tiled_partition::<32>(&block)` (or `block.tiled_partition::<32>()`).
     ///
     /// `N` must be 1, 2, 4, 8, 16 or 32 (giving a [`ThreadBlockTile`]), or 64, 128, 256 or 512
-    /// (giving a [`LargeTile`]); when the parent is a tile, `N` must divide its size. Both are
-    /// checked at compile time. Every thread of the parent must call this (large tiles set up
+    /// (giving a [`LargeTile`](super::LargeTile)); when the parent is a tile, `N` must divide
+    /// its size. Both are checked at compile time. Every thread of the parent must call this (large tiles set up
     /// their shared scratch with two parent barriers), and the parent's size must be a
     /// multiple of `N` (checked at run time: a panic names the call site).
     ///
@@ -94,12 +94,12 @@ pub trait TileParent: ThreadGroup<Size = u32> + Copy + sealed::Sealed {
     }
 }
 
-mod sealed {
-    /// Only Cohort's groups are tile parents (see [`super::TileParent`]).
+pub(super) mod sealed {
+    /// Only Cohort's groups are tile parents (see [`super::TileParent`]); `large.rs` seals
+    /// `LargeTile`.
     pub trait Sealed {}
     impl Sealed for crate::cg::ThreadBlock {}
     impl<const M: u32, Q: super::TileParent> Sealed for super::ThreadBlockTile<M, Q> {}
-    impl<const M: u32, Q: super::TileParent> Sealed for crate::cg::LargeTile<M, Q> {}
 }
 
 impl TileParent for ThreadBlock {
@@ -107,10 +107,6 @@ impl TileParent for ThreadBlock {
 }
 
 impl<const M: u32, Q: TileParent> TileParent for ThreadBlockTile<M, Q> {
-    const STATIC_SIZE: u32 = M;
-}
-
-impl<const M: u32, Q: TileParent> TileParent for LargeTile<M, Q> {
     const STATIC_SIZE: u32 = M;
 }
 
@@ -143,20 +139,6 @@ macro_rules! warp_tile_sizes {
     )*};
 }
 warp_tile_sizes!(1 2 4 8 16 32);
-
-macro_rules! large_tile_sizes {
-    ($($n:literal)*) => {$(
-        impl<P: TileParent> TileSize<P> for Size<$n> {
-            type Tile = LargeTile<$n, P>;
-            #[inline(always)]
-            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-            fn make(parent: &P) -> Self::Tile {
-                LargeTile::new(*parent)
-            }
-        }
-    )*};
-}
-large_tile_sizes!(64 128 256 512);
 
 /// `cg::this_thread()`: a tile of one thread.
 #[inline(always)]

@@ -1,6 +1,6 @@
 //! Tier 1: one function per PTX instruction or special register, nothing more — and the only
 //! home of inline PTX (`asm!`, `global_asm!`) and NVVM intrinsics in this crate (the
-//! architecture test `crates/cohort/tests/architecture.rs` fails on one anywhere else).
+//! architecture test `crates/cohort/tests/architecture/` fails on one anywhere else).
 //!
 //! These are the building blocks of every safe type in this crate. They keep CUDA's semantics
 //! exactly: a `*_sync` function must be called by every lane named in `mask`, with the same

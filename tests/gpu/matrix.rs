@@ -1,24 +1,25 @@
-//! `DisjointMatrix<T, L, u32>`, the 32-bit offsets of the classic kernels' outputs: every layout
-//! writes the elements it writes with `usize` offsets (each by the one thread its layout
-//! names, none outside), through `set` and through `split!`'s full tiles; a matrix whose
-//! offsets would not fit `u32` is refused before any write; and the classic kernels, whose
-//! outputs have `u32` offsets, are right at whole tiles (every block on its unchecked path)
-//! and at ragged sizes (edge blocks checked), against CPU references.
-
+//! `cohort::matrix` (and the host's `as_matrix`/`as_matrix_mut`): every layout of a
+//! `DisjointMatrix` writes each element by the one thread its layout names, none outside, with
+//! `usize` and with `u32` offsets (through `set` and through `split!`'s full tiles); a matrix
+//! whose offsets would not fit `u32` is refused before any write; `Matrix`'s branch-free reads,
+//! windows and strips; and the classic kernels, whose outputs have `u32` offsets, at whole tiles
+//! (every block on its unchecked path) and at ragged sizes (edge blocks checked) — each against
+//! a CPU reference. (The `shapes_matrix_*` and `classic_shapes_*` tests keep their names.)
 use cohort_kernels::classic as ck;
 use cohort_runtime::LaunchConfig;
 use cohort_test_kernels::matrix_u32 as k;
+use cohort_test_kernels::shapes as sk;
 use cohort_tests::{Context, Ctx, TestResult, check_all, check_all_by, ensure, gpu_trial, rng};
 use libtest_mimic::Trial;
 use rand::Rng;
 
-use super::shapes::writer;
-
 pub fn trials() -> Vec<Trial> {
     vec![
-        gpu_trial("classic_shapes_u32_layouts_write_their_own_elements", layouts),
-        gpu_trial("classic_shapes_kernels_at_whole_and_ragged_sizes", classic),
+        gpu_trial("classic_shapes_u32_layouts_write_their_own_elements", u32_layouts),
+        gpu_trial("classic_shapes_kernels_at_whole_and_ragged_sizes", classic_kernels),
         gpu_trial("classic_shapes_u32_matrix_too_large_is_refused", too_large),
+        gpu_trial("shapes_matrix_layouts_write_their_own_elements", layouts),
+        gpu_trial("shapes_matrix_reads_load_or_and_windows", reads),
     ]
 }
 
@@ -38,7 +39,7 @@ fn launch(
     .ctx("launch")
 }
 
-fn layouts(c: &Ctx) -> TestResult {
+fn u32_layouts(c: &Ctx) -> TestResult {
     let s = c.gpu.new_stream().ctx("stream")?;
     // Whole tiles (every thread's tile full: `split!`'s unchecked path) and ragged sizes (edge
     // tiles checked per element), with grids larger than the matrix: the extra blocks'
@@ -146,7 +147,7 @@ fn seen_by_block0(rows: usize, cols: usize) -> Vec<u64> {
 
 /// The classic kernels (`cohort_kernels::classic`) at whole tiles and at ragged sizes, every
 /// element against a CPU reference; past-the-matrix elements stay untouched.
-fn classic(c: &Ctx) -> TestResult {
+fn classic_kernels(c: &Ctx) -> TestResult {
     let mut r = rng("classic_shapes");
     let s = c.gpu.new_stream().ctx("stream")?;
     for (rows, cols) in [(64usize, 96usize), (45, 77)] {
@@ -281,4 +282,83 @@ fn classic(c: &Ctx) -> TestResult {
         other => return Err(format!("a 2^32 × 0 `Matrix<f32, u32>` was not refused: {other:?}")),
     }
     Ok(())
+}
+
+/// Who writes element `(r, c)` under each test layout (blocks of 8 × 4): the layout's
+/// definition read backwards, `(by, bx, ty, tx, k, l)` (also the `u32` layouts above).
+pub(crate) fn writer(layout: usize, r: usize, c: usize) -> [usize; 6] {
+    match layout {
+        // Cyclic<2, 3>: tiles of 8 × 24; rows ty + 4k, columns tx + 8l.
+        0 => [r / 8, c / 24, (r % 8) % 4, (c % 24) % 8, (r % 8) / 4, (c % 24) / 8],
+        // Blocked<3, 2>: tiles of 12 × 16; rows 3ty + k, columns 2tx + l.
+        1 => [r / 12, c / 16, (r % 12) / 3, (c % 16) / 2, (r % 12) % 3, (c % 16) % 2],
+        // Transposed<Cyclic<2, 1>>: (r, c) is Cyclic<2, 1>'s (c, r); its k is this tile's l.
+        2 => [c / 8, r / 8, (c % 8) % 4, r % 8, 0, (c % 8) / 4],
+        // TransposedTiles<Blocked<2, 2>>: tiles of 8 × 16 at tile position (bx, by).
+        _ => [c / 16, r / 8, (r % 8) / 2, (c % 16) / 2, (r % 8) % 2, c % 16 % 2],
+    }
+}
+
+fn layouts(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let (rows, cols) = (37usize, 50usize);
+    // Grids larger than the matrix: the extra blocks' elements lie outside and are not written.
+    let grids: [(u32, u32); 4] = [(4, 6), (5, 5), (8, 8), (6, 5)];
+    for (layout, grid) in grids.into_iter().enumerate() {
+        let mut out = c.gpu.upload(&vec![u32::MAX; rows * cols + 40]).ctx("alloc")?;
+        let cfg = LaunchConfig::new(grid, (8, 4));
+        let m = out.as_matrix_mut(rows, cols).ctx("matrix")?;
+        match layout {
+            0 => sk::layout_cyclic::load(&c.tests).ctx("load")?.launch(&s, cfg, m),
+            1 => sk::layout_blocked::load(&c.tests).ctx("load")?.launch(&s, cfg, m),
+            2 => sk::layout_transposed::load(&c.tests).ctx("load")?.launch(&s, cfg, m),
+            _ => sk::layout_transposed_tiles::load(&c.tests).ctx("load")?.launch(&s, cfg, m),
+        }
+        .ctx("launch")?;
+        let mut want = vec![u32::MAX; rows * cols + 40];
+        for r in 0..rows {
+            for col in 0..cols {
+                let [by, bx, ty, tx, kk, l] = writer(layout, r, col);
+                want[r * cols + col] = ((by as u32) << 24)
+                    | ((bx as u32) << 16)
+                    | ((ty as u32) << 12)
+                    | ((tx as u32) << 6)
+                    | ((kk as u32) << 3)
+                    | l as u32;
+            }
+        }
+        check_all(&format!("layout {layout}: each element's writer"), &out.to_vec().ctx("read")?, &want)?;
+    }
+    // A matrix larger than its buffer is refused on the host.
+    let mut small = c.gpu.zeroed::<u32>(10).ctx("alloc")?;
+    ensure(small.as_matrix_mut(4, 3).is_err() && small.as_matrix_mut(usize::MAX, 2).is_err(), || {
+        "a matrix larger than its buffer was accepted".into()
+    })
+}
+
+fn reads(c: &Ctx) -> TestResult {
+    let mut r = rng("shapes_reads");
+    let (rows, cols) = (9usize, 7usize);
+    let data: Vec<f32> = (0..rows * cols + 3).map(|_| r.random_range(0.0f32..100.0)).collect();
+    let at: Vec<[u32; 2]> = (0..3000).map(|_| [r.random_range(0..12), r.random_range(0..10)]).collect();
+    let kern = sk::matrix_reads::load(&c.tests).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let (dd, da) = (c.gpu.upload(&data).ctx("up")?, c.gpu.upload(&at).ctx("up")?);
+    let mut out = c.gpu.upload(&vec![[f32::NAN; 4]; at.len()]).ctx("alloc")?;
+    kern.launch(&s, LaunchConfig::for_elements(at.len(), 128), &dd, rows, cols, &da, &mut out).ctx("launch")?;
+    let at_or = |r: usize, c: usize| if r < rows && c < cols { data[r * cols + c] } else { -1.0 };
+    let want: Vec<[f32; 4]> = at
+        .iter()
+        .map(|&[r, c]| {
+            let (r, c) = (r as usize, c as usize);
+            let v = at_or(r, c);
+            let (w, e) =
+                if r < 4 && c < 4 { (data[(1 + r) * cols + 2 + c], at_or(7 + r, 5 + c)) } else { (-2.0, -2.0) };
+            [v, v, w, e]
+        })
+        .collect();
+    check_all("load_or, get, full and edge windows", &out.to_vec().ctx("read")?, &want)?;
+    // A matrix its slice cannot hold is `None` (-3 everywhere).
+    kern.launch(&s, LaunchConfig::for_elements(at.len(), 128), &dd, rows + 1, cols, &da, &mut out).ctx("launch")?;
+    check_all("too small a slice", &out.to_vec().ctx("read")?, &vec![[-3.0; 4]; at.len()])
 }
