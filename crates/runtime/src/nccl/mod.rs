@@ -126,7 +126,7 @@
 //! | `group.rs` | [`Group`]: operations checked as they are added |
 //! | `enqueue.rs` | [`Group::run`]: matching, stream order, enqueueing |
 //! | `ledger.rs` | the calls of the ranks of this process, compared |
-//! | `watch.rs` | the deadline, aborting, the watchdog thread |
+//! | `watch/` | the deadline, aborting, the watchdog thread |
 //! | `bootstrap/` | ranks from a launcher's environment, the id over TCP |
 
 pub mod bootstrap;
@@ -154,7 +154,6 @@ pub use library::{ID_BYTES, NCCL_PATH_VAR, available, version};
 pub use types::{NcclType, ReduceOp};
 pub use watch::{DEFAULT_TIMEOUT, TIMEOUT_VAR, timeout};
 
-// For the modules that name these through `super::` (bootstrap, ledger, watch).
+// For bootstrap, which names these through `super::`.
 use create::check_primary;
-use error::arg;
-use library::{NCCL_IN_PROGRESS, NCCL_SUCCESS, RawComm, RawResult, api};
+use library::api;
