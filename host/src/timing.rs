@@ -2,6 +2,8 @@
 //! ([`median_ms`]), and two versions timed in interleaved pairs ([`paired_ms`]). Shared by the
 //! commands that report times (`cohort atomics`) and the benchmarks (`cohort bench`).
 
+use std::time::Instant;
+
 use cohort_runtime::{Event, Gpu};
 
 use crate::util::{median, quantile};
@@ -103,6 +105,29 @@ pub fn paired_ms(
     let ratio = median(&mut ratios);
     let quartiles = (quantile(&ratios, 0.25), quantile(&ratios, 0.75));
     Ok(Paired { a: median(&mut ta), b: median(&mut tb), ratio, quartiles })
+}
+
+/// The launches [`per_launch_ns`] times between two drains of the stream.
+pub const LAUNCH_BATCH: usize = 256;
+
+/// Host nanoseconds of each of `iters` calls of `launch`, one `Instant` pair per call; `sync`
+/// drains the stream every [`LAUNCH_BATCH`] launches, outside the timed region, so that the
+/// launch queue never fills.
+pub fn per_launch_ns<E>(
+    iters: usize,
+    sync: &dyn Fn() -> Result<(), E>,
+    mut launch: impl FnMut() -> Result<(), E>,
+) -> Result<Vec<f64>, E> {
+    let mut t = Vec::with_capacity(iters);
+    while t.len() < iters {
+        for _ in 0..LAUNCH_BATCH.min(iters - t.len()) {
+            let s = Instant::now();
+            launch()?;
+            t.push(s.elapsed().as_nanos() as f64);
+        }
+        sync()?;
+    }
+    Ok(t)
 }
 
 #[cfg(test)]

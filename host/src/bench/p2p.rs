@@ -37,20 +37,10 @@ const MODES: [&str; 4] = ["uni_off", "bidi_off", "uni_on", "bidi_on"];
 
 /// Parses the twin's output into `into`.
 fn parse_twin(stdout: &str, into: &mut Figures, first: bool) -> CliResult {
-    for line in stdout.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        match f[..] {
-            ["twin", mode, src, dst, value] => {
-                let bad = || CliError::Failed(format!("the C++ twin printed a line I cannot read: `{line}`"));
-                let (src, dst) = (src.parse().map_err(|_| bad())?, dst.parse().map_err(|_| bad())?);
-                let v: f64 = value.parse().map_err(|_| bad())?;
-                into.entry((mode.to_string(), src, dst)).or_default().push(v);
-            }
-            _ if first && line.starts_with('#') => println!("C++ twin: {}", line.trim_start_matches("# ")),
-            _ => {}
-        }
-    }
-    Ok(())
+    util::twin_lines(stdout, first, |[mode, src, dst], v| {
+        into.entry((mode.to_string(), src.parse().ok()?, dst.parse().ok()?)).or_default().push(v);
+        Some(())
+    })
 }
 
 fn run_twin(path: &str, args: &Args, into: &mut Figures, first: bool) -> CliResult {

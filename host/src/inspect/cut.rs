@@ -57,6 +57,18 @@ fn defined_name(text: &str) -> Option<&str> {
     }
 }
 
+/// The length of the comment `rest` starts with (a `//` comment up to its line's end, a `/* */`
+/// comment whole), 0 when it starts with none; `None` for a `/*` never closed.
+fn comment_len(rest: &str) -> Option<usize> {
+    if rest.starts_with("//") {
+        Some(rest.find('\n').unwrap_or(rest.len()))
+    } else if rest.starts_with("/*") {
+        Some(rest.find("*/")? + 2)
+    } else {
+        Some(0)
+    }
+}
+
 /// Splits a PTX module into its header lines (`.version`, `.target`, `.address_size`) and its
 /// top-level items; `None` if it is not shaped as expected (unbalanced braces, an unterminated
 /// item).
@@ -72,12 +84,9 @@ pub(super) fn split_module(ptx: &str) -> Option<(Vec<&str>, Vec<Item<'_>>)> {
             continue;
         }
         let rest = &ptx[i..];
-        if rest.starts_with("//") {
-            i += rest.find('\n').unwrap_or(rest.len());
-            continue;
-        }
-        if rest.starts_with("/*") {
-            i += rest.find("*/")? + 2;
+        let comment = comment_len(rest)?;
+        if comment > 0 {
+            i += comment;
             continue;
         }
         if [".version", ".target", ".address_size"].iter().any(|d| rest.starts_with(d)) {
@@ -93,13 +102,9 @@ pub(super) fn split_module(ptx: &str) -> Option<(Vec<&str>, Vec<Item<'_>>)> {
             if i >= b.len() {
                 return None;
             }
-            let rest = &ptx[i..];
-            if rest.starts_with("//") {
-                i += rest.find('\n').unwrap_or(rest.len());
-                continue;
-            }
-            if rest.starts_with("/*") {
-                i += rest.find("*/")? + 2;
+            let comment = comment_len(&ptx[i..])?;
+            if comment > 0 {
+                i += comment;
                 continue;
             }
             match b[i] {
