@@ -108,7 +108,7 @@ impl<'a> Group<'a> {
         recv: impl CopyDst<T> + 'a,
         op: ReduceOp,
     ) -> NcclResult<()> {
-        self.push::<T>(comm, stream, Kind::AllReduce(op), src(send), dst(recv), "all_reduce")
+        self.push::<T>(comm, stream, Kind::AllReduce(op), src(send), dst(recv))
     }
 
     /// Adds [`Comm::all_reduce_in_place`].
@@ -122,7 +122,7 @@ impl<'a> Group<'a> {
         buf: impl CopyDst<T> + 'a,
         op: ReduceOp,
     ) -> NcclResult<()> {
-        self.push::<T>(comm, stream, Kind::AllReduce(op), None, dst(buf), "all_reduce")
+        self.push::<T>(comm, stream, Kind::AllReduce(op), None, dst(buf))
     }
 
     /// Adds [`Comm::broadcast`].
@@ -137,7 +137,7 @@ impl<'a> Group<'a> {
         recv: impl CopyDst<T> + 'a,
         root: usize,
     ) -> NcclResult<()> {
-        self.push::<T>(comm, stream, Kind::Broadcast(root), src(send), dst(recv), "broadcast")
+        self.push::<T>(comm, stream, Kind::Broadcast(root), src(send), dst(recv))
     }
 
     /// Adds [`Comm::broadcast_in_place`].
@@ -151,7 +151,7 @@ impl<'a> Group<'a> {
         buf: impl CopyDst<T> + 'a,
         root: usize,
     ) -> NcclResult<()> {
-        self.push::<T>(comm, stream, Kind::Broadcast(root), None, dst(buf), "broadcast")
+        self.push::<T>(comm, stream, Kind::Broadcast(root), None, dst(buf))
     }
 
     /// Adds [`Comm::all_gather`].
@@ -165,7 +165,7 @@ impl<'a> Group<'a> {
         send: impl CopySrc<T> + 'a,
         recv: impl CopyDst<T> + 'a,
     ) -> NcclResult<()> {
-        self.push::<T>(comm, stream, Kind::AllGather, src(send), dst(recv), "all_gather")
+        self.push::<T>(comm, stream, Kind::AllGather, src(send), dst(recv))
     }
 
     /// Adds [`Comm::reduce_scatter`].
@@ -180,6 +180,6 @@ impl<'a> Group<'a> {
         recv: impl CopyDst<T> + 'a,
         op: ReduceOp,
     ) -> NcclResult<()> {
-        self.push::<T>(comm, stream, Kind::ReduceScatter(op), src(send), dst(recv), "reduce_scatter")
+        self.push::<T>(comm, stream, Kind::ReduceScatter(op), src(send), dst(recv))
     }
 }

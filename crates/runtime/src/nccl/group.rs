@@ -58,6 +58,20 @@ pub(super) enum Kind {
     Recv(usize),
 }
 
+impl Kind {
+    /// The method's name, for errors.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::AllReduce(_) => "all_reduce",
+            Kind::Broadcast(_) => "broadcast",
+            Kind::AllGather => "all_gather",
+            Kind::ReduceScatter(_) => "reduce_scatter",
+            Kind::Send(_) => "send",
+            Kind::Recv(_) => "recv",
+        }
+    }
+}
+
 pub(super) struct Op<'a> {
     pub(super) comm: &'a Comm,
     pub(super) stream: &'a Stream,
@@ -156,7 +170,6 @@ impl<'a> Group<'a> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn push<T: NcclType>(
         &mut self,
         comm: &'a Comm,
@@ -164,8 +177,8 @@ impl<'a> Group<'a> {
         kind: Kind,
         send: Option<Box<dyn Operand + 'a>>,
         recv: Option<Box<dyn Operand + 'a>>,
-        name: &str,
     ) -> NcclResult<()> {
+        let name = kind.name();
         if stream.inner.gpu.cu_ctx() != comm.gpu.inner.cu_ctx() {
             return Err(arg(format!(
                 "NCCL {name}: the stream belongs to another GPU (or CUDA context) than rank {}'s device {}",

@@ -39,7 +39,7 @@ impl<'a> Group<'a> {
         send: impl CopySrc<T> + 'a,
         peer: usize,
     ) -> NcclResult<()> {
-        self.push::<T>(comm, stream, Kind::Send(peer), src(send), None, "send")
+        self.push::<T>(comm, stream, Kind::Send(peer), src(send), None)
     }
 
     /// Adds [`Comm::recv`].
@@ -53,6 +53,6 @@ impl<'a> Group<'a> {
         recv: impl CopyDst<T> + 'a,
         peer: usize,
     ) -> NcclResult<()> {
-        self.push::<T>(comm, stream, Kind::Recv(peer), None, dst(recv), "recv")
+        self.push::<T>(comm, stream, Kind::Recv(peer), None, dst(recv))
     }
 }
