@@ -168,10 +168,7 @@ pub fn run(args: Args) -> CliResult {
         let name = if kind == "grid_sync" { "grid.sync()" } else { "multi_grid.sync()" };
         let mut row = vec![name.to_string(), n.to_string(), format!("{mine:.2}")];
         if twin {
-            let Some(cpp) = theirs.get(&(kind.clone(), *n)) else {
-                return Err(CliError::Failed(format!("the C++ twin printed no `{kind} {n}` figure")));
-            };
-            let cpp = util::median(&mut cpp.clone());
+            let cpp = util::twin_figure(&theirs, &(kind.clone(), *n), &format!("{kind} {n}"))?;
             let ratio = mine / cpp;
             if kind == "multi_grid" {
                 worst = Some(worst.map_or(ratio, |w: f64| w.max(ratio)));

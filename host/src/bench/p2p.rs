@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::p2p::{self, Cell};
-use crate::util::{self, CliError, CliResult, Table};
+use crate::util::{self, CliResult, Table};
 
 /// `cohort bench p2p` options.
 #[derive(clap::Args, Debug)]
@@ -106,10 +106,7 @@ pub fn run(args: Args) -> CliResult {
             let mine = util::median(&mut v.clone());
             let mut row = vec![mode.to_string(), src.to_string(), dst.to_string(), format!("{mine:.1}")];
             if twin {
-                let Some(cpp) = theirs.get(&(mode.to_string(), *src, *dst)) else {
-                    return Err(CliError::Failed(format!("the C++ twin printed no `{mode} {src} {dst}` figure")));
-                };
-                let cpp = util::median(&mut cpp.clone());
+                let cpp = util::twin_figure(&theirs, &(mode.to_string(), *src, *dst), &format!("{mode} {src} {dst}"))?;
                 let ratio = mine / cpp;
                 worst = Some(worst.map_or(ratio, |w: f64| w.min(ratio)));
                 row.extend([format!("{cpp:.1}"), format!("{ratio:.3}")]);
