@@ -19,7 +19,7 @@ use cohort_kernels::PTX;
 use cohort_kernels::atomics::{self as k, BINS};
 use cohort_runtime::{DeviceBuffer, Gpu, LaunchConfig, Module};
 
-use crate::bench::{Phase, median_ms};
+use crate::timing::{Phase, median_ms};
 use crate::util::{self, CliError, CliResult, Table};
 use cohort_host::corpus;
 use cohort_host::reference::{dot_close, dot_inputs};

@@ -7,8 +7,12 @@
 use cohort_dynamic_kernels::{hello, reduce, stress};
 use cohort_runtime::{DeviceBuffer, Gpu, LaunchConfig, Module};
 
-use crate::bench::dynamic::PENDING;
 use crate::util::{self, CliError, CliResult};
+
+/// The pending-launch limit `cohort dynamic` and `cohort bench dynamic` (both sides) set (the
+/// reductions keep up to one launch per block of 2048 pending, and the launch-cost rows make up
+/// to 16384).
+pub const PENDING: usize = 1 << 16;
 
 /// `cohort dynamic`'s options.
 #[derive(clap::Args, Debug)]

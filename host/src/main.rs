@@ -22,6 +22,7 @@ mod nccl;
 mod overlap;
 mod p2p;
 mod pipeline;
+mod timing;
 mod tools;
 mod tour;
 mod util;

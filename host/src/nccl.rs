@@ -92,7 +92,8 @@ fn slice_of(n: usize, r: usize, size: usize) -> std::ops::Range<usize> {
     n * r / size..n * (r + 1) / size
 }
 
-fn nccl_err(e: NcclError) -> CliError {
+/// An NCCL error as the CLI reports it (a Cohort error as such).
+pub fn nccl_err(e: NcclError) -> CliError {
     match e {
         NcclError::Cohort(e) => e.into(),
         other => CliError::Failed(other.to_string()),
@@ -202,16 +203,23 @@ pub fn run(args: Args) -> CliResult {
     }
 }
 
-/// Every GPU from this process.
-fn single(n: usize) -> CliResult {
-    // NCCL first, while this is the only thread (it sets NCCL_NVLS_ENABLE; see cohort_runtime::nccl).
+/// Every GPU of this process, and NCCL's version (a usage error without a GPU). NCCL is loaded
+/// first, while this is the only thread (it sets NCCL_NVLS_ENABLE; see cohort_runtime::nccl).
+pub fn every_gpu() -> CliResult<(Vec<Gpu>, (u32, u32, u32))> {
     let nccl = cohort_runtime::nccl::version();
     let count = Gpu::count()?;
     if count == 0 {
         return Err(CliError::NoGpu(cohort_runtime::Error::NoDevice { requested: 0, count: 0, detail: None }));
     }
     let gpus = (0..count).map(Gpu::new).collect::<cohort_runtime::Result<Vec<_>>>()?;
-    let (major, minor, patch) = nccl.map_err(nccl_err)?;
+    let version = nccl.map_err(nccl_err)?;
+    Ok((gpus, version))
+}
+
+/// Every GPU from this process.
+fn single(n: usize) -> CliResult {
+    let (gpus, (major, minor, patch)) = every_gpu()?;
+    let count = gpus.len();
     println!("NCCL {major}.{minor}.{patch}, {count} GPU(s) in one process, {n} elements");
     let comms = Comm::for_gpus(&gpus).map_err(nccl_err)?;
     let mut work = gpus

@@ -205,6 +205,35 @@ pub fn run_twin<S: AsRef<std::ffi::OsStr>>(path: &str, args: &[S]) -> CliResult<
     Ok(stdout)
 }
 
+/// The C++ twin's figure `key`: the median of its rounds (`name`: the key as the twin prints
+/// it, for the error when it printed none).
+pub fn twin_figure<K: Ord>(theirs: &std::collections::BTreeMap<K, Vec<f64>>, key: &K, name: &str) -> CliResult<f64> {
+    let v = theirs.get(key).ok_or_else(|| CliError::Failed(format!("the C++ twin printed no `{name}` figure")))?;
+    Ok(median(&mut v.clone()))
+}
+
+/// Reads the `twin <N fields> <value>` lines a C++ twin printed, handing each line's fields and
+/// value to `add`, which returns `None` for a field it cannot read: an error naming the line, as
+/// is a value that is not a number. Other lines are skipped; the twin's `# …` lines are printed
+/// when `first` (its first round).
+pub fn twin_lines<const N: usize>(
+    stdout: &str,
+    first: bool,
+    mut add: impl FnMut([&str; N], f64) -> Option<()>,
+) -> CliResult {
+    for line in stdout.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() == N + 2 && f[0] == "twin" {
+            let bad = || CliError::Failed(format!("the C++ twin printed a line I cannot read: `{line}`"));
+            let value: f64 = f[N + 1].parse().map_err(|_| bad())?;
+            add(std::array::from_fn(|i| f[i + 1]), value).ok_or_else(bad)?;
+        } else if first && line.starts_with('#') {
+            println!("C++ twin: {}", line.trim_start_matches("# "));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,9 @@ use cohort_kernels::PTX;
 use cohort_kernels::atomics::{self as k, BINS};
 use cohort_runtime::LaunchConfig;
 
-use super::{Phase, TwinsArgs, cuda_twins, launch_twin, median_ms, paired_ms};
+use super::{TwinsArgs, cuda_twins, launch_twin};
 use crate::atomics::launch_histogram_on;
+use crate::timing::{Phase, median_ms, paired_ms};
 use crate::util::{self, CliError, CliResult, Table};
 use cohort_host::corpus;
 use cohort_host::reference::{dot_close, dot_inputs};

@@ -7,7 +7,8 @@ use cohort_kernels::bench::{self as k, U32x4};
 use cohort_runtime::{DeviceBuffer, LaunchConfig};
 use rand::{Rng, SeedableRng};
 
-use super::{Paired, Phase, TwinsArgs, cuda_twins, launch_twin, paired_ms};
+use super::{TwinsArgs, cuda_twins, launch_twin};
+use crate::timing::{Paired, Phase, paired_ms};
 use crate::util::{self, CliError, CliResult, Table};
 
 struct Row {

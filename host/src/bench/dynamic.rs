@@ -12,11 +12,8 @@
 use cohort_dynamic_kernels::{bench, reduce};
 use cohort_runtime::{DeviceBuffer, Event, Gpu, LaunchConfig, Module};
 
+use crate::dynamic::PENDING;
 use crate::util::{self, CliError, CliResult, Table};
-
-/// The pending-launch limit both sides set (the reductions keep up to one launch per block of
-/// 2048 pending, and the launch-cost rows make up to 16384).
-pub const PENDING: usize = 1 << 16;
 
 /// The rows, in the twin's keys and order.
 const KEYS: [(&str, &str); 8] = [

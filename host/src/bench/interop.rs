@@ -7,7 +7,6 @@
 //! its launches.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use cohort_kernels::PTX;
 use cohort_kernels::tour;
@@ -18,6 +17,7 @@ use cohort_runtime::cudarc::nvrtc::Ptx;
 use cohort_runtime::interop::{AsCohort, AsCohortMut};
 use cohort_runtime::{Gpu, LaunchConfig};
 
+use crate::timing::per_launch_ns;
 use crate::util::{self, CliError, CliResult, Table};
 
 /// `cohort bench interop`'s options.
@@ -29,31 +29,9 @@ pub struct Args {
 }
 
 const N: usize = 256;
-const BATCH: usize = 256;
 
 fn driver(what: &str) -> impl Fn(cohort_runtime::cudarc::driver::DriverError) -> CliError + '_ {
     move |code| CliError::from(cohort_runtime::Error::Driver { what: what.into(), code })
-}
-
-/// Per-launch host time of `launch`, one `Instant` pair per launch, the stream drained every
-/// [`BATCH`] launches outside the timed region; `count` counts the launches.
-fn per_launch_ns(
-    sync: &dyn Fn() -> CliResult,
-    iters: usize,
-    count: &mut usize,
-    mut launch: impl FnMut() -> CliResult,
-) -> CliResult<Vec<f64>> {
-    let mut t = Vec::with_capacity(iters);
-    while t.len() < iters {
-        for _ in 0..BATCH.min(iters - t.len()) {
-            let s = Instant::now();
-            launch()?;
-            t.push(s.elapsed().as_nanos() as f64);
-            *count += 1;
-        }
-        sync()?;
-    }
-    Ok(t)
 }
 
 pub fn run(args: Args) -> CliResult {
@@ -104,13 +82,12 @@ pub fn run(args: Args) -> CliResult {
         "raw cuLaunchKernel, no ordering",
     ];
     let sync_cs = || cs.synchronize().map_err(driver("synchronizing"));
-    let sync_own = || Ok(own.synchronize()?);
+    let sync_own = || -> CliResult { Ok(own.synchronize()?) };
     let mut times: [Vec<f64>; 5] = Default::default();
-    let mut counts = [0usize; 5];
     let rounds = 4;
     for _ in 0..rounds {
         let per = iters / rounds;
-        times[0].extend(per_launch_ns(&sync_cs, per, &mut counts[0], || {
+        times[0].extend(per_launch_ns(per, &sync_cs, || {
             let mut b = cs.launch_builder(&cu_saxpy);
             b.arg(&a).arg(&x).arg(&n).arg(&mut y_cudarc).arg(&n);
             // SAFETY: `saxpy_f32(a: f32, x: &[f32], y: DisjointSlice<f32>)` takes exactly these
@@ -118,17 +95,14 @@ pub fn run(args: Args) -> CliResult {
             // touches the `N` elements of each.
             unsafe { b.launch(cu_cfg) }.map(|_| ()).map_err(driver("cudarc launch"))
         })?);
-        times[1].extend(per_launch_ns(&sync_cs, per, &mut counts[1], || {
+        times[1].extend(per_launch_ns(per, &sync_cs, || {
             Ok(saxpy.launch(&stream, cfg, a, x.cohort(), y_interop.cohort_mut())?)
         })?);
-        times[2].extend(per_launch_ns(&sync_cs, per, &mut counts[2], || {
-            Ok(saxpy.launch(&stream, cfg, a, &x_cohort, &mut y_cohort)?)
-        })?);
-        times[3].extend(per_launch_ns(&sync_own, per, &mut counts[3], || {
-            Ok(saxpy.launch(&own, cfg, a, &x_cohort, &mut y_own)?)
-        })?);
+        times[2]
+            .extend(per_launch_ns(per, &sync_cs, || Ok(saxpy.launch(&stream, cfg, a, &x_cohort, &mut y_cohort)?))?);
+        times[3].extend(per_launch_ns(per, &sync_own, || Ok(saxpy.launch(&own, cfg, a, &x_cohort, &mut y_own)?))?);
         ctx.bind_to_thread().map_err(driver("binding the context"))?;
-        times[4].extend(per_launch_ns(&sync_cs, per, &mut counts[4], || {
+        times[4].extend(per_launch_ns(per, &sync_cs, || {
             let mut p: [*mut std::ffi::c_void; 5] = [
                 (&raw const a).cast_mut().cast(),
                 (&raw const x_ptr).cast_mut().cast(),
@@ -165,6 +139,8 @@ pub fn run(args: Args) -> CliResult {
         y_own.to_vec()?,
         y_raw.to_vec()?,
     ];
+    // Every launch timed is one launch made.
+    let counts = times.each_ref().map(Vec::len);
     for ((name, got), count) in names.iter().zip(&results).zip(counts) {
         let want: Vec<f32> = xs.iter().map(|x| count as f32 * a * x).collect();
         if let Some(i) = (0..N).find(|&i| got[i] != want[i]) {

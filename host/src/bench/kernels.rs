@@ -7,7 +7,8 @@ use cohort_kernels::classic as k;
 use cohort_runtime::{DeviceBuffer, LaunchConfig, Stream};
 use rand::{Rng, SeedableRng};
 
-use super::{Paired, Phase, TwinsArgs, cuda_twins, launch_twin, median_ms, paired_ms};
+use super::{TwinsArgs, cuda_twins, launch_twin};
+use crate::timing::{Paired, Phase, median_ms, paired_ms};
 use crate::util::{self, CliError, CliResult, Table};
 
 /// One Jacobi step from the first buffer into the second.

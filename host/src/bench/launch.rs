@@ -6,30 +6,21 @@ use cohort_kernels::PTX;
 use cohort_kernels::checks;
 use cohort_runtime::{Gpu, LaunchConfig, cudarc::driver::sys};
 
+use crate::timing;
 use crate::util::{self, CliError, CliResult, Table};
 
-/// Per-launch host time of `launch`, one `Instant` pair per launch; the stream is drained
-/// every `batch` launches (outside the timed region) so the launch queue never fills.
+/// Per-launch host time of `launch` ([`timing::per_launch_ns`]), after a batch of untimed
+/// launches.
 fn per_launch_ns(
     gpu: &Gpu,
     iters: usize,
     mut launch: impl FnMut() -> cohort_runtime::Result<()>,
 ) -> cohort_runtime::Result<Vec<f64>> {
-    const BATCH: usize = 256;
-    for _ in 0..BATCH {
+    for _ in 0..timing::LAUNCH_BATCH {
         launch()?;
     }
     gpu.stream().synchronize()?;
-    let mut t = Vec::with_capacity(iters);
-    while t.len() < iters {
-        for _ in 0..BATCH.min(iters - t.len()) {
-            let s = Instant::now();
-            launch()?;
-            t.push(s.elapsed().as_nanos() as f64);
-        }
-        gpu.stream().synchronize()?;
-    }
-    Ok(t)
+    timing::per_launch_ns(iters, &|| gpu.stream().synchronize(), launch)
 }
 
 /// `cohort bench launch`'s options.

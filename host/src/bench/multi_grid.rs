@@ -40,20 +40,10 @@ pub struct Args {
 type Figures = BTreeMap<(String, usize), Vec<f64>>;
 
 fn parse_twin(stdout: &str, into: &mut Figures, first: bool) -> CliResult {
-    for line in stdout.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        match f[..] {
-            ["twin", kind, gpus, value] => {
-                let bad = || CliError::Failed(format!("the C++ twin printed a line I cannot read: `{line}`"));
-                let gpus: usize = gpus.parse().map_err(|_| bad())?;
-                let v: f64 = value.parse().map_err(|_| bad())?;
-                into.entry((kind.to_string(), gpus)).or_default().push(v);
-            }
-            _ if first && line.starts_with('#') => println!("C++ twin: {}", line.trim_start_matches("# ")),
-            _ => {}
-        }
-    }
-    Ok(())
+    util::twin_lines(stdout, first, |[kind, gpus], v| {
+        into.entry((kind.to_string(), gpus.parse().ok()?)).or_default().push(v);
+        Some(())
+    })
 }
 
 fn run_twin(path: &str, args: &Args, into: &mut Figures, first: bool) -> CliResult {
@@ -178,10 +168,7 @@ pub fn run(args: Args) -> CliResult {
         let name = if kind == "grid_sync" { "grid.sync()" } else { "multi_grid.sync()" };
         let mut row = vec![name.to_string(), n.to_string(), format!("{mine:.2}")];
         if twin {
-            let Some(cpp) = theirs.get(&(kind.clone(), *n)) else {
-                return Err(CliError::Failed(format!("the C++ twin printed no `{kind} {n}` figure")));
-            };
-            let cpp = util::median(&mut cpp.clone());
+            let cpp = util::twin_figure(&theirs, &(kind.clone(), *n), &format!("{kind} {n}"))?;
             let ratio = mine / cpp;
             if kind == "multi_grid" {
                 worst = Some(worst.map_or(ratio, |w: f64| w.max(ratio)));

@@ -11,8 +11,9 @@
 use std::time::Instant;
 
 use cohort_runtime::Gpu;
-use cohort_runtime::nccl::{Comm, Group, NcclError, ReduceOp};
+use cohort_runtime::nccl::{Comm, Group, ReduceOp};
 
+use crate::nccl::{every_gpu, nccl_err};
 use crate::util::{self, CliError, CliResult, Table};
 
 /// `cohort bench nccl` options.
@@ -30,13 +31,6 @@ pub struct Args {
     /// Timed samples per size (the median is reported)
     #[arg(long, default_value_t = 7, value_parser = crate::util::parse_positive)]
     pub reps: usize,
-}
-
-fn nccl_err(e: NcclError) -> CliError {
-    match e {
-        NcclError::Cohort(e) => e.into(),
-        other => CliError::Failed(other.to_string()),
-    }
 }
 
 /// `busBw / algBw` for `n` ranks.
@@ -115,14 +109,8 @@ fn parse_twin(text: &str) -> Vec<(usize, f64)> {
 
 /// Runs the benchmark.
 pub fn run(args: Args) -> CliResult {
-    // NCCL first, while this is the only thread (it sets NCCL_NVLS_ENABLE; see cohort_runtime::nccl).
-    let nccl = cohort_runtime::nccl::version();
-    let count = Gpu::count()?;
-    if count == 0 {
-        return Err(CliError::NoGpu(cohort_runtime::Error::NoDevice { requested: 0, count: 0, detail: None }));
-    }
-    let gpus = (0..count).map(Gpu::new).collect::<cohort_runtime::Result<Vec<_>>>()?;
-    let (major, minor, patch) = nccl.map_err(nccl_err)?;
+    let (gpus, (major, minor, patch)) = every_gpu()?;
+    let count = gpus.len();
     let names: Vec<String> = gpus.iter().map(|g| g.info().name.clone()).collect();
     println!(
         "all-reduce f32 sum in place over {count} GPU(s) ({}), NCCL {major}.{minor}.{patch}, NCCL_NVLS_ENABLE={}; \

@@ -38,19 +38,10 @@ impl Figures {
 /// One round of the twin: runs it and parses its `twin <key> <streams> <value>` lines.
 fn run_twin(path: &str, args: &[String], into: &mut Figures, first: bool) -> CliResult {
     let stdout = util::run_twin(path, args)?;
-    for line in stdout.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        match f[..] {
-            ["twin", key, streams, value] => {
-                let bad = || CliError::Failed(format!("the C++ twin printed a line I cannot read: `{line}`"));
-                let streams = streams.parse().map_err(|_| bad())?;
-                into.push(key, streams, value.parse().map_err(|_| bad())?);
-            }
-            _ if first && line.starts_with('#') => println!("C++ twin: {}", line.trim_start_matches("# ")),
-            _ => {}
-        }
-    }
-    Ok(())
+    util::twin_lines(&stdout, first, |[key, streams], v| {
+        into.push(key, streams.parse().ok()?, v);
+        Some(())
+    })
 }
 
 /// One round of Cohort's side, in the twin's keys.

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::p2p::{self, Cell};
-use crate::util::{self, CliError, CliResult, Table};
+use crate::util::{self, CliResult, Table};
 
 /// `cohort bench p2p` options.
 #[derive(clap::Args, Debug)]
@@ -37,20 +37,10 @@ const MODES: [&str; 4] = ["uni_off", "bidi_off", "uni_on", "bidi_on"];
 
 /// Parses the twin's output into `into`.
 fn parse_twin(stdout: &str, into: &mut Figures, first: bool) -> CliResult {
-    for line in stdout.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        match f[..] {
-            ["twin", mode, src, dst, value] => {
-                let bad = || CliError::Failed(format!("the C++ twin printed a line I cannot read: `{line}`"));
-                let (src, dst) = (src.parse().map_err(|_| bad())?, dst.parse().map_err(|_| bad())?);
-                let v: f64 = value.parse().map_err(|_| bad())?;
-                into.entry((mode.to_string(), src, dst)).or_default().push(v);
-            }
-            _ if first && line.starts_with('#') => println!("C++ twin: {}", line.trim_start_matches("# ")),
-            _ => {}
-        }
-    }
-    Ok(())
+    util::twin_lines(stdout, first, |[mode, src, dst], v| {
+        into.entry((mode.to_string(), src.parse().ok()?, dst.parse().ok()?)).or_default().push(v);
+        Some(())
+    })
 }
 
 fn run_twin(path: &str, args: &Args, into: &mut Figures, first: bool) -> CliResult {
@@ -116,10 +106,7 @@ pub fn run(args: Args) -> CliResult {
             let mine = util::median(&mut v.clone());
             let mut row = vec![mode.to_string(), src.to_string(), dst.to_string(), format!("{mine:.1}")];
             if twin {
-                let Some(cpp) = theirs.get(&(mode.to_string(), *src, *dst)) else {
-                    return Err(CliError::Failed(format!("the C++ twin printed no `{mode} {src} {dst}` figure")));
-                };
-                let cpp = util::median(&mut cpp.clone());
+                let cpp = util::twin_figure(&theirs, &(mode.to_string(), *src, *dst), &format!("{mode} {src} {dst}"))?;
                 let ratio = mine / cpp;
                 worst = Some(worst.map_or(ratio, |w: f64| w.min(ratio)));
                 row.extend([format!("{cpp:.1}"), format!("{ratio:.3}")]);
