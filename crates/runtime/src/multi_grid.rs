@@ -8,12 +8,12 @@ use std::time::Duration;
 use cohort::DeviceCopy;
 use cohort::cg::{MULTI_GRID_MAX, MultiGridWords};
 
-use crate::backend::HostAlloc;
+use crate::backend::{HostAlloc, LaunchMode};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::DeviceBuffer;
-use crate::module::Function;
+use crate::module::{Function, Launch};
 use crate::stream::{Captured, Stream};
 use crate::track::{Mark, Use, gates_outside_capture, run_tracked_multi};
 
@@ -407,8 +407,8 @@ impl<'g> MultiGridLaunch<'g> {
                 &g.stream.inner.gpu,
                 "the kernel was loaded on another GPU than its grid's stream",
             )?;
-            g.function.check_cooperative(&self.config)?;
-            crate::peer::check_launch(&name, g.function.module_gpu(), &g.stream.inner.gpu, &g.uses())?;
+            // The launch path's first steps (`module::launch`): co-residency, then contexts.
+            g.function.prepare(Launch::Cooperative, g.stream, &self.config, &g.uses())?;
         }
         for (i, a) in self.grids.iter().enumerate() {
             for b in &self.grids[i + 1..] {
@@ -495,7 +495,7 @@ impl<'g> MultiGridLaunch<'g> {
                     // SAFETY: the parameters are the kernel's (the `add_tracked` contract), with
                     // the barrier block, rank and grid count filled in; co-residency was
                     // checked; the tracker ordered the stream after other work on the operands.
-                    unsafe { g.function.enqueue(g.stream, config, &mut ptrs, true) }
+                    unsafe { g.function.enqueue(g.stream, config, &mut ptrs, LaunchMode::Cooperative) }
                 });
                 if let Err(e) = r {
                     return (k, Err(e));
