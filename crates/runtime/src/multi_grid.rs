@@ -362,16 +362,10 @@ impl<'g> MultiGridLaunch<'g> {
         self.config
     }
 
-    /// Checks every grid, then enqueues all of them (see [`MultiGrid`] for what is checked and
-    /// guaranteed).
-    ///
-    /// # Errors
-    /// A GPU of the group without its grid; grids of different kernels; a grid that cannot be
-    /// co-resident on its GPU ([`Error::CooperativeTooLarge`]); an operand of another GPU the
-    /// kernel may not read ([`Error::CrossDevice`]); memory written by one grid and used by
-    /// another (a race between GPUs, which ordering them would turn into a deadlock); a driver
-    /// error (after which the grids already enqueued end at their first sync).
-    pub fn submit(mut self) -> Result<()> {
+    /// The checks of [`MultiGridLaunch::submit`] before anything is enqueued (every grid, one
+    /// kernel, each grid's launch path checks, no memory written by one grid and used by
+    /// another), with the grids put in rank order. Returns the kernel's name.
+    fn check(&mut self) -> Result<Arc<str>> {
         let n = self.group.gpus.len();
         let first = self.grids.first().map(|g| g.function.name_arc());
         let Some(name) = first else {
@@ -436,6 +430,21 @@ impl<'g> MultiGridLaunch<'g> {
                 }
             }
         }
+        Ok(name)
+    }
+
+    /// Checks every grid, then enqueues all of them (see [`MultiGrid`] for what is checked and
+    /// guaranteed).
+    ///
+    /// # Errors
+    /// A GPU of the group without its grid; grids of different kernels; a grid that cannot be
+    /// co-resident on its GPU ([`Error::CooperativeTooLarge`]); an operand of another GPU the
+    /// kernel may not read ([`Error::CrossDevice`]); memory written by one grid and used by
+    /// another (a race between GPUs, which ordering them would turn into a deadlock); a driver
+    /// error (after which the grids already enqueued end at their first sync).
+    pub fn submit(mut self) -> Result<()> {
+        let name = self.check()?;
+        let n = self.group.gpus.len();
 
         // No stream of the launch enters a capture until it is enqueued.
         let gates = gates_outside_capture(

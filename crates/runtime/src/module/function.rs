@@ -322,7 +322,7 @@ impl Function {
 
     /// Checks a cooperative launch: the device supports it, the configuration, and that every
     /// block of the grid can be resident at once.
-    pub(crate) fn check_cooperative(&self, config: &LaunchConfig) -> Result<()> {
+    pub(super) fn check_cooperative(&self, config: &LaunchConfig) -> Result<()> {
         let info = &self.module.gpu.info;
         if !info.cooperative_launch {
             return Err(Error::Cooperative {

@@ -382,3 +382,93 @@ impl Function {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The order of the launch path's steps, the same for every launch, on the CPU device: each
+    //! launch here is refused before its enqueue, by the step the order makes first.
+
+    use std::sync::Arc;
+
+    use crate::stream::Capture;
+    use crate::{Error, Function, Gpu, LaunchConfig, Module, Result, Stream, StreamOptions};
+
+    const PTX: &str = ".version 8.0\n.target sm_80\n.address_size 64\n\n.visible .entry k()\n{\n\tret;\n}\n";
+
+    fn module(gpu: &Gpu) -> Module {
+        gpu.load_ptx_text("launch_path", PTX).unwrap()
+    }
+
+    /// Every untracked and tracked launch of `f` on `s` with `config` (no parameters, no
+    /// operands), plain, programmatic and cooperative.
+    fn every_launch(f: &Function, s: &Stream, config: LaunchConfig) -> Vec<(&'static str, Result<()>)> {
+        // SAFETY: `k` takes no parameters and touches no memory (and none of these launches
+        // reaches its enqueue).
+        unsafe {
+            vec![
+                ("launch_raw", f.launch_raw(s, config, &mut [])),
+                ("launch_tracked", f.launch_tracked(s, config, &mut [], &[])),
+                ("launch_programmatic_tracked", f.launch_programmatic_tracked(s, config, &mut [], &[])),
+                ("launch_cooperative_raw", f.launch_cooperative_raw(s, config, &mut [])),
+                ("launch_cooperative_tracked", f.launch_cooperative_tracked(s, config, &mut [], &[])),
+            ]
+        }
+    }
+
+    #[test]
+    fn each_launch_checks_its_kind_then_the_configuration() {
+        let gpu = Gpu::cpu().unwrap();
+        let m = module(&gpu);
+        let (plain, coop) = (m.function("k", false).unwrap(), m.function("k", true).unwrap());
+        let bad = LaunchConfig::new(0, 32);
+        for (f, cooperative) in [(&plain, false), (&coop, true)] {
+            for (what, r) in every_launch(f, gpu.stream(), bad) {
+                let kind_first = match what {
+                    // Not loaded as `#[kernel(dependent)]`: refused before anything else.
+                    "launch_programmatic_tracked" => {
+                        matches!(&r, Err(Error::Argument(m)) if m.contains("cannot be launched programmatically"))
+                    }
+                    "launch_raw" | "launch_tracked" if cooperative => matches!(&r, Err(Error::Cooperative { .. })),
+                    _ => matches!(&r, Err(Error::InvalidLaunch { reason, .. }) if reason.contains("dimension is 0")),
+                };
+                assert!(kind_first, "{what} of a {} kernel: {r:?}", if cooperative { "cooperative" } else { "plain" });
+            }
+        }
+    }
+
+    #[test]
+    fn another_threads_capture_is_refused_after_the_checks_and_before_the_enqueue() {
+        let gpu = Gpu::cpu().unwrap();
+        let m = module(&gpu);
+        let s = gpu.new_stream_with(StreamOptions::new().non_blocking(true)).unwrap();
+        // The stream as another thread's capture leaves it (the CPU device has no graphs).
+        let c = std::thread::spawn(|| Arc::new(Capture::new_for_tests())).join().unwrap();
+        *s.inner.capture.write().unwrap() = Some(c.clone());
+        let plain = m.function("k", false).unwrap();
+        for (what, r) in every_launch(&plain, &s, LaunchConfig::new(0, 32)) {
+            // The launch's own checks come before the stream's gate.
+            let checked_first = match what {
+                "launch_programmatic_tracked" => {
+                    matches!(&r, Err(Error::Argument(m)) if m.contains("programmatically"))
+                }
+                _ => matches!(&r, Err(Error::InvalidLaunch { .. })),
+            };
+            assert!(checked_first, "{what} with a bad configuration: {r:?}");
+        }
+        let coop = m.function("k", true).unwrap();
+        let good = LaunchConfig::new(1, 32);
+        let refused = |r: &Result<()>| matches!(r, Err(Error::Argument(m)) if m.contains("launching kernel `k`") && m.contains("another thread"));
+        for (what, r) in every_launch(&plain, &s, good) {
+            if what.contains("cooperative") || what.contains("programmatic") {
+                continue;
+            }
+            assert!(refused(&r), "{what}: {r:?}");
+        }
+        for (what, r) in every_launch(&coop, &s, good) {
+            if what.contains("cooperative") {
+                assert!(refused(&r), "{what} of a cooperative kernel: {r:?}");
+            }
+        }
+        c.end_for_tests();
+    }
+}
