@@ -8,7 +8,7 @@ use cudarc::driver::sys::CUdevice_attribute as A;
 use super::failure::{device_error, remember_name};
 use crate::error::Result;
 
-/// What Cohort needs to know about a device (read once, when the [`Gpu`] is made).
+/// What Cohort needs to know about a device (read once, when the [`Gpu`](crate::Gpu) is made).
 #[derive(Debug, Clone)]
 pub struct DeviceInfo {
     /// Ordinal, as the driver numbers devices.

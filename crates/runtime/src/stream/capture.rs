@@ -202,7 +202,7 @@ impl Stream {
     /// cannot be captured (the host could touch it while a replay runs). Waiting on the host
     /// for their earlier work (a host read, a free) waits for the work from before the capture.
     ///
-    /// Only a non-blocking stream ([`StreamOptions::non_blocking`]) can capture or join a
+    /// Only a non-blocking stream ([`StreamOptions::non_blocking`](crate::StreamOptions::non_blocking)) can capture or join a
     /// capture: while a *blocking* stream captures, work that any other thread puts on the
     /// legacy default stream (synchronous copies, `cudaMemcpy`-style calls of other libraries)
     /// fails with `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` and invalidates the capture.

@@ -113,7 +113,7 @@ impl GraphExec {
     /// against other streams' work on the memory it uses.
     ///
     /// # Errors
-    /// [`Error::CrossDevice`] for a stream of another context than the one the graph was
+    /// [`Error::CrossDevice`](crate::Error::CrossDevice) for a stream of another context than the one the graph was
     /// captured in; a driver failure (a kernel that failed in an earlier replay included).
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         crate::peer::require_same(

@@ -1,6 +1,6 @@
 //! How to create a stream: [`StreamOptions`].
 
-/// How to create a [`Stream`]: [`Gpu::new_stream_with`].
+/// How to create a [`Stream`](crate::Stream): [`Gpu::new_stream_with`](crate::Gpu::new_stream_with).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StreamOptions {
     pub(super) non_blocking: bool,
@@ -21,7 +21,7 @@ impl StreamOptions {
         self
     }
     /// Scheduling priority: lower numbers are higher priorities; see
-    /// [`Gpu::stream_priority_range`]. Values outside the range are clamped by the driver.
+    /// [`Gpu::stream_priority_range`](crate::Gpu::stream_priority_range). Values outside the range are clamped by the driver.
     #[must_use]
     pub fn priority(mut self, priority: i32) -> Self {
         self.priority = priority;
