@@ -1,89 +1,20 @@
-//! Cohort memory lent to cudarc: [`DeviceBuffer::with_cudarc`] and
-//! [`DeviceBuffer::with_cudarc_mut`] (and the views' own), a `CudaView` of the buffer for the
-//! length of a closure, ordered with Cohort's work on entry and recorded as one Cohort
-//! operation on return.
+//! Cohort memory lent to cudarc: the machinery under `DeviceBuffer::with_cudarc` and
+//! `with_cudarc_mut` (and the views' own, in `mod.rs`, the types' public API): a `CudaView` of
+//! the buffer for the length of a closure, ordered with Cohort's work on entry and recorded as
+//! one Cohort operation on return.
 
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
 use super::cudarc_handle;
 use super::foreign::event_of;
 use crate::device::Doing;
 use crate::error::{Error, Result};
-use crate::memory::{DeviceBuffer, DeviceView, DeviceViewMut};
 use crate::stream::{Stream, StreamInner};
-use crate::track::{AllocKind, CopyDst, CopySrc, Use, run_tracked_in};
+use crate::track::{AllocKind, Use, run_tracked_in};
 use cohort::DeviceCopy;
-
-// ---------------------------------------------------------------------------------------------
-// Cohort memory lent to cudarc
-// ---------------------------------------------------------------------------------------------
-
-impl<T: DeviceCopy> DeviceBuffer<T> {
-    /// Lends the buffer to cudarc code for the length of `f`, as a `CudaView<T>` (no copy), with
-    /// cudarc's handle of `stream`: cudarc reads it (copies out of it, cuBLAS inputs, cudarc
-    /// launches) in `stream`'s order with Cohort's work. On entry `stream` waits for Cohort's
-    /// writes of the buffer on other streams; on return everything cudarc enqueued in `f` is
-    /// recorded as one Cohort read on `stream`, which later writes and the buffer's free wait
-    /// for (see the module docs for cudarc work on other streams).
-    ///
-    /// # Errors
-    /// [`Error::NotOnCpu`] on the CPU device; [`Error::CrossDevice`] for a stream of another
-    /// context than the buffer's; [`Error::Argument`] for the per-thread default stream, or a
-    /// stream in a graph capture (Cohort's, or one cudarc began and left open in `f`).
-    pub fn with_cudarc<R>(
-        &self,
-        stream: &Stream,
-        f: impl for<'s> FnOnce(CudaView<'s, T>, &'s Arc<CudaStream>) -> R,
-    ) -> Result<R> {
-        self.as_view().with_cudarc(stream, f)
-    }
-
-    /// [`DeviceBuffer::with_cudarc`] for cudarc code that writes the buffer (copies into it,
-    /// cuBLAS outputs, cudarc kernels): a `CudaViewMut<T>`; on entry `stream` waits for Cohort's
-    /// reads and writes of the buffer, and `f`'s work is recorded as one write.
-    ///
-    /// # Errors
-    /// As [`DeviceBuffer::with_cudarc`].
-    pub fn with_cudarc_mut<R>(
-        &mut self,
-        stream: &Stream,
-        f: impl for<'s> FnOnce(CudaViewMut<'s, T>, &'s Arc<CudaStream>) -> R,
-    ) -> Result<R> {
-        self.as_view_mut().with_cudarc_mut(stream, f)
-    }
-}
-
-impl<T: DeviceCopy> DeviceView<'_, T> {
-    /// [`DeviceBuffer::with_cudarc`] for part of a buffer.
-    ///
-    /// # Errors
-    /// As [`DeviceBuffer::with_cudarc`].
-    pub fn with_cudarc<R>(
-        &self,
-        stream: &Stream,
-        f: impl for<'s> FnOnce(CudaView<'s, T>, &'s Arc<CudaStream>) -> R,
-    ) -> Result<R> {
-        lend(stream, CopySrc::<T>::use_read(self), self.len(), |slice, cs| f(slice.as_view(), cs))
-    }
-}
-
-impl<T: DeviceCopy> DeviceViewMut<'_, T> {
-    /// [`DeviceBuffer::with_cudarc_mut`] for part of a buffer.
-    ///
-    /// # Errors
-    /// As [`DeviceBuffer::with_cudarc`].
-    pub fn with_cudarc_mut<R>(
-        &mut self,
-        stream: &Stream,
-        f: impl for<'s> FnOnce(CudaViewMut<'s, T>, &'s Arc<CudaStream>) -> R,
-    ) -> Result<R> {
-        let len = self.len();
-        lend(stream, CopyDst::<T>::use_write(&*self), len, |slice, cs| f(slice.as_view_mut(), cs))
-    }
-}
 
 /// Keeps the context of `cs` in cudarc's multi-stream mode while the stream lives (see
 /// [`StreamLink::multi`]); cudarc synchronizes the context when it enters the mode, once.
@@ -171,7 +102,7 @@ impl<T> Drop for Lent<'_, T> {
 
 /// Lends `len` elements of `T` of the allocation range `u` (read, or written) to cudarc code
 /// `f`, on `stream` (see the module docs).
-fn lend<T: DeviceCopy, R>(
+pub(super) fn lend<T: DeviceCopy, R>(
     stream: &Stream,
     u: Use<'_>,
     len: usize,

@@ -9,8 +9,8 @@
 //! |---|---|---|---|
 //! | `Arc<CudaContext>` | [`Gpu::from_cudarc`] | [`Gpu`] | [`Gpu::cuda_context`] |
 //! | `Arc<CudaStream>` | [`Gpu::cudarc_stream`] | [`Stream`] | [`Stream::cudarc`] |
-//! | `&CudaSlice<T>`, `CudaView<T>` | `.cohort()` ([`AsCohort`]): a `&[T]` kernel argument | `&DeviceBuffer<T>`, [`DeviceView`](crate::DeviceView) | [`DeviceBuffer::with_cudarc`](crate::DeviceBuffer::with_cudarc): a `CudaView<T>` in a scope |
-//! | `&mut CudaSlice<T>`, `CudaViewMut<T>` | `.cohort_mut()` ([`AsCohortMut`]): a `DisjointSlice<T>` / atomics argument | `&mut DeviceBuffer<T>`, [`DeviceViewMut`](crate::DeviceViewMut) | [`DeviceBuffer::with_cudarc_mut`](crate::DeviceBuffer::with_cudarc_mut): a `CudaViewMut<T>` in a scope |
+//! | `&CudaSlice<T>`, `CudaView<T>` | `.cohort()` ([`AsCohort`]): a `&[T]` kernel argument | `&DeviceBuffer<T>`, [`DeviceView`] | [`DeviceBuffer::with_cudarc`]: a `CudaView<T>` in a scope |
+//! | `&mut CudaSlice<T>`, `CudaViewMut<T>` | `.cohort_mut()` ([`AsCohortMut`]): a `DisjointSlice<T>` / atomics argument | `&mut DeviceBuffer<T>`, [`DeviceViewMut`] | [`DeviceBuffer::with_cudarc_mut`]: a `CudaViewMut<T>` in a scope |
 //!
 //! ```no_run
 //! # mod kernels { pub struct saxpy; impl saxpy {
@@ -54,7 +54,7 @@
 //!   and the slice's stream waits for the launch after. Either way **freeing the slice waits for
 //!   the Cohort launch** (cudarc's drop waits for the events, or frees on its own stream, which
 //!   waited). Cohort's own memory in the same launch is ordered by Cohort's tracker as always.
-//! - **cudarc work on Cohort memory** ([`DeviceBuffer::with_cudarc`](crate::DeviceBuffer::with_cudarc), `_mut`): on entering the
+//! - **cudarc work on Cohort memory** ([`DeviceBuffer::with_cudarc`], `_mut`): on entering the
 //!   scope the stream waits for Cohort's conflicting work on the buffer (as a Cohort operation
 //!   would), and the `CudaView` given is of a `CudaSlice` whose events are recorded on the
 //!   stream then, so cudarc work on *any* stream of the context waits for them. On leaving, the
@@ -90,22 +90,26 @@
 //!
 //! | file | concept |
 //! | --- | --- |
-//! | `mod.rs` | contexts and streams: a [`Gpu`] on a cudarc context, a [`Stream`] on a cudarc stream and back, captures cudarc began |
+//! | `mod.rs` | contexts and streams: a [`Gpu`] on a cudarc context, a [`Stream`] on a cudarc stream and back, captures cudarc began; the public `with_cudarc*` of device buffers and views |
 //! | `foreign.rs` | cudarc memory in Cohort operations: [`AsCohort`], [`AsCohortMut`], ordered by cudarc's own record |
-//! | `lend.rs` | Cohort memory lent to cudarc: [`DeviceBuffer::with_cudarc`](crate::DeviceBuffer::with_cudarc) and `_mut` |
+//! | `lend.rs` | Cohort memory lent to cudarc: what [`DeviceBuffer::with_cudarc`] and `_mut` do |
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use cudarc::driver::{CudaContext, CudaStream};
+use cohort::DeviceCopy;
+use cudarc::driver::{CudaContext, CudaStream, CudaView, CudaViewMut};
 
 use crate::backend::cuda;
 use crate::device::{Gpu, GpuInner};
 use crate::error::{Error, Result};
+use crate::memory::{DeviceBuffer, DeviceView, DeviceViewMut};
 use crate::stream::{Stream, StreamInner, StreamKind};
+use crate::track::{CopyDst, CopySrc};
 
 mod foreign;
 mod lend;
+use lend::lend;
 #[cfg(test)]
 mod tests;
 
@@ -282,4 +286,72 @@ fn same_context(gpu: &GpuInner, ctx: &Arc<CudaContext>, what: &str) -> Result<()
         other: ctx.ordinal(),
         reason: reason.into(),
     })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cohort memory lent to cudarc
+// ---------------------------------------------------------------------------------------------
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// Lends the buffer to cudarc code for the length of `f`, as a `CudaView<T>` (no copy), with
+    /// cudarc's handle of `stream`: cudarc reads it (copies out of it, cuBLAS inputs, cudarc
+    /// launches) in `stream`'s order with Cohort's work. On entry `stream` waits for Cohort's
+    /// writes of the buffer on other streams; on return everything cudarc enqueued in `f` is
+    /// recorded as one Cohort read on `stream`, which later writes and the buffer's free wait
+    /// for (see the module docs for cudarc work on other streams).
+    ///
+    /// # Errors
+    /// [`Error::NotOnCpu`] on the CPU device; [`Error::CrossDevice`] for a stream of another
+    /// context than the buffer's; [`Error::Argument`] for the per-thread default stream, or a
+    /// stream in a graph capture (Cohort's, or one cudarc began and left open in `f`).
+    pub fn with_cudarc<R>(
+        &self,
+        stream: &Stream,
+        f: impl for<'s> FnOnce(CudaView<'s, T>, &'s Arc<CudaStream>) -> R,
+    ) -> Result<R> {
+        self.as_view().with_cudarc(stream, f)
+    }
+
+    /// [`DeviceBuffer::with_cudarc`] for cudarc code that writes the buffer (copies into it,
+    /// cuBLAS outputs, cudarc kernels): a `CudaViewMut<T>`; on entry `stream` waits for Cohort's
+    /// reads and writes of the buffer, and `f`'s work is recorded as one write.
+    ///
+    /// # Errors
+    /// As [`DeviceBuffer::with_cudarc`].
+    pub fn with_cudarc_mut<R>(
+        &mut self,
+        stream: &Stream,
+        f: impl for<'s> FnOnce(CudaViewMut<'s, T>, &'s Arc<CudaStream>) -> R,
+    ) -> Result<R> {
+        self.as_view_mut().with_cudarc_mut(stream, f)
+    }
+}
+
+impl<T: DeviceCopy> DeviceView<'_, T> {
+    /// [`DeviceBuffer::with_cudarc`] for part of a buffer.
+    ///
+    /// # Errors
+    /// As [`DeviceBuffer::with_cudarc`].
+    pub fn with_cudarc<R>(
+        &self,
+        stream: &Stream,
+        f: impl for<'s> FnOnce(CudaView<'s, T>, &'s Arc<CudaStream>) -> R,
+    ) -> Result<R> {
+        lend(stream, CopySrc::<T>::use_read(self), self.len(), |slice, cs| f(slice.as_view(), cs))
+    }
+}
+
+impl<T: DeviceCopy> DeviceViewMut<'_, T> {
+    /// [`DeviceBuffer::with_cudarc_mut`] for part of a buffer.
+    ///
+    /// # Errors
+    /// As [`DeviceBuffer::with_cudarc`].
+    pub fn with_cudarc_mut<R>(
+        &mut self,
+        stream: &Stream,
+        f: impl for<'s> FnOnce(CudaViewMut<'s, T>, &'s Arc<CudaStream>) -> R,
+    ) -> Result<R> {
+        let len = self.len();
+        lend(stream, CopyDst::<T>::use_write(&*self), len, |slice, cs| f(slice.as_view_mut(), cs))
+    }
 }

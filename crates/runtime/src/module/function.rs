@@ -1,17 +1,22 @@
-//! A kernel of a loaded module ([`Function`]): its attributes, occupancy queries, and the
-//! checks a launch configuration must pass (the device's and the kernel's limits, cooperative
-//! co-residency). Launching it is [`super::launch`].
+//! A kernel of a loaded module ([`Function`]): its attributes, occupancy queries, its public
+//! launch functions, and the checks a launch configuration must pass (the device's and the
+//! kernel's limits, cooperative co-residency). The launch functions are one line each: the
+//! launch path they share is `launch.rs`'s. (They are here, in the type's own module, so that
+//! compiler diagnostics name them `Function::launch_raw`, not by the file's path.)
 
 use std::ffi::CString;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::launch::Launch;
 use super::{Module, ModuleInner};
 use crate::backend::{FuncH, FuncInfo};
 use crate::device::GpuInner;
 use crate::error::{Error, Result};
 use crate::launch::{Dim3, LaunchConfig};
+use crate::stream::Stream;
+use crate::track::Use;
 
 /// Attributes of a loaded kernel, read once at load.
 #[derive(Debug, Clone, Copy)]
@@ -353,6 +358,128 @@ impl Function {
             });
         }
         Ok(())
+    }
+
+    /// Launches with a raw parameter array, untracked: nothing orders the launch against other
+    /// streams' work on the memory it uses (the caller does, or uses one stream).
+    ///
+    /// # Safety
+    /// `params` must hold one pointer per PTX parameter of the kernel, in order, each pointing
+    /// at a value of exactly that parameter's type, and the kernel must be safe to run with
+    /// those values (device pointers valid for its accesses, and not used by other streams'
+    /// pending work in conflicting ways).
+    ///
+    /// # Errors
+    /// [`Error::InvalidLaunch`] for an impossible configuration, [`Error::Cooperative`] for a
+    /// cooperative kernel, [`Error::CrossDevice`] for a stream of another context than the
+    /// module's, [`Error::Argument`] on a stream another thread is capturing into a graph (the
+    /// launch would go into that graph), [`Error::Launch`] when the driver refuses.
+    #[inline]
+    pub unsafe fn launch_raw(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_with(Launch::Plain, stream, config, params, None) }
+    }
+
+    /// What generated launchers call: [`Function::launch_raw`], ordered against other
+    /// streams' pending work on `uses` (the memory the arguments name) and on the module
+    /// variables the kernel uses (`constant!`, `global!`), and recorded on them.
+    ///
+    /// # Safety
+    /// As [`Function::launch_raw`]; `uses` must cover the memory the kernel accesses through
+    /// `params`.
+    ///
+    /// # Errors
+    /// As [`Function::launch_raw`].
+    #[doc(hidden)]
+    #[inline]
+    pub unsafe fn launch_tracked(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+        uses: &[Use<'_>],
+    ) -> Result<()> {
+        // SAFETY: the caller's contract; the tracker orders the launch.
+        unsafe { self.launch_with(Launch::Plain, stream, config, params, Some(uses)) }
+    }
+
+    /// [`Function::launch_tracked`] as a programmatic dependent launch (what the generated
+    /// `launch_programmatic` of a `#[kernel(dependent)]` kernel calls): on sm_90 and later,
+    /// through `cuLaunchKernelEx` with programmatic stream serialization, so that the grid may
+    /// be scheduled while the kernel before it on `stream` finishes; its entry waits for that
+    /// kernel before touching memory (see `crate::pdl`). Where the loaded entry has no wait
+    /// (PTX below sm_90) and on the CPU device, an ordinary launch.
+    ///
+    /// # Safety
+    /// As [`Function::launch_tracked`].
+    ///
+    /// # Errors
+    /// As [`Function::launch_tracked`], and [`Error::Argument`] for a kernel not loaded as a
+    /// `#[kernel(dependent)]` kernel (its entry would not wait).
+    #[doc(hidden)]
+    pub unsafe fn launch_programmatic_tracked(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+        uses: &[Use<'_>],
+    ) -> Result<()> {
+        // SAFETY: the caller's contract; a programmatic launch overlaps only a kernel whose
+        // loaded entry waits for its prerequisite grids before touching memory
+        // (`Function::programmatic_mode`); the tracker orders the launch.
+        unsafe { self.launch_with(Launch::Programmatic, stream, config, params, Some(uses)) }
+    }
+
+    /// Whether [`Function::launch_programmatic_tracked`] overlaps this kernel with the one
+    /// before it (`true`: a `#[kernel(dependent)]` kernel whose loaded entry waits, on a GPU),
+    /// rather than launching it in plain stream order.
+    #[must_use]
+    pub fn overlaps_when_programmatic(&self) -> bool {
+        self.programmatic == crate::pdl::Programmatic::Overlap && !self.device_launches
+    }
+
+    /// Launches cooperatively (`cuLaunchCooperativeKernel`) after checking that every block
+    /// of the grid can be resident at once; untracked, as [`Function::launch_raw`].
+    ///
+    /// # Safety
+    /// As [`Function::launch_raw`].
+    ///
+    /// # Errors
+    /// As [`Function::launch_raw`], and [`Error::CooperativeTooLarge`] for a grid the device
+    /// cannot hold at once, [`Error::Cooperative`] when the device has no cooperative launch.
+    pub unsafe fn launch_cooperative_raw(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+    ) -> Result<()> {
+        // SAFETY: the caller's contract; co-residency is checked first.
+        unsafe { self.launch_with(Launch::Cooperative, stream, config, params, None) }
+    }
+
+    /// [`Function::launch_cooperative_raw`], ordered and recorded as
+    /// [`Function::launch_tracked`].
+    ///
+    /// # Safety
+    /// As [`Function::launch_tracked`].
+    ///
+    /// # Errors
+    /// As [`Function::launch_cooperative_raw`].
+    #[doc(hidden)]
+    pub unsafe fn launch_cooperative_tracked(
+        &self,
+        stream: &Stream,
+        config: LaunchConfig,
+        params: &mut [*mut std::ffi::c_void],
+        uses: &[Use<'_>],
+    ) -> Result<()> {
+        // SAFETY: the caller's contract; co-residency is checked first; the tracker orders it.
+        unsafe { self.launch_with(Launch::Cooperative, stream, config, params, Some(uses)) }
     }
 
     /// Checks a plain (or programmatic) launch: the kernel is not cooperative, and the

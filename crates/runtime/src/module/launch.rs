@@ -1,8 +1,8 @@
 //! Launching a [`Function`]: one path under every launch.
 //!
 //! The public launch functions (plain, tracked, programmatic, cooperative, and their raw
-//! variants) each name a [`Launch`] and call [`Function::launch_with`], which takes the steps
-//! once, in this order:
+//! variants, in `function.rs`) each name a [`Launch`] and call [`Function::launch_with`], which
+//! takes the steps once, in this order:
 //!
 //! 1. **the launch is possible** ([`Function::prepare`]): a programmatic launch of a kernel
 //!    loaded as `#[kernel(dependent)]`, a cooperative kernel only cooperatively, the
@@ -56,128 +56,6 @@ pub(crate) enum Launch {
 const INLINE_USES: usize = 8;
 
 impl Function {
-    /// Launches with a raw parameter array, untracked: nothing orders the launch against other
-    /// streams' work on the memory it uses (the caller does, or uses one stream).
-    ///
-    /// # Safety
-    /// `params` must hold one pointer per PTX parameter of the kernel, in order, each pointing
-    /// at a value of exactly that parameter's type, and the kernel must be safe to run with
-    /// those values (device pointers valid for its accesses, and not used by other streams'
-    /// pending work in conflicting ways).
-    ///
-    /// # Errors
-    /// [`Error::InvalidLaunch`] for an impossible configuration, [`Error::Cooperative`] for a
-    /// cooperative kernel, [`Error::CrossDevice`] for a stream of another context than the
-    /// module's, [`Error::Argument`] on a stream another thread is capturing into a graph (the
-    /// launch would go into that graph), [`Error::Launch`] when the driver refuses.
-    #[inline]
-    pub unsafe fn launch_raw(
-        &self,
-        stream: &Stream,
-        config: LaunchConfig,
-        params: &mut [*mut std::ffi::c_void],
-    ) -> Result<()> {
-        // SAFETY: the caller's contract.
-        unsafe { self.launch_with(Launch::Plain, stream, config, params, None) }
-    }
-
-    /// What generated launchers call: [`Function::launch_raw`], ordered against other
-    /// streams' pending work on `uses` (the memory the arguments name) and on the module
-    /// variables the kernel uses (`constant!`, `global!`), and recorded on them.
-    ///
-    /// # Safety
-    /// As [`Function::launch_raw`]; `uses` must cover the memory the kernel accesses through
-    /// `params`.
-    ///
-    /// # Errors
-    /// As [`Function::launch_raw`].
-    #[doc(hidden)]
-    #[inline]
-    pub unsafe fn launch_tracked(
-        &self,
-        stream: &Stream,
-        config: LaunchConfig,
-        params: &mut [*mut std::ffi::c_void],
-        uses: &[Use<'_>],
-    ) -> Result<()> {
-        // SAFETY: the caller's contract; the tracker orders the launch.
-        unsafe { self.launch_with(Launch::Plain, stream, config, params, Some(uses)) }
-    }
-
-    /// [`Function::launch_tracked`] as a programmatic dependent launch (what the generated
-    /// `launch_programmatic` of a `#[kernel(dependent)]` kernel calls): on sm_90 and later,
-    /// through `cuLaunchKernelEx` with programmatic stream serialization, so that the grid may
-    /// be scheduled while the kernel before it on `stream` finishes; its entry waits for that
-    /// kernel before touching memory (see `crate::pdl`). Where the loaded entry has no wait
-    /// (PTX below sm_90) and on the CPU device, an ordinary launch.
-    ///
-    /// # Safety
-    /// As [`Function::launch_tracked`].
-    ///
-    /// # Errors
-    /// As [`Function::launch_tracked`], and [`Error::Argument`] for a kernel not loaded as a
-    /// `#[kernel(dependent)]` kernel (its entry would not wait).
-    #[doc(hidden)]
-    pub unsafe fn launch_programmatic_tracked(
-        &self,
-        stream: &Stream,
-        config: LaunchConfig,
-        params: &mut [*mut std::ffi::c_void],
-        uses: &[Use<'_>],
-    ) -> Result<()> {
-        // SAFETY: the caller's contract; a programmatic launch overlaps only a kernel whose
-        // loaded entry waits for its prerequisite grids before touching memory
-        // (`Function::programmatic_mode`); the tracker orders the launch.
-        unsafe { self.launch_with(Launch::Programmatic, stream, config, params, Some(uses)) }
-    }
-
-    /// Whether [`Function::launch_programmatic_tracked`] overlaps this kernel with the one
-    /// before it (`true`: a `#[kernel(dependent)]` kernel whose loaded entry waits, on a GPU),
-    /// rather than launching it in plain stream order.
-    #[must_use]
-    pub fn overlaps_when_programmatic(&self) -> bool {
-        self.programmatic == crate::pdl::Programmatic::Overlap && !self.device_launches
-    }
-
-    /// Launches cooperatively (`cuLaunchCooperativeKernel`) after checking that every block
-    /// of the grid can be resident at once; untracked, as [`Function::launch_raw`].
-    ///
-    /// # Safety
-    /// As [`Function::launch_raw`].
-    ///
-    /// # Errors
-    /// As [`Function::launch_raw`], and [`Error::CooperativeTooLarge`] for a grid the device
-    /// cannot hold at once, [`Error::Cooperative`] when the device has no cooperative launch.
-    pub unsafe fn launch_cooperative_raw(
-        &self,
-        stream: &Stream,
-        config: LaunchConfig,
-        params: &mut [*mut std::ffi::c_void],
-    ) -> Result<()> {
-        // SAFETY: the caller's contract; co-residency is checked first.
-        unsafe { self.launch_with(Launch::Cooperative, stream, config, params, None) }
-    }
-
-    /// [`Function::launch_cooperative_raw`], ordered and recorded as
-    /// [`Function::launch_tracked`].
-    ///
-    /// # Safety
-    /// As [`Function::launch_tracked`].
-    ///
-    /// # Errors
-    /// As [`Function::launch_cooperative_raw`].
-    #[doc(hidden)]
-    pub unsafe fn launch_cooperative_tracked(
-        &self,
-        stream: &Stream,
-        config: LaunchConfig,
-        params: &mut [*mut std::ffi::c_void],
-        uses: &[Use<'_>],
-    ) -> Result<()> {
-        // SAFETY: the caller's contract; co-residency is checked first; the tracker orders it.
-        unsafe { self.launch_with(Launch::Cooperative, stream, config, params, Some(uses)) }
-    }
-
     /// The one launch path (see the [module docs](self)): `launch` of this kernel on `stream`,
     /// tracked on `uses` (with the module's code and variables) or, with `None`, untracked.
     ///
@@ -185,7 +63,7 @@ impl Function {
     /// As [`Function::launch_raw`]; with `Some(uses)`, `uses` covers the memory the kernel
     /// accesses through `params`.
     #[inline(always)]
-    unsafe fn launch_with(
+    pub(super) unsafe fn launch_with(
         &self,
         launch: Launch,
         stream: &Stream,

@@ -184,34 +184,8 @@ fn still_capturing(s: &StreamInner) -> bool {
 }
 
 impl Stream {
-    /// Captures the work `f` enqueues on this stream into a [`Graph`] instead of running it
-    /// (`cuStreamBeginCapture` … `cuStreamEndCapture`, thread-local mode). Typed launches
-    /// inside keep all their checks; the graph keeps the device memory its operations use
-    /// alive, and each replay is ordered against other streams like any other operation.
-    ///
-    /// The capture may fork to other streams and join back through events
-    /// ([`Stream::wait`] on an event recorded on this stream joins a stream into the capture):
-    /// the work of every stream in the capture is captured, and the graph keeps its memory too.
-    /// Every stream joined in must be joined back (this stream waits for an event recorded on
-    /// it) before `f` returns, or the capture fails.
-    ///
-    /// While the capture lasts, its streams take work only from this thread: a launch, copy,
-    /// fill, event record or wait from another thread into any of them is an
-    /// [`Error::Argument`] (it would go into the graph instead of running). Synchronizing or
-    /// querying them, and host functions, are refused too; pinned or registered host memory
-    /// cannot be captured (the host could touch it while a replay runs). Waiting on the host
-    /// for their earlier work (a host read, a free) waits for the work from before the capture.
-    ///
-    /// Only a non-blocking stream ([`StreamOptions::non_blocking`](crate::StreamOptions::non_blocking)) can capture or join a
-    /// capture: while a *blocking* stream captures, work that any other thread puts on the
-    /// legacy default stream (synchronous copies, `cudaMemcpy`-style calls of other libraries)
-    /// fails with `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` and invalidates the capture.
-    ///
-    /// # Errors
-    /// What `f` returns; [`Error::Argument`] on a blocking stream, on the legacy or per-thread
-    /// default stream (CUDA cannot capture them), when already in a capture, or from another
-    /// thread than one capturing it; a driver failure (a stream not joined back included).
-    pub fn capture(&self, f: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
+    /// The body of [`Stream::capture`] (see there).
+    pub(super) fn capture_impl(&self, f: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
         if !self.inner.gpu.backend.has_graphs() {
             return Err(crate::cpu::not_on_cpu(
                 "capturing a graph (Stream::capture): the CPU device runs work when it \

@@ -8,29 +8,8 @@ use crate::error::{Error, Result};
 use crate::track::{CopyDst, CopySrc, Use, run_tracked};
 
 impl Stream {
-    /// Copies `src` into `dst` asynchronously (`cuMemcpyAsync`): device → device, pinned host
-    /// → device, device → pinned host. Both must have the same length.
-    ///
-    /// `src`: `&DeviceBuffer`, a [`DeviceView`](crate::DeviceView), `&PinnedBuffer`, a
-    /// [`PinnedView`](crate::PinnedView), `&Registered`. `dst`: `&mut DeviceBuffer`, a
-    /// [`DeviceViewMut`](crate::DeviceViewMut), `&mut PinnedBuffer`, a
-    /// [`PinnedViewMut`](crate::PinnedViewMut), `&mut Registered`. The copy waits for other
-    /// streams' pending writes to `src` and uses of `dst`; the host sees `dst` (if pinned)
-    /// only once it has finished. Pageable `&[T]`/`Vec<T>` are not accepted: copy those with
-    /// the synchronous [`DeviceBuffer::copy_from`](crate::DeviceBuffer::copy_from) /
-    /// [`copy_to`](crate::DeviceBuffer::copy_to), or stage them in a
-    /// [`PinnedBuffer`](crate::PinnedBuffer).
-    ///
-    /// Device buffers of two GPUs (two contexts) are copied peer to peer
-    /// (`cuMemcpyPeerAsync`) on this stream, which may belong to either GPU (or a third): no
-    /// peer access is needed (without a direct path the driver stages the copy), and the copy
-    /// is ordered with both buffers' pending work like any other (the stream waits for the
-    /// other device's events).
-    ///
-    /// # Errors
-    /// [`Error::Argument`] for lengths that differ; [`Error::CrossDevice`] for pinned or
-    /// registered host memory of another context than this stream's; a driver failure.
-    pub fn copy<T: cohort::DeviceCopy>(&self, src: impl CopySrc<T>, dst: impl CopyDst<T>) -> Result<()> {
+    /// The body of [`Stream::copy`] (see there).
+    pub(super) fn copy_impl<T: cohort::DeviceCopy>(&self, src: impl CopySrc<T>, dst: impl CopyDst<T>) -> Result<()> {
         cohort::assert_no_padding::<T>();
         let (s, d) = (src.use_read(), dst.use_write());
         let (sl, dl) = ((s.end - s.start) / size_of::<T>().max(1), (d.end - d.start) / size_of::<T>().max(1));
@@ -62,24 +41,15 @@ impl Stream {
         })
     }
 
-    /// Sets every byte of device memory `dst` to `value`, asynchronously (`cuMemsetD8Async`).
-    ///
-    /// # Errors
-    /// [`Error::Argument`] for host memory; [`Error::CrossDevice`] for another GPU's buffer; a
-    /// driver failure.
-    pub fn fill_bytes<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: u8) -> Result<()> {
+    /// The body of [`Stream::fill_bytes`] (see there).
+    pub(super) fn fill_bytes_impl<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: u8) -> Result<()> {
         cohort::assert_no_padding::<T>();
         let d = dst.use_write();
         self.memset(d, 1, u32::from(value))
     }
 
-    /// Sets every element of device memory `dst` to `value`, asynchronously: `T` must be 1, 2
-    /// or 4 bytes (`cuMemsetD8/D16/D32Async`, e.g. `f32` or `u32`); fill wider types with a
-    /// kernel or [`Stream::fill_bytes`].
-    ///
-    /// # Errors
-    /// [`Error::Argument`] for another size or for host memory; a driver failure.
-    pub fn fill<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: T) -> Result<()> {
+    /// The body of [`Stream::fill`] (see there).
+    pub(super) fn fill_impl<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: T) -> Result<()> {
         cohort::assert_no_padding::<T>();
         let width = size_of::<T>();
         let mut bits = [0u8; 4];

@@ -31,33 +31,8 @@ fn outside_event_error() -> Error {
 }
 
 impl Stream {
-    /// Records `event` on this stream: it completes when everything enqueued before it has.
-    ///
-    /// # Errors
-    /// As [`Event::record`].
-    pub fn record(&self, event: &Event) -> Result<()> {
-        event.record(self)
-    }
-
-    /// Makes this stream wait (on the GPU) until `event` completes (`cuStreamWaitEvent`); the
-    /// event may be another GPU's.
-    ///
-    /// Inside a graph capture, this is how work forks to another stream and joins back: an
-    /// event recorded on a capturing stream, waited for by another stream of the same device,
-    /// joins that stream into the capture (`Stream::wait` is the only way a stream joins
-    /// one). From then until the capture ends, the stream's work is captured too — its memory
-    /// kept by the graph, host memory and host functions refused, and work from other threads
-    /// refused — and the capture must join it back (the capturing stream waits for an event
-    /// recorded on it) before it ends, or the capture fails.
-    ///
-    /// # Errors
-    /// [`Error::CrossDevice`] for an event of the CPU device on a GPU's stream, or the
-    /// reverse. [`Error::Argument`]: an event recorded in a capture waited for from another
-    /// thread, by a default stream or a blocking stream (which cannot capture), or by a stream
-    /// in another capture; an event recorded in a capture that has ended; an event recorded
-    /// outside the capture waited for by a stream in one (CUDA refuses that too). A driver
-    /// failure.
-    pub fn wait(&self, event: &Event) -> Result<()> {
+    /// The body of [`Stream::wait`] (see there).
+    pub(super) fn wait_impl(&self, event: &Event) -> Result<()> {
         let inner = &self.inner;
         crate::peer::require_same_kind(
             || "Stream::wait".into(),

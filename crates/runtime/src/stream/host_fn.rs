@@ -29,21 +29,8 @@ pub(crate) fn host_fn_error(what: &str) -> Error {
 }
 
 impl Stream {
-    /// Runs `f` on a driver thread once everything enqueued before it on this stream has
-    /// finished (`cuLaunchHostFunc`); later work on the stream waits for it.
-    ///
-    /// `f` must not call CUDA: the driver refuses such calls from a host function, and a call
-    /// that waits for the stream would never return. Cohort's operations on memory (launches,
-    /// copies, host views) return [`Error::Argument`] there instead of waiting, and a buffer
-    /// whose last owner is dropped there is leaked rather than freed. If `f` panics, the
-    /// panic is caught and the stream's next [`Stream::synchronize`] returns
-    /// [`Error::HostFnPanicked`].
-    ///
-    /// # Errors
-    /// A driver failure; [`Error::Argument`] while the stream is in a graph capture (a graph
-    /// would run `f` once per replay, and `f` runs at most once), or from another thread than
-    /// the capturing one.
-    pub fn host_fn(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
+    /// The body of [`Stream::host_fn`] (see there).
+    pub(super) fn host_fn_impl(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
         let gate = self.inner.gate("enqueueing a host function")?;
         if gate.capture().is_some() {
             return Err(Error::Argument(

@@ -2,7 +2,7 @@
 //!
 //! | file | concept |
 //! | --- | --- |
-//! | `mod.rs` | [`Stream`] and its shared state, the legacy and per-thread default streams, synchronizing and querying |
+//! | `mod.rs` | [`Stream`] and its shared state, the legacy and per-thread default streams, synchronizing and querying; every public method of [`Stream`] (those of the concepts below call their `*_impl` there) |
 //! | `options.rs` | [`StreamOptions`] |
 //! | `gate.rs` | the stream's gate: what every operation holds from its checks to its enqueue |
 //! | `mark.rs` | how other streams and the host wait for a stream's work (its mark event), and which of its operations have finished |
@@ -11,6 +11,10 @@
 //! | `event.rs` | [`Event`], and streams waiting for events ([`Stream::wait`]) |
 //! | `host_fn.rs` | host functions ([`Stream::host_fn`]) and what Cohort refuses inside one |
 //! | `copy.rs` | asynchronous copies and fills ([`Stream::copy`], [`Stream::fill`]) |
+//!
+//! (A type's public methods stay in the module that defines the type: the compiler's
+//! diagnostics name a method of an `impl` block elsewhere by that block's module,
+//! `cohort_runtime::stream::copy::<impl Stream>::copy`, instead of `Stream::copy`.)
 //!
 //! # Stream-ordered safety
 //!
@@ -66,6 +70,7 @@ use crate::backend::{EventH, StreamH};
 use crate::device::{Doing, GpuInner};
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
+use crate::track::{CopyDst, CopySrc};
 
 mod capture;
 mod copy;
@@ -326,6 +331,130 @@ impl Stream {
         // SAFETY: live stream.
         unsafe { self.inner.gpu.backend.stream_priority(self.inner.raw) }
             .map_err(self.inner.gpu.failed("reading a stream's priority"))
+    }
+
+    /// Copies `src` into `dst` asynchronously (`cuMemcpyAsync`): device → device, pinned host
+    /// → device, device → pinned host. Both must have the same length.
+    ///
+    /// `src`: `&DeviceBuffer`, a [`DeviceView`](crate::DeviceView), `&PinnedBuffer`, a
+    /// [`PinnedView`](crate::PinnedView), `&Registered`. `dst`: `&mut DeviceBuffer`, a
+    /// [`DeviceViewMut`](crate::DeviceViewMut), `&mut PinnedBuffer`, a
+    /// [`PinnedViewMut`](crate::PinnedViewMut), `&mut Registered`. The copy waits for other
+    /// streams' pending writes to `src` and uses of `dst`; the host sees `dst` (if pinned)
+    /// only once it has finished. Pageable `&[T]`/`Vec<T>` are not accepted: copy those with
+    /// the synchronous [`DeviceBuffer::copy_from`](crate::DeviceBuffer::copy_from) /
+    /// [`copy_to`](crate::DeviceBuffer::copy_to), or stage them in a
+    /// [`PinnedBuffer`](crate::PinnedBuffer).
+    ///
+    /// Device buffers of two GPUs (two contexts) are copied peer to peer
+    /// (`cuMemcpyPeerAsync`) on this stream, which may belong to either GPU (or a third): no
+    /// peer access is needed (without a direct path the driver stages the copy), and the copy
+    /// is ordered with both buffers' pending work like any other (the stream waits for the
+    /// other device's events).
+    ///
+    /// # Errors
+    /// [`Error::Argument`] for lengths that differ; [`Error::CrossDevice`] for pinned or
+    /// registered host memory of another context than this stream's; a driver failure.
+    pub fn copy<T: cohort::DeviceCopy>(&self, src: impl CopySrc<T>, dst: impl CopyDst<T>) -> Result<()> {
+        self.copy_impl::<T>(src, dst)
+    }
+
+    /// Sets every byte of device memory `dst` to `value`, asynchronously (`cuMemsetD8Async`).
+    ///
+    /// # Errors
+    /// [`Error::Argument`] for host memory; [`Error::CrossDevice`] for another GPU's buffer; a
+    /// driver failure.
+    pub fn fill_bytes<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: u8) -> Result<()> {
+        self.fill_bytes_impl::<T>(dst, value)
+    }
+
+    /// Sets every element of device memory `dst` to `value`, asynchronously: `T` must be 1, 2
+    /// or 4 bytes (`cuMemsetD8/D16/D32Async`, e.g. `f32` or `u32`); fill wider types with a
+    /// kernel or [`Stream::fill_bytes`].
+    ///
+    /// # Errors
+    /// [`Error::Argument`] for another size or for host memory; a driver failure.
+    pub fn fill<T: cohort::DeviceCopy>(&self, dst: impl CopyDst<T>, value: T) -> Result<()> {
+        self.fill_impl::<T>(dst, value)
+    }
+
+    /// Runs `f` on a driver thread once everything enqueued before it on this stream has
+    /// finished (`cuLaunchHostFunc`); later work on the stream waits for it.
+    ///
+    /// `f` must not call CUDA: the driver refuses such calls from a host function, and a call
+    /// that waits for the stream would never return. Cohort's operations on memory (launches,
+    /// copies, host views) return [`Error::Argument`] there instead of waiting, and a buffer
+    /// whose last owner is dropped there is leaked rather than freed. If `f` panics, the
+    /// panic is caught and the stream's next [`Stream::synchronize`] returns
+    /// [`Error::HostFnPanicked`].
+    ///
+    /// # Errors
+    /// A driver failure; [`Error::Argument`] while the stream is in a graph capture (a graph
+    /// would run `f` once per replay, and `f` runs at most once), or from another thread than
+    /// the capturing one.
+    pub fn host_fn(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
+        self.host_fn_impl(f)
+    }
+
+    /// Captures the work `f` enqueues on this stream into a [`Graph`] instead of running it
+    /// (`cuStreamBeginCapture` … `cuStreamEndCapture`, thread-local mode). Typed launches
+    /// inside keep all their checks; the graph keeps the device memory its operations use
+    /// alive, and each replay is ordered against other streams like any other operation.
+    ///
+    /// The capture may fork to other streams and join back through events
+    /// ([`Stream::wait`] on an event recorded on this stream joins a stream into the capture):
+    /// the work of every stream in the capture is captured, and the graph keeps its memory too.
+    /// Every stream joined in must be joined back (this stream waits for an event recorded on
+    /// it) before `f` returns, or the capture fails.
+    ///
+    /// While the capture lasts, its streams take work only from this thread: a launch, copy,
+    /// fill, event record or wait from another thread into any of them is an
+    /// [`Error::Argument`] (it would go into the graph instead of running). Synchronizing or
+    /// querying them, and host functions, are refused too; pinned or registered host memory
+    /// cannot be captured (the host could touch it while a replay runs). Waiting on the host
+    /// for their earlier work (a host read, a free) waits for the work from before the capture.
+    ///
+    /// Only a non-blocking stream ([`StreamOptions::non_blocking`](crate::StreamOptions::non_blocking)) can capture or join a
+    /// capture: while a *blocking* stream captures, work that any other thread puts on the
+    /// legacy default stream (synchronous copies, `cudaMemcpy`-style calls of other libraries)
+    /// fails with `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` and invalidates the capture.
+    ///
+    /// # Errors
+    /// What `f` returns; [`Error::Argument`] on a blocking stream, on the legacy or per-thread
+    /// default stream (CUDA cannot capture them), when already in a capture, or from another
+    /// thread than one capturing it; a driver failure (a stream not joined back included).
+    pub fn capture(&self, f: impl FnOnce(&Stream) -> Result<()>) -> Result<Graph> {
+        self.capture_impl(f)
+    }
+
+    /// Records `event` on this stream: it completes when everything enqueued before it has.
+    ///
+    /// # Errors
+    /// As [`Event::record`].
+    pub fn record(&self, event: &Event) -> Result<()> {
+        event.record(self)
+    }
+
+    /// Makes this stream wait (on the GPU) until `event` completes (`cuStreamWaitEvent`); the
+    /// event may be another GPU's.
+    ///
+    /// Inside a graph capture, this is how work forks to another stream and joins back: an
+    /// event recorded on a capturing stream, waited for by another stream of the same device,
+    /// joins that stream into the capture (`Stream::wait` is the only way a stream joins
+    /// one). From then until the capture ends, the stream's work is captured too — its memory
+    /// kept by the graph, host memory and host functions refused, and work from other threads
+    /// refused — and the capture must join it back (the capturing stream waits for an event
+    /// recorded on it) before it ends, or the capture fails.
+    ///
+    /// # Errors
+    /// [`Error::CrossDevice`] for an event of the CPU device on a GPU's stream, or the
+    /// reverse. [`Error::Argument`]: an event recorded in a capture waited for from another
+    /// thread, by a default stream or a blocking stream (which cannot capture), or by a stream
+    /// in another capture; an event recorded in a capture that has ended; an event recorded
+    /// outside the capture waited for by a stream in one (CUDA refuses that too). A driver
+    /// failure.
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        self.wait_impl(event)
     }
 
     /// Notes a successful launch (generated launchers call it through `Function`), for the
