@@ -8,12 +8,12 @@ use std::time::Duration;
 use cohort::DeviceCopy;
 use cohort::cg::{MULTI_GRID_MAX, MultiGridWords};
 
-use crate::backend::HostAlloc;
+use crate::backend::{HostAlloc, LaunchMode};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::DeviceBuffer;
-use crate::module::Function;
+use crate::module::{Function, Launch};
 use crate::stream::{Captured, Stream};
 use crate::track::{Mark, Use, gates_outside_capture, run_tracked_multi};
 
@@ -362,16 +362,10 @@ impl<'g> MultiGridLaunch<'g> {
         self.config
     }
 
-    /// Checks every grid, then enqueues all of them (see [`MultiGrid`] for what is checked and
-    /// guaranteed).
-    ///
-    /// # Errors
-    /// A GPU of the group without its grid; grids of different kernels; a grid that cannot be
-    /// co-resident on its GPU ([`Error::CooperativeTooLarge`]); an operand of another GPU the
-    /// kernel may not read ([`Error::CrossDevice`]); memory written by one grid and used by
-    /// another (a race between GPUs, which ordering them would turn into a deadlock); a driver
-    /// error (after which the grids already enqueued end at their first sync).
-    pub fn submit(mut self) -> Result<()> {
+    /// The checks of [`MultiGridLaunch::submit`] before anything is enqueued (every grid, one
+    /// kernel, each grid's launch path checks, no memory written by one grid and used by
+    /// another), with the grids put in rank order. Returns the kernel's name.
+    fn check(&mut self) -> Result<Arc<str>> {
         let n = self.group.gpus.len();
         let first = self.grids.first().map(|g| g.function.name_arc());
         let Some(name) = first else {
@@ -407,8 +401,8 @@ impl<'g> MultiGridLaunch<'g> {
                 &g.stream.inner.gpu,
                 "the kernel was loaded on another GPU than its grid's stream",
             )?;
-            g.function.check_cooperative(&self.config)?;
-            crate::peer::check_launch(&name, g.function.module_gpu(), &g.stream.inner.gpu, &g.uses())?;
+            // The launch path's first steps (`module::launch`): co-residency, then contexts.
+            g.function.prepare(Launch::Cooperative, g.stream, &self.config, &g.uses())?;
         }
         for (i, a) in self.grids.iter().enumerate() {
             for b in &self.grids[i + 1..] {
@@ -436,6 +430,21 @@ impl<'g> MultiGridLaunch<'g> {
                 }
             }
         }
+        Ok(name)
+    }
+
+    /// Checks every grid, then enqueues all of them (see [`MultiGrid`] for what is checked and
+    /// guaranteed).
+    ///
+    /// # Errors
+    /// A GPU of the group without its grid; grids of different kernels; a grid that cannot be
+    /// co-resident on its GPU ([`Error::CooperativeTooLarge`]); an operand of another GPU the
+    /// kernel may not read ([`Error::CrossDevice`]); memory written by one grid and used by
+    /// another (a race between GPUs, which ordering them would turn into a deadlock); a driver
+    /// error (after which the grids already enqueued end at their first sync).
+    pub fn submit(mut self) -> Result<()> {
+        let name = self.check()?;
+        let n = self.group.gpus.len();
 
         // No stream of the launch enters a capture until it is enqueued.
         let gates = gates_outside_capture(
@@ -495,7 +504,7 @@ impl<'g> MultiGridLaunch<'g> {
                     // SAFETY: the parameters are the kernel's (the `add_tracked` contract), with
                     // the barrier block, rank and grid count filled in; co-residency was
                     // checked; the tracker ordered the stream after other work on the operands.
-                    unsafe { g.function.enqueue(g.stream, config, &mut ptrs, true) }
+                    unsafe { g.function.enqueue(g.stream, config, &mut ptrs, LaunchMode::Cooperative) }
                 });
                 if let Err(e) = r {
                     return (k, Err(e));
