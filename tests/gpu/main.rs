@@ -14,6 +14,7 @@ mod dynamic;
 mod globals;
 mod hostile;
 mod interop;
+mod kinds;
 mod launch;
 mod managed;
 mod multi_gpu;
@@ -75,6 +76,7 @@ fn main() {
     trials.extend(globals::trials());
     trials.extend(hostile::trials());
     trials.extend(interop::trials());
+    trials.extend(kinds::trials());
     trials.extend(overlap::trials());
     trials.extend(pdl::trials());
     trials.extend(pools::trials());

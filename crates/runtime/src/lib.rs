@@ -142,6 +142,7 @@
 
 mod abi;
 mod append;
+mod arg;
 mod budget;
 mod capture;
 mod cpu;
@@ -168,6 +169,9 @@ mod symbol;
 mod track;
 
 pub use append::{AppendArg, AppendBuffer, GridVecArg, GridVecBuffer};
+pub use arg::KernelArg;
+#[doc(hidden)]
+pub use arg::{ArgContext, UseArray, UseSink, parts as arg_parts};
 #[cfg(unix)]
 pub use capture::capture_stdout;
 pub use cpu::CpuEntry;
