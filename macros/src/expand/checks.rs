@@ -41,7 +41,7 @@ pub(super) fn params(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
             #(#cfgs)*
             const _: () = {
                 let __cohort_needs: (u32, &str) = #kp::NEEDS;
-                if __cohort_needs.0 & !#flags != 0 {
+                if ::cohort::abi::lacks(__cohort_needs.0, #flags) {
                     ::core::panic!("{}", __cohort_needs.1);
                 }
                 if #kp::UNSAFE && !#is_unsafe {
@@ -54,11 +54,11 @@ pub(super) fn params(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
                     ::core::panic!(#made_msg);
                 }
                 let __cohort_once: (u32, &str) = #kp::ONCE;
-                if __cohort_once.0 & (0 #(| <#before as ::cohort::abi::KernelParam>::ONCE.0)*) != 0 {
+                if ::cohort::abi::or_all(&[#(<#before as ::cohort::abi::KernelParam>::ONCE.0),*]) & __cohort_once.0 != 0 {
                     ::core::panic!("{}", __cohort_once.1);
                 }
                 if let ::core::option::Option::Some(__cohort_msg) = #kp::NEEDS_SHAPE {
-                    if (0 #(| <#all as ::cohort::abi::KernelParam>::SHAPE[0])*) == 0 {
+                    if ::cohort::abi::or_all(&[#(<#all as ::cohort::abi::KernelParam>::SHAPE[0]),*]) == 0 {
                         ::core::panic!("{}", __cohort_msg);
                     }
                 }

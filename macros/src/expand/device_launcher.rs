@@ -1,8 +1,12 @@
 //! The device-side launcher of a kernel instance (`launch_from_device`, CDP2 dynamic
-//! parallelism): the parent passes each parameter an `impl ChildArg<ArgKeyFn<fn(P)>, S>` (values,
-//! slices, `DisjointSlice`s and raw pointers have one; the stream bounds of those impls keep
-//! what a concurrent child could race on to tail launches), whose parts are written into the
-//! child's parameter buffer in the order of the entry's `.param`s.
+//! parallelism). Each argument (not made on the device) is a type parameter bound by
+//! `cohort::abi::ChildArg<ArgKeyFn<fn(P)>, S>` (values, slices, `DisjointSlice`s and raw pointers
+//! have impls; their stream bounds keep what a concurrent child could race on to tail
+//! launches), which stages it; the check and the PTX parts are the parameter's own
+//! (`cohort::abi::ChildKey`, keyed by the parameter type, so that the calls resolve in the
+//! launcher's own body as direct calls would). Every argument is staged and checked in
+//! parameter order before a launch slot is taken, then its parts are written into the child's
+//! parameter buffer in the order of the entry's `.param`s.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -31,17 +35,18 @@ pub(super) fn device_launcher(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
             // A named type parameter per argument, so that its `ChildArg` impl can be named.
             let a = format_ident!("__CohortArg{}", index);
             let f = quote_spanned!(p.ty.span()=> fn(#ty));
-            let arg = quote!(<#a as ::cohort::abi::ChildArg<::cohort::abi::ArgKeyFn<#f>, S>>);
+            let key = quote!(<::cohort::abi::ArgKeyFn<#f> as ::cohort::abi::ChildKey>);
             dev_generics.push(quote_spanned! {p.ty.span()=>
-                #a: ::cohort::abi::ChildArg<::cohort::abi::ArgKeyFn<#f>, S, Parts = ::cohort::abi::PartsFn<#f>>
+                #a: ::cohort::abi::ChildArg<'__cohort_a, ::cohort::abi::ArgKeyFn<#f>, S>
             });
             dev_params.push(quote!(#id: #a));
-            // Staged and checked in parameter order, before a launch slot is taken.
+            // Staged and checked in parameter order, before a launch slot is taken; the check
+            // and the parts are the parameter's (`ChildKey`), the staging the argument's.
             checks.push(quote! {
-                let #parts = #arg::stage(#id);
-                #arg::check(#parts, #index)?;
+                let #parts = ::cohort::abi::ChildArg::<'_, ::cohort::abi::ArgKeyFn<#f>, S>::stage(#id);
+                #key::check(#parts, #index)?;
             });
-            pushes.push(quote!(::cohort::abi::PtxParts::push(#arg::parts(#parts), &mut __cohort_buf);));
+            pushes.push(quote!(::cohort::abi::PtxParts::push(#key::parts(#parts), &mut __cohort_buf);));
         }
     }
     let unsafety = &k.item.sig.unsafety;
@@ -79,7 +84,7 @@ pub(super) fn device_launcher(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
             #[inline(always)]
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             #[allow(clippy::too_many_arguments, unused_variables, unreachable_code)]
-            pub #unsafety fn launch_from_device<S: ::cohort::launch::DeviceStream, #(#dev_generics),*>(
+            pub #unsafety fn launch_from_device<'__cohort_a, S: ::cohort::launch::DeviceStream, #(#dev_generics),*>(
                 config: &::cohort::launch::LaunchConfig,
                 stream: S,
                 #(#dev_params),*

@@ -2,7 +2,8 @@
 //! (`launch`, `launch_cooperative`, `launch_programmatic`, or a multi-grid kernel's `add_to`).
 //!
 //! Each launcher takes one argument per parameter that is not made on the device,
-//! `impl KernelArg<ArgKey<P>>`, and does the same for each: its parts (`KernelArg::parts`,
+//! `impl KernelArg<ArgKeyFn<fn(P)>>` (`fn(P)`: `cohort::abi::ParamFn`, a parameter type whose
+//! elided lifetimes `impl Trait` would refuse), and does the same for each: its parts (`KernelArg::parts`,
 //! the kind's launch checks) into the parameter array, at the offset of the parameter's first
 //! PTX part, and its memory (`KernelArg::uses`) into the operands the tracker orders the launch
 //! by. No allocation on a single-GPU launch: the array and the operands have sizes fixed by the
@@ -167,7 +168,7 @@ fn single_gpu_launchers(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
                 let __cohort_config: ::cohort_runtime::LaunchConfig = #config.into();
                 #(#parts)*
                 const __COHORT_N: usize = #n;
-                const __COHORT_USES: usize = 0 #(+ <#tys as ::cohort::abi::KernelParam>::USES)*;
+                const __COHORT_USES: usize = ::cohort::abi::sum(&[#(<#tys as ::cohort::abi::KernelParam>::USES),*]);
                 let mut __cohort_params: [*mut ::core::ffi::c_void; __COHORT_N] = [::core::ptr::null_mut(); __COHORT_N];
                 #(#slots)*
                 let mut __cohort_uses = ::cohort_runtime::UseArray::<'_, __COHORT_USES>::new();

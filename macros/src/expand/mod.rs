@@ -69,7 +69,7 @@ impl Instance {
     /// The index of parameter `k`'s first PTX part: the part counts of those before it.
     fn offset(&self, k: usize) -> TokenStream {
         let before = &self.tys[..k];
-        quote!((0usize #(+ ::cohort::abi::part_count::<#before>())*))
+        quote!(::cohort::abi::sum(&[#(::cohort::abi::part_count::<#before>()),*]))
     }
     /// The number of PTX parts of the entry.
     fn part_total(&self) -> TokenStream {

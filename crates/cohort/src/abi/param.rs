@@ -14,6 +14,16 @@
 //! that array from each argument's [`PtxParts::Host`] tuple (an address as the `u64` it is in
 //! PTX). One list of parts, so the three can't disagree; the ABI record ([`KernelParam::ABI`],
 //! one entry per part) is what `load()` checks the module's entry against.
+//!
+//! The launchers' signatures name a parameter type `P` as `fn(P)` ([`ParamFn`]: elided
+//! lifetimes are allowed in a function-pointer type, not in `impl Trait`); host and child
+//! arguments are keyed by [`KernelParam::Key`] (`P` itself, or [`ByValue<T>`] for a value, so
+//! that the kinds' impls don't overlap). A child launch stages each argument
+//! ([`ChildArg`]) and checks it and writes its parts by the parameter's [`ChildKey`].
+//!
+//! A new kind: a `KernelParam` impl, a `param_fn!` line (or a `ParamFn` impl for a type without
+//! lifetimes), `ChildKey`/`ChildArg` impls if child launches may pass it, and on the host a
+//! `cohort_runtime::KernelArg` impl per host type.
 
 use core::ffi::c_void;
 
@@ -327,6 +337,34 @@ pub type PartsFn<F> = <<F as ParamFn>::Param as KernelParam>::Parts;
 /// What the host launcher stores for the parameter named `F = fn(P)`.
 pub type HostPartsFn<F> = <<<F as ParamFn>::Param as KernelParam>::Parts as PtxParts>::Host;
 
+/// The sum of `xs` (what generated code adds up: part counts, operand counts).
+#[must_use]
+pub const fn sum(xs: &[usize]) -> usize {
+    let (mut i, mut t) = (0, 0);
+    while i < xs.len() {
+        t += xs[i];
+        i += 1;
+    }
+    t
+}
+
+/// The bitwise or of `xs`.
+#[must_use]
+pub const fn or_all(xs: &[u32]) -> u32 {
+    let (mut i, mut t) = (0, 0);
+    while i < xs.len() {
+        t |= xs[i];
+        i += 1;
+    }
+    t
+}
+
+/// Whether `flags` lacks some bit of `needs`.
+#[must_use]
+pub const fn lacks(needs: u32, flags: u32) -> bool {
+    needs & !flags != 0
+}
+
 /// How many PTX parts parameter type `P` has.
 #[must_use]
 pub const fn part_count<P: KernelParam>() -> usize {
@@ -626,49 +664,56 @@ unsafe impl<T: DeviceCopy> KernelParam for crate::cg::MultiGridVec<'_, T> {
 
 // --- Child launches (dynamic parallelism) ------------------------------------------------------
 
+/// What a child launch (`launch_from_device`) does with a parameter keyed `Self`
+/// ([`KernelParam::Key`]): the check of a staged argument and its PTX parts. Keyed by the
+/// parameter (not by the argument's type), so that the launcher's call resolves in its own
+/// body, as a direct call would.
+pub trait ChildKey {
+    /// An argument between its check and its parts.
+    type Staged<'a>: Copy
+    where
+        Self: 'a;
+    /// The PTX parts of the parameter.
+    type Parts: PtxParts;
+    /// Refuses an argument the child can't take (`param` is the parameter's position, for the
+    /// error).
+    ///
+    /// # Errors
+    /// A slice outside global memory.
+    fn check(staged: Self::Staged<'_>, param: u32) -> Result<(), crate::launch::LaunchError>;
+    /// The PTX parts.
+    fn parts(staged: Self::Staged<'_>) -> Self::Parts;
+}
+
 /// A device-side argument of a child launch (`launch_from_device`) for a parameter keyed `K`
-/// ([`KernelParam::Key`]) into stream `S`. The launcher first *stages* every argument and
-/// checks it (in parameter order, before taking a launch slot), then writes each one's parts
-/// into the child's parameter buffer.
+/// into stream `S`. The launcher first *stages* every argument and checks it (in parameter
+/// order, before taking a launch slot), then writes each one's parts into the child's
+/// parameter buffer ([`ChildKey`]).
 ///
 /// # Safety
-/// `parts` must give what the kind's `KernelParam::rebuild` relies on for a child launched into
-/// `S`, once `check` passed (memory in global memory, not raced on by the parent while the child
-/// may run).
+/// The staged argument must give what the kind's `KernelParam::rebuild` relies on for a child
+/// launched into `S` once `ChildKey::check` passed (memory in global memory, not raced on by the
+/// parent while the child may run).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed to a child launch for a `{K}` parameter",
     label = "not a child-launch argument of this parameter",
     note = "a child launch (`launch_from_device`) passes values, `&[T]` and `DisjointSlice<T>` (into the streams \
             that allow them: see `cohort::launch`) and raw pointers"
 )]
-pub unsafe trait ChildArg<K, S: crate::launch::DeviceStream>: Sized {
-    /// The argument between its check and its parts.
-    type Staged: Copy;
-    /// The PTX parts of the parameter.
-    type Parts: PtxParts;
+pub unsafe trait ChildArg<'a, K: ChildKey + 'a, S: crate::launch::DeviceStream>: Sized {
     /// The argument, staged for the check.
-    fn stage(self) -> Self::Staged;
-    /// Refuses an argument the child can't take (`param` is the parameter's position, for the
-    /// error).
-    ///
-    /// # Errors
-    /// A slice outside global memory.
-    #[inline(always)]
-    fn check(staged: Self::Staged, param: u32) -> Result<(), crate::launch::LaunchError> {
-        let _ = (staged, param);
-        Ok(())
-    }
-    /// The PTX parts.
-    fn parts(staged: Self::Staged) -> Self::Parts;
+    fn stage(self) -> K::Staged<'a>;
 }
 
-// SAFETY: a value is any bytes of its type.
-unsafe impl<T: DeviceCopy, S: crate::launch::DeviceStream> ChildArg<ByValue<T>, S> for T {
-    type Staged = T;
+impl<T: DeviceCopy> ChildKey for ByValue<T> {
+    type Staged<'a>
+        = T
+    where
+        Self: 'a;
     type Parts = (T,);
     #[inline(always)]
-    fn stage(self) -> T {
-        self
+    fn check(_: T, _: u32) -> Result<(), crate::launch::LaunchError> {
+        Ok(())
     }
     #[inline(always)]
     fn parts(staged: T) -> (T,) {
@@ -676,54 +721,53 @@ unsafe impl<T: DeviceCopy, S: crate::launch::DeviceStream> ChildArg<ByValue<T>, 
     }
 }
 
-// SAFETY: checked to be global memory; `SharesSlice` keeps what the parent may still write to
-// tail launches.
-unsafe impl<'p, 'x, E, S: crate::launch::SharesSlice<E>> ChildArg<&'p [E], S> for &'x [E] {
-    type Staged = &'x [E];
-    type Parts = (*const E, usize);
+// SAFETY: a value is any bytes of its type.
+unsafe impl<T: DeviceCopy, S: crate::launch::DeviceStream> ChildArg<'_, ByValue<T>, S> for T {
     #[inline(always)]
-    fn stage(self) -> &'x [E] {
+    fn stage(self) -> T {
         self
     }
+}
+
+impl<E> ChildKey for &[E] {
+    type Staged<'a>
+        = &'a [E]
+    where
+        Self: 'a;
+    type Parts = (*const E, usize);
     #[inline(always)]
-    fn check(staged: &'x [E], param: u32) -> Result<(), crate::launch::LaunchError> {
+    fn check(staged: &[E], param: u32) -> Result<(), crate::launch::LaunchError> {
         crate::launch::check_global::<E>(staged, param)
     }
     #[inline(always)]
-    fn parts(staged: &'x [E]) -> Self::Parts {
+    fn parts(staged: &[E]) -> Self::Parts {
         (staged.as_ptr(), staged.len())
+    }
+}
+
+// SAFETY: checked to be global memory (`ChildKey::check`); `SharesSlice` keeps what the parent
+// may still write to tail launches.
+unsafe impl<'a, 'k: 'a, E, S: crate::launch::SharesSlice<E>> ChildArg<'a, &'k [E], S> for &'a [E] {
+    #[inline(always)]
+    fn stage(self) -> &'a [E] {
+        self
     }
 }
 
 // SAFETY: as for `&[E]`.
-unsafe impl<'p, 'x, E, S: crate::launch::SharesSlice<E>, const N: usize> ChildArg<&'p [E], S> for &'x [E; N] {
-    type Staged = &'x [E];
-    type Parts = (*const E, usize);
+unsafe impl<'a, 'k: 'a, E, S: crate::launch::SharesSlice<E>, const N: usize> ChildArg<'a, &'k [E], S> for &'a [E; N] {
     #[inline(always)]
-    fn stage(self) -> &'x [E] {
+    fn stage(self) -> &'a [E] {
         self
-    }
-    #[inline(always)]
-    fn check(staged: &'x [E], param: u32) -> Result<(), crate::launch::LaunchError> {
-        crate::launch::check_global::<E>(staged, param)
-    }
-    #[inline(always)]
-    fn parts(staged: &'x [E]) -> Self::Parts {
-        (staged.as_ptr(), staged.len())
     }
 }
 
-// SAFETY: the parent's `DisjointSlice` moved into the child, checked to be global memory, in a
-// tail launch only (`AfterParent`).
-unsafe impl<T, K: crate::slice::IndexKind, S: crate::launch::AfterParent, C: crate::launch::ChildDisjoint<T>>
-    ChildArg<crate::slice::DisjointSlice<'_, T, K>, S> for C
-{
-    type Staged = (*mut T, usize);
+impl<T, K: crate::slice::IndexKind> ChildKey for crate::slice::DisjointSlice<'_, T, K> {
+    type Staged<'a>
+        = (*mut T, usize)
+    where
+        Self: 'a;
     type Parts = (*mut T, usize);
-    #[inline(always)]
-    fn stage(self) -> (*mut T, usize) {
-        crate::launch::ChildDisjoint::into_raw_parts(self)
-    }
     #[inline(always)]
     fn check(staged: (*mut T, usize), param: u32) -> Result<(), crate::launch::LaunchError> {
         crate::launch::check_global_ptr::<T>(staged.0, staged.1, param)
@@ -734,24 +778,81 @@ unsafe impl<T, K: crate::slice::IndexKind, S: crate::launch::AfterParent, C: cra
     }
 }
 
+// SAFETY: the parent's `DisjointSlice` moved into the child, checked to be global memory, in a
+// tail launch only (`AfterParent`).
+unsafe impl<
+    'a,
+    'k: 'a,
+    T: 'a,
+    K: crate::slice::IndexKind + 'a,
+    S: crate::launch::AfterParent,
+    C: crate::launch::ChildDisjoint<T>,
+> ChildArg<'a, crate::slice::DisjointSlice<'k, T, K>, S> for C
+{
+    #[inline(always)]
+    fn stage(self) -> (*mut T, usize) {
+        crate::launch::ChildDisjoint::into_raw_parts(self)
+    }
+}
+
 macro_rules! pointer_child {
     ($($ptr:ty),*) => {$(
-        // SAFETY: only `unsafe fn` kernels take raw pointers; their device launcher is `unsafe`.
-        unsafe impl<T, S: crate::launch::DeviceStream> ChildArg<$ptr, S> for $ptr {
-            type Staged = $ptr;
+        impl<T> ChildKey for $ptr {
+            type Staged<'a>
+                = $ptr
+            where
+                Self: 'a;
             type Parts = ($ptr,);
             #[inline(always)]
-            fn stage(self) -> $ptr {
-                self
+            fn check(_: $ptr, _: u32) -> Result<(), crate::launch::LaunchError> {
+                Ok(())
             }
             #[inline(always)]
             fn parts(staged: $ptr) -> Self::Parts {
                 (staged,)
             }
         }
+        // SAFETY: only `unsafe fn` kernels take raw pointers; their device launcher is `unsafe`.
+        unsafe impl<'a, T: 'a, S: crate::launch::DeviceStream> ChildArg<'a, $ptr, S> for $ptr {
+            #[inline(always)]
+            fn stage(self) -> $ptr {
+                self
+            }
+        }
     )*};
 }
 pointer_child!(*const T, *mut T);
+
+/// The kinds a child launch can't pass (their memory would need host-side bookkeeping the device
+/// runtime doesn't do): `ChildKey` impls with an uninhabited staged argument and no `ChildArg`
+/// impl, so that a kernel taking one still has a `launch_from_device` that type-checks, which no
+/// argument can call.
+macro_rules! no_child {
+    ($([$($g:tt)*] $ty:ty;)*) => {$(
+        impl<$($g)*> ChildKey for $ty {
+            type Staged<'a>
+                = core::convert::Infallible
+            where
+                Self: 'a;
+            type Parts = <$ty as KernelParam>::Parts;
+            #[inline(always)]
+            fn check(staged: core::convert::Infallible, _: u32) -> Result<(), crate::launch::LaunchError> {
+                match staged {}
+            }
+            #[inline(always)]
+            fn parts(staged: core::convert::Infallible) -> Self::Parts {
+                match staged {}
+            }
+        }
+    )*};
+}
+no_child! {
+    ['k, T: DeviceCopy] crate::slice::AppendSlice<'k, T>;
+    ['k, T: DeviceCopy] crate::cg::GridVec<'k, T>;
+    ['k, T: DeviceCopy, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex] crate::matrix::DisjointMatrix<'k, T, L, I>;
+    ['k, T: SliceElement, I: crate::matrix::MatrixIndex] crate::matrix::Matrix<'k, T, I>;
+    ['k, T: DeviceCopy] crate::cg::MultiGridVec<'k, T>;
+}
 
 /// What a made-on-device parameter `P` asks of a child launch: its block shape.
 ///
