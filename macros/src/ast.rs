@@ -1,45 +1,24 @@
-//! The kernel function as the macro sees it: parameters classified by how they cross the
-//! kernel ABI.
+//! The kernel function as the macro sees it: its parameters, by name and type.
+//!
+//! What a parameter's type *is* (how it crosses the kernel ABI) is not decided here: the code
+//! `#[kernel]` emits is generic over `cohort::abi::KernelParam` (device side) and
+//! `cohort_runtime::KernelArg` (host side), so rustc resolves it, type aliases included. The
+//! macro only refuses the shapes of type no kind can be (`&mut`, tuples, `impl Trait`, …), with
+//! a message saying what to write instead, and notes which parameters are made on the device
+//! (see [`Param::made_on_device`]).
 
 use syn::{FnArg, Ident, ItemFn, Pat, Type};
-
-/// How a parameter crosses the kernel ABI (see `cohort::abi`).
-pub enum ParamKind {
-    /// `T` by value.
-    Scalar,
-    /// `&[T]`: pointer and length.
-    Slice(Type),
-    /// `DisjointSlice<T>`: pointer and length.
-    Disjoint(Type),
-    /// `AppendSlice<T>`: pointer, capacity and counter pointer.
-    Append(Type),
-    /// `GridVec<T>`: pointer, length and barrier-word pointer.
-    GridVec(Type),
-    /// `*const T`.
-    ConstPtr(Type),
-    /// `*mut T`.
-    MutPtr(Type),
-    /// `GridGroup`: made on the device, not passed.
-    Grid,
-    /// `MultiGridGroup`: the barrier block, the grid's rank and the number of grids, passed by
-    /// the multi-grid launcher.
-    MultiGrid,
-    /// `MultiGridVec<T>`: this grid's replica, the replica table, length, replica count,
-    /// barrier word and tag.
-    MultiGridVec(Type),
-    /// `BlockShape<X, Y, Z>`: not passed; the launcher checks the block shape.
-    Shape,
-    /// `DisjointMatrix<T, L>`: pointer, rows and columns.
-    Matrix(Type),
-    /// `Matrix<T, I>` (read-only): pointer, rows and columns.
-    MatrixRef(Type),
-}
 
 pub struct Param {
     pub attrs: Vec<syn::Attribute>,
     pub ident: Ident,
     pub ty: Type,
-    pub kind: ParamKind,
+    /// Written as `GridGroup`, `MultiGridGroup` or `BlockShape<…>`: made on the device, so the
+    /// launchers take no argument for it. The one thing read from a type's name, because it
+    /// decides the launchers' signatures, which can't depend on a trait; the emitted code
+    /// checks it against `KernelParam::MADE_ON_DEVICE` both ways (an alias of one of these is
+    /// refused with a message, a type of another kind so named too).
+    pub made_on_device: bool,
 }
 
 /// Parses the parameters; shape errors (patterns, `self`, `&mut`) are reported here.
@@ -61,13 +40,15 @@ pub fn params(item: &ItemFn) -> syn::Result<Vec<Param>> {
                 ));
             }
         };
-        let kind = classify(&pt.ty)?;
-        out.push(Param { attrs: pt.attrs.clone(), ident, ty: (*pt.ty).clone(), kind });
+        refuse_shape(&pt.ty)?;
+        let made_on_device = made_on_device(&pt.ty);
+        out.push(Param { attrs: pt.attrs.clone(), ident, ty: (*pt.ty).clone(), made_on_device });
     }
     Ok(out)
 }
 
-fn classify(ty: &Type) -> syn::Result<ParamKind> {
+/// The shapes of type that no parameter kind has, refused with what to write instead.
+fn refuse_shape(ty: &Type) -> syn::Result<()> {
     match ty {
         Type::Reference(r) => {
             if let Some(m) = &r.mutability {
@@ -81,50 +62,11 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
                 ));
             }
             match &*r.elem {
-                Type::Slice(s) => Ok(ParamKind::Slice((*s.elem).clone())),
+                Type::Slice(_) => Ok(()),
                 _ => Err(syn::Error::new_spanned(
                     ty,
                     "a reference to one value cannot be a kernel parameter: pass `T` by value (`T: DeviceCopy`) or a slice `&[T]`",
                 )),
-            }
-        }
-        Type::Ptr(p) => Ok(if p.mutability.is_some() {
-            ParamKind::MutPtr((*p.elem).clone())
-        } else {
-            ParamKind::ConstPtr((*p.elem).clone())
-        }),
-        Type::Path(tp) if tp.qself.is_none() => {
-            let last = tp.path.segments.last().expect("a path has a segment");
-            let first_type_arg = || match &last.arguments {
-                syn::PathArguments::AngleBracketed(ab) => ab.args.iter().find_map(|a| match a {
-                    syn::GenericArgument::Type(t) => Some(t.clone()),
-                    _ => None,
-                }),
-                _ => None,
-            };
-            match last.ident.to_string().as_str() {
-                "AppendSlice" => first_type_arg().map(ParamKind::Append).ok_or_else(|| {
-                    syn::Error::new_spanned(ty, "`AppendSlice` needs its element type: `AppendSlice<T>`")
-                }),
-                "GridVec" => first_type_arg()
-                    .map(ParamKind::GridVec)
-                    .ok_or_else(|| syn::Error::new_spanned(ty, "`GridVec` needs its element type: `GridVec<T>`")),
-                "DisjointSlice" => first_type_arg().map(ParamKind::Disjoint).ok_or_else(|| {
-                    syn::Error::new_spanned(ty, "`DisjointSlice` needs its element type: `DisjointSlice<T>`")
-                }),
-                "GridGroup" => Ok(ParamKind::Grid),
-                "MultiGridGroup" => Ok(ParamKind::MultiGrid),
-                "MultiGridVec" => first_type_arg().map(ParamKind::MultiGridVec).ok_or_else(|| {
-                    syn::Error::new_spanned(ty, "`MultiGridVec` needs its element type: `MultiGridVec<T>`")
-                }),
-                "BlockShape" => Ok(ParamKind::Shape),
-                "DisjointMatrix" => first_type_arg().map(ParamKind::Matrix).ok_or_else(|| {
-                    syn::Error::new_spanned(ty, "`DisjointMatrix` needs its element type: `DisjointMatrix<T, Layout>`")
-                }),
-                // `cohort::matrix::Matrix<T, I>`; a `Matrix` without type arguments is taken
-                // for a kernel's own by-value type of that name.
-                "Matrix" => Ok(first_type_arg().map_or(ParamKind::Scalar, ParamKind::MatrixRef)),
-                _ => Ok(ParamKind::Scalar),
             }
         }
         Type::Tuple(t) if !t.elems.is_empty() => Err(syn::Error::new_spanned(
@@ -139,6 +81,22 @@ fn classify(ty: &Type) -> syn::Result<ParamKind> {
             Err(syn::Error::new_spanned(ty, "trait objects and function pointers cannot cross between host and device"))
         }
         Type::Slice(_) => Err(syn::Error::new_spanned(ty, "a bare slice has no size: use `&[T]`")),
-        _ => Ok(ParamKind::Scalar),
+        Type::Paren(p) => refuse_shape(&p.elem),
+        Type::Group(g) => refuse_shape(&g.elem),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the type is written as one of the parameters made on the device.
+fn made_on_device(ty: &Type) -> bool {
+    match ty {
+        Type::Path(tp) if tp.qself.is_none() => tp
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| matches!(s.ident.to_string().as_str(), "GridGroup" | "MultiGridGroup" | "BlockShape")),
+        Type::Paren(p) => made_on_device(&p.elem),
+        Type::Group(g) => made_on_device(&g.elem),
+        _ => false,
     }
 }

@@ -1,6 +1,7 @@
 //! Procedural macros of Cohort: [`macro@kernel`] and [`macro@DeviceCopy`].
 //!
-//! Each is split parse → validate → expand (`attr.rs`, `ast.rs`, `valid.rs`, `expand.rs`);
+//! Each is split parse → validate → expand (`attr.rs`, `ast.rs`, `valid.rs`, `expand/`, a file per
+//! thing generated);
 //! errors carry the span of the offending tokens. On error the original item is emitted too,
 //! with the `compile_error!`s, so that IDEs keep resolving it.
 
@@ -33,6 +34,11 @@ use proc_macro::TokenStream;
 /// | `shape: BlockShape<X, Y, Z>` | nothing (the launch must use blocks of exactly `X × Y × Z`) |
 /// | `out: DisjointMatrix<T, L, I>` | `MatrixMut<T>` (`buffer.as_matrix_mut(rows, cols)?`; with `L = Within<_>`, a grid that stays inside it, checked at launch) |
 /// | `a: Matrix<T, I>` (read-only) | `MatrixRef<T>` (`buffer.as_matrix(rows, cols)?`; shape checked at launch) |
+///
+/// The kind of a parameter is its type's (`cohort::abi::KernelParam`, host side
+/// `cohort_runtime::KernelArg`), so a type alias of any of these works — but for `GridGroup`,
+/// `MultiGridGroup` and `BlockShape`, which the launchers take no argument for: write those by
+/// name (an alias of one is a compile error saying so).
 ///
 /// Options: `#[kernel(contract)]` (fused multiply-add as nvcc's default; see `cohort::fp`),
 /// `#[kernel(cooperative)]` (may use grid sync; launched only cooperatively),

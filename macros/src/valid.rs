@@ -1,11 +1,13 @@
-//! Checks that the macro can do without type information. Type-level checks (that a by-value
-//! parameter is `DeviceCopy`, …) are emitted as trait bounds spanned on the parameter.
+//! Checks that the macro can do without type information: the signature and the options.
+//! What depends on a parameter's kind (that a by-value parameter is `DeviceCopy`, that a
+//! `GridGroup` needs `cooperative`, that raw pointers need `unsafe fn`, …) is checked by rustc
+//! on the emitted code, from `cohort::abi::KernelParam` (`expand/checks.rs`), spanned on the
+//! parameter's type: so it holds for type aliases too.
 
-use crate::ast::{Param, ParamKind};
 use crate::attr::KernelAttr;
 use syn::{GenericParam, ItemFn};
 
-pub fn kernel(item: &ItemFn, attr: &KernelAttr, params: &[Param]) -> syn::Result<()> {
+pub fn kernel(item: &ItemFn, attr: &KernelAttr) -> syn::Result<()> {
     let sig = &item.sig;
     if let Some(c) = &sig.constness {
         return Err(syn::Error::new_spanned(c, "a kernel cannot be a `const fn`"));
@@ -78,69 +80,6 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr, params: &[Param]) -> syn::Result
             d,
             "a `dependent` kernel cannot be `cooperative` or `multi_grid`: a programmatic launch may begin while the \
              kernel before it still holds SMs, which a grid that must be resident all at once cannot share",
-        ));
-    }
-    let mut grid_params = 0;
-    let mut multi_params = 0;
-    let mut shape_params = 0;
-    for p in params {
-        match &p.kind {
-            ParamKind::ConstPtr(_) | ParamKind::MutPtr(_) if sig.unsafety.is_none() => {
-                return Err(syn::Error::new_spanned(
-                    &p.ty,
-                    "raw pointer parameters make a kernel `unsafe`: declare it `unsafe fn` (its launcher is then `unsafe` too), \
-                     or take `&[T]` / `DisjointSlice<T>`",
-                ));
-            }
-            ParamKind::Grid => {
-                grid_params += 1;
-                if attr.cooperative.is_none() && attr.multi_grid.is_none() {
-                    return Err(syn::Error::new_spanned(
-                        &p.ty,
-                        "a `GridGroup` parameter (grid sync) needs `#[kernel(cooperative)]`, so that the host launches this kernel \
-                         only cooperatively; use `cg::this_grid()` for grid ranks without sync",
-                    ));
-                }
-                if grid_params > 1 {
-                    return Err(syn::Error::new_spanned(&p.ty, "one `GridGroup` parameter is enough"));
-                }
-            }
-            ParamKind::MultiGrid => {
-                multi_params += 1;
-                if attr.multi_grid.is_none() {
-                    return Err(syn::Error::new_spanned(
-                        &p.ty,
-                        "a `MultiGridGroup` parameter needs `#[kernel(multi_grid)]`, so that the host launches this kernel \
-                         only on every GPU of a `MultiGrid` at once",
-                    ));
-                }
-                if multi_params > 1 {
-                    return Err(syn::Error::new_spanned(&p.ty, "one `MultiGridGroup` parameter is enough"));
-                }
-            }
-            ParamKind::MultiGridVec(_) if attr.multi_grid.is_none() => {
-                return Err(syn::Error::new_spanned(
-                    &p.ty,
-                    "a `MultiGridVec` parameter needs `#[kernel(multi_grid)]` (its phases are multi-grid barriers); \
-                     within one GPU use a `GridVec`",
-                ));
-            }
-            ParamKind::Shape => {
-                shape_params += 1;
-                if shape_params > 1 {
-                    return Err(syn::Error::new_spanned(&p.ty, "one `BlockShape` parameter is enough"));
-                }
-            }
-            _ => {}
-        }
-    }
-    if shape_params == 0
-        && let Some(p) = params.iter().find(|p| matches!(p.kind, ParamKind::Matrix(_)))
-    {
-        return Err(syn::Error::new_spanned(
-            &p.ty,
-            "a `DisjointMatrix` is divided among threads by the block shape: the kernel also needs a \
-             `shape: BlockShape<X, Y>` parameter (its launcher then checks the block shape)",
         ));
     }
     Ok(())

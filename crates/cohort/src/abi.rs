@@ -11,9 +11,17 @@
 //! | `shape: BlockShape<X, Y, Z>` | none (in the record's header) | none |
 //! | `out: DisjointMatrix<T, L, I>` | `.u64` pointer, `.u64` rows, `.u64` cols | `MatrixMut<T>` |
 //! | `a: Matrix<T, I>` | `.u64` pointer, `.u64` rows, `.u64` cols | `MatrixRef<T>` |
+//!
+//! Each row is one impl of [`KernelParam`] (`param.rs`: the PTX parts, the record's entries, the
+//! rebuild on the device and the read on the CPU device), and on the host one of
+//! `cohort_runtime::KernelArg` per host type; `#[kernel]` emits the same code for every
+//! parameter over those traits.
 
 use crate::copy::DeviceCopy;
 use crate::slice::DisjointSlice;
+
+mod param;
+pub use param::*;
 
 /// Rebuilds a `&[T]` kernel parameter.
 ///
@@ -434,12 +442,25 @@ pub const fn abi_len(params: usize) -> usize {
 /// The ABI record of a kernel: `B` must be `abi_len(params.len())`.
 #[must_use]
 pub const fn abi_record<const B: usize>(flags: u32, shape: [u32; 3], params: &[[u32; 3]]) -> [u8; B] {
-    assert!(B == abi_len(params.len()), "ABI record size");
+    abi_record_of::<B>(flags, shape, &[params])
+}
+
+/// The ABI record of a kernel whose parameters have the entries `params` (each parameter's
+/// [`KernelParam::ABI`], in order): `B` must be `abi_len` of their total.
+#[must_use]
+pub const fn abi_record_of<const B: usize>(flags: u32, shape: [u32; 3], params: &[&[[u32; 3]]]) -> [u8; B] {
+    let mut count = 0;
+    let mut q = 0;
+    while q < params.len() {
+        count += params[q].len();
+        q += 1;
+    }
+    assert!(B == abi_len(count), "ABI record size");
     let mut out = [0u8; B];
     let mut words = [0u32; 7];
     words[1] = ABI_VERSION;
     words[2] = flags;
-    words[3] = params.len() as u32;
+    words[3] = count as u32;
     words[4] = shape[0];
     words[5] = shape[1];
     words[6] = shape[2];
@@ -459,20 +480,40 @@ pub const fn abi_record<const B: usize>(flags: u32, shape: [u32; 3], params: &[[
         w += 1;
     }
     let mut p = 0;
-    while p < params.len() {
-        let mut f = 0;
-        while f < 3 {
-            let b = params[p][f].to_le_bytes();
-            let mut k = 0;
-            while k < 4 {
-                out[ABI_HEADER_BYTES + ABI_PARAM_BYTES * p + 4 * f + k] = b[k];
-                k += 1;
+    let mut q = 0;
+    while q < params.len() {
+        let mut r = 0;
+        while r < params[q].len() {
+            let mut f = 0;
+            while f < 3 {
+                let b = params[q][r][f].to_le_bytes();
+                let mut k = 0;
+                while k < 4 {
+                    out[ABI_HEADER_BYTES + ABI_PARAM_BYTES * p + 4 * f + k] = b[k];
+                    k += 1;
+                }
+                f += 1;
             }
-            f += 1;
+            p += 1;
+            r += 1;
         }
-        p += 1;
+        q += 1;
     }
     out
+}
+
+/// The block shape a kernel's record requires: its `BlockShape` parameter's
+/// ([`KernelParam::SHAPE`] of each parameter, in order), or `[0; 3]` (any).
+#[must_use]
+pub const fn record_shape(shapes: &[[u32; 3]]) -> [u32; 3] {
+    let mut i = 0;
+    while i < shapes.len() {
+        if shapes[i][0] != 0 {
+            return shapes[i];
+        }
+        i += 1;
+    }
+    [0; 3]
 }
 
 #[cfg(test)]

@@ -74,14 +74,22 @@ impl<T: DeviceCopy> AppendBuffer<T> {
     message = "`{Self}` cannot be passed for an `AppendSlice<{T}>` parameter",
     note = "pass `&mut AppendBuffer<{T}>`: the elements and the counter that hands out their slots, exclusively borrowed"
 )]
-pub trait AppendArg<T> {
+///
+/// # Safety
+/// A launcher passes `raw_parts` to the kernel as they are: they must name memory of the
+/// argument (the address of `len` elements, or of a `rows × cols` matrix, alive and — where the
+/// kernel writes — exclusively borrowed for as long as `self` is), and `uses` must name that
+/// memory, as written where the kernel writes it.
+pub unsafe trait AppendArg<T> {
     #[doc(hidden)]
     fn raw_parts(&self) -> (u64, usize, u64);
     #[doc(hidden)]
     fn uses(&self) -> [Use<'_>; 2];
 }
 
-impl<T: DeviceCopy> AppendArg<T> for &mut AppendBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> AppendArg<T> for &mut AppendBuffer<T> {
     fn raw_parts(&self) -> (u64, usize, u64) {
         (self.elems.as_device_ptr().addr(), self.elems.len(), self.counter.as_device_ptr().addr())
     }
@@ -141,14 +149,22 @@ impl<T: DeviceCopy> GridVecBuffer<T> {
     message = "`{Self}` cannot be passed for a `GridVec<{T}>` parameter",
     note = "pass `&mut GridVecBuffer<{T}>`: the elements and the barrier word of their phases, exclusively borrowed"
 )]
-pub trait GridVecArg<T> {
+///
+/// # Safety
+/// A launcher passes `raw_parts` to the kernel as they are: they must name memory of the
+/// argument (the address of `len` elements, or of a `rows × cols` matrix, alive and — where the
+/// kernel writes — exclusively borrowed for as long as `self` is), and `uses` must name that
+/// memory, as written where the kernel writes it.
+pub unsafe trait GridVecArg<T> {
     #[doc(hidden)]
     fn raw_parts(&self) -> (u64, usize, u64);
     #[doc(hidden)]
     fn uses(&self) -> [Use<'_>; 2];
 }
 
-impl<T: DeviceCopy> GridVecArg<T> for &mut GridVecBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> GridVecArg<T> for &mut GridVecBuffer<T> {
     fn raw_parts(&self) -> (u64, usize, u64) {
         (self.elems.as_device_ptr().addr(), self.elems.len(), self.barrier.as_device_ptr().addr())
     }

@@ -146,6 +146,7 @@
 
 mod abi;
 mod append;
+mod arg;
 mod backend;
 mod budget;
 mod capture;
@@ -171,6 +172,9 @@ mod symbol;
 mod track;
 
 pub use append::{AppendArg, AppendBuffer, GridVecArg, GridVecBuffer};
+pub use arg::KernelArg;
+#[doc(hidden)]
+pub use arg::{ArgContext, UseArray, UseSink, parts as arg_parts};
 #[cfg(unix)]
 pub use capture::capture_stdout;
 pub use cpu::CpuEntry;

@@ -344,7 +344,9 @@ impl Gpu {
 }
 
 // Kernel arguments and copies, as for a `DeviceBuffer`: read through `&`, written through `&mut`.
-impl<T: DeviceCopy> SliceArg<T> for &ManagedBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> SliceArg<T> for &ManagedBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.alloc.ptr, self.len)
     }
@@ -352,7 +354,9 @@ impl<T: DeviceCopy> SliceArg<T> for &ManagedBuffer<T> {
         [self.whole(false)]
     }
 }
-impl<T: DeviceCopy> DisjointArg<T> for &mut ManagedBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> DisjointArg<T> for &mut ManagedBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.alloc.ptr, self.len)
     }
@@ -360,7 +364,9 @@ impl<T: DeviceCopy> DisjointArg<T> for &mut ManagedBuffer<T> {
         [self.whole(true)]
     }
 }
-impl<T: DeviceCopy> AtomicSliceArg for &mut ManagedBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> AtomicSliceArg for &mut ManagedBuffer<T> {
     type Elem = T;
     fn raw_parts(&self) -> (u64, usize) {
         (self.alloc.ptr, self.len)
@@ -369,7 +375,9 @@ impl<T: DeviceCopy> AtomicSliceArg for &mut ManagedBuffer<T> {
         [self.whole(true)]
     }
 }
-impl MutexSliceArg for &mut ManagedBuffer<u32> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl MutexSliceArg for &mut ManagedBuffer<u32> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.alloc.ptr, self.len)
     }

@@ -577,7 +577,13 @@ impl<T> DevicePtrMut<T> {
             (a `DeviceBuffer<u32>`, or `DeviceBuffer<T>` for `Atomic<T>`; zeros for unlocked mutexes) or \
             `buffer.slice_mut(..)`"
 )]
-pub trait SliceArg<T> {
+///
+/// # Safety
+/// A launcher passes `raw_parts` to the kernel as they are: they must name memory of the
+/// argument (the address of `len` elements, or of a `rows × cols` matrix, alive and — where the
+/// kernel writes — exclusively borrowed for as long as `self` is), and `uses` must name that
+/// memory, as written where the kernel writes it.
+pub unsafe trait SliceArg<T> {
     /// Device address and element count.
     fn raw_parts(&self) -> (u64, usize);
     /// The memory the kernel reads (plain `T`) or writes (atomics), for stream ordering.
@@ -592,7 +598,13 @@ pub trait SliceArg<T> {
     label = "expected `&mut DeviceBuffer<{T}>`",
     note = "outputs are exclusive while the kernel runs: pass `&mut buffer` or `buffer.slice_mut(..)`"
 )]
-pub trait DisjointArg<T> {
+///
+/// # Safety
+/// A launcher passes `raw_parts` to the kernel as they are: they must name memory of the
+/// argument (the address of `len` elements, or of a `rows × cols` matrix, alive and — where the
+/// kernel writes — exclusively borrowed for as long as `self` is), and `uses` must name that
+/// memory, as written where the kernel writes it.
+pub unsafe trait DisjointArg<T> {
     /// Device address and element count.
     fn raw_parts(&self) -> (u64, usize);
     /// The memory the kernel writes, for stream ordering.
@@ -605,7 +617,9 @@ pub(crate) fn buffer_use<T: DeviceCopy>(b: &DeviceBuffer<T>, write: bool) -> Use
     Use::new(&b.alloc, byte_range::<T>(&b.alloc, b.ptr, b.len), write)
 }
 
-impl<T: DeviceCopy> SliceArg<T> for &DeviceBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> SliceArg<T> for &DeviceBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -613,7 +627,9 @@ impl<T: DeviceCopy> SliceArg<T> for &DeviceBuffer<T> {
         [buffer_use(self, false)]
     }
 }
-impl<T: DeviceCopy> SliceArg<T> for DeviceView<'_, T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> SliceArg<T> for DeviceView<'_, T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -626,7 +642,13 @@ impl<T: DeviceCopy> SliceArg<T> for DeviceView<'_, T> {
 /// host: the kernel's threads write the buffer (atomically) while it runs. (`SliceArg` reaches
 /// atomics and mutexes through this trait and [`MutexSliceArg`], so that the error for a wrong
 /// argument points at what to pass instead of at an unrelated impl.)
-pub trait AtomicSliceArg {
+///
+/// # Safety
+/// A launcher passes `raw_parts` to the kernel as they are: they must name memory of the
+/// argument (the address of `len` elements, or of a `rows × cols` matrix, alive and — where the
+/// kernel writes — exclusively borrowed for as long as `self` is), and `uses` must name that
+/// memory, as written where the kernel writes it.
+pub unsafe trait AtomicSliceArg {
     /// The plain element type (`u32` for `AtomicU32`).
     type Elem: DeviceCopy;
     #[doc(hidden)]
@@ -637,7 +659,13 @@ pub trait AtomicSliceArg {
 
 /// Host arguments for a kernel's `&[Mutex]`: `&mut DeviceBuffer<u32>` of zeros (unlocked) or a
 /// [`DeviceViewMut<u32>`](DeviceViewMut). Exclusive on the host while the kernel locks them.
-pub trait MutexSliceArg {
+///
+/// # Safety
+/// A launcher passes `raw_parts` to the kernel as they are: they must name memory of the
+/// argument (the address of `len` elements, or of a `rows × cols` matrix, alive and — where the
+/// kernel writes — exclusively borrowed for as long as `self` is), and `uses` must name that
+/// memory, as written where the kernel writes it.
+pub unsafe trait MutexSliceArg {
     #[doc(hidden)]
     fn raw_parts(&self) -> (u64, usize);
     #[doc(hidden)]
@@ -647,7 +675,8 @@ pub trait MutexSliceArg {
 // A wrong argument for an atomic or mutex slice fails `AtomicSliceArg` / `MutexSliceArg`, and
 // rustc's help lists that trait's impls: what to pass. (With all impls on `SliceArg`, it pointed
 // at the `Mutex` impl for an atomic slice.)
-impl<T: DeviceCopy, S: Space, A: AtomicSliceArg<Elem = T>> SliceArg<Atomic<T, S>> for A {
+// SAFETY: `AtomicSliceArg`'s, an `unsafe trait` with the same contract.
+unsafe impl<T: DeviceCopy, S: Space, A: AtomicSliceArg<Elem = T>> SliceArg<Atomic<T, S>> for A {
     fn raw_parts(&self) -> (u64, usize) {
         AtomicSliceArg::raw_parts(self)
     }
@@ -655,7 +684,8 @@ impl<T: DeviceCopy, S: Space, A: AtomicSliceArg<Elem = T>> SliceArg<Atomic<T, S>
         AtomicSliceArg::uses(self)
     }
 }
-impl<S: Space, A: MutexSliceArg> SliceArg<Mutex<S>> for A {
+// SAFETY: `MutexSliceArg`'s, an `unsafe trait` with the same contract.
+unsafe impl<S: Space, A: MutexSliceArg> SliceArg<Mutex<S>> for A {
     fn raw_parts(&self) -> (u64, usize) {
         MutexSliceArg::raw_parts(self)
     }
@@ -663,7 +693,9 @@ impl<S: Space, A: MutexSliceArg> SliceArg<Mutex<S>> for A {
         MutexSliceArg::uses(self)
     }
 }
-impl<T: DeviceCopy> AtomicSliceArg for &mut DeviceBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> AtomicSliceArg for &mut DeviceBuffer<T> {
     type Elem = T;
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
@@ -672,7 +704,9 @@ impl<T: DeviceCopy> AtomicSliceArg for &mut DeviceBuffer<T> {
         [buffer_use(self, true)]
     }
 }
-impl<T: DeviceCopy> AtomicSliceArg for DeviceViewMut<'_, T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> AtomicSliceArg for DeviceViewMut<'_, T> {
     type Elem = T;
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
@@ -681,7 +715,9 @@ impl<T: DeviceCopy> AtomicSliceArg for DeviceViewMut<'_, T> {
         [Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), true)]
     }
 }
-impl MutexSliceArg for &mut DeviceBuffer<u32> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl MutexSliceArg for &mut DeviceBuffer<u32> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -689,7 +725,9 @@ impl MutexSliceArg for &mut DeviceBuffer<u32> {
         [buffer_use(self, true)]
     }
 }
-impl MutexSliceArg for DeviceViewMut<'_, u32> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl MutexSliceArg for DeviceViewMut<'_, u32> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -697,7 +735,9 @@ impl MutexSliceArg for DeviceViewMut<'_, u32> {
         [Use::new(self.alloc, byte_range::<u32>(self.alloc, self.ptr, self.len), true)]
     }
 }
-impl<T: DeviceCopy> DisjointArg<T> for &mut DeviceBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> DisjointArg<T> for &mut DeviceBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -705,7 +745,9 @@ impl<T: DeviceCopy> DisjointArg<T> for &mut DeviceBuffer<T> {
         [buffer_use(self, true)]
     }
 }
-impl<T: DeviceCopy> DisjointArg<T> for DeviceViewMut<'_, T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> DisjointArg<T> for DeviceViewMut<'_, T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -810,7 +852,13 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
 }
 
 /// What a `DisjointMatrix<T, L>` kernel parameter accepts: a [`MatrixMut`].
-pub trait MatrixArg<T> {
+///
+/// # Safety
+/// A launcher passes `raw_parts` to the kernel as they are: they must name memory of the
+/// argument (the address of `len` elements, or of a `rows × cols` matrix, alive and — where the
+/// kernel writes — exclusively borrowed for as long as `self` is), and `uses` must name that
+/// memory, as written where the kernel writes it.
+pub unsafe trait MatrixArg<T> {
     /// Device address, rows and columns (`rows * cols` elements fit at the address).
     fn raw_parts(&self) -> (u64, usize, usize);
     /// The memory the kernel writes, for stream ordering.
@@ -818,7 +866,9 @@ pub trait MatrixArg<T> {
     fn uses(&self) -> [Use<'_>; 1];
 }
 
-impl<T: DeviceCopy> MatrixArg<T> for MatrixMut<'_, T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> MatrixArg<T> for MatrixMut<'_, T> {
     fn raw_parts(&self) -> (u64, usize, usize) {
         (self.ptr, self.rows, self.cols)
     }
@@ -914,7 +964,13 @@ matrix_view!(MatrixMut, MatrixRef);
     label = "expected a `MatrixRef<{T}>`",
     note = "view a buffer as a matrix: `buffer.as_matrix(rows, cols)?`"
 )]
-pub trait MatrixRefArg<T> {
+///
+/// # Safety
+/// A launcher passes `raw_parts` to the kernel as they are: they must name memory of the
+/// argument (the address of `len` elements, or of a `rows × cols` matrix, alive and — where the
+/// kernel writes — exclusively borrowed for as long as `self` is), and `uses` must name that
+/// memory, as written where the kernel writes it.
+pub unsafe trait MatrixRefArg<T> {
     /// Device address, rows and columns (`max(rows * cols, 1)` elements at the address).
     fn raw_parts(&self) -> (u64, usize, usize);
     /// The memory the kernel reads, for stream ordering.
@@ -922,7 +978,9 @@ pub trait MatrixRefArg<T> {
     fn uses(&self) -> [Use<'_>; 1];
 }
 
-impl<T: DeviceCopy> MatrixRefArg<T> for MatrixRef<'_, T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> MatrixRefArg<T> for MatrixRef<'_, T> {
     fn raw_parts(&self) -> (u64, usize, usize) {
         (self.ptr, self.rows, self.cols)
     }

@@ -639,7 +639,13 @@ impl<T: DeviceCopy> MultiGridVecBuffer<T> {
     message = "`{Self}` cannot be passed for a `MultiGridVec<{T}>` kernel parameter",
     label = "expected `&mut MultiGridVecBuffer<{T}>`"
 )]
-pub trait MultiGridVecArg<T> {
+///
+/// # Safety
+/// A launcher passes `raw_parts` to the kernel as they are: they must name memory of the
+/// argument (the address of `len` elements, or of a `rows × cols` matrix, alive and — where the
+/// kernel writes — exclusively borrowed for as long as `self` is), and `uses` must name that
+/// memory, as written where the kernel writes it.
+pub unsafe trait MultiGridVecArg<T> {
     /// This grid's replica, the replica table, length, replica count, barrier word and tag.
     ///
     /// # Errors
@@ -651,7 +657,9 @@ pub trait MultiGridVecArg<T> {
     fn uses(&self, stream: &Stream) -> Vec<Use<'_>>;
 }
 
-impl<T: DeviceCopy> MultiGridVecArg<T> for &mut MultiGridVecBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> MultiGridVecArg<T> for &mut MultiGridVecBuffer<T> {
     fn raw_parts(&self, launch: &MultiGridLaunch<'_>, stream: &Stream) -> Result<(u64, u64, usize, u32, u64, u32)> {
         let group: Vec<usize> = launch.group.gpus.iter().map(|g| g.info().ordinal).collect();
         if group != self.ordinals {

@@ -485,7 +485,9 @@ impl<T: DeviceCopy> CopyDst<T> for &mut PinnedViewMut<'_, T> {
 }
 
 // Zero-copy kernel arguments: the mapped address of the memory.
-impl<T: DeviceCopy> SliceArg<T> for &PinnedBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> SliceArg<T> for &PinnedBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.alloc.ptr, self.len)
     }
@@ -493,7 +495,9 @@ impl<T: DeviceCopy> SliceArg<T> for &PinnedBuffer<T> {
         [self.whole(false)]
     }
 }
-impl<T: DeviceCopy> DisjointArg<T> for &mut PinnedBuffer<T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> DisjointArg<T> for &mut PinnedBuffer<T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.alloc.ptr, self.len)
     }
@@ -501,7 +505,9 @@ impl<T: DeviceCopy> DisjointArg<T> for &mut PinnedBuffer<T> {
         [self.whole(true)]
     }
 }
-impl<T: DeviceCopy> SliceArg<T> for PinnedView<'_, T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> SliceArg<T> for PinnedView<'_, T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.alloc.ptr + (self.start * size_of::<T>()) as u64, self.len)
     }
@@ -510,7 +516,9 @@ impl<T: DeviceCopy> SliceArg<T> for PinnedView<'_, T> {
         [Use::new(self.alloc, r, false)]
     }
 }
-impl<T: DeviceCopy> DisjointArg<T> for PinnedViewMut<'_, T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy> DisjointArg<T> for PinnedViewMut<'_, T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.alloc.ptr + (self.start * size_of::<T>()) as u64, self.len)
     }

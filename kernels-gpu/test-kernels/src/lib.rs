@@ -16,6 +16,7 @@ pub mod cg_groups;
 pub mod check;
 pub mod globals;
 pub mod hostile;
+pub mod kinds;
 pub mod matrix_u32;
 pub mod memory;
 pub mod multi_grid;

@@ -196,7 +196,9 @@ pub(super) fn event_of(record: SyncOnDrop<'_>) -> Option<&CudaEvent> {
     event
 }
 
-impl<T: DeviceCopy + Sync> SliceArg<T> for Cudarc<'_, T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy + Sync> SliceArg<T> for Cudarc<'_, T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.view.len())
     }
@@ -205,7 +207,9 @@ impl<T: DeviceCopy + Sync> SliceArg<T> for Cudarc<'_, T> {
     }
 }
 
-impl<T: DeviceCopy + Send + Sync> DisjointArg<T> for CudarcMut<'_, T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy + Send + Sync> DisjointArg<T> for CudarcMut<'_, T> {
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
     }
@@ -214,7 +218,9 @@ impl<T: DeviceCopy + Send + Sync> DisjointArg<T> for CudarcMut<'_, T> {
     }
 }
 
-impl<T: DeviceCopy + Send + Sync> AtomicSliceArg for CudarcMut<'_, T> {
+// SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
+// written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
+unsafe impl<T: DeviceCopy + Send + Sync> AtomicSliceArg for CudarcMut<'_, T> {
     type Elem = T;
     fn raw_parts(&self) -> (u64, usize) {
         (self.ptr, self.len)
