@@ -9,7 +9,7 @@ use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_trial, rng};
 use libtest_mimic::Trial;
 use rand::Rng;
 
-use crate::shapes::writer;
+use crate::matrix::writer;
 
 pub fn trials() -> Vec<Trial> {
     vec![
