@@ -1,16 +1,16 @@
 // CUDA C++ twins of cohort-kernels' "obvious" kernels (kernels-gpu/src/obvious.rs): what a
 // competent CUDA programmer writes for the same algorithm, tile sizes, launch shape and ragged
 // sizes (the same `row < rows && col < cols` guards as the Rust), with `int` indices and
-// `__restrict__` inputs. Parameters follow the Rust kernels' ABI with the
-// `BlockShape` (zero-sized, not in the PTX) left out: a `&[f32]` is a pointer and a length, a
-// `u32` an `unsigned`, a `DisjointMatrix` a pointer, its rows and its columns (8 bytes each).
-// Compile: `nvcc -arch=sm_90 -cubin` (or `-ptx`, or NVRTC), as `cohort bench` does with
-// cuda_twins.cu.
+// `__restrict__` inputs. Parameters follow the Rust kernels' order with the `BlockShape`
+// (zero-sized, not in the PTX) left out: a `&[f32]` is a pointer and a length, a `u32` a size,
+// a `DisjointMatrix` a pointer, its rows and its columns; every one 8 bytes wide, as
+// `cohort bench`'s `launch_twin` passes them. `cohort bench obvious` compiles this file with
+// NVRTC (or takes `nvcc -ptx -arch=sm_90 host/benches/obvious_twins.cu` with `--twins-ptx`).
 
 typedef unsigned long long u64;
 
 // in is rows x cols, out is cols x rows; block 32x8, grid (ceil(cols/32), ceil(rows/32)).
-extern "C" __global__ void cpp_obvious_transpose_naive(const float* __restrict__ in, u64, unsigned rows, unsigned cols,
+extern "C" __global__ void cpp_obvious_transpose_naive(const float* __restrict__ in, u64, u64 rows, u64 cols,
                                                        float* __restrict__ out, u64, u64) {
     int x = blockIdx.x * 32 + threadIdx.x;
     int y = blockIdx.y * 32 + threadIdx.y;
@@ -20,7 +20,7 @@ extern "C" __global__ void cpp_obvious_transpose_naive(const float* __restrict__
 }
 
 // The same, through a 32x33 shared tile.
-extern "C" __global__ void cpp_obvious_transpose_tiled(const float* __restrict__ in, u64, unsigned rows, unsigned cols,
+extern "C" __global__ void cpp_obvious_transpose_tiled(const float* __restrict__ in, u64, u64 rows, u64 cols,
                                                        float* __restrict__ out, u64, u64) {
     __shared__ float tile[32][33];
     int x = blockIdx.x * 32 + threadIdx.x;
@@ -38,7 +38,7 @@ extern "C" __global__ void cpp_obvious_transpose_tiled(const float* __restrict__
 
 // C = A B, A m x k, B k x n; block 32x32, grid (ceil(n/32), ceil(m/32)).
 extern "C" __global__ void cpp_obvious_sgemm_tiled32(const float* __restrict__ A, u64, const float* __restrict__ B, u64,
-                                                     unsigned m_, unsigned n_, unsigned k_, float* __restrict__ C, u64, u64) {
+                                                     u64 m_, u64 n_, u64 k_, float* __restrict__ C, u64, u64) {
     __shared__ float As[32][32];
     __shared__ float Bs[32][32];
     int m = (int)m_, n = (int)n_, k = (int)k_;
@@ -58,7 +58,7 @@ extern "C" __global__ void cpp_obvious_sgemm_tiled32(const float* __restrict__ A
 
 // 128x128 block tile, BK 8, 8x8 per thread, 256 threads (16x16); grid (ceil(n/128), ceil(m/128)).
 extern "C" __global__ void cpp_obvious_sgemm_128x128(const float* __restrict__ A, u64, const float* __restrict__ B, u64,
-                                                     unsigned m_, unsigned n_, unsigned k_, float* __restrict__ C, u64, u64) {
+                                                     u64 m_, u64 n_, u64 k_, float* __restrict__ C, u64, u64) {
     __shared__ __align__(16) float As[8][128];
     __shared__ __align__(16) float Bs[8][128];
     int m = (int)m_, n = (int)n_, k = (int)k_;
@@ -102,7 +102,7 @@ extern "C" __global__ void cpp_obvious_sgemm_128x128(const float* __restrict__ A
 
 // One Jacobi step on a rows x cols grid (boundary copied): a 32x32 tile with a one-point halo
 // in shared memory, 32x8 threads, four rows per thread; grid (ceil(cols/32), ceil(rows/32)).
-extern "C" __global__ void cpp_obvious_jacobi(const float* __restrict__ u, u64, unsigned rows_, unsigned cols_,
+extern "C" __global__ void cpp_obvious_jacobi(const float* __restrict__ u, u64, u64 rows_, u64 cols_,
                                               float* __restrict__ out, u64, u64) {
     __shared__ float t[34][34];
     int rows = (int)rows_, cols = (int)cols_;
