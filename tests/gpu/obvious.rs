@@ -12,6 +12,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("obvious_transposes_match_the_cpu", transposes),
         gpu_trial("obvious_sgemms_match_the_cpu", sgemms),
         gpu_trial("obvious_jacobi_matches_the_cpu", jacobi),
+        gpu_trial("obvious_out_of_bounds_read_is_an_error_naming_the_site", out_of_bounds),
     ]
 }
 
@@ -99,6 +100,41 @@ fn jacobi(c: &Ctx) -> TestResult {
         let got = out.to_vec().ctx("read")?;
         check_all(&format!("obvious_jacobi {rows} × {cols}"), &got[..rows * cols], &want)?;
         ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || "obvious_jacobi wrote past the grid".into())?;
+    }
+    Ok(())
+}
+
+/// The obvious code's safety: a transpose handed an input one element shorter than `rows ×
+/// cols` reads out of bounds in its last thread, and the launch is an `Err` naming the kernel and
+/// the line of `obvious.rs` (the slice's bounds check). On a GPU that check traps, which ends the
+/// process's CUDA context: there the same mechanism is tested in a child process by `launch`'s
+/// `launch_device_trap_is_an_error_naming_where`, and this test checks only the CPU device.
+fn out_of_bounds(c: &Ctx) -> TestResult {
+    if !c.is_cpu() {
+        println!("on a GPU, a trap ends the context: see launch_device_trap_is_an_error_naming_where");
+        return Ok(());
+    }
+    let (rows, cols) = (40usize, 40usize);
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let input: Vec<f32> = (0..rows * cols - 1).map(|i| i as f32).collect();
+    let din = c.gpu.upload(&input).ctx("up")?;
+    let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols]).ctx("alloc")?;
+    let cfg = LaunchConfig::new((2u32, 2u32), (32, 8));
+    for tiled in [false, true] {
+        let m = out.as_matrix_mut(cols, rows).ctx("matrix")?;
+        let (rr, cc) = (rows as u32, cols as u32);
+        let r = if tiled {
+            ok::obvious_transpose_tiled::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rr, cc, m)
+        } else {
+            ok::obvious_transpose_naive::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rr, cc, m)
+        }
+        .and_then(|()| s.synchronize());
+        let name = if tiled { "obvious_transpose_tiled" } else { "obvious_transpose_naive" };
+        let e = r.err().ok_or_else(|| format!("{name}: an out-of-bounds read did not fail the launch"))?;
+        let msg = e.to_string();
+        for needle in [name, "panicked at", "obvious.rs:"] {
+            ensure(msg.contains(needle), || format!("{name}: the error does not mention `{needle}`: {msg}"))?;
+        }
     }
     Ok(())
 }
