@@ -11,6 +11,7 @@
 //! | [`atomics`] | the atomics-and-mutex workloads: the race, histograms, the mutex counter, dot products |
 //! | [`overlap`] | `cohort overlap`, `cohort pipeline`: the overlap article's kernel (chunks on streams) |
 //! | [`memory`] | `cohort managed` (the Cooperative Groups blog's managed-memory sum), `cohort bench alloc`, `cohort bench pdl` |
+//! | [`obvious`] | the classic kernels written the obvious way (plain slice and shared-array indexing), beside C++ twins |
 //! | [`multi`] | `cohort multi-grid`, `cohort bench multi-grid`: the multi-grid Jacobi solver and barrier-latency kernel |
 //! | [`bench`](mod@bench) | `cohort bench`: the Rust halves of the side-by-side benchmarks |
 
@@ -26,5 +27,6 @@ pub mod checks;
 pub mod classic;
 pub mod memory;
 pub mod multi;
+pub mod obvious;
 pub mod overlap;
 pub mod tour;

@@ -12,7 +12,7 @@ use crate::timing::{Paired, Phase, median_ms, paired_ms};
 use crate::util::{self, CliError, CliResult, Table};
 
 /// One Jacobi step from the first buffer into the second.
-type Step<'a> = dyn Fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>) -> cohort_runtime::Result<()> + 'a;
+pub(super) type Step<'a> = dyn Fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>) -> cohort_runtime::Result<()> + 'a;
 
 struct Row {
     name: String,
@@ -26,7 +26,7 @@ struct Row {
     cublas: Option<f64>,
 }
 
-fn random(n: usize, seed: u64) -> Vec<f32> {
+pub(super) fn random(n: usize, seed: u64) -> Vec<f32> {
     let mut r = rand::rngs::StdRng::seed_from_u64(seed);
     (0..n).map(|_| r.random_range(-1.0f32..1.0)).collect()
 }
@@ -36,7 +36,13 @@ fn fail(msg: String) -> CliError {
 }
 
 /// Both outputs equal the CPU's transpose of `input` (`rows × cols`), element for element.
-fn check_transpose(input: &[f32], rows: usize, cols: usize, got: &DeviceBuffer<f32>, who: &str) -> CliResult {
+pub(super) fn check_transpose(
+    input: &[f32],
+    rows: usize,
+    cols: usize,
+    got: &DeviceBuffer<f32>,
+    who: &str,
+) -> CliResult {
     let got = got.to_vec()?;
     for r in 0..rows {
         for c in 0..cols {
@@ -322,7 +328,7 @@ pub fn run(args: Args) -> CliResult {
 
 /// One timed side of the Jacobi benchmark: prepare by resetting `x` to `u0`, run `steps` steps
 /// of `step`, back and forth between `x` and `y`.
-fn stepping<'s>(
+pub(super) fn stepping<'s>(
     u0: &'s [f32],
     steps: usize,
     step: &'s Step<'s>,
@@ -341,7 +347,7 @@ fn stepping<'s>(
 }
 
 /// One Jacobi step on the CPU, in the kernels' operation order.
-fn jacobi_cpu(u: &[f32], n: usize) -> Vec<f32> {
+pub(super) fn jacobi_cpu(u: &[f32], n: usize) -> Vec<f32> {
     let mut out = u.to_vec();
     for y in 1..n - 1 {
         for x in 1..n - 1 {
@@ -353,7 +359,7 @@ fn jacobi_cpu(u: &[f32], n: usize) -> Vec<f32> {
 }
 
 /// 2048 sampled elements of `c` against f64 dot products, within a bound on f32 rounding.
-fn check_gemm_cpu(a: &[f32], b: &[f32], g: usize, c: &[f32], who: &str) -> CliResult {
+pub(super) fn check_gemm_cpu(a: &[f32], b: &[f32], g: usize, c: &[f32], who: &str) -> CliResult {
     let mut r = rand::rngs::StdRng::seed_from_u64(9);
     for _ in 0..2048 {
         let (i, j) = (r.random_range(0..g), r.random_range(0..g));

@@ -13,6 +13,7 @@ mod launch;
 mod managed;
 mod multi_grid;
 mod nccl;
+mod obvious;
 mod overlap;
 mod p2p;
 mod pdl;
@@ -35,6 +36,8 @@ pub enum Bench {
     Atomics(atomics::Args),
     /// Transposes, SGEMMs and a Jacobi stencil, safe Rust vs CUDA C++ and cuBLAS
     Kernels(kernels::Args),
+    /// The same kernels written the obvious way (slice and shared-array indexing) vs their C++ twins, as fractions of the GPU's limits
+    Obvious(obvious::Args),
     /// The overlap article (sequential, V1, V2 over N streams), beside its nvcc-built C++ twin with `--twin`
     Overlap(overlap::Args),
     /// Device-side launches: recursive reductions and the cost of one launch, beside the C++ twin with `--twin`
@@ -63,6 +66,7 @@ pub fn run(which: Bench) -> CliResult {
         Bench::Cg(a) => cg::run(a),
         Bench::Atomics(a) => atomics::run(a),
         Bench::Kernels(a) => kernels::run(a),
+        Bench::Obvious(a) => obvious::run(a),
         Bench::Overlap(a) => overlap::run(a),
         Bench::Dynamic(a) => dynamic::run(a),
         Bench::MultiGrid(a) => multi_grid::run(a),
@@ -103,17 +107,22 @@ pub unsafe fn launch_twin<const N: usize>(
 
 /// The CUDA C++ twins: from `--twins-ptx FILE` (nvcc output), else compiled here with NVRTC.
 pub fn cuda_twins(gpu: &Gpu, args: &TwinsArgs) -> CliResult<(Module, String)> {
+    twins_from(gpu, args, "cuda_twins", include_str!("../../benches/cuda_twins.cu"))
+}
+
+/// Twins named `name` (a file of `host/benches/`, whose text is `source`): from `--twins-ptx
+/// FILE`, else compiled here with NVRTC.
+pub fn twins_from(gpu: &Gpu, args: &TwinsArgs, name: &'static str, source: &str) -> CliResult<(Module, String)> {
     if let Some(file) = &args.twins_ptx {
         let text = std::fs::read_to_string(file).map_err(|e| CliError::Failed(format!("{}: {e}", file.display())))?;
-        return Ok((gpu.load_ptx_text("cuda_twins", &text)?, format!("nvcc PTX from {}", file.display())));
+        return Ok((gpu.load_ptx_text(name, &text)?, format!("nvcc PTX from {}", file.display())));
     }
     // SAFETY: only probes whether the NVRTC library can be opened.
     if !unsafe { cohort_runtime::cudarc::nvrtc::sys::is_culib_present() } {
-        return Err(CliError::Failed(
+        return Err(CliError::Failed(format!(
             "NVRTC (libnvrtc.so) not found: add CUDA's lib64 to LD_LIBRARY_PATH, or pass --twins-ptx FILE \
-             (nvcc -ptx -arch=sm_90 host/benches/cuda_twins.cu)"
-                .into(),
-        ));
+             (nvcc -ptx -arch=sm_90 host/benches/{name}.cu)"
+        )));
     }
     let cc = gpu.info().cc();
     let arch: &'static str = match cc {
@@ -130,7 +139,7 @@ pub fn cuda_twins(gpu: &Gpu, args: &TwinsArgs) -> CliResult<(Module, String)> {
         options: vec!["-std=c++17".into(), "-default-device".into()],
         ..Default::default()
     };
-    let ptx = cohort_runtime::cudarc::nvrtc::compile_ptx_with_opts(include_str!("../../benches/cuda_twins.cu"), opts)
-        .map_err(|e| CliError::Failed(format!("NVRTC could not compile the CUDA C++ twins: {e:?}")))?;
-    Ok((gpu.load_ptx_text("cuda_twins", &ptx.to_src())?, format!("NVRTC -arch={arch} -O3 (default)")))
+    let ptx = cohort_runtime::cudarc::nvrtc::compile_ptx_with_opts(source, opts)
+        .map_err(|e| CliError::Failed(format!("NVRTC could not compile the CUDA C++ twins ({name}.cu): {e:?}")))?;
+    Ok((gpu.load_ptx_text(name, &ptx.to_src())?, format!("NVRTC -arch={arch} -O3 (default)")))
 }
