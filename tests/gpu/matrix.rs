@@ -181,9 +181,7 @@ fn classic_kernels(c: &Ctx) -> TestResult {
         let a: Vec<f32> = (0..m * kk).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let b: Vec<f32> = (0..kk * n).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let (da, db) = (c.gpu.upload(&a).ctx("up")?, c.gpu.upload(&b).ctx("up")?);
-        let want: Vec<f32> = (0..m * n)
-            .map(|i| (0..kk).map(|q| a[(i / n) * kk + q] as f64 * b[q * n + i % n] as f64).sum::<f64>() as f32)
-            .collect();
+        let want = sgemm_reference(&a, &b, m, n, kk);
         for which in 0..2 {
             let mut out = c.gpu.upload(&vec![f32::NAN; m * n + 5]).ctx("alloc")?;
             let mm = out.as_matrix_mut(m, n).ctx("matrix")?;
@@ -199,10 +197,7 @@ fn classic_kernels(c: &Ctx) -> TestResult {
             .ctx("launch")?;
             let got = out.to_vec().ctx("read")?;
             let name = ["sgemm_tiled32", "sgemm_128x128"][which];
-            check_all_by(&format!("{name} {m} × {n} × {kk}"), &got[..m * n], &want, |g, w| {
-                (g - w).abs() <= 1e-4 * (1.0 + w.abs())
-            })?;
-            ensure(got[m * n..].iter().all(|v| v.is_nan()), || format!("{name} wrote past the matrix"))?;
+            check_sgemm(&format!("{name} {m} × {n} × {kk}"), &got, m * n, &want)?;
         }
     }
     // Square and not, whole blocks and not (the boundary is the grid's own rows and columns).
@@ -210,13 +205,7 @@ fn classic_kernels(c: &Ctx) -> TestResult {
         let u: Vec<f32> = (0..rows * cols).map(|_| r.random_range(0.0f32..1.0)).collect();
         let du = c.gpu.upload(&u).ctx("up")?;
         let cfg = LaunchConfig::new((cols.div_ceil(32) as u32, rows.div_ceil(8) as u32), (32, 8));
-        let mut want = u.clone();
-        for y in 1..rows - 1 {
-            for x in 1..cols - 1 {
-                want[y * cols + x] =
-                    0.25 * (u[(y - 1) * cols + x] + u[(y + 1) * cols + x] + u[y * cols + x - 1] + u[y * cols + x + 1]);
-            }
-        }
+        let want = jacobi_reference(&u, rows, cols);
         // `load_or` reads, any grid: every point.
         let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
         let (g, o) = (du.as_matrix(rows, cols).ctx("m")?, out.as_matrix_mut(rows, cols).ctx("m")?);
@@ -286,6 +275,31 @@ fn classic_kernels(c: &Ctx) -> TestResult {
 
 /// Who writes element `(r, c)` under each test layout (blocks of 8 × 4): the layout's
 /// definition read backwards, `(by, bx, ty, tx, k, l)` (also the `u32` layouts above).
+/// `A · B` (`A` is `m × k`, `B` is `k × n`, row-major) in `f64`, rounded to `f32`.
+pub(crate) fn sgemm_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    (0..m * n).map(|i| (0..k).map(|q| a[(i / n) * k + q] as f64 * b[q * n + i % n] as f64).sum::<f64>() as f32).collect()
+}
+
+/// An SGEMM's output: its first `n` elements against `want` (relative 1e-4), and the NaNs the
+/// test put past the matrix untouched.
+pub(crate) fn check_sgemm(what: &str, got: &[f32], n: usize, want: &[f32]) -> TestResult {
+    check_all_by(what, &got[..n], want, |g, w| (g - w).abs() <= 1e-4 * (1.0 + w.abs()))?;
+    ensure(got[n..].iter().all(|v| v.is_nan()), || format!("{what}: wrote past the matrix"))
+}
+
+/// One Jacobi step of `u` (`rows × cols`): each inner point the mean of its four neighbours,
+/// the border kept.
+pub(crate) fn jacobi_reference(u: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut want = u.to_vec();
+    for y in 1..rows - 1 {
+        for x in 1..cols - 1 {
+            want[y * cols + x] =
+                0.25 * (u[(y - 1) * cols + x] + u[(y + 1) * cols + x] + u[y * cols + x - 1] + u[y * cols + x + 1]);
+        }
+    }
+    want
+}
+
 pub(crate) fn writer(layout: usize, r: usize, c: usize) -> [usize; 6] {
     match layout {
         // Cyclic<2, 3>: tiles of 8 × 24; rows ty + 4k, columns tx + 8l.

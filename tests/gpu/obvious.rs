@@ -3,7 +3,9 @@
 //! every element against a CPU reference; elements past the matrix stay untouched.
 use cohort_kernels::obvious as ok;
 use cohort_runtime::LaunchConfig;
-use cohort_tests::{Context, Ctx, TestResult, check_all, check_all_by, ensure, gpu_trial, rng};
+use cohort_tests::{Context, Ctx, TestResult, check_all, cpu_trial, ensure, gpu_trial, rng};
+
+use crate::matrix::{check_sgemm, jacobi_reference, sgemm_reference};
 use libtest_mimic::Trial;
 use rand::Rng;
 
@@ -12,7 +14,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("obvious_transposes_match_the_cpu", transposes),
         gpu_trial("obvious_sgemms_match_the_cpu", sgemms),
         gpu_trial("obvious_jacobi_matches_the_cpu", jacobi),
-        gpu_trial("obvious_out_of_bounds_read_is_an_error_naming_the_site", out_of_bounds),
+        cpu_trial("obvious_out_of_bounds_read_is_an_error_naming_the_site", out_of_bounds),
     ]
 }
 
@@ -50,9 +52,7 @@ fn sgemms(c: &Ctx) -> TestResult {
         let a: Vec<f32> = (0..m * kk).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let b: Vec<f32> = (0..kk * n).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let (da, db) = (c.gpu.upload(&a).ctx("up")?, c.gpu.upload(&b).ctx("up")?);
-        let want: Vec<f32> = (0..m * n)
-            .map(|i| (0..kk).map(|q| a[(i / n) * kk + q] as f64 * b[q * n + i % n] as f64).sum::<f64>() as f32)
-            .collect();
+        let want = sgemm_reference(&a, &b, m, n, kk);
         for which in 0..2 {
             let mut out = c.gpu.upload(&vec![f32::NAN; m * n + 5]).ctx("alloc")?;
             let mm = out.as_matrix_mut(m, n).ctx("matrix")?;
@@ -70,10 +70,7 @@ fn sgemms(c: &Ctx) -> TestResult {
             .ctx("launch")?;
             let got = out.to_vec().ctx("read")?;
             let name = ["obvious_sgemm_tiled32", "obvious_sgemm_128x128"][which];
-            check_all_by(&format!("{name} {m} × {n} × {kk}"), &got[..m * n], &want, |g, w| {
-                (g - w).abs() <= 1e-4 * (1.0 + w.abs())
-            })?;
-            ensure(got[m * n..].iter().all(|v| v.is_nan()), || format!("{name} wrote past the matrix"))?;
+            check_sgemm(&format!("{name} {m} × {n} × {kk}"), &got, m * n, &want)?;
         }
     }
     Ok(())
@@ -86,13 +83,7 @@ fn jacobi(c: &Ctx) -> TestResult {
     for (rows, cols) in [(64usize, 64usize), (50, 50), (40, 72), (72, 33), (3, 20)] {
         let u: Vec<f32> = (0..rows * cols).map(|_| r.random_range(0.0f32..1.0)).collect();
         let du = c.gpu.upload(&u).ctx("up")?;
-        let mut want = u.clone();
-        for y in 1..rows - 1 {
-            for x in 1..cols - 1 {
-                want[y * cols + x] =
-                    0.25 * (u[(y - 1) * cols + x] + u[(y + 1) * cols + x] + u[y * cols + x - 1] + u[y * cols + x + 1]);
-            }
-        }
+        let want = jacobi_reference(&u, rows, cols);
         let cfg = LaunchConfig::new((cols.div_ceil(32) as u32, rows.div_ceil(32) as u32), (32, 8));
         let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
         let o = out.as_matrix_mut(rows, cols).ctx("m")?;
@@ -106,27 +97,25 @@ fn jacobi(c: &Ctx) -> TestResult {
 
 /// The obvious code's safety: a transpose handed an input one element shorter than `rows ×
 /// cols` reads out of bounds in its last thread, and the launch is an `Err` naming the kernel and
-/// the line of `obvious.rs` (the slice's bounds check). On a GPU that check traps, which ends the
-/// process's CUDA context: there the same mechanism is tested in a child process by `launch`'s
-/// `launch_device_trap_is_an_error_naming_where`, and this test checks only the CPU device.
-fn out_of_bounds(c: &Ctx) -> TestResult {
-    if !c.is_cpu() {
-        println!("on a GPU, a trap ends the context: see launch_device_trap_is_an_error_naming_where");
-        return Ok(());
-    }
+/// the line of `obvious.rs` (the slice's bounds check). It runs on the CPU device wherever the
+/// tests run: on a GPU the same check traps, which ends the process's CUDA context, and that
+/// mechanism is tested in a child process by `launch`'s `launch_device_trap_is_an_error_naming_where`.
+fn out_of_bounds() -> TestResult {
+    let gpu = cohort_runtime::Gpu::cpu().ctx("the CPU device")?;
+    let module = gpu.load(&cohort_kernels::PTX).ctx("load")?;
     let (rows, cols) = (40usize, 40usize);
-    let s = c.gpu.new_stream().ctx("stream")?;
+    let s = gpu.new_stream().ctx("stream")?;
     let input: Vec<f32> = (0..rows * cols - 1).map(|i| i as f32).collect();
-    let din = c.gpu.upload(&input).ctx("up")?;
-    let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols]).ctx("alloc")?;
+    let din = gpu.upload(&input).ctx("up")?;
+    let mut out = gpu.upload(&vec![f32::NAN; rows * cols]).ctx("alloc")?;
     let cfg = LaunchConfig::new((2u32, 2u32), (32, 8));
     for tiled in [false, true] {
         let m = out.as_matrix_mut(cols, rows).ctx("matrix")?;
         let (rr, cc) = (rows as u32, cols as u32);
         let r = if tiled {
-            ok::obvious_transpose_tiled::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rr, cc, m)
+            ok::obvious_transpose_tiled::load(&module).ctx("load")?.launch(&s, cfg, &din, rr, cc, m)
         } else {
-            ok::obvious_transpose_naive::load(&c.module).ctx("load")?.launch(&s, cfg, &din, rr, cc, m)
+            ok::obvious_transpose_naive::load(&module).ctx("load")?.launch(&s, cfg, &din, rr, cc, m)
         }
         .and_then(|()| s.synchronize());
         let name = if tiled { "obvious_transpose_tiled" } else { "obvious_transpose_naive" };
