@@ -10,6 +10,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("thread_indices_1d", |c| indices(c, Dim3::new(7, 1, 1), Dim3::new(96, 1, 1))),
         gpu_trial("thread_indices_2d", |c| indices(c, Dim3::new(5, 3, 1), Dim3::new(16, 6, 1))),
         gpu_trial("thread_indices_3d", |c| indices(c, Dim3::new(3, 2, 2), Dim3::new(8, 4, 3))),
+        gpu_trial("thread_cluster_registers_without_clusters", cluster_registers),
     ]
 }
 
@@ -44,4 +45,18 @@ fn indices(c: &Ctx, grid: Dim3, block: Dim3) -> TestResult {
         ];
     }
     check_all("per-thread indices", &got, &want)
+}
+
+/// `raw::cluster_ctarank` / `cluster_nctarank` (`%cluster_ctarank`, `%cluster_nctarank`): a
+/// launch without clusters makes every block a cluster of one — rank 0 of 1 — read from the
+/// registers on sm_90 hardware, and so below sm_90 and on the CPU device. (Cluster launches,
+/// where they differ, come with issue 27.)
+fn cluster_registers(c: &Ctx) -> TestResult {
+    let k = cohort_test_kernels::cluster::cluster_ranks::load(&c.tests).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let (blocks, threads) = (5u32, 64u32);
+    let n = (blocks * threads) as usize;
+    let mut out = c.gpu.upload(&vec![[u32::MAX; 2]; n]).ctx("alloc")?;
+    k.launch(&s, LaunchConfig::new(blocks, threads), &mut out).ctx("launch")?;
+    check_all("every thread's cluster rank and cluster size", &out.to_vec().ctx("read back")?, &vec![[0u32, 1]; n])
 }

@@ -14,6 +14,7 @@ pub mod cg_collectives;
 pub mod cg_examples;
 pub mod cg_groups;
 pub mod check;
+pub mod cluster;
 pub mod globals;
 pub mod hostile;
 pub mod kinds;

@@ -101,6 +101,61 @@ sreg_asm! {
     total_smem_size: u32 => "%total_smem_size", reg32, crate::host::device_only("total_smem_size");
 }
 
+/// `%cluster_ctarank`: this block's rank in its thread-block cluster (sm_90+). A launch without
+/// clusters, PTX below sm_90 and the CPU device (which has no cluster launches yet) make every
+/// block a cluster of one: 0.
+#[inline(always)]
+#[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn cluster_ctarank() -> u32 {
+    on_device!("cluster_ctarank" => { cluster_reg::ctarank() } host => { 0 })
+}
+
+/// `%cluster_nctarank`: the number of blocks in this block's cluster (sm_90+); 1 where every
+/// block is a cluster of one (see [`cluster_ctarank`]).
+#[inline(always)]
+#[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn cluster_nctarank() -> u32 {
+    on_device!("cluster_nctarank" => { cluster_reg::nctarank() } host => { 1 })
+}
+
+/// The cluster registers where the PTX has them (sm_90+).
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+mod cluster_reg {
+    use core::arch::asm;
+
+    #[inline(always)]
+    pub(super) fn ctarank() -> u32 {
+        let r: u32;
+        // SAFETY: reading a special register has no preconditions.
+        unsafe { asm!("mov.u32 {0}, %cluster_ctarank;", out(reg32) r, options(nomem, nostack, pure)) };
+        r
+    }
+
+    #[inline(always)]
+    pub(super) fn nctarank() -> u32 {
+        let r: u32;
+        // SAFETY: as above.
+        unsafe { asm!("mov.u32 {0}, %cluster_nctarank;", out(reg32) r, options(nomem, nostack, pure)) };
+        r
+    }
+}
+
+/// Below sm_90 there are no clusters: every block is a cluster of one.
+#[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
+mod cluster_reg {
+    #[inline(always)]
+    pub(super) fn ctarank() -> u32 {
+        0
+    }
+
+    #[inline(always)]
+    pub(super) fn nctarank() -> u32 {
+        1
+    }
+}
+
 /// `%clock`: a 32-bit per-SM cycle counter (`clock()`).
 #[inline(always)]
 #[must_use]
