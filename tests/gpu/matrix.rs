@@ -153,7 +153,7 @@ fn classic_kernels(c: &Ctx) -> TestResult {
     for (rows, cols) in [(64usize, 96usize), (45, 77)] {
         let input: Vec<f32> = (0..rows * cols).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let din = c.gpu.upload(&input).ctx("up")?;
-        let want: Vec<f32> = (0..cols * rows).map(|i| input[(i % rows) * cols + i / rows]).collect();
+        let want = transpose_reference(&input, rows, cols);
         let cfg = LaunchConfig::new((cols.div_ceil(32) as u32, rows.div_ceil(32) as u32), (32, 8));
         for tiled in [false, true] {
             let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
@@ -171,8 +171,7 @@ fn classic_kernels(c: &Ctx) -> TestResult {
             }
             .ctx("launch")?;
             let got = out.to_vec().ctx("read")?;
-            check_all(&format!("transpose {rows} × {cols} (tiled: {tiled})"), &got[..rows * cols], &want)?;
-            ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || "transpose wrote past the matrix".into())?;
+            check_matrix(&format!("transpose {rows} × {cols} (tiled: {tiled})"), &got, rows * cols, &want)?;
         }
     }
     // Strips: both inside (256 × 128 × 96), A's at the bottom edge while B's is inside
@@ -211,8 +210,7 @@ fn classic_kernels(c: &Ctx) -> TestResult {
         let (g, o) = (du.as_matrix(rows, cols).ctx("m")?, out.as_matrix_mut(rows, cols).ctx("m")?);
         ck::jacobi_step_select::load(&c.module).ctx("load")?.launch(&s, cfg, g, o).ctx("launch")?;
         let got = out.to_vec().ctx("read")?;
-        check_all(&format!("jacobi_step_select {rows} × {cols}"), &got[..rows * cols], &want)?;
-        ensure(got[rows * cols..].iter().all(|v| v.is_nan()), || "jacobi_step_select wrote past the grid".into())?;
+        check_matrix(&format!("jacobi_step_select {rows} × {cols}"), &got, rows * cols, &want)?;
         // `Point` reads into a `Within` output: a grid that overhangs the matrix (or is 3-D) is
         // refused, naming the kernel, the parameter and the grid, and writes nothing; the grid of
         // whole blocks inside it writes exactly their points.
@@ -280,10 +278,27 @@ pub(crate) fn sgemm_reference(a: &[f32], b: &[f32], m: usize, n: usize, k: usize
     (0..m * n).map(|i| (0..k).map(|q| a[(i / n) * k + q] as f64 * b[q * n + i % n] as f64).sum::<f64>() as f32).collect()
 }
 
+/// `inputᵀ` of a row-major `rows × cols` `input`.
+pub(crate) fn transpose_reference(input: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    (0..cols * rows).map(|i| input[(i % rows) * cols + i / rows]).collect()
+}
+
+/// A matrix output: its first `n` elements exactly `want`, and the NaNs the test put past the
+/// matrix untouched.
+pub(crate) fn check_matrix(what: &str, got: &[f32], n: usize, want: &[f32]) -> TestResult {
+    check_all(what, &got[..n], want)?;
+    untouched_past(what, got, n)
+}
+
 /// An SGEMM's output: its first `n` elements against `want` (relative 1e-4), and the NaNs the
 /// test put past the matrix untouched.
 pub(crate) fn check_sgemm(what: &str, got: &[f32], n: usize, want: &[f32]) -> TestResult {
     check_all_by(what, &got[..n], want, |g, w| (g - w).abs() <= 1e-4 * (1.0 + w.abs()))?;
+    untouched_past(what, got, n)
+}
+
+/// The NaNs a test put past the first `n` elements are still NaN.
+fn untouched_past(what: &str, got: &[f32], n: usize) -> TestResult {
     ensure(got[n..].iter().all(|v| v.is_nan()), || format!("{what}: wrote past the matrix"))
 }
 
