@@ -240,3 +240,42 @@ pub fn obvious_jacobi(
         mine.set(j as usize, 0, v);
     }
 }
+
+/// The same Jacobi step without shared memory, the shape that runs a stencil near DRAM speed:
+/// each thread walks eight rows down one column, keeping the point above and its own in
+/// registers, and reads its left and right neighbours and the point below from `u` (the L1
+/// cache serves the reuse between neighbouring threads). 32×8 threads; launch
+/// `(cols / 32, rows / 64)` blocks, rounded up.
+#[kernel]
+pub fn obvious_jacobi_rows(
+    shape: BlockShape<32, 8>,
+    u: &[f32],
+    rows: u32,
+    cols: u32,
+    mut out: DisjointMatrix<f32, Blocked<8, 1>>,
+) {
+    let gx = thread::block_idx_x() * 32 + shape.x();
+    let y0 = (thread::block_idx_y() * 8 + shape.y()) * 8;
+    if gx >= cols || y0 >= rows {
+        return;
+    }
+    let mut up = if y0 > 0 { u[((y0 - 1) * cols + gx) as usize] } else { 0.0 };
+    let mut here = u[(y0 * cols + gx) as usize];
+    let mut mine = out.tile(&shape);
+    for j in 0..8 {
+        let gy = y0 + j;
+        if gy >= rows {
+            break;
+        }
+        let down = if gy + 1 < rows { u[((gy + 1) * cols + gx) as usize] } else { 0.0 };
+        let boundary = gx == 0 || gy == 0 || gx + 1 >= cols || gy + 1 >= rows;
+        let v = if boundary {
+            here
+        } else {
+            0.25 * (up + down + u[(gy * cols + gx - 1) as usize] + u[(gy * cols + gx + 1) as usize])
+        };
+        mine.set(j as usize, 0, v);
+        up = here;
+        here = down;
+    }
+}

@@ -78,17 +78,30 @@ fn sgemms(c: &Ctx) -> TestResult {
 fn jacobi(c: &Ctx) -> TestResult {
     let mut r = rng("obvious_jacobi");
     let s = c.gpu.new_stream().ctx("stream")?;
-    // Whole tiles, ragged in rows, columns or both, and a grid narrower than one tile.
-    for (rows, cols) in [(64usize, 64usize), (50, 50), (40, 72), (72, 33), (3, 20)] {
+    // Whole tiles, ragged in rows, columns or both, a grid narrower than one tile, and (for the
+    // column walk) heights that end inside a thread's eight rows.
+    for (rows, cols) in [(64usize, 64usize), (50, 50), (40, 72), (72, 33), (3, 20), (129, 31), (1, 7)] {
         let u: Vec<f32> = (0..rows * cols).map(|_| r.random_range(0.0f32..1.0)).collect();
         let du = c.gpu.upload(&u).ctx("up")?;
         let want = jacobi_reference(&u, rows, cols);
-        let cfg = LaunchConfig::new((cols.div_ceil(32) as u32, rows.div_ceil(32) as u32), (32, 8));
-        let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
-        let o = out.as_matrix_mut(rows, cols).ctx("m")?;
-        ok::obvious_jacobi::load(&c.module).ctx("load")?.launch(&s, cfg, &du, rows as u32, cols as u32, o).ctx("launch")?;
-        let got = out.to_vec().ctx("read")?;
-        check_matrix(&format!("obvious_jacobi {rows} × {cols}"), &got, rows * cols, &want)?;
+        for walk in [false, true] {
+            let cfg = LaunchConfig::new(
+                (cols.div_ceil(32) as u32, rows.div_ceil(if walk { 64 } else { 32 }) as u32),
+                (32, 8),
+            );
+            let mut out = c.gpu.upload(&vec![f32::NAN; rows * cols + 5]).ctx("alloc")?;
+            let o = out.as_matrix_mut(rows, cols).ctx("m")?;
+            let (r32, c32) = (rows as u32, cols as u32);
+            if walk {
+                ok::obvious_jacobi_rows::load(&c.module).ctx("load")?.launch(&s, cfg, &du, r32, c32, o)
+            } else {
+                ok::obvious_jacobi::load(&c.module).ctx("load")?.launch(&s, cfg, &du, r32, c32, o)
+            }
+            .ctx("launch")?;
+            let got = out.to_vec().ctx("read")?;
+            let name = if walk { "obvious_jacobi_rows" } else { "obvious_jacobi" };
+            check_matrix(&format!("{name} {rows} × {cols}"), &got, rows * cols, &want)?;
+        }
     }
     Ok(())
 }

@@ -26,11 +26,6 @@ const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
     ("recurse", "printf"),
     ("pass_local", "hands a slice of its local memory to a child on purpose (the launch must refuse it)"),
     ("memcpy_from", "copies from a local array on purpose (memcpy_async must refuse it)"),
-    (
-        "obvious_sgemm_128x128",
-        "written the obvious way on purpose: LLVM leaves its q and epilogue loops rolled, so its 8x8 accumulators \
-         stay an indexed array (docs/obvious-code.md measures it; classic::sgemm_128x128 is the form without)",
-    ),
 ];
 
 fn main() {

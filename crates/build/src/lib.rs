@@ -18,7 +18,9 @@
 //! 1. checks the toolchain: a nightly `rustc` with the `rust-src`, `llvm-tools` and
 //!    `llvm-bitcode-linker` components, else fails naming the command that fixes it;
 //! 2. runs `cargo rustc --lib --crate-type cdylib --release --target nvptx64-nvidia-cuda
-//!    -Zbuild-std=core` on the crate with `-Ctarget-cpu=sm_XX`, in a target directory of its own
+//!    -Zbuild-std=core` on the crate with `-Ctarget-cpu=sm_XX` and LLVM's unroll threshold raised to
+//!    [`UNROLL_THRESHOLD`] (a loop over a register array must unroll, as nvcc's `#pragma unroll`
+//!    does), in a target directory of its own
 //!    (`<target>/cohort-ptx`, so no lock is shared with the outer build; `COHORT_PTX_TARGET_DIR`
 //!    to share one between workspaces), with the outer build's `RUSTFLAGS`, wrappers and profile
 //!    overrides removed. Every kernels crate, architecture and mode (checked or not) builds in
@@ -57,6 +59,17 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+/// LLVM's full-unroll threshold for device builds (its default, 300, is a CPU's; rustc has no
+/// `#pragma unroll`). A loop over a thread's register array (an accumulator tile, a row of
+/// loaded values) must unroll completely, or the array lives in local memory: the obvious
+/// 128×128 SGEMM (`kernels-gpu/src/obvious.rs`, an 8×8 accumulator written back in a loop of
+/// checked `set`s) kept its 256-byte accumulator in local memory at 300 and ran at 0.36× its
+/// CUDA C++ twin (H200); at 1500 every loop of its body unrolls and the accumulator is in
+/// registers, as nvcc's `#pragma unroll` puts it. Of the other kernels of `kernels-gpu` (built
+/// both ways) only the two obvious SGEMMs changed. A crate sets its own with
+/// `.rustflag("-Cllvm-args=-unroll-threshold=N")`.
+pub const UNROLL_THRESHOLD: u32 = 1500;
 
 mod generate;
 mod nested;
@@ -490,6 +503,10 @@ impl Builder {
         let mut flags = vec![format!("-Ctarget-cpu=sm_{arch}")];
         if self.is_checked() {
             flags.extend(["--cfg".to_string(), "cohort_checked".to_string()]);
+        }
+        // LLVM may take an option once: a crate's own threshold replaces ours.
+        if !self.rustflags.iter().any(|f| f.contains("unroll-threshold")) {
+            flags.push(format!("-Cllvm-args=-unroll-threshold={UNROLL_THRESHOLD}"));
         }
         flags.extend(self.rustflags.iter().cloned());
         let color = env::var_os("CARGO_TERM_COLOR").is_some_and(|c| c == "always");

@@ -169,47 +169,55 @@ pub fn run(args: Args) -> CliResult {
     }
     drop((da, db, c_rust, c_cpp));
 
-    // --- Jacobi: 32×32 tile + halo, 32×8 threads, four rows each ---
+    // --- Jacobi: a 32×32 shared tile + halo (four rows per thread), and a column walk of eight
+    // rows per thread without shared memory; 32×8 threads each ---
     let u0 = random(n * n, 4);
-    let jc = twins.function("cpp_obvious_jacobi", false)?;
-    let jk = k::obvious_jacobi::load(&module)?;
-    let jcfg = LaunchConfig::new((n.div_ceil(32) as u32, n.div_ceil(32) as u32), (32, 8));
-    let n64 = n as u64;
-    let cpp_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
-        let ([xp, xl], yp) = (slice(x), y.as_device_ptr().addr());
-        // SAFETY: (u, len, rows, cols, out, rows, cols), all 8 bytes, as the twin declares; both
-        // buffers live and hold n² elements.
-        unsafe { launch_twin(&jc, s, jcfg, [xp, xl, n64, n64, yp, n64, n64]) }
-    };
-    let rust_step =
-        |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| jk.launch(s, jcfg, x, nn, nn, y.as_matrix_mut(n, n)?);
-    let (mut xr, mut yr) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
-    let (mut xc, mut yc) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
     let one = jacobi_cpu(&u0, n);
-    rust_step(&xr, &mut yr)?;
-    let got = yr.to_vec()?;
-    if let Some(i) = (0..n * n).find(|&i| got[i].to_bits() != one[i].to_bits()) {
-        return Err(fail(format!("Rust Jacobi step: u[{i}] = {}, CPU says {}", got[i], one[i])));
+    let (jtile, jrows) = (k::obvious_jacobi::load(&module)?, k::obvious_jacobi_rows::load(&module)?);
+    let n64 = n as u64;
+    for (name, walk, cpp) in [
+        ("Jacobi 5-point, 32×32 shared tile + halo, 4 rows/thread", false, "cpp_obvious_jacobi"),
+        ("Jacobi 5-point, column walk, 8 rows/thread, no shared memory", true, "cpp_obvious_jacobi_rows"),
+    ] {
+        let jc = twins.function(cpp, false)?;
+        let jcfg = LaunchConfig::new((n.div_ceil(32) as u32, n.div_ceil(if walk { 64 } else { 32 }) as u32), (32, 8));
+        let cpp_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
+            let ([xp, xl], yp) = (slice(x), y.as_device_ptr().addr());
+            // SAFETY: (u, len, rows, cols, out, rows, cols), all 8 bytes, as the twin declares;
+            // both buffers live and hold n² elements.
+            unsafe { launch_twin(&jc, s, jcfg, [xp, xl, n64, n64, yp, n64, n64]) }
+        };
+        let rust_step = |x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| {
+            let m = y.as_matrix_mut(n, n)?;
+            if walk { jrows.launch(s, jcfg, x, nn, nn, m) } else { jtile.launch(s, jcfg, x, nn, nn, m) }
+        };
+        let (mut xr, mut yr) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
+        let (mut xc, mut yc) = (gpu.upload(&u0)?, gpu.zeroed::<f32>(n * n)?);
+        rust_step(&xr, &mut yr)?;
+        let got = yr.to_vec()?;
+        if let Some(i) = (0..n * n).find(|&i| got[i].to_bits() != one[i].to_bits()) {
+            return Err(fail(format!("Rust {name}: u[{i}] = {}, CPU says {}", got[i], one[i])));
+        }
+        let (rs, cs): (&Step<'_>, &Step<'_>) = (&rust_step, &cpp_step);
+        let t = paired_ms(
+            &gpu,
+            1,
+            reps.min(10),
+            stepping(&u0, steps, rs, &mut xr, &mut yr),
+            stepping(&u0, steps, cs, &mut xc, &mut yc),
+        )?;
+        let last = |x: &DeviceBuffer<f32>, y: &DeviceBuffer<f32>| if steps % 2 == 0 { x.to_vec() } else { y.to_vec() };
+        let (r, c) = (last(&xr, &yr)?, last(&xc, &yc)?);
+        if let Some(i) = (0..n * n).find(|&i| r[i].to_bits() != c[i].to_bits()) {
+            return Err(fail(format!("{name} after {steps} steps: Rust u[{i}] = {}, C++ {}", r[i], c[i])));
+        }
+        rows.push(Row {
+            name: format!("{name}, {n}², {steps} steps"),
+            t,
+            work: 8.0 * (n * n) as f64 * steps as f64,
+            flops: false,
+        });
     }
-    let (rs, cs): (&Step<'_>, &Step<'_>) = (&rust_step, &cpp_step);
-    let t = paired_ms(
-        &gpu,
-        1,
-        reps.min(10),
-        stepping(&u0, steps, rs, &mut xr, &mut yr),
-        stepping(&u0, steps, cs, &mut xc, &mut yc),
-    )?;
-    let last = |x: &DeviceBuffer<f32>, y: &DeviceBuffer<f32>| if steps % 2 == 0 { x.to_vec() } else { y.to_vec() };
-    let (r, c) = (last(&xr, &yr)?, last(&xc, &yc)?);
-    if let Some(i) = (0..n * n).find(|&i| r[i].to_bits() != c[i].to_bits()) {
-        return Err(fail(format!("Jacobi after {steps} steps: Rust u[{i}] = {}, C++ {}", r[i], c[i])));
-    }
-    rows.push(Row {
-        name: format!("Jacobi 5-point, 32×32 tile + halo, 4 rows/thread, {n}², {steps} steps"),
-        t,
-        work: 8.0 * (n * n) as f64 * steps as f64,
-        flops: false,
-    });
 
     println!();
     let head = [
