@@ -150,6 +150,8 @@ pub(crate) struct BlockCfg<'k> {
     pub bdim: Dim3,
     pub gdim: Dim3,
     pub cooperative: bool,
+    /// The launch's clusters, if it has any.
+    pub cluster: Option<&'k crate::cluster::ClusterTable>,
     pub seed: Option<u64>,
     pub stack: usize,
     pub spin_limit: std::time::Duration,
@@ -283,6 +285,11 @@ impl BlockRun {
         ThreadAt { thread: tid_of(t, cfg.bdim), op: w.op, site: w.site, instruction: w.token }
     }
 
+    /// The block's linear rank in the grid.
+    pub(crate) fn rank(&self) -> u64 {
+        self.rank
+    }
+
     /// Releases the threads parked at a grid sync.
     pub(crate) fn release_grid(&mut self) {
         for t in 0..self.n as usize {
@@ -347,6 +354,8 @@ impl BlockRun {
                             cooperative: cfg.cooperative,
                             yielder: core::ptr::null(),
                             block: shared,
+                            cluster: cfg.cluster.map_or(core::ptr::null(), |t| t as *const _),
+                            cluster_phase: crate::cluster::NO_PHASE,
                         })
                     });
                 }

@@ -155,6 +155,11 @@ impl BlockShared {
         *self.race.borrow_mut() = race.map(RaceState::new);
     }
 
+    /// The window's first byte.
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.base
+    }
+
     fn place(&self, key: (usize, usize, usize)) -> Option<u32> {
         let mut statics = self.statics.borrow_mut();
         if let Some(&(_, off)) = statics.iter().find(|(k, _)| *k == key) {

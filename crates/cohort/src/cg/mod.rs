@@ -11,6 +11,7 @@
 //! | `thread_group` (the common interface) | [`ThreadGroup`] trait (+ [`WarpGroup`], [`Collective`]) |
 //! | `cg::this_thread_block()` → `thread_block` | [`this_thread_block()`] → [`ThreadBlock`] |
 //! | `block.sync()`, `thread_rank()`, `group_index()`, `thread_index()`, `dim_threads()`, `num_threads()`, `size()`, `group_dim()` | same names |
+//! | `cg::this_cluster()` → `cluster_group` (sm_90) | [`this_cluster()`] → [`ClusterGroup`] (see [`cluster`]) |
 //! | `cg::this_grid()` → `grid_group` (in a cooperative launch) | a `grid: GridGroup` parameter of a `#[kernel(cooperative)]` kernel; [`this_grid()`] → [`Grid`] (no `sync`) elsewhere |
 //! | `grid.sync()`, `is_valid()`, `thread_rank()`, `block_rank()`, `num_threads()`, `num_blocks()`, `dim_blocks()`, `block_index()` | same names on [`GridGroup`] |
 //! | `cg::tiled_partition<N>(parent)` → `thread_block_tile<N>` | [`tiled_partition::<N>(&parent)`](TileParent::tiled_partition) → [`ThreadBlockTile<N, P>`] (N ≤ 32) or [`LargeTile<N, P>`] (64–512) |
@@ -54,8 +55,13 @@
 //! `this_multi_grid()` (removed from CUDA 13) is a `multi: MultiGridGroup` parameter of a
 //! `#[kernel(multi_grid)]` kernel, launched on several GPUs at once through
 //! `cohort_runtime::MultiGrid`: [`MultiGridGroup`] (`sync`, `num_grids`, `grid_rank`,
-//! `thread_rank`, `num_threads`). Not yet supported: the Hopper `thread_block_cluster` group.
+//! `thread_rank`, `num_threads`).
+//!
+//! Thread-block clusters (sm_90) and distributed shared memory: [`cluster`] (`#[kernel(cluster)]`,
+//! [`this_cluster()`] → [`ClusterGroup`], [`ClusterGroup::map_shared_rank`] → [`RemoteArray`]),
+//! with its own CUDA C++ ↔ Cohort table.
 
+pub mod cluster;
 mod coalesced;
 pub(crate) mod grid;
 mod grid_vec;
@@ -66,6 +72,7 @@ mod reduce;
 pub(crate) mod shfl;
 mod tile;
 
+pub use cluster::{ClusterGroup, RemoteArray, this_cluster};
 pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled_partition};
 pub use grid::{Grid, GridGroup, this_grid};
 pub use grid_vec::{GridVec, GridVecView};
