@@ -49,6 +49,10 @@ pub(crate) struct ClusterTable {
     /// Each block's state: 0 not started, 1 running, 2 exited.
     states: Vec<std::sync::atomic::AtomicU8>,
     bars: Vec<Mutex<Bar>>,
+    /// The launch's static shared variables: `(key, offset)` and the next free offset. Every
+    /// block has each at the same offset (as a GPU's `.shared` variables), so that `mapa` of
+    /// one block's address is the same variable in another block.
+    statics: Mutex<(Vec<(crate::shared::StaticKey, u32)>, u32)>,
 }
 
 impl ClusterTable {
@@ -64,7 +68,27 @@ impl ClusterTable {
             windows: (0..blocks).map(|_| AtomicPtr::new(core::ptr::null_mut())).collect(),
             states: (0..blocks).map(|_| std::sync::atomic::AtomicU8::new(0)).collect(),
             bars: (0..clusters).map(|_| Mutex::new(Bar { live, ..Bar::default() })).collect(),
+            statics: Mutex::new((Vec::new(), 0)),
         }
+    }
+
+    /// The offset of static `key` (size, alignment) in every block's window, after `dyn_len`
+    /// bytes of dynamic shared memory; `None` when it does not fit.
+    pub(crate) fn place_static(&self, key: crate::shared::StaticKey, dyn_len: u32) -> Option<u32> {
+        let mut s = self.statics.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&(_, off)) = s.0.iter().find(|(k, _)| *k == key) {
+            return Some(off);
+        }
+        let (_, size, align) = key;
+        let next = (s.1 as usize).max(dyn_len.next_multiple_of(16) as usize);
+        let off = next.checked_next_multiple_of(align)?;
+        let end = off.checked_add(size)?;
+        if end > crate::SHARED_CAPACITY {
+            return None;
+        }
+        s.1 = end as u32;
+        s.0.push((key, off as u32));
+        Some(off as u32)
     }
 
     /// Block `rank` starts, with its shared window at `base`.

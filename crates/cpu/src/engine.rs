@@ -377,7 +377,7 @@ fn run_fast<K: Fn() + Sync + ?Sized>(
         ((b / u64::from(g.x)) % u64::from(g.y)) as u32,
         (b / (u64::from(g.x) * u64::from(g.y))) as u32,
     );
-    sh.reset(spec.dynamic_shared_bytes, spec.race_check.then_some(cfg.bdim.volume() as usize));
+    sh.reset(spec.dynamic_shared_bytes, spec.race_check.then_some(cfg.bdim.volume() as usize), cfg.cluster.is_some());
     let ctx = Ctx {
         active: true,
         bid,

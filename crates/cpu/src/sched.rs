@@ -235,7 +235,7 @@ impl BlockRun {
             ((rank / u64::from(g.x)) % u64::from(g.y)) as u32,
             (rank / (u64::from(g.x) * u64::from(g.y))) as u32,
         );
-        shared.reset(dyn_len, race.then_some(n as usize));
+        shared.reset(dyn_len, race.then_some(n as usize), cfg.cluster.is_some());
         let mut coros = Vec::with_capacity(n as usize);
         for _ in 0..n {
             let stack = match stacks.pop() {
