@@ -202,7 +202,8 @@ pub fn cluster_wait() {
         misuse(
             "barrier.cluster.wait",
             site,
-            "a cluster barrier wait with no arrival before it (barrier.cluster.wait needs barrier.cluster.arrive)".into(),
+            "a cluster barrier wait with no arrival before it (barrier.cluster.wait needs barrier.cluster.arrive)"
+                .into(),
         );
     }
     let Some(t) = table() else {

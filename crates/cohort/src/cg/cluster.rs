@@ -349,6 +349,14 @@ pub fn __cluster_enter() {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn __cluster_exit() {
+    // A cluster of one (a launch without clusters, a child launch, PTX below sm_90): no other
+    // block can reach this block's memory, and its own threads have all left the body once the
+    // last of them has: nothing to wait for.
+    if raw::cluster_nctarank() == 1 {
+        // SAFETY: the thread returns from the entry next.
+        unsafe { raw::cluster_thread_exit() };
+        return;
+    }
     let left = LEFT.get();
     let addr = left.as_slice().shared_addr();
     let threads = thread::block_size();
