@@ -23,6 +23,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("cluster_remote_store_own", store_own),
         gpu_trial("cluster_stencil_halo_from_neighbours", stencil),
         gpu_trial("cluster_impossible_launches_are_errs", impossible),
+        gpu_trial("cluster_bench_kernels_dynamic_shared", bench_kernels),
     ]
 }
 
@@ -284,4 +285,63 @@ fn impossible(c: &Ctx) -> TestResult {
     let ranks: Vec<u32> = got[..64].iter().map(|m| m[0]).collect();
     let want: Vec<u32> = (0..64).map(|i| i / 32).collect();
     check_all("block ranks after the refusals", &ranks, &want)
+}
+
+/// The kernels of `cohort bench clusters` (`cohort_kernels::clusters`) at small sizes: the
+/// Programming Guide's histogram over dynamic shared memory (remote atomics through
+/// `map_shared_rank_slice`) in clusters of 1-8 and without clusters, the cluster reduction and
+/// the stencil with its halo from neighbour blocks, every element against the CPU.
+fn bench_kernels(c: &Ctx) -> TestResult {
+    use cohort_kernels::clusters as b;
+    if !has_clusters(c)? {
+        return Ok(());
+    }
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("cluster_bench_kernels");
+    let n = c.pick(1 << 20, 3 * 4096 + 77);
+    let raw: Vec<u32> = (0..n).map(|_| r.random()).collect();
+    let hist = b::cluster_hist::load(&c.module).ctx("load")?;
+    let block_hist = b::block_hist::load(&c.module).ctx("load")?;
+    for nbins in [1024usize, 4096] {
+        let input: Vec<u32> = raw.iter().map(|v| v % (nbins as u32 + nbins as u32 / 8)).collect();
+        let mut want = vec![0u32; nbins];
+        for &v in &input {
+            want[(v as usize).min(nbins - 1)] += 1;
+        }
+        let din = c.gpu.upload(&input).ctx("upload")?;
+        for cs in [0u32, 1, 2, 4, 8] {
+            let mut bins = c.gpu.zeroed::<u32>(nbins).ctx("alloc")?;
+            let per_block = nbins / cs.max(1) as usize;
+            let cfg = LaunchConfig::new(8 * c.pick(4, 1), 512).with_shared_mem((per_block * 4) as u32);
+            if cs == 0 {
+                block_hist.launch(&s, cfg, &din, nbins as u32, &mut bins).ctx("launch")?;
+            } else {
+                hist.launch(&s, cfg.with_cluster(cs), &din, nbins as u32, &mut bins).ctx("launch")?;
+            }
+            check_all(&format!("histogram of {nbins} bins, clusters of {cs}"), &bins.to_vec().ctx("read")?, &want)?;
+        }
+    }
+    let din = c.gpu.upload(&raw).ctx("upload")?;
+    let sum = b::cluster_sum::load(&c.module).ctx("load")?;
+    let want = raw.iter().fold(0u32, |a, &v| a.wrapping_add(v));
+    for cs in [1u32, 2, 4, 8] {
+        let mut out = c.gpu.zeroed::<u32>(1).ctx("alloc")?;
+        sum.launch(&s, LaunchConfig::new(8 * c.pick(4, 1), 512).with_cluster(cs), &din, &mut out).ctx("launch")?;
+        check_all(&format!("cluster sum, clusters of {cs}"), &out.to_vec().ctx("read")?, &[want])?;
+    }
+    let stencil = b::cluster_stencil3::load(&c.module).ctx("load")?;
+    let want: Vec<u32> = (0..n)
+        .map(|i| {
+            let l = if i > 0 { raw[i - 1] } else { 0 };
+            let rr = if i + 1 < n { raw[i + 1] } else { 0 };
+            l.wrapping_add(raw[i].wrapping_mul(2)).wrapping_add(rr)
+        })
+        .collect();
+    let blocks = (n.div_ceil(512).div_ceil(8) * 8) as u32;
+    for cs in [1u32, 2, 4, 8] {
+        let mut out = c.gpu.zeroed::<u32>(n).ctx("alloc")?;
+        stencil.launch(&s, LaunchConfig::new(blocks, 512).with_cluster(cs), &din, &mut out).ctx("launch")?;
+        check_all(&format!("stencil, clusters of {cs}"), &out.to_vec().ctx("read")?, &want)?;
+    }
+    Ok(())
 }

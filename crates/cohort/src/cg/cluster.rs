@@ -70,7 +70,7 @@ use super::ThreadGroup;
 use crate::DeviceCopy;
 use crate::atomic::{Atomic, Generic};
 use crate::raw;
-use crate::shared::SharedArray;
+use crate::shared::{SharedArray, SharedSlice};
 use crate::thread::{self, Dim3};
 
 /// The thread-block cluster this thread's block belongs to (`cg::cluster_group`).
@@ -175,6 +175,31 @@ impl ClusterGroup {
         // the cluster (asserted).
         let base = unsafe { raw::mapa_u64(local, rank, (N * size_of::<T>()) as u32) };
         RemoteArray { base, rank, me: self.block_rank(), blocks, _t: PhantomData }
+    }
+}
+
+impl ClusterGroup {
+    /// Block `rank`'s copy of the shared slice `slice` (dynamic shared memory, or part of a
+    /// static array): the [`map_shared_rank`](Self::map_shared_rank) of a run whose length is
+    /// known at run time. Every block of a launch has the same shared-memory layout (static
+    /// variables and the launch's dynamic size), so the same addresses in block `rank` are
+    /// that block's copy of the same run.
+    ///
+    /// # Panics
+    /// If `rank >= num_blocks()`.
+    #[inline(always)]
+    #[track_caller]
+    #[must_use]
+    pub fn map_shared_rank_slice<T: DeviceCopy>(&self, slice: &SharedSlice<T>, rank: u32) -> RemoteSlice<T> {
+        const { assert!(size_of::<T>() % 4 == 0 && align_of::<T>() >= 4, "remote elements are whole 32-bit words") };
+        let blocks = self.num_blocks();
+        assert!(rank < blocks, "cluster rank out of range");
+        let len = slice.len();
+        let local = crate::shared::generic_from_shared(slice.shared_addr());
+        // SAFETY: `local` is this block's run of `len` `T`s of valid shared memory (a
+        // `SharedSlice` is always in bounds of the block's window); `rank` is in the cluster.
+        let base = unsafe { raw::mapa_u64(local, rank, (len * size_of::<T>()) as u32) };
+        RemoteSlice { base, len: len as u32, rank, me: self.block_rank(), blocks, _t: PhantomData }
     }
 }
 
@@ -411,5 +436,134 @@ fn wait_for_cluster(left: SharedArray<u32, 1>, threads: u32) {
             crate::check::cluster_waited(start, blocks, loc);
         }
         r += 1;
+    }
+}
+
+/// Another block's (or this block's) copy of a shared run of run-time length
+/// ([`ClusterGroup::map_shared_rank_slice`]): [`RemoteArray`]'s loads, atomics and disjoint
+/// stores, bounds-checked against the run's length.
+#[derive(Debug)]
+pub struct RemoteSlice<T> {
+    base: u64,
+    len: u32,
+    rank: u32,
+    me: u32,
+    blocks: u32,
+    _t: PhantomData<T>,
+}
+
+impl<T> Clone for RemoteSlice<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for RemoteSlice<T> {}
+
+impl<T: DeviceCopy> RemoteSlice<T> {
+    /// The rank of the block whose memory this is.
+    #[inline(always)]
+    #[must_use]
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// The run's length in elements.
+    #[inline(always)]
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether the run is empty.
+    #[inline(always)]
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Element `i` of the remote block's run.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    #[inline(always)]
+    #[track_caller]
+    #[must_use]
+    pub fn load(&self, i: usize) -> T {
+        assert!(i < self.len(), "remote shared memory index out of bounds");
+        // SAFETY: element `i` of a live block's run (in bounds), 4-byte aligned words.
+        unsafe { load_words(self.base + (i * size_of::<T>()) as u64) }
+    }
+
+    /// How many elements each block owns in every copy of the run: `len() / num_blocks()`.
+    #[inline(always)]
+    #[must_use]
+    pub fn part_len(&self) -> usize {
+        self.len as usize / self.blocks as usize
+    }
+
+    /// Stores `v` as element `j` of **this** block's part of the remote run (element
+    /// `block_rank() * part_len() + j`): the disjoint scheme of [`RemoteArray::store_own`].
+    ///
+    /// # Panics
+    /// If `j >= part_len()`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn store_own(&self, j: usize, v: T) {
+        let part = self.part_len();
+        assert!(j < part, "index past this block's part of the remote array");
+        let i = self.me as usize * part + j;
+        // SAFETY: element `i` < len (`me < blocks`, `j < part`) of a live block's run.
+        unsafe { store_words(self.base + (i * size_of::<T>()) as u64, v) }
+    }
+
+    /// Element `i` as an atomic (as [`RemoteArray::atomic`]).
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    #[inline(always)]
+    #[track_caller]
+    #[must_use]
+    pub fn atomic(&self, i: usize) -> &'static Atomic<T, Generic> {
+        assert!(i < self.len(), "remote shared memory index out of bounds");
+        let at = self.base + (i * size_of::<T>()) as u64;
+        // SAFETY: as `RemoteArray::atomic`: a live block's aligned element, touched atomically.
+        unsafe { Atomic::from_ptr(at as usize as *mut T) }
+    }
+}
+
+/// A `T` read word by word from distributed shared memory.
+///
+/// # Safety
+/// `at` is the generic address of a `T` in the shared memory of a live block of the cluster,
+/// 4-byte aligned.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+unsafe fn load_words<T: DeviceCopy>(at: u64) -> T {
+    let mut out = core::mem::MaybeUninit::<T>::uninit();
+    let p = out.as_mut_ptr().cast::<u32>();
+    let mut w = 0;
+    while w < size_of::<T>() / 4 {
+        // SAFETY: inside the element (the caller), the write inside `out`.
+        unsafe { p.add(w).write(raw::ld_dsmem_b32(at + 4 * w as u64)) };
+        w += 1;
+    }
+    // SAFETY: every word written; every bit pattern is a valid `T` (`DeviceCopy`).
+    unsafe { out.assume_init() }
+}
+
+/// A `T` stored word by word into distributed shared memory.
+///
+/// # Safety
+/// As [`load_words`], and no other thread writes the element (the disjoint scheme).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+unsafe fn store_words<T: DeviceCopy>(at: u64, v: T) {
+    let p = (&raw const v).cast::<u32>();
+    let mut w = 0;
+    while w < size_of::<T>() / 4 {
+        // SAFETY: inside the element (the caller); the read inside `v`, all of whose bytes are
+        // initialized (`DeviceCopy` types have no padding).
+        unsafe { raw::st_dsmem_b32(at + 4 * w as u64, p.add(w).read()) };
+        w += 1;
     }
 }

@@ -72,7 +72,7 @@ mod reduce;
 pub(crate) mod shfl;
 mod tile;
 
-pub use cluster::{ClusterGroup, RemoteArray, this_cluster};
+pub use cluster::{ClusterGroup, RemoteArray, RemoteSlice, this_cluster};
 pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled_partition};
 pub use grid::{Grid, GridGroup, this_grid};
 pub use grid_vec::{GridVec, GridVecView};
