@@ -9,6 +9,7 @@
 //! | `cluster.block_rank()`, `num_blocks()`, `dim_blocks()`, `block_index()` | same names |
 //! | `cluster.thread_rank()`, `num_threads()`, `dim_threads()`, `is_valid()` | same names |
 //! | `cluster.map_shared_rank(ptr, rank)` (read / `atomicAdd`) | [`ClusterGroup::map_shared_rank`]`(array, rank)` → [`RemoteArray`]: [`load`](RemoteArray::load), [`atomic`](RemoteArray::atomic) |
+//! | `cluster.map_shared_rank(extern_smem, rank)` (dynamic shared memory) | [`ClusterGroup::map_shared_rank_slice`]`(&slice, rank)` → [`RemoteSlice`] (the same, with a run-time length) |
 //! | `cluster.map_shared_rank(ptr, rank)[i] = v` | [`RemoteArray::store_own`]: the writing block's own part of the remote array (see below) |
 //! | `cluster.query_shared_rank(ptr)` | [`RemoteArray::rank`] (a remote view knows its block) |
 //! | `grid.cluster_rank()`, `num_clusters()`, `dim_clusters()`, `cluster_index()` | same names on [`Grid`](super::Grid) and [`GridGroup`](super::GridGroup) |
