@@ -55,7 +55,7 @@
 //!
 //! # Races on remote memory
 //!
-//! As in [`crate::shared`]: values, not references. A remote [`load`](RemoteArray::load) is an
+//! As in [`crate::shared`](mod@crate::shared): values, not references. A remote [`load`](RemoteArray::load) is an
 //! `ld` of the generic address `mapa` gives, an [`atomic`](RemoteArray::atomic) an atomic of
 //! that address; nothing ever makes a Rust reference to another block's plain memory. Writes
 //! follow a disjoint scheme: a remote array of `N` elements is split into one part of
