@@ -13,6 +13,7 @@
 //! | [`memory`] | `cohort managed` (the Cooperative Groups blog's managed-memory sum), `cohort bench alloc`, `cohort bench pdl` |
 //! | [`obvious`] | the classic kernels written the obvious way (plain slice and shared-array indexing), beside C++ twins |
 //! | [`multi`] | `cohort multi-grid`, `cohort bench multi-grid`: the multi-grid Jacobi solver and barrier-latency kernel |
+//! | [`clusters`] | `cohort bench clusters`: the distributed-shared-memory histogram, a cluster reduction, a stencil with its halo from neighbour blocks |
 //! | [`bench`](mod@bench) | `cohort bench`: the Rust halves of the side-by-side benchmarks |
 
 #![no_std]
@@ -25,6 +26,7 @@ pub mod atomics;
 pub mod bench;
 pub mod checks;
 pub mod classic;
+pub mod clusters;
 pub mod memory;
 pub mod multi;
 pub mod obvious;

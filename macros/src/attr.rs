@@ -17,6 +17,7 @@ pub struct KernelAttr {
     pub multi_grid: Option<Ident>,
     pub contract: Option<Ident>,
     pub dependent: Option<Ident>,
+    pub cluster: Option<Ident>,
     pub instances: Option<(Ident, Vec<Instance>)>,
 }
 
@@ -50,6 +51,12 @@ impl Parse for KernelAttr {
                     }
                     attr.dependent = Some(key);
                 }
+                "cluster" => {
+                    if attr.cluster.is_some() {
+                        return Err(syn::Error::new_spanned(&key, "`cluster` given twice"));
+                    }
+                    attr.cluster = Some(key);
+                }
                 "instances" => {
                     if attr.instances.is_some() {
                         return Err(syn::Error::new_spanned(&key, "`instances` given twice"));
@@ -67,7 +74,7 @@ impl Parse for KernelAttr {
                     return Err(syn::Error::new_spanned(
                         &key,
                         format!(
-                            "unknown `#[kernel]` option `{other}`; expected `cooperative`, `multi_grid`, `contract`, `dependent` or `instances(...)`"
+                            "unknown `#[kernel]` option `{other}`; expected `cooperative`, `multi_grid`, `cluster`, `contract`, `dependent` or `instances(...)`"
                         ),
                     ));
                 }

@@ -67,6 +67,13 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr) -> syn::Result<()> {
         (None, true) => {}
     }
 
+    if let (Some(c), true) = (&attr.cluster, attr.multi_grid.is_some() || attr.dependent.is_some()) {
+        return Err(syn::Error::new_spanned(
+            c,
+            "a `cluster` kernel cannot be `multi_grid` or `dependent` (not supported yet: their launches have no \
+             cluster dimension)",
+        ));
+    }
     if let (Some(_), Some(c)) = (&attr.multi_grid, &attr.cooperative) {
         return Err(syn::Error::new_spanned(
             c,

@@ -319,6 +319,11 @@ pub const ABI_FLAG_MULTI_GRID: u32 = 2;
 /// may launch it programmatically (`launch_programmatic`).
 pub const ABI_FLAG_DEPENDENT: u32 = 4;
 
+/// Flag bit: the kernel is `#[kernel(cluster)]`: its entry brackets the body with the cluster
+/// protocol (`cohort::cg::cluster`), so the host may launch it in clusters of several blocks
+/// (`LaunchConfig::with_cluster`); a kernel without it is launched only as clusters of one.
+pub const ABI_FLAG_CLUSTER: u32 = 8;
+
 /// What one PTX parameter is, in an ABI record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]

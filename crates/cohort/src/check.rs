@@ -167,6 +167,19 @@ pub(crate) fn grid_waited(start_ns: u64, blocks: u32, op: &'static str, loc: &'s
     }
 }
 
+/// For a cluster kernel's exit: ends the kernel when the block's last thread has waited more
+/// than [`WAIT_TIMEOUT_NS`] since `start_ns` for the other blocks of its cluster of `blocks` to
+/// leave their bodies.
+#[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+#[inline(always)]
+pub(crate) fn cluster_waited(start_ns: u64, blocks: u32, loc: &'static Location<'static>) {
+    let now = crate::raw::globaltimer();
+    if now.wrapping_sub(start_ns) > WAIT_TIMEOUT_NS {
+        let ms = (now.wrapping_sub(start_ns) / 1_000_000) as u32;
+        crate::panic::fail_check(crate::panic::CheckKind::ClusterExit, "cluster exit", ms, blocks, loc, None);
+    }
+}
+
 /// For a phase change's wait for the block's threads: ends the kernel when `start_ns` is more
 /// than [`WAIT_TIMEOUT_NS`] ago (a thread of the block is elsewhere: at a barrier of its own,
 /// or exited).

@@ -87,6 +87,38 @@ unsafe impl<T: DeviceCopy> DeviceCopy for core::num::Wrapping<T> {
     const __NO_PADDING: () = T::__NO_PADDING;
 }
 
+/// The 32-bit words of `v` as [`map_words`] splits them (zero-padded), or eight zero words for
+/// `None` (a lane with no value takes part in a word-wise move with zeros).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) fn words_of<T: DeviceCopy>(v: Option<T>) -> [u32; 8] {
+    const { assert!(size_of::<T>() <= 32, "cooperative-groups broadcasts move at most 32 bytes") };
+    crate::assert_no_padding::<T>();
+    let mut words = [0u32; 8];
+    if let Some(v) = v {
+        // SAFETY: copies the `size_of::<T>()` (≤ 32) initialized bytes of `v` (no padding) into
+        // the 32-byte buffer.
+        unsafe { core::ptr::copy_nonoverlapping(&v as *const T as *const u8, words.as_mut_ptr() as *mut u8, size_of::<T>()) };
+    }
+    words
+}
+
+/// The `T` whose bytes begin `words` (the inverse of [`words_of`] for `Some`).
+///
+/// # Safety
+/// The first `size_of::<T>()` bytes of `words` are the bytes of a value of `T` (as
+/// [`words_of`]`(Some(v))` made them, possibly moved between lanes or through memory).
+#[inline(always)]
+pub(crate) unsafe fn from_words<T: DeviceCopy>(words: &[u32; 8]) -> T {
+    const { assert!(size_of::<T>() <= 32, "cooperative-groups broadcasts move at most 32 bytes") };
+    let mut out = core::mem::MaybeUninit::<T>::uninit();
+    // SAFETY: the caller's contract; `T` is at most 32 bytes.
+    unsafe {
+        core::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, out.as_mut_ptr() as *mut u8, size_of::<T>());
+        out.assume_init()
+    }
+}
+
 /// Applies `f` to each 32-bit word of `v` and reassembles a `T` (the words of a shuffle, of a
 /// shared-memory scratch slot).
 #[inline(always)]

@@ -95,6 +95,10 @@ pub enum CheckKind {
     /// An address that is not in global memory given to an operation that reads global memory
     /// only (`memcpy_async`'s source, which `cp.async` would fault on); no numbers.
     NotGlobal = 11,
+    /// A cluster kernel's block that left its body and waited in vain for the other blocks of
+    /// its cluster to leave theirs: numbers are the milliseconds waited and the blocks of the
+    /// cluster.
+    ClusterExit = 12,
 }
 
 impl CheckKind {
@@ -113,6 +117,7 @@ impl CheckKind {
             9 => Some(Self::GridSiteSameSite),
             10 => Some(Self::PhaseBlock),
             11 => Some(Self::NotGlobal),
+            12 => Some(Self::ClusterExit),
             _ => None,
         }
     }
@@ -249,6 +254,13 @@ impl core::fmt::Display for CheckText<'_> {
                 f,
                 "divergence: `{op}` waited {} ms and not every one of the {} threads of the block reached it (a thread \
                  is at a barrier of its own, or exited; every thread of the block must make the same phase change)",
+                self.a, self.b
+            ),
+            CheckKind::ClusterExit => write!(
+                f,
+                "divergence: this block left the kernel's body and `{op}` waited {} ms for the other blocks of its \
+                 cluster of {} to leave theirs (a block still in its body is at a `cluster.sync()` this block no \
+                 longer reaches, or spins: every thread of the cluster must make the same cluster syncs)",
                 self.a, self.b
             ),
             CheckKind::Grid => write!(

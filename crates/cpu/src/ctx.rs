@@ -35,6 +35,11 @@ pub(crate) struct Ctx {
     pub yielder: *const Yielder<Resume, Wait>,
     /// The block's shared memory (and race-check state).
     pub block: *const BlockShared,
+    /// The launch's clusters (null: a launch without clusters).
+    pub cluster: *const crate::cluster::ClusterTable,
+    /// The cluster barrier phase this thread arrived in and has not waited for
+    /// (`cluster::NO_PHASE`: none).
+    pub cluster_phase: u64,
 }
 
 impl Ctx {
@@ -55,6 +60,8 @@ impl Ctx {
         cooperative: false,
         yielder: core::ptr::null(),
         block: core::ptr::null(),
+        cluster: core::ptr::null(),
+        cluster_phase: crate::cluster::NO_PHASE,
     };
 }
 

@@ -5,6 +5,7 @@ use std::sync::{Condvar, Mutex};
 
 use corosensei::stack::DefaultStack;
 
+use crate::cluster::ClusterTable;
 use crate::ctx::{CTX, Ctx};
 use crate::device_launch::Scope;
 use crate::error::CpuError;
@@ -180,6 +181,20 @@ pub(crate) fn validate(spec: &LaunchSpec) -> Result<(), CpuError> {
             spec.dynamic_shared_bytes
         ));
     }
+    if let Some(c) = spec.cluster {
+        if c.volume() == 0 || g.x % c.x != 0 || g.y % c.y != 0 || g.z % c.z != 0 {
+            return bad(format!("cluster {c} does not divide grid {g}"));
+        }
+        let limit = max_coresident_blocks(b.volume() as u32);
+        if c.volume() > 1 && g.volume() > limit {
+            return bad(format!(
+                "a launch of {} blocks of {} threads in clusters of {c}: the CPU device runs the blocks of a cluster \
+                 launch all at once, and at most {limit} blocks of this size",
+                g.volume(),
+                b.volume()
+            ));
+        }
+    }
     if spec.cooperative {
         let limit = max_coresident_blocks(b.volume() as u32);
         if g.volume() > limit {
@@ -220,11 +235,15 @@ pub fn launch_typed<K: Fn() + Sync + ?Sized>(spec: &LaunchSpec, kernel: &K) -> R
         .max(1)
         .min(usize::try_from(blocks).unwrap_or(usize::MAX));
     let dyn_kernel = &|| kernel();
+    let clusters = spec.cluster.map(|d| ClusterTable::new(spec.grid, d, spec.block.volume()));
+    // Clusters of several blocks: every block resident at once, as in a cooperative launch.
+    let resident = spec.cooperative || spec.cluster.is_some_and(|d| d.volume() > 1);
     let cfg = BlockCfg {
         kernel: dyn_kernel,
         bdim: spec.block,
         gdim: spec.grid,
         cooperative: spec.cooperative,
+        cluster: clusters.as_ref(),
         seed: spec.random_schedule,
         stack: spec.stack_bytes,
         spin_limit: spec.spin_limit,
@@ -238,7 +257,7 @@ pub fn launch_typed<K: Fn() + Sync + ?Sized>(spec: &LaunchSpec, kernel: &K) -> R
         let _grid = scope.install();
         let _print = print.install();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if spec.cooperative {
+            if resident {
                 coop_worker(spec, &cfg, w, workers, &grid, &fail);
             } else {
                 worker(spec, &cfg, kernel, &next, chunk, &fail);
@@ -284,7 +303,9 @@ fn worker<K: Fn() + Sync + ?Sized>(
     fail: &Failure,
 ) {
     let total = spec.grid.volume();
-    let mut stacks = match spec.mode {
+    // A cluster launch registers its blocks' windows: never the fast path.
+    let mode = if cfg.cluster.is_some() { Mode::Threads } else { spec.mode };
+    let mut stacks = match mode {
         Mode::Threads => take_stacks(cfg.stack, cfg.bdim.volume() as usize),
         Mode::Loop => Vec::new(),
     };
@@ -300,15 +321,19 @@ fn worker<K: Fn() + Sync + ?Sized>(
                 return;
             }
             let sh = shared.take().expect("the worker's shared window");
-            let r = match spec.mode {
+            let r = match mode {
                 Mode::Loop => {
                     let r = run_fast(spec, cfg, kernel, b, &sh);
                     shared = Some(sh);
                     r
                 }
                 Mode::Threads => {
+                    let base = sh.base();
                     match BlockRun::new(cfg, b, sh, spec.dynamic_shared_bytes, spec.race_check, &mut stacks) {
                         Ok(mut run) => {
+                            if let Some(t) = cfg.cluster {
+                                t.start(b, base);
+                            }
                             let r = loop {
                                 match run.run(cfg) {
                                     Ok(Outcome::Done) => break Ok(()),
@@ -320,6 +345,9 @@ fn worker<K: Fn() + Sync + ?Sized>(
                                     Err(e) => break Err(e),
                                 }
                             };
+                            if let Some(t) = cfg.cluster {
+                                t.finish(b);
+                            }
                             shared = Some(run.recycle(&mut stacks));
                             r
                         }
@@ -349,7 +377,7 @@ fn run_fast<K: Fn() + Sync + ?Sized>(
         ((b / u64::from(g.x)) % u64::from(g.y)) as u32,
         (b / (u64::from(g.x) * u64::from(g.y))) as u32,
     );
-    sh.reset(spec.dynamic_shared_bytes, spec.race_check.then_some(cfg.bdim.volume() as usize));
+    sh.reset(spec.dynamic_shared_bytes, spec.race_check.then_some(cfg.bdim.volume() as usize), cfg.cluster.is_some());
     let ctx = Ctx {
         active: true,
         bid,
@@ -360,6 +388,8 @@ fn run_fast<K: Fn() + Sync + ?Sized>(
         cooperative: cfg.cooperative,
         yielder: core::ptr::null(),
         block: sh,
+        cluster: cfg.cluster.map_or(core::ptr::null(), |t| t as *const _),
+        cluster_phase: crate::cluster::NO_PHASE,
     };
     let d = cfg.bdim;
     CTX.with(|c| c.set(ctx));
@@ -381,8 +411,14 @@ fn coop_worker(spec: &LaunchSpec, cfg: &BlockCfg<'_>, w: usize, workers: usize, 
     let mut blocks: Vec<(BlockRun, bool, bool)> = Vec::new();
     for b in (w as u64..spec.grid.volume()).step_by(workers) {
         let sh = Box::new(BlockShared::new());
+        let base = sh.base();
         match BlockRun::new(cfg, b, sh, spec.dynamic_shared_bytes, spec.race_check, &mut stacks) {
-            Ok(run) => blocks.push((run, false, false)),
+            Ok(run) => {
+                if let Some(t) = cfg.cluster {
+                    t.start(b, base);
+                }
+                blocks.push((run, false, false));
+            }
             Err(e) => {
                 fail.set(e);
                 grid.abort();
@@ -403,6 +439,9 @@ fn coop_worker(spec: &LaunchSpec, cfg: &BlockCfg<'_>, w: usize, workers: usize, 
             let r = run.run(cfg).and_then(|o| match o {
                 Outcome::Done => {
                     *done = true;
+                    if let Some(t) = cfg.cluster {
+                        t.finish(run.rank());
+                    }
                     grid.finish(run.idx)
                 }
                 Outcome::Parked(at) => {

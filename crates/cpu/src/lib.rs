@@ -15,6 +15,7 @@
 //! | `__all/__any/__uni/__ballot_sync`, `__match_any/all_sync`, `__reduce_*_sync` | [`vote_all`], [`vote_any`], [`vote_uni`], [`ballot`], [`match_any_u32`] …, [`redux_u32`], [`redux_i32`] |
 //! | `__activemask()` | [`activemask`] |
 //! | `grid.sync()` | [`grid_sync`] |
+//! | `cudaLaunchKernelEx` + cluster dimension; `barrier.cluster.arrive/wait`, `mapa`, `%cluster_*` | [`LaunchSpec::cluster`]; [`cluster_arrive`], [`cluster_wait`], [`cluster_map_shared`], [`cluster_rank`], [`cluster_dim`] … |
 //! | `__shared__` (static, `extern` dynamic) | [`shared_static`], [`dynamic_shared`], [`shared_window`] |
 //! | compute-sanitizer `racecheck` | [`LaunchSpec::race_check`] + [`shared_access`] |
 //!
@@ -150,6 +151,7 @@
 //! assert_eq!(sum.into_inner(), 256);
 //! ```
 
+mod cluster;
 mod ctx;
 mod device_launch;
 mod engine;
@@ -163,6 +165,10 @@ mod vars;
 
 use core::fmt;
 
+pub use cluster::{
+    cluster_arrive, cluster_block_idx, cluster_dim, cluster_grid_dim, cluster_idx, cluster_map_shared, cluster_rank,
+    cluster_thread_exit, cluster_wait,
+};
 pub use ctx::{
     at_instruction, block_dim, block_idx, global_rank, grid_dim, in_kernel, is_cooperative, lane_id, lanemask_eq,
     lanemask_ge, lanemask_gt, lanemask_le, lanemask_lt, thread_idx, thread_rank, warp_id,
@@ -260,6 +266,10 @@ pub struct LaunchSpec {
     pub dynamic_shared_bytes: u32,
     /// A cooperative launch: every block resident at once, [`grid_sync`] allowed.
     pub cooperative: bool,
+    /// A cluster launch (a cluster kernel's): the cluster's extent in blocks, which divides the
+    /// grid. Clusters of several blocks run with every block resident at once; see
+    /// [`cluster_arrive`] for the model.
+    pub cluster: Option<Dim3>,
     /// How threads run.
     pub mode: Mode,
     /// `Some(seed)`: run the runnable threads of each round in a random order drawn from `seed`
@@ -286,6 +296,7 @@ impl LaunchSpec {
             block: block.into(),
             dynamic_shared_bytes: 0,
             cooperative: false,
+            cluster: None,
             mode: Mode::Threads,
             random_schedule: None,
             race_check: false,
@@ -306,6 +317,13 @@ impl LaunchSpec {
     #[must_use]
     pub fn cooperative(mut self) -> Self {
         self.cooperative = true;
+        self
+    }
+
+    /// A cluster launch in clusters of `dims` blocks.
+    #[must_use]
+    pub fn cluster(mut self, dims: impl Into<Dim3>) -> Self {
+        self.cluster = Some(dims.into());
         self
     }
 

@@ -150,6 +150,8 @@ pub(crate) struct BlockCfg<'k> {
     pub bdim: Dim3,
     pub gdim: Dim3,
     pub cooperative: bool,
+    /// The launch's clusters, if it has any.
+    pub cluster: Option<&'k crate::cluster::ClusterTable>,
     pub seed: Option<u64>,
     pub stack: usize,
     pub spin_limit: std::time::Duration,
@@ -233,7 +235,7 @@ impl BlockRun {
             ((rank / u64::from(g.x)) % u64::from(g.y)) as u32,
             (rank / (u64::from(g.x) * u64::from(g.y))) as u32,
         );
-        shared.reset(dyn_len, race.then_some(n as usize));
+        shared.reset(dyn_len, race.then_some(n as usize), cfg.cluster.is_some());
         let mut coros = Vec::with_capacity(n as usize);
         for _ in 0..n {
             let stack = match stacks.pop() {
@@ -281,6 +283,11 @@ impl BlockRun {
     fn at(&self, cfg: &BlockCfg<'_>, t: u32) -> ThreadAt {
         let w = self.waits[t as usize].expect("a waiting thread");
         ThreadAt { thread: tid_of(t, cfg.bdim), op: w.op, site: w.site, instruction: w.token }
+    }
+
+    /// The block's linear rank in the grid.
+    pub(crate) fn rank(&self) -> u64 {
+        self.rank
     }
 
     /// Releases the threads parked at a grid sync.
@@ -347,6 +354,8 @@ impl BlockRun {
                             cooperative: cfg.cooperative,
                             yielder: core::ptr::null(),
                             block: shared,
+                            cluster: cfg.cluster.map_or(core::ptr::null(), |t| t as *const _),
+                            cluster_phase: crate::cluster::NO_PHASE,
                         })
                     });
                 }

@@ -114,7 +114,7 @@ impl RaceState {
 }
 
 /// A static shared variable: its key, size and alignment.
-type StaticKey = (usize, usize, usize);
+pub(crate) type StaticKey = (usize, usize, usize);
 
 /// A block's shared-memory window and its bookkeeping.
 pub(crate) struct BlockShared {
@@ -144,15 +144,24 @@ impl BlockShared {
 
     /// Makes the window fresh for a new block: `dyn_len` bytes of dynamic shared memory filled
     /// with [`GARBAGE`], no statics, and a race check for `threads` threads if asked.
-    pub(crate) fn reset(&self, dyn_len: u32, race: Option<usize>) {
+    pub(crate) fn reset(&self, dyn_len: u32, race: Option<usize>, whole: bool) {
         assert!(dyn_len as usize <= SHARED_CAPACITY);
+        // A cluster launch's statics are placed by the launch (the same offset in every block,
+        // as on a GPU) and not filled when placed: other blocks may have written this block's
+        // copy by then. So the whole window starts as garbage.
+        let fill = if whole { SHARED_CAPACITY } else { dyn_len as usize };
         // SAFETY: `base` points to SHARED_CAPACITY writable bytes owned by `self`, and no thread
         // of a block runs while its window is reset (the scheduler calls this between blocks).
-        unsafe { core::ptr::write_bytes(self.base, GARBAGE, dyn_len as usize) };
+        unsafe { core::ptr::write_bytes(self.base, GARBAGE, fill) };
         self.dyn_len.set(dyn_len);
         self.next.set(dyn_len.next_multiple_of(16));
         self.statics.borrow_mut().clear();
         *self.race.borrow_mut() = race.map(RaceState::new);
+    }
+
+    /// The window's first byte.
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.base
     }
 
     fn place(&self, key: (usize, usize, usize)) -> Option<u32> {
@@ -264,7 +273,14 @@ pub fn shared_static(key: usize, size: usize, align: usize) -> u32 {
         ctx::misuse("shared_static", site, format!("alignment {align} is not a power of two ≤ {BASE_ALIGN}"));
     }
     let size = size.max(1);
-    match block_of(&current()).place((key, size, align)) {
+    let c = current();
+    let placed = if c.cluster.is_null() {
+        block_of(&c).place((key, size, align))
+    } else {
+        // SAFETY: as in `cluster::table`: the launch's table outlives its threads.
+        unsafe { &*c.cluster }.place_static((key, size, align), block_of(&c).dyn_len.get())
+    };
+    match placed {
         Some(off) => off,
         None => ctx::misuse(
             "shared_static",

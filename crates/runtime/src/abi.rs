@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 
 use cohort::abi::{
-    ABI_FLAG_COOPERATIVE, ABI_FLAG_DEPENDENT, ABI_FLAG_MULTI_GRID, ABI_HEADER_BYTES, ABI_MAGIC, ABI_PARAM_BYTES,
-    ABI_SYMBOL_PREFIX, AbiKind,
+    ABI_FLAG_CLUSTER, ABI_FLAG_COOPERATIVE, ABI_FLAG_DEPENDENT, ABI_FLAG_MULTI_GRID, ABI_HEADER_BYTES, ABI_MAGIC,
+    ABI_PARAM_BYTES, ABI_SYMBOL_PREFIX, AbiKind,
 };
 
 /// What the PTX text says about one entry.
@@ -202,6 +202,11 @@ pub(crate) fn dependent(host: &[u8]) -> bool {
     decode(host).is_some_and(|d| d.flags & ABI_FLAG_DEPENDENT != 0)
 }
 
+/// Whether the record is a `#[kernel(cluster)]` kernel's.
+pub(crate) fn cluster(host: &[u8]) -> bool {
+    decode(host).is_some_and(|d| d.flags & ABI_FLAG_CLUSTER != 0)
+}
+
 /// Compares the launcher's record `host` with what the module says of entry `name`; `Err`
 /// holds the first difference, in words.
 pub(crate) fn check(info: Option<&EntryInfo>, host: &[u8]) -> std::result::Result<(), String> {
@@ -234,6 +239,18 @@ pub(crate) fn check(info: Option<&EntryInfo>, host: &[u8]) -> std::result::Resul
                 .into()
         } else {
             "this launcher was built from a `#[kernel(multi_grid)]` declaration but the device entry was not".into()
+        });
+    }
+    let (hk, dk) = (host.flags & ABI_FLAG_CLUSTER != 0, dev.flags & ABI_FLAG_CLUSTER != 0);
+    if hk != dk {
+        return Err(if hk {
+            "this launcher was built from a `#[kernel(cluster)]` declaration but the device entry was not: it would \
+             launch in clusters an entry without the cluster protocol"
+                .into()
+        } else {
+            "the device entry is a `#[kernel(cluster)]` kernel but this launcher was built from a declaration \
+             without `cluster`"
+                .into()
         });
     }
     let (hd, dd) = (host.flags & ABI_FLAG_DEPENDENT != 0, dev.flags & ABI_FLAG_DEPENDENT != 0);

@@ -13,12 +13,16 @@ pub struct LaunchConfig {
     pub block: Dim3,
     /// Dynamic shared memory per block, bytes.
     pub shared_mem_bytes: u32,
+    /// The thread-block cluster's extent in blocks (sm_90): `(1, 1, 1)` — every block a cluster
+    /// of one — unless set with [`LaunchConfig::with_cluster`]. Only a `#[kernel(cluster)]`
+    /// kernel may be launched with another.
+    pub cluster: Dim3,
 }
 
 impl LaunchConfig {
     /// A grid of `grid` blocks of `block` threads (each a `u32` for 1-D, or a tuple / [`Dim3`]).
     pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
-        Self { grid: grid.into(), block: block.into(), shared_mem_bytes: 0 }
+        Self { grid: grid.into(), block: block.into(), shared_mem_bytes: 0, cluster: Dim3::new(1, 1, 1) }
     }
 
     /// One thread per element: `ceil(n / block)` blocks of `block` threads (1-D), at least one
@@ -65,6 +69,16 @@ impl LaunchConfig {
     #[must_use]
     pub fn with_shared_mem(mut self, bytes: u32) -> Self {
         self.shared_mem_bytes = bytes;
+        self
+    }
+
+    /// The same in thread-block clusters of `dims` blocks (`cudaLaunchAttributeClusterDimension`),
+    /// for a `#[kernel(cluster)]` kernel. The launch checks that the cluster divides the grid, is
+    /// at most 8 blocks (16 with the non-portable size, which the launch allows by itself), that
+    /// the device has clusters (sm_90) and that one cluster fits on the device at once.
+    #[must_use]
+    pub fn with_cluster(mut self, dims: impl Into<Dim3>) -> Self {
+        self.cluster = dims.into();
         self
     }
 
@@ -134,6 +148,9 @@ impl fmt::Display for LaunchConfig {
         write!(f, "grid {} x block {}", d(self.grid), d(self.block))?;
         if self.shared_mem_bytes != 0 {
             write!(f, ", {} B dynamic shared memory", self.shared_mem_bytes)?;
+        }
+        if self.cluster != Dim3::new(1, 1, 1) {
+            write!(f, ", clusters of {}", d(self.cluster))?;
         }
         Ok(())
     }

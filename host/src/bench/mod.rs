@@ -5,6 +5,7 @@
 mod alloc;
 mod atomics;
 mod cg;
+mod clusters;
 mod cpu;
 mod dynamic;
 mod interop;
@@ -30,6 +31,8 @@ pub enum Bench {
     Launch(launch::Args),
     /// The CPU device (no GPU needed): SAXPY beside rayon, a block reduce, a warp scan, the cost of a barrier and a shuffle
     Cpu(cpu::Args),
+    /// Thread-block clusters (sm_90): the DSMEM histogram (clusters of 1-8, 1K-64K bins, and without clusters), a cluster reduction, a stencil with its halo from neighbour blocks, vs C++ twins
+    Clusters(clusters::Args),
     /// Cooperative-groups kernels (tile reduce/scan, grid sync), Rust vs the same kernels in CUDA C++
     Cg(cg::Args),
     /// Histograms and dot products, Rust vs CUDA C++, and Cohort's histogram over copies x blocks
@@ -64,6 +67,7 @@ pub fn run(which: Bench) -> CliResult {
         Bench::Launch(a) => launch::run(a),
         Bench::Cpu(a) => cpu::run(a),
         Bench::Cg(a) => cg::run(a),
+        Bench::Clusters(a) => clusters::run(a),
         Bench::Atomics(a) => atomics::run(a),
         Bench::Kernels(a) => kernels::run(a),
         Bench::Obvious(a) => obvious::run(a),

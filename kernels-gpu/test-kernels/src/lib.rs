@@ -17,6 +17,7 @@ pub mod check;
 pub mod cluster;
 pub mod globals;
 pub mod hostile;
+pub mod invoke;
 pub mod kinds;
 pub mod matrix_u32;
 pub mod memory;

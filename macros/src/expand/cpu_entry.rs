@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::entry::body_call;
+use super::entry::{body_call, cluster_bracket};
 use super::{Instance, Kernel};
 
 /// Reads the same PTX parts as the PTX entry from a `cuLaunchKernel`-style parameter array
@@ -18,7 +18,8 @@ pub(super) fn cpu_entry(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
     let parts: Vec<syn::Ident> = k.params.iter().map(|p| format_ident!("__cohort_{}_parts", p.ident)).collect();
     let offsets: Vec<TokenStream> = (0..tys.len()).map(|i| inst.offset(i)).collect();
     let ids = k.params.iter().map(|p| &p.ident);
-    let call = body_call(k, inst);
+    let call = cluster_bracket(k, body_call(k, inst));
+    let enter = if k.cluster { quote!(::cohort::cg::cluster::__cluster_enter();) } else { quote!() };
     let doc = format!(
         "The CPU device's entry of `{entry}` (a `cohort_runtime::CpuEntry`): reads its PTX parameters from \
          `{array}` once, then runs the launch `spec` on the CPU engine, each CUDA thread rebuilding the kernel's \
@@ -54,6 +55,7 @@ pub(super) fn cpu_entry(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
             };
             let __cohort_slots = &__cohort_slots;
             ::cohort::__cpu::launch_typed(__cohort_spec, &|| {
+                #enter
                 let (#(#parts,)*) = __cohort_slots.get();
                 #(
                     // SAFETY: as the PTX entry's rebuild: the launcher passed what the kind

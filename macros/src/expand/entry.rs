@@ -31,6 +31,20 @@ pub(super) fn body_call(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
     }
 }
 
+/// The call of the body followed, in a `#[kernel(cluster)]` kernel, by the cluster exit protocol
+/// (`cohort::cg::cluster`): reached by every thread that returns from the body, wherever it
+/// returns, so no block leaves while another may still access its shared memory.
+pub(super) fn cluster_bracket(k: &Kernel<'_>, call: TokenStream) -> TokenStream {
+    if k.cluster {
+        quote! {
+            #call;
+            ::cohort::cg::cluster::__cluster_exit();
+        }
+    } else {
+        call
+    }
+}
+
 /// The PTX entry of a kernel instance: `extern "ptx-kernel"`, its parameters each kernel
 /// parameter's PTX parts, in order. It checks the parameter types (at compile time), rebuilds
 /// each argument from its parts (`KernelParam::rebuild`) and calls the body. A `dependent`
@@ -67,7 +81,16 @@ pub(super) fn device_entry(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
     } else {
         quote!()
     };
-    let call = body_call(k, inst);
+    let call = cluster_bracket(k, body_call(k, inst));
+    let enter = if k.cluster {
+        quote! {
+            // First, before anything else: every block of the cluster has started before any
+            // thread can reach another block's shared memory (`cohort::cg::cluster`).
+            ::cohort::cg::cluster::__cluster_enter();
+        }
+    } else {
+        quote!()
+    };
     quote! {
         #(#cfgs)*
         #[cfg(target_arch = "nvptx64")]
@@ -75,6 +98,7 @@ pub(super) fn device_entry(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
         #[allow(non_snake_case, clippy::too_many_arguments, improper_ctypes_definitions)]
         #[doc(hidden)]
         pub unsafe extern "ptx-kernel" fn #entry(#(#lowered),*) {
+            #enter
             #wait
             #(#checks)*
             #(#rebuild)*

@@ -21,7 +21,7 @@ pub(super) fn host_impl(k: &Kernel<'_>, inst: &Instance, abi: &TokenStream) -> T
     let entry_str = inst.entry.to_string();
     // The instance's CPU entry (`cpu_entry`), which `load` hands to the runtime with the kernel.
     let cpu_sym = format_ident!("__cohort_cpu_{}", inst.entry);
-    let (cooperative, dependent) = (k.cooperative, k.dependent);
+    let (cooperative, dependent, cluster) = (k.cooperative, k.dependent, k.cluster);
     let ty_args = if impl_args.is_empty() { quote!() } else { quote!(<#(#impl_args),*>) };
     let launcher = if k.multi_grid { multi_grid_launcher(k, inst) } else { single_gpu_launchers(k, inst) };
     quote! {
@@ -32,6 +32,9 @@ pub(super) fn host_impl(k: &Kernel<'_>, inst: &Instance, abi: &TokenStream) -> T
             pub const NAME: &'static str = #entry_str;
             /// Whether the kernel must be launched cooperatively.
             pub const COOPERATIVE: bool = #cooperative;
+            /// Whether the kernel is `#[kernel(cluster)]` (it may be launched in clusters of
+            /// several blocks: `LaunchConfig::with_cluster`).
+            pub const CLUSTER: bool = #cluster;
             /// Whether the kernel is `#[kernel(dependent)]` (it has `launch_programmatic`).
             pub const DEPENDENT: bool = #dependent;
             /// The kernel's ABI as this launcher was compiled: checked at `load` against the

@@ -40,6 +40,8 @@ struct Kernel<'a> {
     cooperative: bool,
     multi_grid: bool,
     dependent: bool,
+    /// `#[kernel(cluster)]`: the entry brackets the body with the cluster protocol.
+    cluster: bool,
     /// The kernel's `#[cfg]`s, repeated on everything generated.
     cfgs: Vec<&'a syn::Attribute>,
 }
@@ -48,7 +50,10 @@ impl Kernel<'_> {
     /// The ABI record's flags (`cohort::abi::ABI_FLAG_COOPERATIVE`, `ABI_FLAG_MULTI_GRID`,
     /// `ABI_FLAG_DEPENDENT`).
     fn flags(&self) -> u32 {
-        u32::from(self.cooperative) | if self.multi_grid { 2 } else { 0 } | if self.dependent { 4 } else { 0 }
+        u32::from(self.cooperative)
+            | if self.multi_grid { 2 } else { 0 }
+            | if self.dependent { 4 } else { 0 }
+            | if self.cluster { 8 } else { 0 }
     }
 }
 
@@ -95,6 +100,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         cooperative: attr.cooperative.is_some() || multi_grid,
         multi_grid,
         dependent: attr.dependent.is_some(),
+        cluster: attr.cluster.is_some(),
         cfgs: others.iter().filter(|a| a.path().is_ident("cfg")).copied().collect(),
     };
 

@@ -91,6 +91,37 @@ impl Grid {
     pub fn block_index(&self) -> Dim3 {
         thread::block_idx()
     }
+    /// This block's cluster's index in the grid of clusters (`%clusterid`; `blockIdx` where
+    /// every block is a cluster of one).
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[must_use]
+    pub fn cluster_index(&self) -> Dim3 {
+        Dim3::new(raw::clusterid_x(), raw::clusterid_y(), raw::clusterid_z())
+    }
+    /// The grid's extent in clusters (`%nclusterid`).
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[must_use]
+    pub fn dim_clusters(&self) -> Dim3 {
+        Dim3::new(raw::nclusterid_x(), raw::nclusterid_y(), raw::nclusterid_z())
+    }
+    /// Clusters in the grid.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[must_use]
+    pub fn num_clusters(&self) -> u64 {
+        let d = self.dim_clusters();
+        u64::from(d.x) * u64::from(d.y) * u64::from(d.z)
+    }
+    /// This block's cluster's rank in the grid (x fastest).
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[must_use]
+    pub fn cluster_rank(&self) -> u64 {
+        let (i, d) = (self.cluster_index(), self.dim_clusters());
+        u64::from(i.x) + u64::from(d.x) * (u64::from(i.y) + u64::from(d.y) * u64::from(i.z))
+    }
 }
 
 /// The grid of a cooperative launch: [`Grid`]'s members plus [`sync`](ThreadGroup::sync).
@@ -148,6 +179,34 @@ impl GridGroup {
     #[must_use]
     pub fn block_index(&self) -> Dim3 {
         self.grid.block_index()
+    }
+    /// This block's cluster's index in the grid of clusters.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[must_use]
+    pub fn cluster_index(&self) -> Dim3 {
+        self.grid.cluster_index()
+    }
+    /// The grid's extent in clusters.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[must_use]
+    pub fn dim_clusters(&self) -> Dim3 {
+        self.grid.dim_clusters()
+    }
+    /// Clusters in the grid.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[must_use]
+    pub fn num_clusters(&self) -> u64 {
+        self.grid.num_clusters()
+    }
+    /// This block's cluster's rank in the grid.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[must_use]
+    pub fn cluster_rank(&self) -> u64 {
+        self.grid.cluster_rank()
     }
     /// The same grid without `sync`.
     #[inline(always)]

@@ -133,6 +133,50 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> LargeTile<N, P> {
         r
     }
 
+    /// The leader's (rank 0's) `v`, in every member: `v` is `Some` in the leader (the others'
+    /// are ignored). The word-wise [`shfl`](Self::shfl) for a value only the leader has
+    /// (`invoke_one_broadcast`).
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub(crate) fn broadcast_from_leader<T: DeviceCopy>(&self, v: Option<T>) -> T {
+        let slot = LT_BROADCAST.get().as_slice().sub(self.index() as usize, 1).shared_addr();
+        let n = size_of::<T>().div_ceil(4);
+        if self.thread_rank() == 0 {
+            let words = crate::copy::words_of(v);
+            crate::host::on_device!("large-tile broadcast" => {
+                let mut i = 0;
+                while i < n {
+                    // SAFETY: this tile's 32-byte broadcast slot; one writer between two tile
+                    // barriers.
+                    unsafe { raw::st_shared_b32(slot + 4 * i as u32, words[i]) };
+                    i += 1;
+                }
+            } host => {
+                // SAFETY: as above (the slot holds 8 words).
+                unsafe { crate::shared::st_shared(slot, words) };
+            });
+        }
+        self.sync();
+        let words: [u32; 8] = crate::host::on_device!("large-tile broadcast" => {
+            let mut words = [0u32; 8];
+            let mut i = 0;
+            while i < n {
+                // SAFETY: the slot's words, written by the leader before the barrier.
+                words[i] = unsafe { raw::ld_shared_b32(slot + 4 * i as u32) };
+                i += 1;
+            }
+            words
+        } host => {
+            let _ = n;
+            // SAFETY: as above.
+            unsafe { crate::shared::ld_shared(slot) }
+        });
+        self.sync();
+        // SAFETY: the leader stored the words of its `Some` value (`invoke_one_broadcast` passes
+        // `Some` in rank 0); `from_words` reads only the first `size_of::<T>()` bytes.
+        unsafe { crate::copy::from_words(&words) }
+    }
+
     /// Whether `pred` holds for any member.
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]

@@ -11,6 +11,7 @@
 //! | `thread_group` (the common interface) | [`ThreadGroup`] trait (+ [`WarpGroup`], [`Collective`]) |
 //! | `cg::this_thread_block()` → `thread_block` | [`this_thread_block()`] → [`ThreadBlock`] |
 //! | `block.sync()`, `thread_rank()`, `group_index()`, `thread_index()`, `dim_threads()`, `num_threads()`, `size()`, `group_dim()` | same names |
+//! | `cg::this_cluster()` → `cluster_group` (sm_90) | [`this_cluster()`] → [`ClusterGroup`] (see [`cluster`]) |
 //! | `cg::this_grid()` → `grid_group` (in a cooperative launch) | a `grid: GridGroup` parameter of a `#[kernel(cooperative)]` kernel; [`this_grid()`] → [`Grid`] (no `sync`) elsewhere |
 //! | `grid.sync()`, `is_valid()`, `thread_rank()`, `block_rank()`, `num_threads()`, `num_blocks()`, `dim_blocks()`, `block_index()` | same names on [`GridGroup`] |
 //! | `cg::tiled_partition<N>(parent)` → `thread_block_tile<N>` | [`tiled_partition::<N>(&parent)`](TileParent::tiled_partition) → [`ThreadBlockTile<N, P>`] (N ≤ 32) or [`LargeTile<N, P>`] (64–512) |
@@ -25,6 +26,10 @@
 //! | `cg::reduce(g, v, op)` | [`reduce(&g, v, op)`](reduce) |
 //! | `cg::inclusive_scan(g, v[, op])`, `cg::exclusive_scan(g, v[, op])` | [`inclusive_scan`], [`exclusive_scan`] (with op); [`inclusive_sum`], [`exclusive_sum`] (default plus) |
 //! | `cg::exclusive_scan_update(g, atomic, v)`, `inclusive_scan_update` | [`exclusive_scan_update`], [`inclusive_scan_update`] |
+//! | `cg::invoke_one(g, fn, args...)` (every group) | [`invoke_one(&g, \|\| …)`](invoke_one) → `Some` in the member that ran it (rank 0); see [`invoke`] |
+//! | `cg::invoke_one_broadcast(g, fn, args...)` (tiles, coalesced groups) | [`invoke_one_broadcast(&g, \|\| …)`](invoke_one_broadcast) (the [`Broadcast`] groups) |
+//! | `cg::reduce_update_async(g, atomic, v, op)` | [`reduce_update_async(&g, &atomic, v, op)`](reduce_update_async): rank 0 applies the result with one atomic RMW |
+//! | `cg::reduce_store_async(g, atomic, v, op)`, `(g, ptr, v, op)` | [`reduce_store_async(&g, &atomic, v, op)`](reduce_store_async), or with an `Option<&mut T>` (the destination's owner stores) |
 //! | `cg::plus<T>`, `less`, `greater`, `bit_and`, `bit_or`, `bit_xor` | [`plus`], [`less`], [`greater`], [`bit_and`], [`bit_or`], [`bit_xor`] (or any closure) |
 //! | `cg::memcpy_async(g, dst, src, bytes)`, `cg::wait(g)`, `cg::wait_prior<N>(g)` | [`memcpy_async`] → [`AsyncCopy::wait`] (the destination comes back from the wait); [`AsyncCopies`] for several copies in flight |
 //! | `cg::sync(g)`, `cg::thread_rank(g)`, `cg::num_threads(g)` | [`sync`], [`thread_rank`], [`num_threads`] |
@@ -54,11 +59,17 @@
 //! `this_multi_grid()` (removed from CUDA 13) is a `multi: MultiGridGroup` parameter of a
 //! `#[kernel(multi_grid)]` kernel, launched on several GPUs at once through
 //! `cohort_runtime::MultiGrid`: [`MultiGridGroup`] (`sync`, `num_grids`, `grid_rank`,
-//! `thread_rank`, `num_threads`). Not yet supported: the Hopper `thread_block_cluster` group.
+//! `thread_rank`, `num_threads`).
+//!
+//! Thread-block clusters (sm_90) and distributed shared memory: [`cluster`] (`#[kernel(cluster)]`,
+//! [`this_cluster()`] → [`ClusterGroup`], [`ClusterGroup::map_shared_rank`] → [`RemoteArray`]),
+//! with its own CUDA C++ ↔ Cohort table.
 
+pub mod cluster;
 mod coalesced;
 pub(crate) mod grid;
 mod grid_vec;
+pub mod invoke;
 mod large;
 mod memcpy;
 mod multi_grid;
@@ -66,18 +77,20 @@ mod reduce;
 pub(crate) mod shfl;
 mod tile;
 
+pub use cluster::{ClusterGroup, RemoteArray, RemoteSlice, this_cluster};
 pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled_partition};
 pub use grid::{Grid, GridGroup, this_grid};
 pub use grid_vec::{GridVec, GridVecView};
+pub use invoke::{Broadcast, invoke_one, invoke_one_broadcast};
 pub use large::LargeTile;
 pub use memcpy::{AsyncCopies, AsyncCopy, memcpy_async};
 pub use multi_grid::{
     MULTI_GRID_MAX, MultiGridGroup, MultiGridIndex, MultiGridStride, MultiGridVec, MultiGridVecView, MultiGridWords,
 };
 pub use reduce::{
-    AddSelf, AtomicAdd, BitAndSelf, BitOrSelf, BitXorSelf, Collective, GridScratch, ReduceOp, bit_and, bit_or, bit_xor,
+    AddSelf, AtomicAdd, AtomicKind, AtomicReduce, BitAndSelf, BitOrSelf, BitXorSelf, Collective, GridScratch, ReduceOp, bit_and, bit_or, bit_xor,
     exclusive_scan, exclusive_scan_update, exclusive_sum, greater, inclusive_scan, inclusive_scan_update,
-    inclusive_sum, less, plus, reduce, reduce_grid,
+    inclusive_sum, less, plus, reduce, reduce_grid, reduce_store_async, reduce_update_async, StoreTarget,
 };
 pub use shfl::{MatchBits, MatchValue};
 pub use tile::TileParent::tiled_partition;

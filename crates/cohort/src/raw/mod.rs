@@ -25,6 +25,7 @@
 //! |---|---|
 //! | [`sreg`] | special registers: indices, lanes, SM ids, clocks, environment registers, shared-memory sizes |
 //! | [`barrier`] | `barrier.sync`, `barrier.red`, named barriers, `bar.warp.sync`, `mbarrier` |
+//! | [`cluster`] | `barrier.cluster`, `mapa`, `%cluster_*` / `%clusterid` / `%nclusterid`, loads and stores of another block's shared memory |
 //! | [`warp`] | `shfl.sync`, `vote.sync`, `match.sync`, `activemask`, `redux.sync`, `fns` |
 //! | [`memory`] | `ld`/`st` of shared, constant and generic memory, `cvta`, `isspacep`, the PTX variables of `shared!`, `constant!`, `global!` |
 //! | [`async_copy`] | `cp.async` |
@@ -69,6 +70,7 @@
 pub mod async_copy;
 pub mod atomic;
 pub mod barrier;
+pub mod cluster;
 pub mod control;
 pub mod fence;
 pub mod fp;
@@ -88,6 +90,7 @@ mod cpu;
 pub use async_copy::*;
 pub use atomic::*;
 pub use barrier::*;
+pub use cluster::*;
 pub use control::*;
 #[cfg(not(target_arch = "nvptx64"))]
 pub(crate) use cpu::mark_instruction;

@@ -102,13 +102,13 @@ sreg_asm! {
 }
 
 /// `%cluster_ctarank`: this block's rank in its thread-block cluster (sm_90+). A launch without
-/// clusters, PTX below sm_90 and the CPU device (which has no cluster launches yet) make every
-/// block a cluster of one: 0.
+/// clusters and PTX below sm_90 make every block a cluster of one: 0. On the CPU device, the
+/// rank in the launch's clusters (`cohort_cpu::cluster_rank`).
 #[inline(always)]
 #[must_use]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn cluster_ctarank() -> u32 {
-    on_device!("cluster_ctarank" => { cluster_reg::ctarank() } host => { 0 })
+    on_device!("cluster_ctarank" => { cluster_reg::ctarank() } host => { cohort_cpu::cluster_rank() })
 }
 
 /// `%cluster_nctarank`: the number of blocks in this block's cluster (sm_90+); 1 where every
@@ -117,7 +117,7 @@ pub fn cluster_ctarank() -> u32 {
 #[must_use]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn cluster_nctarank() -> u32 {
-    on_device!("cluster_nctarank" => { cluster_reg::nctarank() } host => { 1 })
+    on_device!("cluster_nctarank" => { cluster_reg::nctarank() } host => { cohort_cpu::cluster_dim().volume() as u32 })
 }
 
 /// The cluster registers where the PTX has them (sm_90+).

@@ -674,6 +674,21 @@ impl Backend for Cpu {
         Ok((grid.max(1), block))
     }
 
+    unsafe fn max_active_clusters(&self, _f: FuncH, info: &FuncInfo, config: &LaunchConfig) -> Done<u32> {
+        // The engine runs the blocks of a cluster launch all at once.
+        let threads = config.block.volume();
+        let smem_ok = u64::from(config.shared_mem_bytes) <= cohort_cpu::SHARED_CAPACITY as u64;
+        if !smem_ok || threads > u64::from(info.max_threads_per_block) || threads > 1024 {
+            return Ok(0);
+        }
+        let all = cohort_cpu::max_coresident_blocks(threads as u32);
+        Ok((all / config.cluster.volume().max(1)).min(u64::from(u32::MAX)) as u32)
+    }
+
+    unsafe fn allow_non_portable_cluster(&self, _f: FuncH) -> Done {
+        Ok(())
+    }
+
     fn coresident_limit(&self, block_threads: u32) -> Option<u64> {
         // The engine's own limit, exactly (not rounded to a per-core share).
         Some(cohort_cpu::max_coresident_blocks(block_threads))
@@ -703,10 +718,17 @@ impl Backend for Cpu {
         let (g, b) = (config.grid, config.block);
         let mut spec =
             cohort_cpu::LaunchSpec::new((g.x, g.y, g.z), (b.x, b.y, b.z)).dynamic_shared(config.shared_mem_bytes);
-        if mode == LaunchMode::Cooperative {
-            spec = spec.cooperative();
-        } else if host.fast_path {
-            spec = spec.fast_path();
+        match mode {
+            LaunchMode::Cooperative => spec = spec.cooperative(),
+            LaunchMode::Cluster { cooperative } => {
+                let c = config.cluster;
+                spec = spec.cluster((c.x, c.y, c.z));
+                if cooperative {
+                    spec = spec.cooperative();
+                }
+            }
+            _ if host.fast_path => spec = spec.fast_path(),
+            _ => {}
         }
         let options = cpu_options();
         if let Some(seed) = options.random_schedule {

@@ -543,6 +543,21 @@ impl Backend for Cuda {
         Ok(n.max(0) as u32)
     }
 
+    unsafe fn max_active_clusters(&self, f: FuncH, _info: &FuncInfo, config: &LaunchConfig) -> Done<u32> {
+        let mut attr = cluster_attr(config.cluster);
+        let cfg = ex_config(config, std::ptr::null_mut(), &raw mut attr, 1);
+        let mut n: std::ffi::c_int = 0;
+        // SAFETY: live function handle; `cfg` and its attribute live through the call.
+        done(unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, function(f), &raw const cfg) })?;
+        Ok(n.max(0) as u32)
+    }
+
+    unsafe fn allow_non_portable_cluster(&self, f: FuncH) -> Done {
+        let a = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED;
+        // SAFETY: the caller's contract.
+        Ok(unsafe { result::function::set_function_attribute(function(f), a, 1) }?)
+    }
+
     unsafe fn suggested_block_size(&self, f: FuncH, _info: &FuncInfo, smem: u32) -> Done<(u32, u32)> {
         let (mut grid, mut block) = (0, 0);
         // SAFETY: live function handle; no per-block-size callback.
@@ -584,6 +599,24 @@ impl Backend for Cuda {
                     sys::cuLaunchCooperativeKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, smem, s, params.as_mut_ptr())
                 }
                 LaunchMode::Programmatic => launch_programmatic(f, config, s, params.as_mut_ptr()),
+                // A cluster of one is every launch's: the plain calls (which older GPUs take too).
+                LaunchMode::Cluster { cooperative: false } if config.cluster.volume() == 1 => sys::cuLaunchKernel(
+                    f,
+                    g.x,
+                    g.y,
+                    g.z,
+                    b.x,
+                    b.y,
+                    b.z,
+                    smem,
+                    s,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                ),
+                LaunchMode::Cluster { cooperative: true } if config.cluster.volume() == 1 => {
+                    sys::cuLaunchCooperativeKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, smem, s, params.as_mut_ptr())
+                }
+                LaunchMode::Cluster { cooperative } => launch_cluster(f, config, cooperative, s, params.as_mut_ptr()),
             }
         })
     }
@@ -635,6 +668,62 @@ unsafe fn launch_programmatic(
     };
     // SAFETY: the caller's contract; `cfg` and the attribute it points at live through the
     // call (the driver copies them).
+    unsafe { sys::cuLaunchKernelEx(&raw const cfg, f, params, std::ptr::null_mut()) }
+}
+
+/// The cluster-dimension launch attribute of `dims`.
+fn cluster_attr(dims: crate::launch::Dim3) -> sys::CUlaunchAttribute {
+    // SAFETY: a plain C struct and union of integers, for which all zeros is a valid value.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = dims.x;
+    attr.value.clusterDim.y = dims.y;
+    attr.value.clusterDim.z = dims.z;
+    attr
+}
+
+/// A `CUlaunchConfig` of `config` on `stream` with `n` attributes at `attrs`.
+fn ex_config(
+    config: &LaunchConfig,
+    stream: sys::CUstream,
+    attrs: *mut sys::CUlaunchAttribute,
+    n: u32,
+) -> sys::CUlaunchConfig {
+    let (g, b) = (config.grid, config.block);
+    sys::CUlaunchConfig {
+        gridDimX: g.x,
+        gridDimY: g.y,
+        gridDimZ: g.z,
+        blockDimX: b.x,
+        blockDimY: b.y,
+        blockDimZ: b.z,
+        sharedMemBytes: config.shared_mem_bytes,
+        hStream: stream,
+        attrs,
+        numAttrs: n,
+    }
+}
+
+/// `cuLaunchKernelEx` of `f` with `config` in clusters of `config.cluster` blocks, and
+/// cooperative if asked.
+///
+/// # Safety
+/// As `cuLaunchKernel`; the configuration passed the cluster checks (and the cooperative ones
+/// if `cooperative`).
+unsafe fn launch_cluster(
+    f: sys::CUfunction,
+    config: LaunchConfig,
+    cooperative: bool,
+    stream: sys::CUstream,
+    params: *mut *mut c_void,
+) -> CUresult {
+    // SAFETY: as in `cluster_attr`.
+    let mut coop: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    coop.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    coop.value.cooperative = 1;
+    let mut attrs = [cluster_attr(config.cluster), coop];
+    let cfg = ex_config(&config, stream, attrs.as_mut_ptr(), if cooperative { 2 } else { 1 });
+    // SAFETY: the caller's contract; `cfg` and the attributes it points at live through the call.
     unsafe { sys::cuLaunchKernelEx(&raw const cfg, f, params, std::ptr::null_mut()) }
 }
 

@@ -196,6 +196,13 @@ pub(crate) enum LaunchMode {
     /// `cuLaunchKernelEx` with programmatic stream serialization (PDL): the kernel may start
     /// before the work before it on the stream has finished, and waits for it itself.
     Programmatic,
+    /// `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` (the configuration's
+    /// `cluster`) and, if `cooperative`, `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`: a
+    /// `#[kernel(cluster)]` kernel's launch (the CPU device: a cluster launch of the engine).
+    Cluster {
+        /// Also cooperative (every block resident at once; grid sync).
+        cooperative: bool,
+    },
 }
 
 /// A fill value of a stream-ordered memset: 8, 16 or 32 bits.
@@ -419,6 +426,13 @@ pub(crate) trait Backend: Send + Sync {
     fn coresident_limit(&self, _block_threads: u32) -> Option<u64> {
         None
     }
+    /// How many clusters of `config.cluster` blocks of `config.block` threads and
+    /// `config.shared_mem_bytes` bytes can be resident at once (`cuOccupancyMaxActiveClusters`);
+    /// 0: not even one.
+    unsafe fn max_active_clusters(&self, f: FuncH, info: &FuncInfo, config: &LaunchConfig) -> Done<u32>;
+    /// Allows cluster sizes above the portable 8 blocks for `f`
+    /// (`CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`).
+    unsafe fn allow_non_portable_cluster(&self, f: FuncH) -> Done;
     /// Whether a programmatic (PDL) launch can overlap the work before it.
     fn programmatic_overlap(&self) -> bool {
         true

@@ -46,6 +46,10 @@ pub struct Function {
     pub(super) cooperative: bool,
     /// The block shape the kernel's `BlockShape` parameter requires, if it has one.
     pub(super) required_block: Option<Dim3>,
+    /// Whether it is a `#[kernel(cluster)]` kernel (launched through `LaunchMode::Cluster`).
+    pub(super) cluster: bool,
+    /// Whether the non-portable cluster size attribute was set.
+    non_portable: std::sync::atomic::AtomicBool,
     pub(super) attrs: FunctionAttributes,
     dyn_smem_limit: AtomicU32,
     occupancy: Mutex<Vec<(u32, u32, u32)>>,
@@ -105,6 +109,8 @@ impl Function {
             name: Arc::from(name),
             cooperative,
             required_block: None,
+            cluster: false,
+            non_portable: std::sync::atomic::AtomicBool::new(false),
             attrs,
             dyn_smem_limit: AtomicU32::new(info.max_dynamic_shared),
             occupancy: Mutex::new(Vec::new()),
@@ -480,6 +486,104 @@ impl Function {
     ) -> Result<()> {
         // SAFETY: the caller's contract; co-residency is checked first; the tracker orders it.
         unsafe { self.launch_with(Launch::Cooperative, stream, config, params, Some(uses)) }
+    }
+
+    /// Whether this is a `#[kernel(cluster)]` kernel, which may be launched in clusters of
+    /// several blocks ([`LaunchConfig::with_cluster`]).
+    #[must_use]
+    pub fn is_cluster(&self) -> bool {
+        self.cluster
+    }
+
+    /// How many clusters of `config.cluster` blocks (of `config.block` threads and
+    /// `config.shared_mem_bytes` of dynamic shared memory) can be resident at once
+    /// (`cuOccupancyMaxActiveClusters`).
+    ///
+    /// # Errors
+    /// A driver failure.
+    pub fn max_active_clusters(&self, config: &LaunchConfig) -> Result<u32> {
+        self.module.gpu.bind()?;
+        self.ensure_dynamic_smem(config.shared_mem_bytes)?;
+        if config.cluster.volume() > 8 {
+            self.allow_non_portable()?;
+        }
+        // SAFETY: live function handle.
+        unsafe { self.module.gpu.backend.max_active_clusters(self.raw, &self.info(), config) }
+            .map_err(|fault| fault.into_error(format!("cluster occupancy of kernel `{}`", self.name)))
+    }
+
+    fn allow_non_portable(&self) -> Result<()> {
+        if self.non_portable.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        // SAFETY: live function handle.
+        unsafe { self.module.gpu.backend.allow_non_portable_cluster(self.raw) }.map_err(|fault| {
+            fault.into_error(format!("allowing non-portable cluster sizes for kernel `{}`", self.name))
+        })?;
+        self.non_portable.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Checks the cluster shape of a launch (the rest of the configuration is checked by the
+    /// launch's own check): a kernel that is not `#[kernel(cluster)]` takes only clusters of one;
+    /// a cluster of several blocks needs a device and a loaded module with clusters (sm_90),
+    /// must divide the grid, have at most 8 blocks (16 with the non-portable size, which this
+    /// allows), and one cluster must fit on the device at once.
+    pub(super) fn check_cluster(&self, config: &LaunchConfig) -> Result<()> {
+        let c = config.cluster;
+        let one = Dim3::new(1, 1, 1);
+        if c == one {
+            return Ok(());
+        }
+        let why = |reason: String| Err(self.invalid(config, reason));
+        if !self.cluster {
+            return why(format!(
+                "a launch in clusters of ({},{},{}) blocks of a kernel that is not `#[kernel(cluster)]`: its entry \
+                 has no cluster protocol (blocks could exit while another reads their shared memory); declare it \
+                 `#[kernel(cluster)]`, or launch it without `with_cluster`",
+                c.x, c.y, c.z
+            ));
+        }
+        if c.x == 0 || c.y == 0 || c.z == 0 {
+            return why("a cluster dimension is 0".into());
+        }
+        let info = &self.module.gpu.info;
+        if info.cc() < 90 {
+            return why(format!(
+                "{} (compute capability {}.{}) has no thread-block clusters (sm_90 and later); only clusters of one",
+                info.name, info.compute_capability.0, info.compute_capability.1
+            ));
+        }
+        if self.module.ptx.arch < 90 {
+            return why(format!(
+                "the module was loaded as sm_{} PTX, which has no thread-block clusters (sm_90 and later)",
+                self.module.ptx.arch
+            ));
+        }
+        let g = config.grid;
+        for (axis, gd, cd) in [("x", g.x, c.x), ("y", g.y, c.y), ("z", g.z, c.z)] {
+            if gd % cd != 0 {
+                return why(format!("the cluster's {axis} = {cd} does not divide the grid's {axis} = {gd}"));
+            }
+        }
+        let blocks = c.volume();
+        if blocks > 16 {
+            return why(format!(
+                "a cluster of {blocks} blocks exceeds the limit of 16 (8 portable, 16 with the non-portable size)"
+            ));
+        }
+        self.check(config)?;
+        let n = self.max_active_clusters(config)?;
+        if n == 0 {
+            return why(format!(
+                "not one cluster of {blocks} blocks of {} threads with {} B of dynamic + {} B of static shared memory \
+                 fits on the device at once (cuOccupancyMaxActiveClusters is 0)",
+                config.block.volume(),
+                config.shared_mem_bytes,
+                self.attrs.static_shared_bytes
+            ));
+        }
+        Ok(())
     }
 
     /// Checks a plain (or programmatic) launch: the kernel is not cooperative, and the

@@ -105,16 +105,19 @@ impl Function {
         let mode = match launch {
             Launch::Plain => {
                 self.check_plain(config)?;
-                LaunchMode::Plain
+                self.check_cluster(config)?;
+                if self.cluster { LaunchMode::Cluster { cooperative: false } } else { LaunchMode::Plain }
             }
             Launch::Programmatic => {
                 let mode = self.programmatic_mode()?;
                 self.check_plain(config)?;
+                self.check_cluster(config)?;
                 mode
             }
             Launch::Cooperative => {
                 self.check_cooperative(config)?;
-                LaunchMode::Cooperative
+                self.check_cluster(config)?;
+                if self.cluster { LaunchMode::Cluster { cooperative: true } } else { LaunchMode::Cooperative }
             }
         };
         crate::peer::check_launch(&self.name, &self.module.gpu, &stream.inner.gpu, uses)?;

@@ -211,6 +211,7 @@ impl Module {
         check_abi(self.inner.set, index, name, abi)?;
         let mut f = Function::new(self, name, cooperative)?;
         f.required_block = crate::abi::required_block(abi).map(|[x, y, z]| Dim3::new(x, y, z));
+        f.cluster = crate::abi::cluster(abi);
         // A dependent kernel's record (the same as the module's, checked above): may it be
         // launched programmatically, and does the loaded entry wait? (`crate::pdl`)
         f.programmatic = crate::pdl::classify(

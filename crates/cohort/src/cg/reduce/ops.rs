@@ -20,6 +20,33 @@ pub trait ReduceOp<T>: Copy {
         let _ = (mask, v);
         None
     }
+    /// Which atomic read-modify-write does this op (`reduce_update_async`'s fast path); a
+    /// closure has none (a compare-and-swap loop applies it).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn atomic_kind(self) -> AtomicKind {
+        AtomicKind::Other
+    }
+}
+
+/// The atomic read-modify-write equal to a [`ReduceOp`] (see [`ReduceOp::atomic_kind`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicKind {
+    /// `plus`: `fetch_add`.
+    Add,
+    /// `less`: `fetch_min` (integers).
+    Min,
+    /// `greater`: `fetch_max` (integers).
+    Max,
+    /// `bit_and`: `fetch_and`.
+    And,
+    /// `bit_or`: `fetch_or`.
+    Or,
+    /// `bit_xor`: `fetch_xor`.
+    Xor,
+    /// Any other op: a compare-and-swap loop.
+    Other,
 }
 
 impl<T, F: Fn(T, T) -> T + Copy> ReduceOp<T> for F {
@@ -68,7 +95,7 @@ fn redux_32<T: 'static + Copy>(
 }
 
 macro_rules! ops {
-    ($($(#[$m:meta])* $name:ident: $bound:ident, |$a:ident, $b:ident| $e:expr, $ru:path, $ri:path;)*) => {$(
+    ($($(#[$m:meta])* $name:ident: $bound:ident, |$a:ident, $b:ident| $e:expr, $ru:path, $ri:path, $kind:ident;)*) => {$(
         $(#[$m])*
         #[allow(non_camel_case_types)]
         #[derive(Clone, Copy, Debug, Default)]
@@ -84,6 +111,10 @@ macro_rules! ops {
             #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             fn redux(self, mask: u32, v: T) -> Option<T> {
                 redux_32(mask, v, $ru, $ri)
+            }
+            #[inline(always)]
+            fn atomic_kind(self) -> AtomicKind {
+                AtomicKind::$kind
             }
         }
     )*};
@@ -122,16 +153,16 @@ unsafe fn redux_add_i32(m: u32, v: i32) -> i32 {
 
 ops! {
     /// `cg::plus`: `a + b` (wrapping for integers, as on the device without overflow checks).
-    plus: AddSelf, |a, b| a + b, raw::redux_sync_add_u32, redux_add_i32;
+    plus: AddSelf, |a, b| a + b, raw::redux_sync_add_u32, redux_add_i32, Add;
     /// `cg::less`: the smaller (`if b < a { b } else { a }`), as CUDA's `cg::less` returns the
     /// value, not a bool.
-    less: PartialOrd, |a, b| if b < a { b } else { a }, raw::redux_sync_min_u32, raw::redux_sync_min_s32;
+    less: PartialOrd, |a, b| if b < a { b } else { a }, raw::redux_sync_min_u32, raw::redux_sync_min_s32, Min;
     /// `cg::greater`: the larger (`if a < b { b } else { a }`).
-    greater: PartialOrd, |a, b| if a < b { b } else { a }, raw::redux_sync_max_u32, raw::redux_sync_max_s32;
+    greater: PartialOrd, |a, b| if a < b { b } else { a }, raw::redux_sync_max_u32, raw::redux_sync_max_s32, Max;
     /// `cg::bit_and`: `a & b`.
-    bit_and: BitAndSelf, |a, b| a & b, raw::redux_sync_and_b32, redux_and_i32;
+    bit_and: BitAndSelf, |a, b| a & b, raw::redux_sync_and_b32, redux_and_i32, And;
     /// `cg::bit_or`: `a | b`.
-    bit_or: BitOrSelf, |a, b| a | b, raw::redux_sync_or_b32, redux_or_i32;
+    bit_or: BitOrSelf, |a, b| a | b, raw::redux_sync_or_b32, redux_or_i32, Or;
     /// `cg::bit_xor`: `a ^ b`.
-    bit_xor: BitXorSelf, |a, b| a ^ b, raw::redux_sync_xor_b32, redux_xor_i32;
+    bit_xor: BitXorSelf, |a, b| a ^ b, raw::redux_sync_xor_b32, redux_xor_i32, Xor;
 }
