@@ -169,6 +169,8 @@ impl ClusterGroup {
         rank: u32,
     ) -> RemoteArray<T, N> {
         const { assert!(size_of::<T>() % 4 == 0 && align_of::<T>() >= 4, "remote elements are whole 32-bit words") };
+        // `store_own` and `load` move a `T` as 32-bit words: every byte must be a field's.
+        crate::assert_no_padding::<T>();
         let blocks = self.num_blocks();
         assert!(rank < blocks, "cluster rank out of range");
         let local = crate::shared::generic_from_shared(array.as_slice().shared_addr());
@@ -193,6 +195,8 @@ impl ClusterGroup {
     #[must_use]
     pub fn map_shared_rank_slice<T: DeviceCopy>(&self, slice: &SharedSlice<T>, rank: u32) -> RemoteSlice<T> {
         const { assert!(size_of::<T>() % 4 == 0 && align_of::<T>() >= 4, "remote elements are whole 32-bit words") };
+        // As in `map_shared_rank`: a `T` moves as 32-bit words.
+        crate::assert_no_padding::<T>();
         let blocks = self.num_blocks();
         assert!(rank < blocks, "cluster rank out of range");
         let len = slice.len();
@@ -316,7 +320,7 @@ impl<T: DeviceCopy, const N: usize> RemoteArray<T, N> {
         while w < size_of::<T>() / 4 {
             // SAFETY: inside element `i` (< N: `me < blocks`, `j < part`), 4-byte aligned, of a
             // live block's array (as `load`); the read stays inside `v`, whose bytes are all
-            // initialized (`DeviceCopy` types have no padding).
+            // initialized (no padding: asserted when the view was made).
             unsafe { raw::st_dsmem_b32(at + 4 * w as u64, p.add(w).read()) };
             w += 1;
         }
@@ -563,7 +567,7 @@ unsafe fn store_words<T: DeviceCopy>(at: u64, v: T) {
     let mut w = 0;
     while w < size_of::<T>() / 4 {
         // SAFETY: inside the element (the caller); the read inside `v`, all of whose bytes are
-        // initialized (`DeviceCopy` types have no padding).
+        // initialized (no padding: asserted when the view was made).
         unsafe { raw::st_dsmem_b32(at + 4 * w as u64, p.add(w).read()) };
         w += 1;
     }
