@@ -95,6 +95,13 @@ pub enum CheckKind {
     /// An address that is not in global memory given to an operation that reads global memory
     /// only (`memcpy_async`'s source, which `cp.async` would fault on); no numbers.
     NotGlobal = 11,
+    /// A wait for a phase of an asynchronous barrier (`cg::AsyncBarrier`) that did not
+    /// complete in time: numbers are the milliseconds waited and the phase's number.
+    AsyncBarrier = 12,
+    /// A misused asynchronous barrier (`cg::AsyncBarrier`): number 1, its scope entered again
+    /// while live (a nested `scope` of the same barrier); 2, a thread arrived on a phase it had
+    /// arrived on already (a token forgotten); 3, an arrival after `arrive_and_drop`.
+    AsyncBarrierMisuse = 13,
 }
 
 impl CheckKind {
@@ -113,6 +120,8 @@ impl CheckKind {
             9 => Some(Self::GridSiteSameSite),
             10 => Some(Self::PhaseBlock),
             11 => Some(Self::NotGlobal),
+            12 => Some(Self::AsyncBarrier),
+            13 => Some(Self::AsyncBarrierMisuse),
             _ => None,
         }
     }
@@ -272,6 +281,23 @@ impl core::fmt::Display for CheckText<'_> {
                 f,
                 "`{op}`: the source is not in global memory (cp.async reads only global memory: a kernel parameter \
                  slice or a `global!` variable, not a thread's local array, a `constant!` or shared memory)"
+            ),
+            CheckKind::AsyncBarrier => write!(
+                f,
+                "`{op}` waited {} ms for phase {} of an asynchronous barrier, which did not complete: a thread of \
+                 the block did not arrive (it exited, or waits elsewhere), or the bytes a copy announced never landed",
+                self.a, self.b
+            ),
+            CheckKind::AsyncBarrierMisuse => write!(
+                f,
+                "`{op}`: {}",
+                match self.a {
+                    1 => "the asynchronous barrier's scope was entered again while it is live (a nested `scope` of \
+                          the same barrier would initialise it twice)",
+                    2 => "this thread arrived on the asynchronous barrier again before waiting for the phase it \
+                          arrived on (a token was forgotten)",
+                    _ => "this thread arrived on the asynchronous barrier after `arrive_and_drop`",
+                }
             ),
             CheckKind::MultiGrid => write!(
                 f,

@@ -155,6 +155,7 @@ mod device_launch;
 mod engine;
 mod error;
 mod hook;
+mod mbarrier;
 mod ops;
 mod print;
 mod sched;
@@ -169,6 +170,10 @@ pub use ctx::{
 };
 pub use device_launch::{
     DeviceLaunch, Entry, MAX_DEPTH, Refusal, is_global, register_global, unregister_global, with_launch_budget,
+};
+pub use mbarrier::{
+    MBARRIER_MAX_COUNT, MBARRIER_MAX_TX, mbarrier_arrive, mbarrier_complete_tx, mbarrier_expect_tx, mbarrier_init,
+    mbarrier_inval, mbarrier_test_wait,
 };
 pub use engine::{MAX_COOPERATIVE_THREADS, launch, launch_typed, max_coresident_blocks};
 pub use error::{CpuError, Elsewhere, ThreadAt};

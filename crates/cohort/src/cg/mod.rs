@@ -56,6 +56,7 @@
 //! `cohort_runtime::MultiGrid`: [`MultiGridGroup`] (`sync`, `num_grids`, `grid_rank`,
 //! `thread_rank`, `num_threads`). Not yet supported: the Hopper `thread_block_cluster` group.
 
+mod async_barrier;
 mod coalesced;
 pub(crate) mod grid;
 mod grid_vec;
@@ -66,6 +67,7 @@ mod reduce;
 pub(crate) mod shfl;
 mod tile;
 
+pub use async_barrier::{Arrival, AsyncBarrier, AsyncBarrierStatic, Transfer};
 pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled_partition};
 pub use grid::{Grid, GridGroup, this_grid};
 pub use grid_vec::{GridVec, GridVecView};
