@@ -27,6 +27,7 @@
 //! | `cg::exclusive_scan_update(g, atomic, v)`, `inclusive_scan_update` | [`exclusive_scan_update`], [`inclusive_scan_update`] |
 //! | `cg::plus<T>`, `less`, `greater`, `bit_and`, `bit_or`, `bit_xor` | [`plus`], [`less`], [`greater`], [`bit_and`], [`bit_or`], [`bit_xor`] (or any closure) |
 //! | `cg::memcpy_async(g, dst, src, bytes)`, `cg::wait(g)`, `cg::wait_prior<N>(g)` | [`memcpy_async`] → [`AsyncCopy::wait`] (the destination comes back from the wait); [`AsyncCopies`] for several copies in flight |
+//! | `cuda::barrier<thread_scope_block>` (`mbarrier`), `cuda::memcpy_async(…, barrier)`, the sm_90 bulk copy | [`AsyncBarrier`] in a [`scope`](AsyncBarrierStatic::scope) of an [`async_barrier!`](crate::async_barrier) static: [`Arrival`], [`Transfer`] (see [`AsyncBarrier`]'s module docs in `cg/async_barrier.rs`) |
 //! | `cg::sync(g)`, `cg::thread_rank(g)`, `cg::num_threads(g)` | [`sync`], [`thread_rank`], [`num_threads`] |
 //! | (grid-wide reduction by hand) | [`reduce_grid`] with a [`GridScratch`] |
 //!
