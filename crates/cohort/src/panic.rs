@@ -292,9 +292,11 @@ impl core::fmt::Display for CheckText<'_> {
                 f,
                 "`{op}`: {}",
                 match self.a {
-                    1 => "the asynchronous barrier's scope was entered again while it is live (a nested `scope` of \
+                    1 =>
+                        "the asynchronous barrier's scope was entered again while it is live (a nested `scope` of \
                           the same barrier would initialise it twice)",
-                    2 => "this thread arrived on the asynchronous barrier again before waiting for the phase it \
+                    2 =>
+                        "this thread arrived on the asynchronous barrier again before waiting for the phase it \
                           arrived on (a token was forgotten)",
                     _ => "this thread arrived on the asynchronous barrier after `arrive_and_drop`",
                 }

@@ -171,12 +171,12 @@ pub use ctx::{
 pub use device_launch::{
     DeviceLaunch, Entry, MAX_DEPTH, Refusal, is_global, register_global, unregister_global, with_launch_budget,
 };
+pub use engine::{MAX_COOPERATIVE_THREADS, launch, launch_typed, max_coresident_blocks};
+pub use error::{CpuError, Elsewhere, ThreadAt};
 pub use mbarrier::{
     MBARRIER_MAX_COUNT, MBARRIER_MAX_TX, mbarrier_arrive, mbarrier_complete_tx, mbarrier_expect_tx, mbarrier_init,
     mbarrier_inval, mbarrier_test_wait,
 };
-pub use engine::{MAX_COOPERATIVE_THREADS, launch, launch_typed, max_coresident_blocks};
-pub use error::{CpuError, Elsewhere, ThreadAt};
 pub use ops::{
     activemask, ballot, barrier_named, grid_sync, match_all_u32, match_all_u64, match_any_u32, match_any_u64,
     redux_i32, redux_u32, shfl, shfl_c, shfl_down, shfl_idx, shfl_up, shfl_xor, sync_threads, sync_threads_and,

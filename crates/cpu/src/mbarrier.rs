@@ -56,7 +56,9 @@ fn with_bar<R>(op: &'static str, addr: u32, site: &'static Location<'static>, f:
             ctx::misuse(
                 op,
                 site,
-                format!("no initialised mbarrier at shared address {addr:#x} (used before `mbarrier.init` or after `mbarrier.inval`)"),
+                format!(
+                    "no initialised mbarrier at shared address {addr:#x} (used before `mbarrier.init` or after `mbarrier.inval`)"
+                ),
             )
         }
     }
@@ -85,7 +87,9 @@ pub fn mbarrier_init(addr: u32, count: u32) {
         ctx::misuse(
             "mbarrier_init",
             site,
-            format!("the mbarrier at shared address {addr:#x} is initialised again while live (first initialised at {first})"),
+            format!(
+                "the mbarrier at shared address {addr:#x} is initialised again while live (first initialised at {first})"
+            ),
         );
     }
     let zero = vec![0; n];
@@ -189,11 +193,21 @@ pub fn mbarrier_expect_tx(addr: u32, tx: u32) {
 }
 
 /// What a bulk or tensor copy does as its `bytes` land (`complete_tx::bytes`): lowers the
-/// current phase's transaction count, completing the phase if its arrivals are all in.
+/// current phase's transaction count, completing the phase if its arrivals are all in. Called
+/// by the thread that issued the copy, after writing its bytes: for the race check, the phase
+/// releases them (as an arrival releases the arriving thread's accesses).
 #[track_caller]
 pub fn mbarrier_complete_tx(addr: u32, bytes: u32) {
     let site = Location::caller();
+    let c = current();
+    // The copy was made by this thread (the one that issued it): the phase releases its writes.
+    let clock = block_of(&c).race.borrow_mut().as_mut().map(|r| r.release_row(c.rank));
     let res = with_bar("mbarrier_complete_tx", addr, site, |b| {
+        if let Some(clock) = &clock {
+            for (r, v) in b.release.iter_mut().zip(clock) {
+                *r = (*r).max(*v);
+            }
+        }
         b.tx -= i64::from(bytes);
         if b.tx < -MBARRIER_MAX_TX {
             return Some(format!("{} transaction bytes completed beyond what the phase expects", -b.tx));

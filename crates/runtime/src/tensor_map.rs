@@ -222,7 +222,10 @@ impl<const RANK: usize> TensorMapSpec<RANK> {
             return err("tensorRank", format!("must be in 1..={MAX_RANK} (is {RANK})"));
         }
         if !matches!(elem_size, 1 | 2 | 4 | 8) {
-            return err("tensorDataType", format!("elements of {elem_size} bytes have no tensor map data type (1, 2, 4 or 8)"));
+            return err(
+                "tensorDataType",
+                format!("elements of {elem_size} bytes have no tensor map data type (1, 2, 4 or 8)"),
+            );
         }
         if self.interleave != Interleave::None {
             if RANK < 3 {
@@ -266,7 +269,9 @@ impl<const RANK: usize> TensorMapSpec<RANK> {
         {
             return err(
                 "swizzle",
-                format!("the inner box row (boxDim[0] × element size = {inner} bytes) must not exceed the swizzle span ({span} bytes)"),
+                format!(
+                    "the inner box row (boxDim[0] × element size = {inner} bytes) must not exceed the swizzle span ({span} bytes)"
+                ),
             );
         }
         if self.oob_fill == OobFill::Nan && !float {

@@ -221,12 +221,22 @@ impl<'b> AsyncBarrier<'b> {
     /// If `dst` is shorter than `src`, or `src` is not in global memory.
     #[inline(always)]
     #[track_caller]
-    pub fn memcpy_async<'d, T: DeviceCopy>(&mut self, dst: &'d mut SharedSlice<T>, src: &[T]) -> Transfer<'b, '_, 'd, T> {
+    pub fn memcpy_async<'d, T: DeviceCopy>(
+        &mut self,
+        dst: &'d mut SharedSlice<T>,
+        src: &[T],
+    ) -> Transfer<'b, '_, 'd, T> {
         self.before_arrival("AsyncBarrier::memcpy_async");
         super::memcpy::check_copy(dst, src);
         let rank = crate::thread::thread_rank_in_block();
         let n = crate::thread::block_size();
-        super::memcpy::copy(dst.shared_addr(), src.as_ptr() as u64, core::mem::size_of_val(src) as u64, rank.into(), n.into());
+        super::memcpy::copy(
+            dst.shared_addr(),
+            src.as_ptr() as u64,
+            core::mem::size_of_val(src) as u64,
+            rank.into(),
+            n.into(),
+        );
         // SAFETY: live barrier, this thread's arrival not yet made (`before_arrival`): the
         // copies' arrival raises the pending count first, then this thread arrives itself.
         unsafe {
@@ -251,7 +261,10 @@ impl<'b> AsyncBarrier<'b> {
     pub fn bulk_copy<'d, T: DeviceCopy>(&mut self, dst: &'d mut SharedSlice<T>, src: &[T]) -> Transfer<'b, '_, 'd, T> {
         let bytes = core::mem::size_of_val(src);
         assert!(bytes.is_multiple_of(16), "bulk_copy: the size ({bytes} bytes) is not a multiple of 16 bytes");
-        assert!(bytes < 1 << 20, "bulk_copy: the size ({bytes} bytes) is not below 2^20 bytes (a barrier phase counts at most 2^20 - 1)");
+        assert!(
+            bytes < 1 << 20,
+            "bulk_copy: the size ({bytes} bytes) is not below 2^20 bytes (a barrier phase counts at most 2^20 - 1)"
+        );
         assert!(
             dst.shared_addr().is_multiple_of(16) && (src.as_ptr() as usize).is_multiple_of(16),
             "bulk_copy: the source and destination must be 16-byte aligned"
@@ -275,7 +288,12 @@ impl<'b> AsyncBarrier<'b> {
                 unsafe {
                     let _ = raw::mbarrier_arrive_expect_tx_shared(self.addr, bytes as u32);
                     if bytes != 0 {
-                        raw::cp_async_bulk_shared_global(dst.shared_addr(), src.as_ptr() as u64, bytes as u32, self.addr);
+                        raw::cp_async_bulk_shared_global(
+                            dst.shared_addr(),
+                            src.as_ptr() as u64,
+                            bytes as u32,
+                            self.addr,
+                        );
                     }
                 }
             } else {
