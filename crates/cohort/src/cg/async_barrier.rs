@@ -87,14 +87,17 @@ impl AsyncBarrierStatic {
 #[macro_export]
 macro_rules! async_barrier {
     ($($(#[$m:meta])* $vis:vis static $name:ident;)*) => {$(
-        // The storage, in a module of the same name (modules and statics are apart).
+        // The storage, private to a module of the same name (modules and statics are apart),
+        // so that no `SharedArray` handle to a live barrier's words can be made; the barrier
+        // itself is brought out under the static's name.
         #[doc(hidden)]
         #[allow(non_snake_case)]
         $vis mod $name {
-            $crate::shared! { pub static STORAGE: [u64; 2]; }
+            $crate::shared! { static STORAGE: [u64; 2]; }
+            $(#[$m])*
+            pub static BARRIER: $crate::cg::AsyncBarrierStatic = $crate::cg::AsyncBarrierStatic::__new(&STORAGE);
         }
-        $(#[$m])*
-        $vis static $name: $crate::cg::AsyncBarrierStatic = $crate::cg::AsyncBarrierStatic::__new(&$name::STORAGE);
+        $vis use $name::BARRIER as $name;
     )*};
 }
 
