@@ -103,6 +103,7 @@
 //! | `activemask` | [`activemask`] |
 //! | `nanosleep`, spin-wait loops (`Mutex::lock_spin`, large tiles' barrier) | [`yield_now`] |
 //! | `shared!` static's address, `shared::dynamic`, `shared_window_base` | [`shared_static`]`(&STATIC as *const _ as usize, size, align)`, [`dynamic_shared`], [`shared_window`] |
+//! | `mbarrier_{init,inval,arrive,arrive_expect_tx,arrive_drop,wait_parity}_shared`, `cp_async_bulk_shared_global` (`cg::AsyncBarrier`) | [`mbarrier_init`], [`mbarrier_inval`], [`mbarrier_arrive`], [`mbarrier_expect_tx`], [`mbarrier_complete_tx`], [`mbarrier_test_wait`] (phases, arrival and transaction counts; misuse named; the race check orders a phase's arrivals before its waits) |
 //! | `cg::GridGroup::sync` | [`grid_sync`] |
 //! | `PanicRecord`, `check::fail_check` | [`CpuError::Panic`], [`CpuError::WarpDivergence`], [`CpuError::BarrierMismatch`] … |
 //! | `#[kernel]` host launcher on the CPU device | [`launch_typed`] with a [`LaunchSpec`] ([`LaunchSpec::fast_path`] when the kernel reaches no collective) |

@@ -11,7 +11,7 @@
 //! `init`): the GPU uses its parity (`.parity` forms), the CPU device the whole number (so it
 //! can tell a wait for a phase long gone).
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
 use core::arch::asm;
 
 use crate::host::on_device;
@@ -143,27 +143,30 @@ pub unsafe fn mbarrier_arrive_drop_shared(addr: u32) {
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn mbarrier_wait_parity_shared(addr: u32, phase: u64) -> bool {
     on_device!("mbarrier_wait_parity_shared" => {
-        let parity = (phase & 1) as u32;
-        let done: u32;
-        #[cfg(target_feature = "sm_90")]
-        // SAFETY: the caller's contract.
-        unsafe {
-            asm!(
-                "{{ .reg .pred %cohort_p; mbarrier.try_wait.parity.shared::cta.b64 %cohort_p, [{a}], {p}; selp.u32 {d}, 1, 0, %cohort_p; }}",
-                a = in(reg32) addr, p = in(reg32) parity, d = out(reg32) done, options(nostack)
-            )
-        }
-        #[cfg(all(target_feature = "sm_80", not(target_feature = "sm_90")))]
-        // SAFETY: the caller's contract.
-        unsafe {
-            asm!(
-                "{{ .reg .pred %cohort_p; mbarrier.test_wait.parity.shared.b64 %cohort_p, [{a}], {p}; selp.u32 {d}, 1, 0, %cohort_p; }}",
-                a = in(reg32) addr, p = in(reg32) parity, d = out(reg32) done, options(nostack)
-            )
+        #[cfg(target_feature = "sm_80")]
+        {
+            let parity = (phase & 1) as u32;
+            let done: u32;
+            #[cfg(target_feature = "sm_90")]
+            // SAFETY: the caller's contract.
+            unsafe {
+                asm!(
+                    "{{ .reg .pred %cohort_p; mbarrier.try_wait.parity.shared::cta.b64 %cohort_p, [{a}], {p}; selp.u32 {d}, 1, 0, %cohort_p; }}",
+                    a = in(reg32) addr, p = in(reg32) parity, d = out(reg32) done, options(nostack)
+                )
+            }
+            #[cfg(not(target_feature = "sm_90"))]
+            // SAFETY: the caller's contract.
+            unsafe {
+                asm!(
+                    "{{ .reg .pred %cohort_p; mbarrier.test_wait.parity.shared.b64 %cohort_p, [{a}], {p}; selp.u32 {d}, 1, 0, %cohort_p; }}",
+                    a = in(reg32) addr, p = in(reg32) parity, d = out(reg32) done, options(nostack)
+                )
+            }
+            done != 0
         }
         #[cfg(not(target_feature = "sm_80"))]
-        { let _ = (addr, parity); done = 1; crate::raw::trap() }
-        done != 0
+        { let _ = (addr, phase); crate::raw::trap() }
     } host => {
         cohort_cpu::mbarrier_test_wait(addr, phase)
     })
