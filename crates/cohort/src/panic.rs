@@ -100,7 +100,10 @@ pub enum CheckKind {
     AsyncBarrier = 12,
     /// A misused asynchronous barrier (`cg::AsyncBarrier`): number 1, its scope entered again
     /// while live (a nested `scope` of the same barrier); 2, a thread arrived on a phase it had
-    /// arrived on already (a token forgotten); 3, an arrival after `arrive_and_drop`.
+    /// arrived on already (a token forgotten); 3, an arrival after `arrive_and_drop`; 4, a bulk
+    /// copy whose size (number 2) is not a multiple of 16 bytes; 5, one of 2^20 bytes or more
+    /// (number 2: the size); 6, a bulk copy's source or destination not 16-byte aligned; 7, a
+    /// scope that threads of the block returned before (number 2: how many).
     AsyncBarrierMisuse = 13,
 }
 
@@ -288,19 +291,32 @@ impl core::fmt::Display for CheckText<'_> {
                  the block did not arrive (it exited, or waits elsewhere), or the bytes a copy announced never landed",
                 self.a, self.b
             ),
-            CheckKind::AsyncBarrierMisuse => write!(
-                f,
-                "`{op}`: {}",
-                match self.a {
-                    1 =>
-                        "the asynchronous barrier's scope was entered again while it is live (a nested `scope` of \
-                          the same barrier would initialise it twice)",
-                    2 =>
-                        "this thread arrived on the asynchronous barrier again before waiting for the phase it \
-                          arrived on (a token was forgotten)",
-                    _ => "this thread arrived on the asynchronous barrier after `arrive_and_drop`",
-                }
-            ),
+            CheckKind::AsyncBarrierMisuse => match self.a {
+                1 => write!(
+                    f,
+                    "`{op}`: the asynchronous barrier's scope was entered again while it is live (a nested `scope` \
+                     of the same barrier would initialise it twice)"
+                ),
+                2 => write!(
+                    f,
+                    "`{op}`: this thread arrived on the asynchronous barrier again before waiting for the phase it \
+                     arrived on (a token was forgotten)"
+                ),
+                3 => write!(f, "`{op}`: this thread arrived on the asynchronous barrier after `arrive_and_drop`"),
+                4 => write!(f, "`{op}`: the size ({} bytes) is not a multiple of 16 bytes", self.b),
+                5 => write!(
+                    f,
+                    "`{op}`: the size ({} bytes) is not below 2^20 bytes (a barrier phase counts at most 2^20 - 1)",
+                    self.b
+                ),
+                6 => write!(f, "`{op}`: the source and destination must be 16-byte aligned"),
+                _ => write!(
+                    f,
+                    "`{op}`: {} thread(s) of the block returned from the kernel before the asynchronous barrier's \
+                     scope (it expects an arrival from every thread of the block, and would wait forever)",
+                    self.b
+                ),
+            },
             CheckKind::MultiGrid => write!(
                 f,
                 "`{op}` waited {} ms and not every one of the {} grids arrived (a grid skipped the multi-grid sync, \

@@ -131,7 +131,9 @@ impl AsyncBarrierStatic {
     ///
     /// # Panics
     /// A nested scope of the same barrier (in checked mode on a GPU, always on the CPU device):
-    /// it would initialise the barrier while live.
+    /// it would initialise the barrier while live. A thread of the block that returned from the
+    /// kernel before the call (in every build: the barrier would wait for its arrivals forever;
+    /// the CPU device reports it at the scope's block barrier).
     #[inline(always)]
     #[track_caller]
     pub fn scope<R>(&'static self, block: &ThreadBlock, f: impl for<'b> FnOnce(&mut AsyncBarrier<'b>) -> R) -> R {
@@ -155,7 +157,17 @@ impl AsyncBarrierStatic {
             // before every use; the block has 1..=1024 threads.
             unsafe { raw::mbarrier_init_shared(addr, crate::thread::block_size()) };
         }
-        crate::sync::barrier_unchecked();
+        // The barrier expects an arrival from every thread of the block in each phase; a thread
+        // that returned from the kernel before this call would never make it, and the block would
+        // wait forever (a block barrier lets exited threads through on a GPU). So the block
+        // barrier that orders the `init` before every use also counts the threads at it, and if
+        // one is missing every thread here ends the kernel before anyone arrives.
+        // SAFETY: every thread of the block that has not exited reaches this call (the
+        // collective's contract); exited ones are let through, counted out, and reported below.
+        let here = unsafe { raw::barrier_sync_count(true) };
+        if here != crate::thread::block_size() {
+            fail_with(7, crate::thread::block_size() - here, "AsyncBarrier::scope");
+        }
         let mut bar = AsyncBarrier { addr, phase: 0, state: 0, _brand: PhantomData };
         let r = f(&mut bar);
         if bar.state & ARRIVED != 0 {
@@ -179,6 +191,14 @@ impl AsyncBarrierStatic {
 #[track_caller]
 fn fail(code: u32, op: &'static str) -> ! {
     crate::panic::fail_check(CheckKind::AsyncBarrierMisuse, op, code, 0, core::panic::Location::caller(), None)
+}
+
+/// As [`fail`], with a number the report shows (a size).
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn fail_with(code: u32, n: u32, op: &'static str) -> ! {
+    crate::panic::fail_check(CheckKind::AsyncBarrierMisuse, op, code, n, core::panic::Location::caller(), None)
 }
 
 impl<'b> AsyncBarrier<'b> {
@@ -240,12 +260,10 @@ impl<'b> AsyncBarrier<'b> {
             rank.into(),
             n.into(),
         );
-        // SAFETY: live barrier, this thread's arrival not yet made (`before_arrival`): the
-        // copies' arrival raises the pending count first, then this thread arrives itself.
-        unsafe {
-            raw::cp_async_mbarrier_arrive_shared(self.addr);
-            let _ = raw::mbarrier_arrive_shared(self.addr);
-        }
+        // SAFETY: live barrier, this thread's arrival not yet made (`before_arrival`): this is
+        // it, made when the thread's copies above have landed (`.noinc`: one arrival per thread
+        // and phase, as for `arrive`; the thread does not arrive again before its wait).
+        let _ = unsafe { raw::cp_async_mbarrier_arrive_noinc_shared(self.addr) };
         self.state |= ARRIVED;
         Transfer { arrival: Arrival { bar: self }, _dst: PhantomData }
     }
@@ -262,16 +280,18 @@ impl<'b> AsyncBarrier<'b> {
     #[inline(always)]
     #[track_caller]
     pub fn bulk_copy<'d, T: DeviceCopy>(&mut self, dst: &'d mut SharedSlice<T>, src: &[T]) -> Transfer<'b, '_, 'd, T> {
+        // Checked as the barrier's misuse, not with `assert!`: a device panic records only its
+        // location (see `crate::panic`), and these say what is wrong on both devices.
         let bytes = core::mem::size_of_val(src);
-        assert!(bytes.is_multiple_of(16), "bulk_copy: the size ({bytes} bytes) is not a multiple of 16 bytes");
-        assert!(
-            bytes < 1 << 20,
-            "bulk_copy: the size ({bytes} bytes) is not below 2^20 bytes (a barrier phase counts at most 2^20 - 1)"
-        );
-        assert!(
-            dst.shared_addr().is_multiple_of(16) && (src.as_ptr() as usize).is_multiple_of(16),
-            "bulk_copy: the source and destination must be 16-byte aligned"
-        );
+        if !bytes.is_multiple_of(16) {
+            fail_with(4, bytes as u32, "AsyncBarrier::bulk_copy");
+        }
+        if bytes >= 1 << 20 {
+            fail_with(5, bytes.min(u32::MAX as usize) as u32, "AsyncBarrier::bulk_copy");
+        }
+        if !(dst.shared_addr().is_multiple_of(16) && (src.as_ptr() as usize).is_multiple_of(16)) {
+            fail_with(6, 0, "AsyncBarrier::bulk_copy");
+        }
         #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_90")))]
         {
             self.memcpy_async(dst, src)

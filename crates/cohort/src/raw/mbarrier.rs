@@ -172,26 +172,33 @@ pub unsafe fn mbarrier_wait_parity_shared(addr: u32, phase: u64) -> bool {
     })
 }
 
-/// `cp.async.mbarrier.arrive.shared::cta.b64 [addr]` (sm_80): an arrival on the mbarrier at
-/// `addr` once every `cp.async` this thread started before has completed; the barrier's
-/// pending count is raised by one first, so the thread still arrives itself too (the net
-/// effect is that the phase also waits for those copies). On the CPU device copies complete
-/// when issued: nothing to do.
+/// `cp.async.mbarrier.arrive.noinc.shared.b64 [addr]` (sm_80): this thread's arrival on the
+/// current phase of the mbarrier at `addr`, made once every `cp.async` this thread started
+/// before has completed (so the phase also waits for those copies, and a thread that sees it
+/// complete sees their bytes). `.noinc`: the pending count is not raised first, so this *is*
+/// the thread's arrival on the phase, and the thread must not arrive on it again (the form
+/// without `.noinc` raises the count and needs a second, ordinary arrival; compute-sanitizer's
+/// synccheck reports that as a "missing wait": a thread's second arrival on a phase it has not
+/// waited for). On the CPU device copies complete when issued: it is an ordinary arrival.
+/// Returns the phase arrived on (CPU device; 0 on a GPU).
 ///
 /// # Safety
 /// sm_80+; `addr` holds a live mbarrier whose current phase still expects this thread's
 /// arrival.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn cp_async_mbarrier_arrive_shared(addr: u32) {
-    on_device!("cp_async_mbarrier_arrive_shared" => {
+pub unsafe fn cp_async_mbarrier_arrive_noinc_shared(addr: u32) -> u64 {
+    on_device!("cp_async_mbarrier_arrive_noinc_shared" => {
         #[cfg(target_feature = "sm_80")]
-        // SAFETY: the caller's contract.
-        unsafe { asm!("cp.async.mbarrier.arrive.shared.b64 [{0}];", in(reg32) addr, options(nostack)) }
+        {
+            // SAFETY: the caller's contract.
+            unsafe { asm!("cp.async.mbarrier.arrive.noinc.shared.b64 [{0}];", in(reg32) addr, options(nostack)) };
+            0
+        }
         #[cfg(not(target_feature = "sm_80"))]
         { let _ = addr; crate::raw::trap() }
     } host => {
-        let _ = addr;
+        cohort_cpu::mbarrier_arrive(addr, 0, false)
     })
 }
 

@@ -62,7 +62,7 @@
 //! | `mov.u32 %r, 0; // cohort-site?` (numbered by `cohort-build`) | `site_marker` (checked mode; crate-private) | — |
 //! | `mbarrier.init/arrive/test_wait/try_wait.shared.b64` (sm_80) | `mbarrier_*` (the block's phase barrier; crate-private) | `cuda::barrier` |
 //! | `mbarrier.{init,inval,arrive,arrive.expect_tx,arrive_drop,try_wait.parity,test_wait.parity}` | [`mbarrier_init_shared`] …, [`mbarrier_wait_parity_shared`] | `cuda::barrier`, `cuda::ptx::mbarrier_*` |
-//! | `cp.async.mbarrier.arrive`, `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` | [`cp_async_mbarrier_arrive_shared`], [`cp_async_bulk_shared_global`] | `cuda::memcpy_async(…, barrier)`, `cuda::device::memcpy_async_tx` |
+//! | `cp.async.mbarrier.arrive.noinc`, `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` | [`cp_async_mbarrier_arrive_noinc_shared`], [`cp_async_bulk_shared_global`] | `cuda::memcpy_async(…, barrier)`, `cuda::device::memcpy_async_tx` |
 //! | `fns.b32` | [`fns`] | `__fns` |
 //! | `isspacep.global` | [`isspacep_global`] | `__isGlobal` |
 //! | `call vprintf` | [`vprintf_raw`] | `printf` |
