@@ -16,7 +16,9 @@
 //! **Initialised once, used only while live.** A barrier is the 8 bytes of a `static` declared
 //! with [`async_barrier!`](crate::async_barrier); no handle to those bytes exists outside a
 //! [`scope`](AsyncBarrierStatic::scope), a block-wide collective: thread 0 initialises the
-//! barrier for every thread of the block, a block barrier orders that before any use, the
+//! barrier for every thread of the block, a block barrier orders that before any use (and
+//! counts the threads at it: one that returned from the kernel before the scope would never
+//! arrive, so that is an `Err` in every build, not a hang), the
 //! closure runs with this thread's [`AsyncBarrier`] handle, and at its end every thread waits
 //! for what it still has in flight, a block barrier, and thread 0 invalidates the barrier. So
 //! safe code cannot use one uninitialised, nor (outside its scope) after it is gone. The
@@ -32,6 +34,10 @@
 //! phase, an arrival after [`arrive_and_drop`](AsyncBarrier::arrive_and_drop), a nested scope of
 //! the same barrier (in checked mode on a GPU; always on the CPU device) end the kernel with an
 //! `Err` naming the call site.
+//!
+//! One arrival per thread and phase, always: `memcpy_async`'s is the `.noinc` arrival its
+//! `cp.async`s make when they land (compute-sanitizer's synccheck reports a thread's second
+//! arrival on a phase it has not waited for as a "missing wait").
 //!
 //! **No silent hang.** In checked mode a wait is bounded (5 s by `%globaltimer`), then ends the
 //! kernel with an `Err` naming the call and the phase: a thread that never arrives (it exited,
