@@ -59,6 +59,7 @@ fn main() {
         cpu_trial("ptx_golden_device_globals_and_atomics", globals::golden_device_globals),
         cpu_trial("ptx_launch_budget_for_exactly_the_launching_kernels", launch_budget_kernels),
         cpu_trial("ptx_golden_dependent_kernels_wait_before_touching_memory", golden_dependent_wait),
+        cpu_trial("ptx_golden_async_barrier_one_arrival_per_phase_and_counted_scope", golden_async_barrier),
     ];
     for set in SETS {
         for m in set.modules {
@@ -190,6 +191,25 @@ fn entry_contains(set: &PtxSet, kernel: &str, needles: &[&str]) -> TestResult {
         for needle in needles {
             ensure(body.contains(needle), || format!("sm_{}: {kernel} lacks `{needle}`", m.arch))?;
         }
+    }
+    Ok(())
+}
+
+/// `AsyncBarrier::memcpy_async` arrives once per thread and phase (`.noinc`: the form that
+/// raises the count and needs a second arrival is synccheck's "missing wait"), and `scope`'s
+/// block barrier counts the threads at it (a thread that returned before would hang the block).
+fn golden_async_barrier() -> TestResult {
+    for m in cohort_test_kernels::PTX.modules {
+        let body = entry_and_callees(m, "barrier_stream")?;
+        ensure(body.contains("cp.async.mbarrier.arrive.noinc.shared.b64"), || {
+            format!("sm_{}: barrier_stream lacks `cp.async.mbarrier.arrive.noinc`", m.arch)
+        })?;
+        ensure(!body.contains("cp.async.mbarrier.arrive.shared"), || {
+            format!("sm_{}: barrier_stream has the counting `cp.async.mbarrier.arrive` (a second arrival)", m.arch)
+        })?;
+        ensure(body.contains("barrier.red.popc"), || {
+            format!("sm_{}: barrier_stream's scope counts no threads", m.arch)
+        })?;
     }
     Ok(())
 }

@@ -501,6 +501,14 @@ impl Builder {
         warned: &mut Vec<String>,
     ) -> Result<PathBuf, BuildError> {
         let mut flags = vec![format!("-Ctarget-cpu=sm_{arch}")];
+        // Newer PTX ISAs than rustc's defaults (7.0 for sm_80, 7.8 for sm_90): sm_80's
+        // `mbarrier.test_wait.parity` needs 7.1; sm_90's bulk copies and
+        // `mbarrier.arrive.expect_tx` 8.0, and the tensor map's `fence.proxy.tensormap` 8.3.
+        if arch >= 90 {
+            flags.push("-Ctarget-feature=+ptx83".to_string());
+        } else if arch >= 80 {
+            flags.push("-Ctarget-feature=+ptx71".to_string());
+        }
         if self.is_checked() {
             flags.extend(["--cfg".to_string(), "cohort_checked".to_string()]);
         }

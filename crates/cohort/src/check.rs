@@ -194,6 +194,18 @@ pub(crate) fn phase_waited(start_ns: u64, op: &'static str, loc: &'static Locati
     }
 }
 
+/// For an asynchronous barrier's wait: ends the kernel when `start_ns` is more than
+/// [`WAIT_TIMEOUT_NS`] ago (a thread did not arrive, or announced bytes never landed).
+#[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+#[inline(always)]
+pub(crate) fn async_barrier_waited(start_ns: u64, phase: u32, op: &'static str, loc: &'static Location<'static>) {
+    let now = crate::raw::globaltimer();
+    if now.wrapping_sub(start_ns) > WAIT_TIMEOUT_NS {
+        let ms = (now.wrapping_sub(start_ns) / 1_000_000) as u32;
+        crate::panic::fail_check(crate::panic::CheckKind::AsyncBarrier, op, ms, phase, loc, None);
+    }
+}
+
 /// Checked mode's comparison of grid-sync calls across blocks.
 ///
 /// Block 0's thread 0 publishes, before it arrives at a grid barrier, its call's number and

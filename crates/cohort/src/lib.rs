@@ -76,6 +76,7 @@
 //! | shuffles, votes, ballot, match, redux, `activemask`, `__syncwarp`, every [`cg`] tile and coalesced group | the engine's warp collectives, over the lanes that really take part (divergence is an `Err` with the site and lanes) |
 //! | [`cg::GridGroup`] sync, [`GridVec`](cg::GridVec) phases | the engine's grid sync (cooperative launches) |
 //! | [`shared!`] statics, [`shared::dynamic`], `memcpy_async` | the block's shared window (a `shared!` static keyed by its address); `memcpy_async` copies at once |
+//! | [`cg::AsyncBarrier`] (`mbarrier`), its `memcpy_async` and bulk copies | the engine's mbarrier model (phases, arrival and transaction counts, misuse named); copies land when issued |
 //! | [`atomic`] (every type, space, scope, ordering) | host atomics, `SeqCst` (float adds as CAS loops) |
 //! | fences, [`mutex::Mutex`] | `SeqCst` fences; spinning yields to the block's other threads |
 //! | `nanosleep`, `clock`, `clock64`, `globaltimer` | a yield; host clocks |

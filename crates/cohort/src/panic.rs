@@ -99,6 +99,16 @@ pub enum CheckKind {
     /// its cluster to leave theirs: numbers are the milliseconds waited and the blocks of the
     /// cluster.
     ClusterExit = 12,
+    /// A wait for a phase of an asynchronous barrier (`cg::AsyncBarrier`) that did not
+    /// complete in time: numbers are the milliseconds waited and the phase's number.
+    AsyncBarrier = 13,
+    /// A misused asynchronous barrier (`cg::AsyncBarrier`): number 1, its scope entered again
+    /// while live (a nested `scope` of the same barrier); 2, a thread arrived on a phase it had
+    /// arrived on already (a token forgotten); 3, an arrival after `arrive_and_drop`; 4, a bulk
+    /// copy whose size (number 2) is not a multiple of 16 bytes; 5, one of 2^20 bytes or more
+    /// (number 2: the size); 6, a bulk copy's source or destination not 16-byte aligned; 7, a
+    /// scope that threads of the block returned before (number 2: how many).
+    AsyncBarrierMisuse = 14,
 }
 
 impl CheckKind {
@@ -118,6 +128,8 @@ impl CheckKind {
             10 => Some(Self::PhaseBlock),
             11 => Some(Self::NotGlobal),
             12 => Some(Self::ClusterExit),
+            13 => Some(Self::AsyncBarrier),
+            14 => Some(Self::AsyncBarrierMisuse),
             _ => None,
         }
     }
@@ -285,6 +297,38 @@ impl core::fmt::Display for CheckText<'_> {
                 "`{op}`: the source is not in global memory (cp.async reads only global memory: a kernel parameter \
                  slice or a `global!` variable, not a thread's local array, a `constant!` or shared memory)"
             ),
+            CheckKind::AsyncBarrier => write!(
+                f,
+                "`{op}` waited {} ms for phase {} of an asynchronous barrier, which did not complete: a thread of \
+                 the block did not arrive (it exited, or waits elsewhere), or the bytes a copy announced never landed",
+                self.a, self.b
+            ),
+            CheckKind::AsyncBarrierMisuse => match self.a {
+                1 => write!(
+                    f,
+                    "`{op}`: the asynchronous barrier's scope was entered again while it is live (a nested `scope` \
+                     of the same barrier would initialise it twice)"
+                ),
+                2 => write!(
+                    f,
+                    "`{op}`: this thread arrived on the asynchronous barrier again before waiting for the phase it \
+                     arrived on (a token was forgotten)"
+                ),
+                3 => write!(f, "`{op}`: this thread arrived on the asynchronous barrier after `arrive_and_drop`"),
+                4 => write!(f, "`{op}`: the size ({} bytes) is not a multiple of 16 bytes", self.b),
+                5 => write!(
+                    f,
+                    "`{op}`: the size ({} bytes) is not below 2^20 bytes (a barrier phase counts at most 2^20 - 1)",
+                    self.b
+                ),
+                6 => write!(f, "`{op}`: the source and destination must be 16-byte aligned"),
+                _ => write!(
+                    f,
+                    "`{op}`: {} thread(s) of the block returned from the kernel before the asynchronous barrier's \
+                     scope (it expects an arrival from every thread of the block, and would wait forever)",
+                    self.b
+                ),
+            },
             CheckKind::MultiGrid => write!(
                 f,
                 "`{op}` waited {} ms and not every one of the {} grids arrived (a grid skipped the multi-grid sync, \

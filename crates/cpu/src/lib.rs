@@ -104,6 +104,7 @@
 //! | `activemask` | [`activemask`] |
 //! | `nanosleep`, spin-wait loops (`Mutex::lock_spin`, large tiles' barrier) | [`yield_now`] |
 //! | `shared!` static's address, `shared::dynamic`, `shared_window_base` | [`shared_static`]`(&STATIC as *const _ as usize, size, align)`, [`dynamic_shared`], [`shared_window`] |
+//! | `mbarrier_{init,inval,arrive,arrive_expect_tx,arrive_drop,wait_parity}_shared`, `cp_async_bulk_shared_global` (`cg::AsyncBarrier`) | [`mbarrier_init`], [`mbarrier_inval`], [`mbarrier_arrive`], [`mbarrier_expect_tx`], [`mbarrier_complete_tx`], [`mbarrier_test_wait`] (phases, arrival and transaction counts; misuse named; the race check orders a phase's arrivals before its waits) |
 //! | `cg::GridGroup::sync` | [`grid_sync`] |
 //! | `PanicRecord`, `check::fail_check` | [`CpuError::Panic`], [`CpuError::WarpDivergence`], [`CpuError::BarrierMismatch`] … |
 //! | `#[kernel]` host launcher on the CPU device | [`launch_typed`] with a [`LaunchSpec`] ([`LaunchSpec::fast_path`] when the kernel reaches no collective) |
@@ -157,6 +158,7 @@ mod device_launch;
 mod engine;
 mod error;
 mod hook;
+mod mbarrier;
 mod ops;
 mod print;
 mod sched;
@@ -178,6 +180,10 @@ pub use device_launch::{
 };
 pub use engine::{MAX_COOPERATIVE_THREADS, launch, launch_typed, max_coresident_blocks};
 pub use error::{CpuError, Elsewhere, ThreadAt};
+pub use mbarrier::{
+    MBARRIER_MAX_COUNT, MBARRIER_MAX_TX, mbarrier_arrive, mbarrier_complete_tx, mbarrier_expect_tx, mbarrier_init,
+    mbarrier_inval, mbarrier_test_wait,
+};
 pub use ops::{
     activemask, ballot, barrier_named, grid_sync, match_all_u32, match_all_u64, match_any_u32, match_any_u64,
     redux_i32, redux_u32, shfl, shfl_c, shfl_down, shfl_idx, shfl_up, shfl_xor, sync_threads, sync_threads_and,

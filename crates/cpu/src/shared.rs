@@ -29,8 +29,9 @@ pub const SHARED_CAPACITY: usize = 227 * 1024;
 /// The byte fresh shared memory holds.
 pub const GARBAGE: u8 = 0xCD;
 
-/// Alignment of the window's base.
-const BASE_ALIGN: usize = 128;
+/// Alignment of the window's base (the largest a static may ask for: 1024, what a tensor copy
+/// with 128-byte swizzling needs of its tile).
+const BASE_ALIGN: usize = 1024;
 
 fn layout() -> Layout {
     // The size is non-zero and the alignment a power of two.
@@ -69,6 +70,28 @@ impl RaceState {
 
     fn ordered(&self, t: u32, a: &Acc) -> bool {
         a.rank == t || self.vc[t as usize * self.n + a.rank as usize] >= a.clock
+    }
+
+    /// How many threads the clocks are for.
+    pub(crate) fn threads(&self) -> usize {
+        self.n
+    }
+
+    /// Thread `t`'s clock as a release (an mbarrier arrival): the clock, after which `t` starts
+    /// a new epoch (its later accesses are not released by this one).
+    pub(crate) fn release_row(&mut self, t: u32) -> Vec<u32> {
+        let n = self.n;
+        let row = self.vc[t as usize * n..(t as usize + 1) * n].to_vec();
+        self.vc[t as usize * n + t as usize] += 1;
+        row
+    }
+
+    /// Thread `t` acquires `clock` (an mbarrier phase it saw complete).
+    pub(crate) fn acquire(&mut self, t: u32, clock: &[u32]) {
+        let n = self.n;
+        for (v, c) in self.vc[t as usize * n..(t as usize + 1) * n].iter_mut().zip(clock) {
+            *v = (*v).max(*c);
+        }
     }
 
     /// Joins the clocks of `ranks` (threads that just met at a barrier) and starts a new epoch
@@ -124,6 +147,8 @@ pub(crate) struct BlockShared {
     /// `(key, size, align) -> offset` of the statics placed so far in this block.
     statics: RefCell<Vec<(StaticKey, u32)>>,
     pub(crate) race: RefCell<Option<RaceState>>,
+    /// The block's live mbarriers (`crate::mbarrier`).
+    pub(crate) mbar: RefCell<crate::mbarrier::Mbars>,
 }
 
 impl BlockShared {
@@ -139,6 +164,7 @@ impl BlockShared {
             next: Cell::new(0),
             statics: RefCell::new(Vec::new()),
             race: RefCell::new(None),
+            mbar: RefCell::new(HashMap::new()),
         }
     }
 
@@ -157,6 +183,7 @@ impl BlockShared {
         self.next.set(dyn_len.next_multiple_of(16));
         self.statics.borrow_mut().clear();
         *self.race.borrow_mut() = race.map(RaceState::new);
+        self.mbar.borrow_mut().clear();
     }
 
     /// The window's first byte.
@@ -210,7 +237,7 @@ impl Drop for BlockShared {
     }
 }
 
-fn block_of(c: &ctx::Ctx) -> &BlockShared {
+pub(crate) fn block_of(c: &ctx::Ctx) -> &BlockShared {
     // SAFETY: the scheduler points `block` at the running block's `BlockShared`, which it keeps
     // alive (boxed, not moved) for as long as any thread of that block runs.
     unsafe { &*c.block }
@@ -263,7 +290,7 @@ pub fn dynamic_shared() -> (u32, u32) {
 
 /// The shared address of the static shared variable `key` (any number unique to the variable,
 /// e.g. the address of its Rust `static`) of `size` bytes aligned to `align` (a power of two
-/// ≤ 128), placed in the running block's window the first time the block asks for it. Every
+/// ≤ 1024), placed in the running block's window the first time the block asks for it. Every
 /// thread of the block gets the same address; other blocks get their own copy.
 #[must_use]
 #[track_caller]

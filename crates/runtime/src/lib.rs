@@ -169,6 +169,7 @@ mod pool;
 mod ptx;
 mod stream;
 mod symbol;
+pub mod tensor_map;
 mod track;
 
 pub use append::{AppendArg, AppendBuffer, GridVecArg, GridVecBuffer};

@@ -183,24 +183,34 @@ fn start<'a, G: ThreadGroup, T: DeviceCopy>(
     seq: u32,
     queue: u64,
 ) -> AsyncCopy<'a, T> {
-    assert!(dst.len() >= src.len(), "memcpy_async: destination shorter than source");
-    // Copied as bytes and words into shared memory, then loaded as `T`.
-    crate::assert_no_padding::<T>();
+    check_copy(dst, src);
     let bytes = core::mem::size_of_val(src) as u64;
-    // `cp.async` takes the source as a global address: anything else faults (and on the CPU
-    // device is refused alike). Nothing is copied from an empty source.
-    if bytes != 0 && !crate::global::in_global(src.as_ptr().cast(), bytes as usize) {
-        crate::panic::not_global("memcpy_async");
-    }
     let rank: u64 = group.thread_rank().into();
     let n: u64 = group.num_threads().into();
     copy(dst.shared_addr(), src.as_ptr() as u64, bytes, rank, n);
     AsyncCopy { _dst: core::marker::PhantomData, seq, queue }
 }
 
+/// The checks of an asynchronous copy of `src` into `dst`: room, no padding, a global source.
+#[inline(always)]
+#[track_caller]
+pub(super) fn check_copy<T: DeviceCopy>(dst: &SharedSlice<T>, src: &[T]) {
+    assert!(dst.len() >= src.len(), "memcpy_async: destination shorter than source");
+    // Copied as bytes and words into shared memory, then loaded as `T`.
+    crate::assert_no_padding::<T>();
+    let bytes = core::mem::size_of_val(src);
+    // `cp.async` takes the source as a global address: anything else faults (and on the CPU
+    // device is refused alike). Nothing is copied from an empty source.
+    if bytes != 0 && !crate::global::in_global(src.as_ptr().cast(), bytes) {
+        crate::panic::not_global("memcpy_async");
+    }
+}
+
+/// This thread's share (`rank` of `n`) of a copy of `bytes` bytes from global `s` to shared `d`,
+/// with `cp.async` (then `cp.async.commit_group`) on sm_80+, synchronously before.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn copy(d: u32, s: u64, bytes: u64, rank: u64, n: u64) {
+pub(super) fn copy(d: u32, s: u64, bytes: u64, rank: u64, n: u64) {
     crate::host::on_device!("memcpy_async" => {
         let a = d as u64 | s | bytes;
         let chunk = if a % 16 == 0 { 16 } else if a % 8 == 0 { 8 } else if a % 4 == 0 { 4 } else { 1 };

@@ -32,6 +32,7 @@
 //! | `cg::reduce_store_async(g, atomic, v, op)`, `(g, ptr, v, op)` | [`reduce_store_async(&g, &atomic, v, op)`](reduce_store_async), or with an `Option<&mut T>` (the destination's owner stores) |
 //! | `cg::plus<T>`, `less`, `greater`, `bit_and`, `bit_or`, `bit_xor` | [`plus`], [`less`], [`greater`], [`bit_and`], [`bit_or`], [`bit_xor`] (or any closure) |
 //! | `cg::memcpy_async(g, dst, src, bytes)`, `cg::wait(g)`, `cg::wait_prior<N>(g)` | [`memcpy_async`] → [`AsyncCopy::wait`] (the destination comes back from the wait); [`AsyncCopies`] for several copies in flight |
+//! | `cuda::barrier<thread_scope_block>` (`mbarrier`), `cuda::memcpy_async(…, barrier)`, the sm_90 bulk copy | [`AsyncBarrier`] in a [`scope`](AsyncBarrierStatic::scope) of an [`async_barrier!`](crate::async_barrier) static: [`Arrival`], [`Transfer`] (see [`AsyncBarrier`]'s module docs in `cg/async_barrier.rs`) |
 //! | `cg::sync(g)`, `cg::thread_rank(g)`, `cg::num_threads(g)` | [`sync`], [`thread_rank`], [`num_threads`] |
 //! | (grid-wide reduction by hand) | [`reduce_grid`] with a [`GridScratch`] |
 //!
@@ -65,6 +66,7 @@
 //! [`this_cluster()`] → [`ClusterGroup`], [`ClusterGroup::map_shared_rank`] → [`RemoteArray`]),
 //! with its own CUDA C++ ↔ Cohort table.
 
+mod async_barrier;
 pub mod cluster;
 mod coalesced;
 pub(crate) mod grid;
@@ -77,6 +79,7 @@ mod reduce;
 pub(crate) mod shfl;
 mod tile;
 
+pub use async_barrier::{Arrival, AsyncBarrier, AsyncBarrierStatic, Transfer};
 pub use cluster::{ClusterGroup, RemoteArray, RemoteSlice, this_cluster};
 pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled_partition};
 pub use grid::{Grid, GridGroup, this_grid};

@@ -29,6 +29,7 @@
 //! | [`warp`] | `shfl.sync`, `vote.sync`, `match.sync`, `activemask`, `redux.sync`, `fns` |
 //! | [`memory`] | `ld`/`st` of shared, constant and generic memory, `cvta`, `isspacep`, the PTX variables of `shared!`, `constant!`, `global!` |
 //! | [`async_copy`] | `cp.async` |
+//! | [`mbarrier`] | `mbarrier` (init, arrive, expect_tx, arrive_drop, wait by parity, inval), `cp.async.mbarrier.arrive`, `cp.async.bulk` |
 //! | [`atomic`] | `atom`, `red`, strong `ld`/`st` (`.relaxed`, `.acquire`, `.release`) with a scope and a state space |
 //! | [`fence`] | `fence.sc`, `fence.acq_rel` |
 //! | [`control`] | `nanosleep`, `trap`, `exit`, checked mode's call-site markers |
@@ -61,6 +62,8 @@
 //! | `%dynamic_smem_size` | [`dynamic_smem_size`] | — |
 //! | `mov.u32 %r, 0; // cohort-site?` (numbered by `cohort-build`) | `site_marker` (checked mode; crate-private) | — |
 //! | `mbarrier.init/arrive/test_wait/try_wait.shared.b64` (sm_80) | `mbarrier_*` (the block's phase barrier; crate-private) | `cuda::barrier` |
+//! | `mbarrier.{init,inval,arrive,arrive.expect_tx,arrive_drop,try_wait.parity,test_wait.parity}` | [`mbarrier_init_shared`] …, [`mbarrier_wait_parity_shared`] | `cuda::barrier`, `cuda::ptx::mbarrier_*` |
+//! | `cp.async.mbarrier.arrive.noinc`, `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` | [`cp_async_mbarrier_arrive_noinc_shared`], [`cp_async_bulk_shared_global`] | `cuda::memcpy_async(…, barrier)`, `cuda::device::memcpy_async_tx` |
 //! | `fns.b32` | [`fns`] | `__fns` |
 //! | `isspacep.global` | [`isspacep_global`] | `__isGlobal` |
 //! | `call vprintf` | [`vprintf_raw`] | `printf` |
@@ -75,6 +78,7 @@ pub mod control;
 pub mod fence;
 pub mod fp;
 pub mod launch;
+pub mod mbarrier;
 pub mod memory;
 pub mod print;
 pub mod sreg;
@@ -97,6 +101,7 @@ pub(crate) use cpu::mark_instruction;
 pub use fence::*;
 pub use fp::*;
 pub use launch::*;
+pub use mbarrier::*;
 pub use memory::*;
 pub use print::*;
 pub use sreg::*;
