@@ -1,0 +1,5 @@
+//! Builds the built-in algorithm kernels to PTX (sm_80 and sm_90 by default; `COHORT_ARCHS` to
+//! change) and writes `OUT_DIR/cohort_ptx.rs` for `cohort_runtime::include_ptx!()`.
+fn main() {
+    cohort_build::Builder::for_build_script().build_or_exit();
+}

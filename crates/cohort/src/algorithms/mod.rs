@@ -1,0 +1,72 @@
+//! The device-wide algorithms' kernel bodies (CUB's `Device*` layer, its "agents"): generic
+//! over the element type and the operator, called from a `#[kernel]` that fixes both.
+//!
+//! # How the algorithms are packaged
+//!
+//! Three layers, as CUB's:
+//!
+//! 1. **Block layer** — [`block`](crate::block) in this library: loads, stores, exchanges,
+//!    reduce and scan over `N` items per thread; usable in any kernel.
+//! 2. **Kernel bodies** — this module: one generic function per kernel of an algorithm
+//!    ([`reduce_tiles`], [`scan_tile`]), safe, with the contract between the kernel and the
+//!    host (grid size, temporary storage) stated on each.
+//! 3. **Kernels and the host API** — the `cohort-algorithms` crate (`crates/algorithms`):
+//!    `#[kernel]`s instantiating the bodies for the built-in types and operators, built to PTX
+//!    by its `build.rs` and embedded (`include_ptx!`) like every Cohort kernels crate, and
+//!    `cohort_algorithms::Algorithms` (load once per device), whose methods take `DeviceBuffer`s,
+//!    a stream and reusable temporary storage, choose the grid, clear the storage in the
+//!    stream and launch. A **user's element type or operator** is instantiated in the user's
+//!    own kernels crate with `cohort_algorithms::scan_kernels!` / `reduce_kernels!` (a macro
+//!    that writes the `#[kernel]`s over these bodies and the host glue): no `unsafe`, no C++.
+//!    The instantiated kernels are private to the macro's module: only the host API, which
+//!    sizes and clears the temporary storage, launches them.
+//!
+//! | CUB | Cohort |
+//! |---|---|
+//! | `cub::BlockLoad`, `BlockStore` | [`block::load_blocked`](crate::block::load_blocked), [`block::store_blocked`](crate::block::store_blocked), striped forms |
+//! | `cub::BlockExchange` | [`block::striped_to_blocked`](crate::block::striped_to_blocked), [`block::blocked_to_striped`](crate::block::blocked_to_striped) |
+//! | `cub::BlockReduce` | [`block::reduce_items`](crate::block::reduce_items) |
+//! | `cub::BlockScan` (+ prefix callback) | [`block::scan_items`](crate::block::scan_items), [`block::scan_items_with_prefix`](crate::block::scan_items_with_prefix) |
+//! | `cub::DeviceReduce::Reduce`, `Sum`, `Min`, `Max` | [`reduce_tiles`] (two launches) · `Algorithms::reduce` |
+//! | `cub::DeviceScan::ExclusiveScan`, `InclusiveScan`, `ExclusiveSum` | [`scan_tile`] (one launch) · `Algorithms::exclusive_scan`, `inclusive_scan` |
+//! | `cub::ScanTileState` | the scan's state: a `&[AtomicU64]` ([`scan_state_len`]) |
+//!
+//! # The single-pass scan (decoupled look-back)
+//!
+//! Merrill and Garland's scan: one launch, one read and one write of the data. Each block
+//! takes the next **tile id from an atomic counter** (`state[0]`, in the order blocks start,
+//! not `blockIdx`), scans its tile, publishes the tile's *aggregate* in the tile's status
+//! slot, then its first warp looks back at the slots of the tiles before it, 32 at a time,
+//! combining aggregates until it meets an *inclusive prefix*, publishes its own inclusive
+//! prefix, and the block adds the prefix to its outputs.
+//!
+//! - **Status slots.** A value of at most 4 bytes is packed with its flag (`0` not yet, `1`
+//!   aggregate, `2` inclusive prefix) in one 64-bit word, written and read by single relaxed
+//!   atomics: the flag and the value arrive together. A wider value (up to 32 bytes) has a
+//!   flag word and value words: the value words are stored (relaxed) before the flag with
+//!   **release** order, and the reader loads the flag with **acquire** before the words
+//!   (`.gpu` scope, as every `Atomic` operation without a scope).
+//! - **Forward progress.** A tile waits only for tiles with smaller ids, and those ids were
+//!   taken by blocks that had already started (ids come from the counter in the order blocks
+//!   start, not from `blockIdx`, which the hardware may schedule in any order). So the tile
+//!   with the smallest unfinished id never waits, provided a block that has started keeps
+//!   running — which the GPU's scheduler gives resident blocks, and the CPU device too (its
+//!   blocks run on their own workers; the spin yields with `nanosleep`). Other streams' kernels
+//!   sharing the GPU cannot break it: they never take ids from this scan's counter.
+//! - **Misuse cannot hang.** The storage must be zero before the launch (the host API clears
+//!   it in the stream). A counter that does not start at zero, or a slot that never becomes
+//!   valid, would make a tile wait forever: the spin is bounded (about 2^26 polls with
+//!   back-off, many seconds), after which the kernel panics (an `Err` naming the scan) rather
+//!   than hangs. A garbage slot gives wrong values, never an out-of-bounds access: every slot
+//!   index is checked once against the state's length.
+//! - **Sizes past 2^32 elements**: element and tile indices are `u64`/`usize` throughout.
+//!
+//! Operators: a scan needs an **associative** operator (the order of elements is kept: a
+//! non-commutative operator such as matrix product works); a reduction needs an associative
+//! and **commutative** one (each block combines tiles `b, b + G, …`), as CUB's reduce.
+
+mod reduce;
+mod scan;
+
+pub use reduce::{REDUCE_BLOCK, REDUCE_ITEMS, reduce_tiles};
+pub use scan::{SCAN_BLOCK, SCAN_ITEMS, scan_state_len, scan_tile};
