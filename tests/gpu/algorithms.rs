@@ -85,6 +85,7 @@ fn block_exchange_copy(c: &Ctx) -> TestResult {
 }
 
 /// The scans of `input` with `op`, checked against the CPU (`same` compares elements).
+#[allow(clippy::too_many_arguments)]
 fn check_scans<T, Op: Copy>(
     c: &Ctx,
     a: &Algorithms,
@@ -188,6 +189,7 @@ fn scan_builtin(c: &Ctx) -> TestResult {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn check_reduce<T, Op: Copy>(
     c: &Ctx,
     a: &Algorithms,

@@ -35,7 +35,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 cohort_runtime::include_ptx!();
 
 mod ops;
@@ -45,6 +45,10 @@ pub use ops::{Max, Min, Sum};
 mod host;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use host::*;
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
+mod builtin;
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
+pub use builtin::{Algorithms, Builtin};
 
 #[doc(hidden)]
 pub mod __private {
@@ -187,15 +191,25 @@ macro_rules! algorithm_kernels {
     };
 }
 
-algorithm_kernels! { #[doc(hidden)] pub mod sum_u32 { type T = u32; op = crate::Sum; scan = scan_sum_u32; reduce = reduce_sum_u32; } }
-algorithm_kernels! { #[doc(hidden)] pub mod sum_i32 { type T = i32; op = crate::Sum; scan = scan_sum_i32; reduce = reduce_sum_i32; } }
-algorithm_kernels! { #[doc(hidden)] pub mod sum_u64 { type T = u64; op = crate::Sum; scan = scan_sum_u64; reduce = reduce_sum_u64; } }
-algorithm_kernels! { #[doc(hidden)] pub mod sum_i64 { type T = i64; op = crate::Sum; scan = scan_sum_i64; reduce = reduce_sum_i64; } }
-algorithm_kernels! { #[doc(hidden)] pub mod sum_f32 { type T = f32; op = crate::Sum; scan = scan_sum_f32; reduce = reduce_sum_f32; } }
-algorithm_kernels! { #[doc(hidden)] pub mod sum_f64 { type T = f64; op = crate::Sum; scan = scan_sum_f64; reduce = reduce_sum_f64; } }
-algorithm_kernels! { #[doc(hidden)] pub mod min_u32 { type T = u32; op = crate::Min; scan = scan_min_u32; reduce = reduce_min_u32; } }
-algorithm_kernels! { #[doc(hidden)] pub mod min_i32 { type T = i32; op = crate::Min; scan = scan_min_i32; reduce = reduce_min_i32; } }
-algorithm_kernels! { #[doc(hidden)] pub mod min_f32 { type T = f32; op = crate::Min; scan = scan_min_f32; reduce = reduce_min_f32; } }
-algorithm_kernels! { #[doc(hidden)] pub mod max_u32 { type T = u32; op = crate::Max; scan = scan_max_u32; reduce = reduce_max_u32; } }
-algorithm_kernels! { #[doc(hidden)] pub mod max_i32 { type T = i32; op = crate::Max; scan = scan_max_i32; reduce = reduce_max_i32; } }
-algorithm_kernels! { #[doc(hidden)] pub mod max_f32 { type T = f32; op = crate::Max; scan = scan_max_f32; reduce = reduce_max_f32; } }
+/// The built-in kernels (feature `builtin`), one module per type and operator.
+#[cfg(feature = "builtin")]
+macro_rules! builtin_kernels {
+    ($($name:ident: $t:ty, $op:ident, $scan:ident, $reduce:ident;)*) => {$(
+        algorithm_kernels! { #[doc(hidden)] pub mod $name { type T = $t; op = crate::$op; scan = $scan; reduce = $reduce; } }
+    )*};
+}
+#[cfg(feature = "builtin")]
+builtin_kernels! {
+    sum_u32: u32, Sum, scan_sum_u32, reduce_sum_u32;
+    sum_i32: i32, Sum, scan_sum_i32, reduce_sum_i32;
+    sum_u64: u64, Sum, scan_sum_u64, reduce_sum_u64;
+    sum_i64: i64, Sum, scan_sum_i64, reduce_sum_i64;
+    sum_f32: f32, Sum, scan_sum_f32, reduce_sum_f32;
+    sum_f64: f64, Sum, scan_sum_f64, reduce_sum_f64;
+    min_u32: u32, Min, scan_min_u32, reduce_min_u32;
+    min_i32: i32, Min, scan_min_i32, reduce_min_i32;
+    min_f32: f32, Min, scan_min_f32, reduce_min_f32;
+    max_u32: u32, Max, scan_max_u32, reduce_max_u32;
+    max_i32: i32, Max, scan_max_i32, reduce_max_i32;
+    max_f32: f32, Max, scan_max_f32, reduce_max_f32;
+}

@@ -61,9 +61,9 @@ fn load_full_vectors<T: DeviceCopy, const N: usize>(src: &[T], tile: u64) -> Opt
         unsafe { dst.add(k).write_unaligned(vp.add(t + k * bs).read().0) };
         k += 1;
     }
+    crate::assert_no_padding::<T>();
     // SAFETY: every byte of `out` was written (`per * 16 == N * size_of::<T>()`), and every
     // bit pattern is a valid `T` (`DeviceCopy`, no padding).
-    crate::assert_no_padding::<T>();
     Some(unsafe { out.assume_init() })
 }
 

@@ -238,10 +238,7 @@ pub unsafe fn scan_tile<T: DeviceCopy, Op: ReduceOp<T>, const N: usize>(
     let tile_len = thread::block_size() as usize * N;
     let n = input.len().min(out.len());
     let tiles = n.div_ceil(tile_len);
-    assert!(
-        state.len() >= scan_state_len::<T>(n, tile_len),
-        "scan: the state holds fewer words than scan_state_len"
-    );
+    assert!(state.len() >= scan_state_len::<T>(n, tile_len), "scan: the state holds fewer words than scan_state_len");
     let (counter, slots) = state.split_at(1);
     let status = Status { slots: &slots[..tiles * slot_words::<T>()] };
     // The tile id, from the counter, in the order blocks start.
@@ -259,9 +256,8 @@ pub unsafe fn scan_tile<T: DeviceCopy, Op: ReduceOp<T>, const N: usize>(
     // the launch has one size.
     let tile = unsafe { Tile::new_unchecked(id as u64) };
     let (items, _) = load_blocked::<T, N>(input, id as u64, input[0]);
-    let scanned = block::scan_items_with_prefix(&items, op, |warp, aggregate| {
-        look_back(warp, &status, id, aggregate, init, op)
-    });
+    let scanned =
+        block::scan_items_with_prefix(&items, op, |warp, aggregate| look_back(warp, &status, id, aggregate, init, op));
     let outs = match init {
         Some(x) => scanned.exclusive(&items, op, x),
         None => scanned.inclusive(&items, op),

@@ -34,7 +34,9 @@ fn put<T: DeviceCopy>(slots: &SharedSlice<[u32; 8]>, w: usize, v: T) {
     let mut slot = [0u32; 8];
     // SAFETY: `T` is at most 32 bytes (asserted above) and has no padding: its bytes fill the
     // first `size_of::<T>()` bytes of the slot.
-    unsafe { core::ptr::copy_nonoverlapping(&v as *const T as *const u8, slot.as_mut_ptr() as *mut u8, size_of::<T>()) };
+    unsafe {
+        core::ptr::copy_nonoverlapping(&v as *const T as *const u8, slot.as_mut_ptr() as *mut u8, size_of::<T>())
+    };
     slots.store(w % 32, slot);
 }
 
