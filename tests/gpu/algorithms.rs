@@ -3,7 +3,7 @@
 //! references on random and adversarial inputs: empty, one element, sizes around tile
 //! boundaries, all-equal values, NaNs and −0.0, many streams at once.
 
-use cohort_algorithms::{Algorithms, Builtin, Max, Min, Sum, Temp};
+use cohort_algorithms::{Algorithms, Builtin, LessThan, Max, Min, SelectBuiltin, Sum, Temp};
 use cohort_runtime::{DeviceBuffer, LaunchConfig};
 use cohort_test_kernels::algorithms::{self as k, Affine, ITEMS, compose};
 use cohort_tests::{Context, Ctx, TestResult, check_all, check_all_by, ensure, gpu_only_trial, gpu_trial, rng};
@@ -18,6 +18,8 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("algorithms_reduce_builtin", reduce_builtin),
         gpu_trial("algorithms_user_type_scan", user_type_scan),
         gpu_trial("algorithms_scan_many_streams", scan_many_streams),
+        gpu_trial("algorithms_select_partition", select_partition),
+        gpu_trial("algorithms_unique_and_run_length", unique_and_run_length),
         gpu_only_trial(
             "algorithms_scan_past_2_pow_32",
             "2^32 + 1 elements (34 GB of device memory); run with --include-ignored on a big GPU",
@@ -331,4 +333,141 @@ fn scan_past_2_pow_32(c: &Ctx) -> TestResult {
     let mut sum = c.gpu.zeroed::<u32>(1).ctx("alloc")?;
     a.reduce(c.gpu.stream(), &d_in, &mut sum, 0, Sum, &mut temp).ctx("reduce")?;
     ensure(sum.to_vec().ctx("read")?[0] == acc, || "reduce of 2^32 + 1 elements".into())
+}
+
+/// Sizes around the select tiles (4096 four-byte items, 2048 eight-byte ones).
+fn select_sizes(c: &Ctx) -> Vec<usize> {
+    let mut v = vec![0, 1, 2, 33, 2047, 2048, 2049, 4095, 4096, 4097, 3 * 4096 + 5, 17 * 4096 + 1];
+    v.extend(c.pick(vec![1 << 20, (1 << 22) + 3], vec![40 * 4096 + 7]));
+    v
+}
+
+/// `select_if`, `partition_if` and `select_flagged` of `input` against the CPU: the selected
+/// elements in order, the rejected ones reversed after them, the count, and the output past
+/// what the operation writes untouched.
+#[allow(clippy::too_many_arguments)]
+fn check_select<T>(
+    c: &Ctx,
+    a: &Algorithms,
+    what: &str,
+    input: &[T],
+    threshold: T,
+    flags: &[u8],
+    guard: T,
+    same: impl Fn(&T, &T) -> bool + Copy,
+) -> TestResult
+where
+    T: SelectBuiltin + PartialOrd + std::fmt::Debug,
+{
+    let (n, s) = (input.len(), c.gpu.stream());
+    let mut temp = Temp::new(&c.gpu);
+    let d_in = c.gpu.upload(input).ctx("upload")?;
+    let d_flags = c.gpu.upload(flags).ctx("upload flags")?;
+    let mut count = c.gpu.upload(&[u64::MAX, u64::MAX]).ctx("alloc")?;
+    let selected: Vec<T> = input.iter().copied().filter(|x| *x < threshold).collect();
+    let rejected: Vec<T> = input.iter().copied().filter(|x| !(*x < threshold)).collect();
+    // Select-if: the selected ones, then the guard untouched.
+    let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
+    a.select_if(s, &d_in, LessThan(threshold), &mut out, &mut count, &mut temp).ctx("select_if")?;
+    let mut want = selected.clone();
+    want.resize(n + 1, guard);
+    check_all_by(&format!("{what}: select_if, n = {n}"), &out.to_vec().ctx("read")?, &want, same)?;
+    check_all(&format!("{what}: select_if count, n = {n}"), &count.to_vec().ctx("read")?, &[selected.len() as u64, u64::MAX])?;
+    // Partition-if: selected in order, rejected reversed; every element written.
+    let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
+    a.partition_if(s, &d_in, LessThan(threshold), &mut out, &mut count, &mut temp).ctx("partition_if")?;
+    let mut want = selected.clone();
+    want.extend(rejected.iter().rev());
+    want.push(guard);
+    check_all_by(&format!("{what}: partition_if, n = {n}"), &out.to_vec().ctx("read")?, &want, same)?;
+    check_all(&format!("{what}: partition_if count, n = {n}"), &count.to_vec().ctx("read")?, &[selected.len() as u64, u64::MAX])?;
+    // Select-flagged.
+    let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
+    a.select_flagged(s, &d_in, &d_flags, &mut out, &mut count, &mut temp).ctx("select_flagged")?;
+    let mut want: Vec<T> = input.iter().zip(flags).filter(|(_, f)| **f != 0).map(|(x, _)| *x).collect();
+    let k = want.len() as u64;
+    want.resize(n + 1, guard);
+    check_all_by(&format!("{what}: select_flagged, n = {n}"), &out.to_vec().ctx("read")?, &want, same)?;
+    check_all(&format!("{what}: select_flagged count, n = {n}"), &count.to_vec().ctx("read")?, &[k, u64::MAX])
+}
+
+fn select_partition(c: &Ctx) -> TestResult {
+    let a = Algorithms::load(&c.gpu).ctx("load the algorithms")?;
+    let mut r = rng("algorithms_select_partition");
+    for n in select_sizes(c) {
+        let u: Vec<u32> = (0..n).map(|_| r.random_range(0..u32::MAX)).collect();
+        let flags: Vec<u8> = (0..n).map(|_| if r.random_bool(0.5) { r.random_range(1..=255) } else { 0 }).collect();
+        check_select(c, &a, "u32 half", &u, 1 << 31, &flags, 0xdead_beef, |x, y| x == y)?;
+        check_select(c, &a, "u32 all selected", &u, u32::MAX, &vec![1; n], 0xdead_beef, |x, y| x == y)?;
+        check_select(c, &a, "u32 none selected", &u, 0, &vec![0; n], 0xdead_beef, |x, y| x == y)?;
+        check_select(c, &a, "u32 all equal", &vec![7u32; n], 8, &flags, 0xdead_beef, |x, y| x == y)?;
+        let w: Vec<u64> = (0..n).map(|_| r.random()).collect();
+        check_select(c, &a, "u64 half", &w, 1 << 63, &flags, 0xdead_beef_0bad_f00d, |x, y| x == y)?;
+        let f = adversarial_f32(&mut r, n, 0.01);
+        check_select(c, &a, "f32 with NaNs", &f, 0.0, &flags, 1234.5, same_bits_f32)?;
+    }
+    Ok(())
+}
+
+fn unique_and_run_length(c: &Ctx) -> TestResult {
+    let a = Algorithms::load(&c.gpu).ctx("load the algorithms")?;
+    let mut r = rng("algorithms_unique_and_run_length");
+    let s = c.gpu.stream();
+    let mut temp = Temp::new(&c.gpu);
+    for n in select_sizes(c) {
+        // Runs of 1 to 12 equal values; a few long runs crossing tiles; all equal.
+        let mut runs: Vec<u32> = Vec::with_capacity(n);
+        while runs.len() < n {
+            let v = r.random_range(0..4u32);
+            let len = if r.random_bool(0.01) { r.random_range(1..10_000) } else { r.random_range(1..13) };
+            runs.extend(std::iter::repeat_n(v, len.min(n - runs.len())));
+        }
+        for (what, input) in [("runs", runs), ("all equal", vec![5u32; n]), ("all distinct", (0..n as u32).collect())] {
+            let d_in = c.gpu.upload(&input).ctx("upload")?;
+            let mut heads: Vec<u32> = Vec::new();
+            let mut lens: Vec<u32> = Vec::new();
+            for (i, &x) in input.iter().enumerate() {
+                if i == 0 || input[i - 1] != x {
+                    heads.push(x);
+                    lens.push(0);
+                }
+                *lens.last_mut().expect("a run") += 1;
+            }
+            let guard = 0xdead_beef_u32;
+            let mut count = c.gpu.upload(&[u64::MAX]).ctx("alloc")?;
+            let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
+            a.unique(s, &d_in, &mut out, &mut count, &mut temp).ctx("unique")?;
+            let mut want = heads.clone();
+            want.resize(n + 1, guard);
+            check_all(&format!("unique ({what}), n = {n}"), &out.to_vec().ctx("read")?, &want)?;
+            check_all(&format!("unique count ({what}), n = {n}"), &count.to_vec().ctx("read")?, &[heads.len() as u64])?;
+            let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
+            let mut lengths = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
+            a.run_length_encode(s, &d_in, &mut out, &mut lengths, &mut count, &mut temp).ctx("rle")?;
+            check_all(&format!("rle values ({what}), n = {n}"), &out.to_vec().ctx("read")?, &want)?;
+            let mut want_lens = lens.clone();
+            want_lens.resize(n + 1, guard);
+            check_all(&format!("rle lengths ({what}), n = {n}"), &lengths.to_vec().ctx("read")?, &want_lens)?;
+            check_all(&format!("rle count ({what}), n = {n}"), &count.to_vec().ctx("read")?, &[heads.len() as u64])?;
+        }
+        // Floats: NaN never equals itself (a run of its own), -0.0 continues a run of 0.0.
+        let f: Vec<f32> = (0..n)
+            .map(|i| match (i / 3) % 5 {
+                0 => 0.0,
+                1 => -0.0,
+                2 => f32::NAN,
+                3 => 1.5,
+                _ => -2.0,
+            })
+            .collect();
+        let d_in = c.gpu.upload(&f).ctx("upload")?;
+        let want: Vec<f32> = f.iter().enumerate().filter(|&(i, x)| i == 0 || f[i - 1] != *x).map(|(_, x)| *x).collect();
+        let mut count = c.gpu.upload(&[u64::MAX]).ctx("alloc")?;
+        let mut out = c.gpu.upload(&vec![7.0f32; n]).ctx("alloc")?;
+        a.unique(s, &d_in, &mut out, &mut count, &mut temp).ctx("unique f32")?;
+        let got = out.to_vec().ctx("read")?;
+        check_all_by(&format!("unique f32 (NaN, ±0), n = {n}"), &got[..want.len()], &want, same_bits_f32)?;
+        check_all(&format!("unique f32 count, n = {n}"), &count.to_vec().ctx("read")?, &[want.len() as u64])?;
+    }
+    Ok(())
 }

@@ -21,6 +21,7 @@ pub struct Algorithms {
     max_u32: crate::max_u32::Kernels,
     max_i32: crate::max_i32::Kernels,
     max_f32: crate::max_f32::Kernels,
+    pub(crate) select: crate::select::SelectSet,
 }
 
 /// An element type and built-in operator with kernels in [`Algorithms`].
@@ -90,6 +91,7 @@ impl Algorithms {
             max_u32: crate::max_u32::Kernels::load(&m)?,
             max_i32: crate::max_i32::Kernels::load(&m)?,
             max_f32: crate::max_f32::Kernels::load(&m)?,
+            select: crate::select::SelectSet::load(&m)?,
         })
     }
 

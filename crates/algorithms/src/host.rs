@@ -42,28 +42,39 @@ pub trait AlgorithmKernels<T: DeviceCopy> {
 /// first (the runtime's tracker orders them), so give each concurrent stream its own.
 #[derive(Debug)]
 pub struct Temp {
-    gpu: Gpu,
-    state: Option<DeviceBuffer<u64>>,
-    partials: Option<DeviceBuffer<u64>>,
+    pub(crate) gpu: Gpu,
+    pub(crate) state: Option<DeviceBuffer<u64>>,
+    pub(crate) partials: Option<DeviceBuffer<u64>>,
+    /// Run-length encoding's run offsets.
+    pub(crate) offsets: Option<DeviceBuffer<u64>>,
+    /// Empty views' backing ("no flags", "no indices").
+    pub(crate) dummy8: Option<DeviceBuffer<u8>>,
+    pub(crate) dummy64: Option<DeviceBuffer<u64>>,
 }
 
 impl Temp {
     /// Empty storage on `gpu` (allocated by the first algorithm that needs it).
     #[must_use]
     pub fn new(gpu: &Gpu) -> Self {
-        Self { gpu: gpu.clone(), state: None, partials: None }
+        Self { gpu: gpu.clone(), state: None, partials: None, offsets: None, dummy8: None, dummy64: None }
     }
 
     /// Device bytes held now.
     #[must_use]
     pub fn bytes(&self) -> usize {
-        8 * (self.state.as_ref().map_or(0, DeviceBuffer::len) + self.partials.as_ref().map_or(0, DeviceBuffer::len))
+        let words = |b: &Option<DeviceBuffer<u64>>| b.as_ref().map_or(0, DeviceBuffer::len);
+        8 * (words(&self.state) + words(&self.partials) + words(&self.offsets) + words(&self.dummy64))
+            + self.dummy8.as_ref().map_or(0, DeviceBuffer::len)
     }
 
-    fn grow<'a>(gpu: &Gpu, buf: &'a mut Option<DeviceBuffer<u64>>, words: usize) -> Result<&'a mut DeviceBuffer<u64>> {
+    pub(crate) fn grow<'a, T: DeviceCopy>(
+        gpu: &Gpu,
+        buf: &'a mut Option<DeviceBuffer<T>>,
+        words: usize,
+    ) -> Result<&'a mut DeviceBuffer<T>> {
         if buf.as_ref().is_none_or(|b| b.len() < words) {
             *buf = None;
-            *buf = Some(gpu.zeroed::<u64>(words.max(1))?);
+            *buf = Some(gpu.zeroed::<T>(words.max(1))?);
         }
         Ok(buf.as_mut().expect("allocated above"))
     }

@@ -30,7 +30,7 @@
 //! | your type / op | a C++ functor and a template instantiation | [`algorithm_kernels!`] in your kernels crate, then [`reduce`], [`exclusive_scan`], [`inclusive_scan`] | any `DeviceCopy` of at most 32 bytes, any associative op |
 
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
+#![cfg_attr(all(feature = "builtin", target_arch = "nvptx64"), feature(abi_ptx))]
 
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
@@ -40,6 +40,10 @@ cohort_runtime::include_ptx!();
 
 mod ops;
 pub use ops::{Max, Min, Sum};
+#[cfg(feature = "builtin")]
+mod select;
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
+pub use select::{LessThan, SelectBuiltin, SelectKernels};
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;

@@ -301,12 +301,19 @@ pub enum Blocked<const N: usize> {}
 /// only by the block stores.
 #[derive(Debug)]
 pub enum Striped<const N: usize> {}
+/// Elements at positions a device-wide scan hands out (a select's or partition's outputs):
+/// written only by the kernel bodies of [`algorithms`](crate::algorithms), under their
+/// `unsafe` contracts (the scan's state cleared before the launch), which make the positions
+/// disjoint. No [`ThreadIndex`] of this kind exists and no safe store writes it.
+#[derive(Debug)]
+pub enum Scattered {}
 
 impl IndexKind for PerThread {}
 impl IndexKind for PerBlock {}
 impl<const N: u32> IndexKind for PerTile<N> {}
 impl<const N: usize> IndexKind for Blocked<N> {}
 impl<const N: usize> IndexKind for Striped<N> {}
+impl IndexKind for Scattered {}
 
 mod sealed {
     pub trait Sealed {}
@@ -315,6 +322,7 @@ mod sealed {
     impl<const N: u32> Sealed for super::PerTile<N> {}
     impl<const N: usize> Sealed for super::Blocked<N> {}
     impl<const N: usize> Sealed for super::Striped<N> {}
+    impl Sealed for super::Scattered {}
 }
 
 /// An index into a [`DisjointSlice`](crate::slice::DisjointSlice) that belongs to the calling

@@ -67,6 +67,8 @@
 
 mod reduce;
 mod scan;
+mod select;
 
 pub use reduce::{REDUCE_BLOCK, REDUCE_ITEMS, reduce_tiles};
 pub use scan::{SCAN_BLOCK, SCAN_ITEMS, scan_state_len, scan_tile};
+pub use select::{SELECT_BLOCK, SelectOut, flags_if, flags_unique, select_items, select_state_len, select_tile};

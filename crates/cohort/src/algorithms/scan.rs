@@ -62,15 +62,51 @@ fn from_words<T: DeviceCopy>(w: [u64; 4]) -> T {
     }
 }
 
-/// The status slots of a scan: `state[1..]`, checked to hold `tiles` slots.
-struct Status<'a> {
-    slots: &'a [AtomicU64],
+/// A `T` of zero bytes, for items that are never used.
+#[inline(always)]
+pub(super) fn placeholder<T: DeviceCopy>() -> T {
+    crate::assert_no_padding::<T>();
+    // SAFETY: every bit pattern, zero included, is a valid `DeviceCopy` value.
+    unsafe { core::mem::zeroed() }
 }
 
-impl Status<'_> {
+/// Tile status slots: where tiles publish their aggregates and inclusive prefixes.
+pub(super) trait Slots<T> {
     /// Publishes tile `id`'s `flag` and value.
+    fn publish(&self, id: usize, flag: u64, v: T);
+    /// Tile `id`'s flag and value (the value is meaningless while the flag is `INVALID`).
+    fn read(&self, id: usize) -> (u64, T);
+}
+
+/// The status slots of a scan: `state[1..]`, checked to hold `tiles` slots.
+pub(super) struct Status<'a> {
+    pub(super) slots: &'a [AtomicU64],
+}
+
+/// The status slots of a count (select, partition, unique): one word per tile, the flag in the
+/// top 2 bits and a count below 2^62 in the rest, published and read by single relaxed atomics.
+pub(super) struct Counts<'a> {
+    pub(super) slots: &'a [AtomicU64],
+}
+
+impl Slots<u64> for Counts<'_> {
     #[inline(always)]
-    fn publish<T: DeviceCopy>(&self, id: usize, flag: u64, v: T) {
+    fn publish(&self, id: usize, flag: u64, v: u64) {
+        self.slots[id].store(flag << 62 | (v & COUNT_MASK), Relaxed);
+    }
+    #[inline(always)]
+    fn read(&self, id: usize) -> (u64, u64) {
+        let x = self.slots[id].load(Relaxed);
+        (x >> 62, x & COUNT_MASK)
+    }
+}
+
+/// The count bits of a [`Counts`] slot.
+const COUNT_MASK: u64 = (1 << 62) - 1;
+
+impl<T: DeviceCopy> Slots<T> for Status<'_> {
+    #[inline(always)]
+    fn publish(&self, id: usize, flag: u64, v: T) {
         let w = to_words(v);
         if slot_words::<T>() == 1 {
             // Flag and value in one word: one relaxed store publishes both at once.
@@ -87,9 +123,8 @@ impl Status<'_> {
         }
     }
 
-    /// Tile `id`'s flag and value (the value is meaningless while the flag is `INVALID`).
     #[inline(always)]
-    fn read<T: DeviceCopy>(&self, id: usize) -> (u64, T) {
+    fn read(&self, id: usize) -> (u64, T) {
         if slot_words::<T>() == 1 {
             let x = self.slots[id].load(Relaxed);
             (x >> 32, from_words([x & 0xffff_ffff, 0, 0, 0]))
@@ -108,6 +143,20 @@ impl Status<'_> {
             (flag, from_words(w))
         }
     }
+}
+
+/// The block's tile id, drawn by its first thread from `counter` (in the order blocks start,
+/// not `blockIdx`), for every thread of the block. Once per block (a second draw could
+/// overwrite the id before every thread has read the first).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(super) fn draw_tile(counter: &AtomicU64) -> usize {
+    let ids = SCAN_TILE_ID.get();
+    if thread::thread_rank_in_block() == 0 {
+        ids.store(0, counter.fetch_add(1, Relaxed));
+    }
+    crate::sync::sync_threads();
+    ids.load(0) as usize
 }
 
 #[cold]
@@ -148,9 +197,9 @@ fn reduce_reversed<T: DeviceCopy, Op: ReduceOp<T>>(
 /// value, if any), publishes the tile's inclusive prefix, and returns the exclusive one.
 #[inline(always)]
 #[track_caller]
-fn look_back<T: DeviceCopy, Op: ReduceOp<T>>(
+pub(super) fn look_back<T: DeviceCopy, Op: ReduceOp<T>>(
     warp: &ThreadBlockTile<32, ThreadBlock>,
-    status: &Status<'_>,
+    status: &impl Slots<T>,
     id: usize,
     aggregate: T,
     first: Option<T>,
@@ -180,7 +229,7 @@ fn look_back<T: DeviceCopy, Op: ReduceOp<T>>(
         let mut backoff = 32u32;
         let (flag, v) = loop {
             let (flag, v) = match mine {
-                Some(t) => status.read::<T>(t),
+                Some(t) => status.read(t),
                 None => (INCLUSIVE, aggregate),
             };
             if warp.all(flag != INVALID) {
@@ -241,13 +290,7 @@ pub unsafe fn scan_tile<T: DeviceCopy, Op: ReduceOp<T>, const N: usize>(
     assert!(state.len() >= scan_state_len::<T>(n, tile_len), "scan: the state holds fewer words than scan_state_len");
     let (counter, slots) = state.split_at(1);
     let status = Status { slots: &slots[..tiles * slot_words::<T>()] };
-    // The tile id, from the counter, in the order blocks start.
-    let ids = SCAN_TILE_ID.get();
-    if thread::thread_rank_in_block() == 0 {
-        ids.store(0, counter[0].fetch_add(1, Relaxed));
-    }
-    crate::sync::sync_threads();
-    let id = ids.load(0) as usize;
+    let id = draw_tile(&counter[0]);
     if id >= tiles {
         return;
     }
@@ -255,7 +298,11 @@ pub unsafe fn scan_tile<T: DeviceCopy, Op: ReduceOp<T>, const N: usize>(
     // tiles it hands out write `out` in this launch (the caller's contract); every block of
     // the launch has one size.
     let tile = unsafe { Tile::new_unchecked(id as u64) };
-    let (items, _) = load_blocked::<T, N>(input, id as u64, input[0]);
+    // Past the end of a last partial tile, copies of the first element (never stored; they
+    // only enter the last tile's aggregate, which no tile reads). A full tile needs none:
+    // no load of `input[0]` on its path.
+    let fill = if n - id * tile_len >= tile_len { placeholder() } else { input[0] };
+    let (items, _) = load_blocked::<T, N>(input, id as u64, fill);
     let scanned =
         block::scan_items_with_prefix(&items, op, |warp, aggregate| look_back(warp, &status, id, aggregate, init, op));
     let outs = match init {

@@ -128,6 +128,17 @@ impl Iterator for Tiles {
     }
 }
 
+/// 16 bytes, 16-byte aligned: one `ld.global.v4` / `st.global.v4`.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct V16([u32; 4]);
+
+/// Whether a thread's `N` items of `T` are whole 16-byte vectors.
+#[inline(always)]
+const fn vectors<T, const N: usize>() -> bool {
+    (N * size_of::<T>()).is_multiple_of(16)
+}
+
 /// The tile's size in elements and its first element, `(block_size * n, id * that)`.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]

@@ -1,14 +1,10 @@
 //! Block stores: `N` items per thread into this block's tile of a [`Blocked`] or [`Striped`]
 //! output.
 
-use super::{Tile, tile_span};
+use super::{Tile, V16, tile_span, vectors};
 use crate::DeviceCopy;
 use crate::slice::DisjointSlice;
 use crate::thread::{self, Blocked, Striped};
-
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-struct Aligned16<A>(A);
 
 /// Writes `items` where thread `t` owns them in `tile` of a blocked output (elements
 /// `t * N + j` of the tile); elements past the end of `out` are not written. Returns how many
@@ -38,27 +34,44 @@ pub fn store_blocked_valid<T: DeviceCopy, const N: usize>(
     let first = base.saturating_add(thread::thread_rank_in_block() as usize * N);
     let n = out.len().min(base.saturating_add(valid));
     let p = out.as_mut_ptr();
+    // Every item is indexed by a constant (the loops unroll), so `items` stays in registers:
+    // no local-memory copy of the array.
     if base <= n && n - base >= len {
         // SAFETY: `first .. first + N` is in the tile, in bounds (`n <= out.len()`). This thread owns those
         // elements: the slice is `Blocked<N>` (every thread of the launch places items this
         // way), the tile is this block's alone (`Tile`), and `first` is this thread's rank's
         // share of it, which no other thread of the block has.
         let q = unsafe { p.add(first) };
-        if (N * size_of::<T>()).is_multiple_of(16) && (q as usize).is_multiple_of(16) {
-            // SAFETY: as above; aligned (checked), and the size is exactly `[T; N]`'s.
-            unsafe { q.cast::<Aligned16<[T; N]>>().write(Aligned16(*items)) };
+        if vectors::<T, N>() && (q as usize).is_multiple_of(16) {
+            let src = items.as_ptr().cast::<u8>();
+            let dst = q.cast::<V16>();
+            let mut k = 0;
+            while k < N * size_of::<T>() / 16 {
+                // SAFETY: bytes `16k .. 16k + 16` of `items` (`N * size_of::<T>()` bytes, a
+                // multiple of 16) are initialized and read unaligned; vector `k` of the
+                // thread's `N` elements is in bounds and owned (above), 16-byte aligned
+                // (checked), and a `T` has no padding to expose.
+                unsafe { dst.add(k).write(V16(src.add(16 * k).cast::<[u32; 4]>().read_unaligned())) };
+                k += 1;
+            }
         } else {
-            for (j, v) in items.iter().enumerate() {
+            let mut j = 0;
+            while j < N {
                 // SAFETY: as above.
-                unsafe { q.add(j).write(*v) };
+                unsafe { q.add(j).write(items[j]) };
+                j += 1;
             }
         }
         N
     } else {
         let valid = n.saturating_sub(first).min(N);
-        for (j, v) in items.iter().enumerate().take(valid) {
-            // SAFETY: `first + j < n` (valid), and owned as above.
-            unsafe { p.add(first + j).write(*v) };
+        let mut j = 0;
+        while j < N {
+            if j < valid {
+                // SAFETY: `first + j < n` (valid), and owned as above.
+                unsafe { p.add(first + j).write(items[j]) };
+            }
+            j += 1;
         }
         valid
     }
