@@ -365,7 +365,8 @@ where
     let d_flags = c.gpu.upload(flags).ctx("upload flags")?;
     let mut count = c.gpu.upload(&[u64::MAX, u64::MAX]).ctx("alloc")?;
     let selected: Vec<T> = input.iter().copied().filter(|x| *x < threshold).collect();
-    let rejected: Vec<T> = input.iter().copied().filter(|x| !(*x < threshold)).collect();
+    // Rejected: not `x < threshold` (NaNs included).
+    let rejected: Vec<T> = input.iter().copied().filter(|x| x.partial_cmp(&threshold) != Some(std::cmp::Ordering::Less)).collect();
     // Select-if: the selected ones, then the guard untouched.
     let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
     a.select_if(s, &d_in, LessThan(threshold), &mut out, &mut count, &mut temp).ctx("select_if")?;

@@ -27,6 +27,9 @@
 //! | reduce | `DeviceReduce::Reduce` / `Sum` / `Min` / `Max` | [`Algorithms::reduce`] | [`Sum`] of `u32 i32 u64 i64 f32 f64`; [`Min`], [`Max`] of `u32 i32 f32` |
 //! | exclusive scan | `DeviceScan::ExclusiveScan` / `ExclusiveSum` | [`Algorithms::exclusive_scan`] | as reduce |
 //! | inclusive scan | `DeviceScan::InclusiveScan` / `InclusiveSum` | [`Algorithms::inclusive_scan`] | as reduce |
+//! | select-if / partition-if | `DeviceSelect::If` / `DevicePartition::If` | `Algorithms::select_if` / `partition_if` with [`LessThan`] | `u32 i32 u64 f32` |
+//! | select-flagged | `DeviceSelect::Flagged` | `Algorithms::select_flagged` (`u8` flags) | as select-if |
+//! | unique, run-length encode | `DeviceSelect::Unique`, `DeviceRunLengthEncode::Encode` | `Algorithms::unique`, `run_length_encode` | as select-if |
 //! | your type / op | a C++ functor and a template instantiation | [`algorithm_kernels!`] in your kernels crate, then [`reduce`], [`exclusive_scan`], [`inclusive_scan`] | any `DeviceCopy` of at most 32 bytes, any associative op |
 
 #![no_std]

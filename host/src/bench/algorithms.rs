@@ -264,7 +264,7 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
     let cub_temp_bytes =
         // SAFETY: a size query (no device work).
         cub.map(|c| Algo::ALL.iter().map(|&x| unsafe { (c.temp_bytes)(x as i32, n as i64) }).max().unwrap_or(0));
-    let cub_temp = match cub_temp_bytes {
+    let mut cub_temp = match cub_temp_bytes {
         Some(b) => Some(gpu.zeroed::<u8>((b.max(1)) as usize)?),
         None => None,
     };
@@ -306,17 +306,17 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
                 Algo::Rle => a.run_length_encode(s, &d_runs, &mut out, &mut out2, &mut count, &mut temp),
             }
         };
-        let t = match (cub, &cub_temp) {
+        let t = match (cub, &mut cub_temp) {
             (Some(c), Some(ct)) => {
                 let call = CubCall {
                     algo,
                     input: input_addr,
                     flags: d_flags.as_device_ptr().addr(),
-                    out: out_c.as_device_ptr().addr(),
-                    out2: out2_c.as_device_ptr().addr(),
-                    num: count_c.as_device_ptr().addr(),
+                    out: out_c.as_device_ptr_mut().addr(),
+                    out2: out2_c.as_device_ptr_mut().addr(),
+                    num: count_c.as_device_ptr_mut().addr(),
                     n,
-                    temp: ct.as_device_ptr().addr(),
+                    temp: ct.as_device_ptr_mut().addr(),
                     temp_bytes: ct.len(),
                 };
                 let cub_side = |p: Phase| if p == Phase::Prep { Ok(()) } else { call.run(c, s) };

@@ -8,8 +8,8 @@
 //! 1. **Block layer** — [`block`](crate::block) in this library: loads, stores, exchanges,
 //!    reduce and scan over `N` items per thread; usable in any kernel.
 //! 2. **Kernel bodies** — this module: one generic function per kernel of an algorithm
-//!    ([`reduce_tiles`], [`scan_tile`]), safe, with the contract between the kernel and the
-//!    host (grid size, temporary storage) stated on each.
+//!    ([`reduce_tiles`], [`scan_tile`], [`select_tile`]), with the contract between the kernel
+//!    and the host (grid size, temporary storage) stated on each.
 //! 3. **Kernels and the host API** — the `cohort-algorithms` crate (`crates/algorithms`):
 //!    `#[kernel]`s instantiating the bodies for the built-in types and operators, built to PTX
 //!    by its `build.rs` and embedded (`include_ptx!`) like every Cohort kernels crate, and
@@ -30,6 +30,20 @@
 //! | `cub::DeviceReduce::Reduce`, `Sum`, `Min`, `Max` | [`reduce_tiles`] (two launches) · `Algorithms::reduce` |
 //! | `cub::DeviceScan::ExclusiveScan`, `InclusiveScan`, `ExclusiveSum` | [`scan_tile`] (one launch) · `Algorithms::exclusive_scan`, `inclusive_scan` |
 //! | `cub::ScanTileState` | the scan's state: a `&[AtomicU64]` ([`scan_state_len`]) |
+//! | `cub::DeviceSelect::If`, `Flagged`, `Unique`, `DevicePartition::If` | [`select_tile`] (one launch; [`flags_if`], [`flags_unique`], or flags loaded blocked) · `Algorithms::select_if`, `select_flagged`, `unique`, `partition_if` |
+//! | `cub::DeviceRunLengthEncode::Encode` | [`select_tile`] of the run heads with their offsets, then the lengths (two launches) · `Algorithms::run_length_encode` |
+//!
+//! # Select, partition, unique
+//!
+//! The same look-back over the tiles' **counts** of selected items: a count below 2^62 and
+//! its flag share one 64-bit word (single relaxed atomics, as the scan's narrow values). Each
+//! tile scans its threads' counts, learns how many items earlier tiles selected, stages its
+//! selected items (and, for a partition, the rejected ones after them) in dynamic shared
+//! memory, and writes them coalesced. The outputs are `DisjointSlice<T, Scattered>`: no safe
+//! store writes that kind, and [`select_tile`] is `unsafe` with the contract that makes the
+//! positions disjoint (the state cleared before the launch and used by it alone), which the
+//! host API keeps; every write is also bounds-checked, so a broken contract gives wrong
+//! values, never a write outside the outputs.
 //!
 //! # The single-pass scan (decoupled look-back)
 //!
