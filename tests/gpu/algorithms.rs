@@ -5,7 +5,7 @@
 
 use cohort_algorithms::{Algorithms, Builtin, LessThan, Max, Min, SelectBuiltin, Sum, Temp};
 use cohort_runtime::{DeviceBuffer, LaunchConfig};
-use cohort_test_kernels::algorithms::{self as k, Affine, ITEMS, compose};
+use cohort_test_kernels::algorithms::{self as k, Affine, ITEMS, Mat2, compose, mat_mul};
 use cohort_tests::{Context, Ctx, TestResult, check_all, check_all_by, ensure, gpu_only_trial, gpu_trial, rng};
 use libtest_mimic::Trial;
 use rand::Rng;
@@ -17,6 +17,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("algorithms_scan_builtin", scan_builtin),
         gpu_trial("algorithms_reduce_builtin", reduce_builtin),
         gpu_trial("algorithms_user_type_scan", user_type_scan),
+        gpu_trial("algorithms_scan_wide_slots", scan_wide_slots),
         gpu_trial("algorithms_scan_many_streams", scan_many_streams),
         gpu_trial("algorithms_select_partition", select_partition),
         gpu_trial("algorithms_unique_and_run_length", unique_and_run_length),
@@ -280,6 +281,47 @@ fn user_type_scan(c: &Ctx) -> TestResult {
             let want = input.iter().fold(id, |x, &y| compose(x, y));
             check_all(&format!("affine reduce, n = {n}"), &one.to_vec().ctx("read")?, &[want])?;
         }
+    }
+    Ok(())
+}
+
+/// The look-back's wide status slots (a flag word, the aggregate's words, the inclusive
+/// prefix's words) at the widest value a scan takes, 32 bytes, with a non-commutative op,
+/// over many tiles, several times: a tile that reads a neighbour's aggregate must never get
+/// its inclusive prefix instead (or a mix). On the CPU device the look-back pauses where
+/// that race would bite (`adversarial_delay`), so a protocol that keeps both in the same
+/// words fails here every run.
+fn scan_wide_slots(c: &Ctx) -> TestResult {
+    let kern = k::mat2::Kernels::load(&c.tests).ctx("load the user's kernels")?;
+    let mut r = rng("algorithms_scan_wide_slots");
+    let s = c.gpu.stream();
+    let mut temp = Temp::new(&c.gpu);
+    let rounds = c.pick(8, 3);
+    let n = c.pick(300 * TILE + 11, 24 * TILE + 11);
+    for round in 0..rounds {
+        let input: Vec<Mat2> =
+            (0..n).map(|_| Mat2 { a: r.random::<u64>() | 1, b: r.random(), c: r.random(), d: r.random() }).collect();
+        let d_in = c.gpu.upload(&input).ctx("upload")?;
+        let guard = Mat2 { a: 0xdead, b: 0xbeef, c: 0xdead, d: 0xbeef };
+        let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
+        cohort_algorithms::inclusive_scan(&kern, s, &d_in, &mut out, &mut temp).ctx("inclusive scan")?;
+        let mut want: Vec<Mat2> = Vec::with_capacity(n + 1);
+        for (i, &x) in input.iter().enumerate() {
+            want.push(if i == 0 { x } else { mat_mul(want[i - 1], x) });
+        }
+        want.push(guard);
+        check_all(&format!("2×2 u64 matrices: inclusive scan, round {round}, n = {n}"), &out.to_vec().ctx("read")?, &want)?;
+        let start = Mat2 { a: 3, b: 1, c: 4, d: 1 };
+        let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
+        cohort_algorithms::exclusive_scan(&kern, s, &d_in, &mut out, start, &mut temp).ctx("exclusive scan")?;
+        let mut want = Vec::with_capacity(n + 1);
+        let mut acc = start;
+        for &x in &input {
+            want.push(acc);
+            acc = mat_mul(acc, x);
+        }
+        want.push(guard);
+        check_all(&format!("2×2 u64 matrices: exclusive scan, round {round}, n = {n}"), &out.to_vec().ctx("read")?, &want)?;
     }
     Ok(())
 }

@@ -76,3 +76,35 @@ cohort_algorithms::algorithm_kernels! {
         reduce = affine_reduce_tiles;
     }
 }
+
+/// A 32-byte user type (the widest a scan takes): a 2×2 matrix of `u64`s, row-major,
+/// multiplied with wrapping arithmetic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, DeviceCopy)]
+#[repr(C)]
+pub struct Mat2 {
+    /// Row 0, column 0.
+    pub a: u64,
+    /// Row 0, column 1.
+    pub b: u64,
+    /// Row 1, column 0.
+    pub c: u64,
+    /// Row 1, column 1.
+    pub d: u64,
+}
+
+/// The product `x · y`: associative, not commutative.
+#[must_use]
+pub fn mat_mul(x: Mat2, y: Mat2) -> Mat2 {
+    let m = |p: u64, q: u64, r: u64, s: u64| p.wrapping_mul(q).wrapping_add(r.wrapping_mul(s));
+    Mat2 { a: m(x.a, y.a, x.b, y.c), b: m(x.a, y.b, x.b, y.d), c: m(x.c, y.a, x.d, y.c), d: m(x.c, y.b, x.d, y.d) }
+}
+
+cohort_algorithms::algorithm_kernels! {
+    /// Scans of 2×2 `u64` matrices, multiplied in order (32-byte status slots' values).
+    pub mod mat2 {
+        type T = super::Mat2;
+        op = super::mat_mul;
+        scan = mat2_scan_tile;
+        reduce = mat2_reduce_tiles;
+    }
+}

@@ -54,12 +54,21 @@
 //! combining aggregates until it meets an *inclusive prefix*, publishes its own inclusive
 //! prefix, and the block adds the prefix to its outputs.
 //!
-//! - **Status slots.** A value of at most 4 bytes is packed with its flag (`0` not yet, `1`
-//!   aggregate, `2` inclusive prefix) in one 64-bit word, written and read by single relaxed
-//!   atomics: the flag and the value arrive together. A wider value (up to 32 bytes) has a
-//!   flag word and value words: the value words are stored (relaxed) before the flag with
-//!   **release** order, and the reader loads the flag with **acquire** before the words
-//!   (`.gpu` scope, as every `Atomic` operation without a scope).
+//! - **Status slots.** Each state of a tile's slot (`1` aggregate, then `2` inclusive
+//!   prefix; `0` not yet) is published **once per launch**, and a reader reads only what the
+//!   state it saw published (CUB's `ScanTileState` keeps status, partial and inclusive values
+//!   apart for the same reason). A value of at most 4 bytes is packed with its flag in one
+//!   64-bit word (a select's count, below 2^62, likewise): each state is one relaxed atomic
+//!   store, and one relaxed load sees a flag with the value stored with it, never a mix. A
+//!   wider value (up to 32 bytes) has a flag word, the aggregate's words and the inclusive
+//!   prefix's words: a tile stores a state's words (relaxed), then its flag with **release**;
+//!   the reader loads the flag with **acquire**, then that state's words, which happened
+//!   before and are never stored again in the launch (`.gpu` scope, as every `Atomic`
+//!   operation without a scope). One set of value words for both states was a bug: a reader
+//!   that saw the aggregate's flag could load the inclusive prefix's words, or a mix (seen on
+//!   an H200 for `u64` sums). On the CPU device the look-back pauses where such races bite
+//!   (after a tile publishes its aggregate; between a reader's flag and its words), so the
+//!   tests catch this class of bug there too.
 //! - **Forward progress.** A tile waits only for tiles with smaller ids, and those ids were
 //!   taken by blocks that had already started (ids come from the counter in the order blocks
 //!   start, not from `blockIdx`, which the hardware may schedule in any order). So the tile

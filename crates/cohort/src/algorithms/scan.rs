@@ -28,9 +28,16 @@ crate::shared! {
     static SCAN_TILE_ID: [u64; 1];
 }
 
-/// 64-bit words per tile status slot for values of `T`.
+/// 64-bit words of one value of `T` in a wide status slot.
+const fn value_words<T>() -> usize {
+    size_of::<T>().div_ceil(8)
+}
+
+/// 64-bit words per tile status slot for values of `T`: one packed word for a value of at
+/// most 4 bytes; else a flag word, the aggregate's words, then the inclusive prefix's words
+/// (each value in words of its own, written once per launch: see [`Status`]).
 const fn slot_words<T>() -> usize {
-    if size_of::<T>() <= 4 { 1 } else { 1 + size_of::<T>().div_ceil(8) }
+    if size_of::<T>() <= 4 { 1 } else { 1 + 2 * value_words::<T>() }
 }
 
 /// The length (in `u64`s) of a scan's state for `n` elements of `T` in tiles of `tile_len`:
@@ -62,6 +69,19 @@ fn from_words<T: DeviceCopy>(w: [u64; 4]) -> T {
     }
 }
 
+/// On the CPU device only, a pause of about `us` microseconds in the look-back, where a
+/// protocol that relies on timing would break: it widens the windows in which another tile
+/// can act (between a tile's aggregate and its inclusive prefix; between a reader's flag and
+/// its value words), so the CPU device's tests catch ordering bugs that a GPU shows once in a
+/// thousand runs. Nothing on the GPU.
+#[inline(always)]
+pub(super) fn adversarial_delay(us: u64) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    std::thread::sleep(core::time::Duration::from_micros(us));
+    #[cfg(target_arch = "nvptx64")]
+    let _ = us;
+}
+
 /// A `T` of zero bytes, for items that are never used.
 #[inline(always)]
 pub(super) fn placeholder<T: DeviceCopy>() -> T {
@@ -79,6 +99,24 @@ pub(super) trait Slots<T> {
 }
 
 /// The status slots of a scan: `state[1..]`, checked to hold `tiles` slots.
+///
+/// Each state of a slot (aggregate, then inclusive prefix) is published **once per launch**,
+/// and a reader that sees a state reads only what that state published:
+///
+/// - **Narrow values** (at most 4 bytes): flag and value in one 64-bit word, so each state
+///   is a single relaxed atomic store (two per tile: aggregate, then inclusive), and a single
+///   relaxed load sees one state whole — a flag and the value stored with it, never a mix.
+/// - **Wide values** (5 to 32 bytes): a flag word, the aggregate's value words and the
+///   inclusive prefix's value words, apart. A tile stores the aggregate's words (relaxed),
+///   then the flag `AGGREGATE` with **release**; later the inclusive prefix's words, then
+///   `INCLUSIVE` with release. The reader loads the flag with **acquire**, then the words of
+///   the state it saw. Its acquire reads from (the release sequence of) the store of that
+///   flag or a later one, which happen after that state's words were stored; those words are
+///   never stored again in the launch (the host zeroed them before it, in stream order), so
+///   the reader gets exactly them — whatever the writer does meanwhile. (With one set of
+///   value words for both states, a reader that saw `AGGREGATE` could load words the
+///   inclusive prefix had overwritten, or a mix: nothing orders those loads before the later
+///   stores. That bug showed on an H200 for `u64` sums and an 8-byte user type.)
 pub(super) struct Status<'a> {
     pub(super) slots: &'a [AtomicU64],
 }
@@ -113,12 +151,14 @@ impl<T: DeviceCopy> Slots<T> for Status<'_> {
             self.slots[id].store(flag << 32 | (w[0] & 0xffff_ffff), Relaxed);
         } else {
             let s = id * slot_words::<T>();
-            let mut k = 1;
-            while k < slot_words::<T>() {
-                self.slots[s + k].store(w[k - 1], Relaxed);
+            // The state's own words, stored once per launch (see `Status`).
+            let base = if flag == INCLUSIVE { s + 1 + value_words::<T>() } else { s + 1 };
+            let mut k = 0;
+            while k < value_words::<T>() {
+                self.slots[base + k].store(w[k], Relaxed);
                 k += 1;
             }
-            // Release: the value words above are visible to whoever acquires the flag.
+            // Release: the words above happen before whatever acquires this flag (or a later one).
             self.slots[s].store(flag, Release);
         }
     }
@@ -130,13 +170,20 @@ impl<T: DeviceCopy> Slots<T> for Status<'_> {
             (x >> 32, from_words([x & 0xffff_ffff, 0, 0, 0]))
         } else {
             let s = id * slot_words::<T>();
-            // Acquire: the value words were stored before the flag was released.
+            // Acquire: the words of the state this flag names were stored before it was
+            // released, and are never stored again in the launch.
             let flag = self.slots[s].load(Acquire);
             let mut w = [0u64; 4];
             if flag != INVALID {
-                let mut k = 1;
-                while k < slot_words::<T>() {
-                    w[k - 1] = self.slots[s + k].load(Relaxed);
+                // The window in which the old protocol broke (the tile going on to publish
+                // its inclusive prefix), widened on the CPU device.
+                if flag == AGGREGATE {
+                    adversarial_delay(50);
+                }
+                let base = if flag == INCLUSIVE { s + 1 + value_words::<T>() } else { s + 1 };
+                let mut k = 0;
+                while k < value_words::<T>() {
+                    w[k] = self.slots[base + k].load(Relaxed);
                     k += 1;
                 }
             }
@@ -218,6 +265,8 @@ pub(super) fn look_back<T: DeviceCopy, Op: ReduceOp<T>>(
     }
     if lane == 0 {
         status.publish(id, AGGREGATE, aggregate);
+        // Readers see the aggregate a while before the inclusive prefix (CPU device only).
+        adversarial_delay(50);
     }
     let mut prefix: Option<T> = None;
     let mut end = id;
