@@ -59,7 +59,9 @@
 //! | 5 | [`sync`], [`mutex`] | barriers, fences, locks | safe |
 //! | 6 | [`slice`](mod@slice), [`matrix`] | outputs that cannot alias: disjoint and append slices, matrices | safe |
 //! | 7 | [`cg`] | cooperative groups: tiles, blocks, grids, multi-grids, their collectives, async copies, grid vectors | safe |
+//! | 7 | [`block`] | CUB's `Block*` layer: tiles of several items per thread, loads, stores, exchanges, reduce and scan over items | safe |
 //! | 8 | [`launch`], `abi` | the kernel interface: parameters as the host passes them, typed device-side launches | safe |
+//! | 9 | [`algorithms`] | the device-wide algorithms' kernel bodies (CUB's `Device*` agents): reduce, single-pass scan with decoupled look-back | safe |
 //!
 //! ## On the CPU device
 //!
@@ -107,7 +109,9 @@ extern crate std;
 
 #[doc(hidden)]
 pub mod abi;
+pub mod algorithms;
 pub mod atomic;
+pub mod block;
 pub mod cg;
 pub mod check;
 mod copy;

@@ -289,15 +289,40 @@ pub enum PerBlock {}
 #[derive(Debug)]
 pub enum PerTile<const N: u32> {}
 
+/// `N` consecutive elements per thread of a block's tile: a tile of `block_size() * N`
+/// elements where thread `t` owns elements `t * N .. t * N + N` (CUB's *blocked* arrangement).
+/// Written only by the block stores of [`block`](crate::block), through a
+/// [`Tile`](crate::block::Tile) that one block alone holds; no [`ThreadIndex`] of this kind
+/// exists.
+#[derive(Debug)]
+pub enum Blocked<const N: usize> {}
+/// `N` elements per thread of a block's tile, a block apart: thread `t` owns elements
+/// `t + k * block_size()` for `k < N` (CUB's *striped* arrangement). As [`Blocked`], written
+/// only by the block stores.
+#[derive(Debug)]
+pub enum Striped<const N: usize> {}
+/// Elements at positions a device-wide scan hands out (a select's or partition's outputs):
+/// written only by the kernel bodies of [`algorithms`](crate::algorithms), under their
+/// `unsafe` contracts (the scan's state cleared before the launch), which make the positions
+/// disjoint. No [`ThreadIndex`] of this kind exists and no safe store writes it.
+#[derive(Debug)]
+pub enum Scattered {}
+
 impl IndexKind for PerThread {}
 impl IndexKind for PerBlock {}
 impl<const N: u32> IndexKind for PerTile<N> {}
+impl<const N: usize> IndexKind for Blocked<N> {}
+impl<const N: usize> IndexKind for Striped<N> {}
+impl IndexKind for Scattered {}
 
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::PerThread {}
     impl Sealed for super::PerBlock {}
     impl<const N: u32> Sealed for super::PerTile<N> {}
+    impl<const N: usize> Sealed for super::Blocked<N> {}
+    impl<const N: usize> Sealed for super::Striped<N> {}
+    impl Sealed for super::Scattered {}
 }
 
 /// An index into a [`DisjointSlice`](crate::slice::DisjointSlice) that belongs to the calling

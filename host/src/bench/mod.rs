@@ -2,6 +2,7 @@
 //! one process: the typed launch against raw `cuLaunchKernel`, and Rust kernels against the
 //! same kernels in CUDA C++ (compiled here with NVRTC, or given as a `.ptx` from nvcc).
 
+mod algorithms;
 mod alloc;
 mod atomics;
 mod cg;
@@ -59,6 +60,8 @@ pub enum Bench {
     Managed(managed::Args),
     /// Launches on cudarc's memory and stream: Cohort's typed launch on cudarc slices beside cudarc's launch_builder
     Interop(interop::Args),
+    /// Device-wide algorithms (reduce, scan, select, partition, unique, run-length encode) beside CUB with `--cub`
+    Algorithms(algorithms::Args),
 }
 
 /// Runs one benchmark.
@@ -80,6 +83,7 @@ pub fn run(which: Bench) -> CliResult {
         Bench::Pdl(a) => pdl::run(a),
         Bench::Managed(a) => managed::run(a),
         Bench::Interop(a) => interop::run(a),
+        Bench::Algorithms(a) => algorithms::run(a),
     }
 }
 

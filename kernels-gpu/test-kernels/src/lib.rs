@@ -9,6 +9,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 cohort_runtime::include_ptx!();
 
+pub mod algorithms;
 pub mod async_barrier;
 pub mod atomic_ops;
 pub mod cg_collectives;

@@ -1,0 +1,66 @@
+// CUB's side of `cohort bench algorithms` (host/src/bench/algorithms.rs): CUB's device-wide
+// algorithms on buffers and a stream the Rust side hands over, so that both run on the same data
+// in the same stream, timed in interleaved pairs. Build on the GPU machine as a shared library:
+//   nvcc -O3 -arch=sm_90 -std=c++17 -shared -Xcompiler -fPIC -o libalgorithms_cub.so host/benches/algorithms_cub.cu
+// and run `cohort bench algorithms --cub ./libalgorithms_cub.so`. The library uses the CUDA
+// runtime's primary context, the one Cohort's driver calls use (cudarc retains it).
+//
+// algo: 0 DeviceReduce::Sum u32, 1 DeviceReduce::Sum f32, 2 DeviceScan::ExclusiveSum u32,
+// 3 DeviceScan::InclusiveSum u32, 4 DeviceSelect::If u32 (x < 2^31), 5 DeviceSelect::Flagged
+// u32 (u8 flags), 6 DevicePartition::If u32 (x < 2^31), 7 DeviceSelect::Unique u32,
+// 8 DeviceRunLengthEncode::Encode u32 (int lengths). Sizes are `int` (CUB's usual offsets).
+// Outputs: `out` (and `out2`: run lengths), `num` a long long (selected / runs); a reduction's
+// result is out[0] (its bits, for f32).
+#include <cub/cub.cuh>
+#include <cstdint>
+
+namespace {
+
+struct LessThan {
+    unsigned threshold;
+    __host__ __device__ bool operator()(const unsigned& x) const { return x < threshold; }
+};
+
+constexpr unsigned kThreshold = 1u << 31;
+
+// One call of `algo`: with temp == nullptr, CUB's size query (temp_bytes set); else the run.
+cudaError_t call(int algo, const void* in, const void* flags, void* out, void* out2, void* num, int n, void* temp,
+                 size_t& temp_bytes, cudaStream_t s) {
+    auto u_in = static_cast<const unsigned*>(in);
+    auto u_out = static_cast<unsigned*>(out);
+    auto count = static_cast<long long*>(num);
+    switch (algo) {
+    case 0: return cub::DeviceReduce::Sum(temp, temp_bytes, u_in, u_out, n, s);
+    case 1:
+        return cub::DeviceReduce::Sum(temp, temp_bytes, static_cast<const float*>(in), static_cast<float*>(out), n, s);
+    case 2: return cub::DeviceScan::ExclusiveSum(temp, temp_bytes, u_in, u_out, n, s);
+    case 3: return cub::DeviceScan::InclusiveSum(temp, temp_bytes, u_in, u_out, n, s);
+    case 4: return cub::DeviceSelect::If(temp, temp_bytes, u_in, u_out, count, n, LessThan{kThreshold}, s);
+    case 5:
+        return cub::DeviceSelect::Flagged(temp, temp_bytes, u_in, static_cast<const unsigned char*>(flags), u_out, count,
+                                          n, s);
+    case 6: return cub::DevicePartition::If(temp, temp_bytes, u_in, u_out, count, n, LessThan{kThreshold}, s);
+    case 7: return cub::DeviceSelect::Unique(temp, temp_bytes, u_in, u_out, count, n, s);
+    case 8:
+        return cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, u_in, u_out, static_cast<int*>(out2), count, n, s);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+}  // namespace
+
+// The temporary storage `algo` needs for n elements (bytes), or -1.
+extern "C" long long cub_temp_bytes(int algo, long long n) {
+    size_t bytes = 0;
+    if (call(algo, nullptr, nullptr, nullptr, nullptr, nullptr, (int)n, nullptr, bytes, 0) != cudaSuccess) return -1;
+    return (long long)bytes;
+}
+
+// Runs `algo` in `stream` (a CUstream / cudaStream_t); returns the cudaError_t.
+extern "C" int cub_run(int algo, const void* in, const void* flags, void* out, void* out2, void* num, long long n,
+                       void* temp, long long temp_bytes, void* stream) {
+    size_t bytes = (size_t)temp_bytes;
+    cudaError_t e = call(algo, in, flags, out, out2, num, (int)n, temp, bytes, (cudaStream_t)stream);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    return (int)e;
+}

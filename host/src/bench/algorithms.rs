@@ -1,0 +1,430 @@
+//! `cohort bench algorithms`: the device-wide algorithms of `cohort-algorithms` (reduce, scan,
+//! select, partition, unique, run-length encode) beside CUB's, on the same buffers and stream,
+//! timed in interleaved pairs (medians), as GB/s and as a fraction of DRAM bandwidth (an
+//! H200's 4.8 TB/s by default). CUB comes from `host/benches/algorithms_cub.cu`, built on the
+//! GPU machine as a shared library:
+//!
+//! ```text
+//! nvcc -O3 -arch=sm_90 -std=c++17 -shared -Xcompiler -fPIC -o libalgorithms_cub.so host/benches/algorithms_cub.cu
+//! cohort bench algorithms --cub ./libalgorithms_cub.so
+//! ```
+//!
+//! Without `--cub` only the Rust side runs. Every result of both sides is checked element by
+//! element against the CPU. Inputs (the same for both): `hash(i)` (splitmix64's finalizer)
+//! for reduce and scan; select-if keeps `x < 2^31` (half); select-flagged's flags are
+//! `hash(i) >> 31`; unique and run-length encode see runs of 4 (`hash(i / 4)`). The Rust side
+//! also runs on the CPU device (`COHORT_DEVICE=cpu`, small `--sizes`), as a smoke test.
+
+use std::ffi::c_void;
+
+use cohort_algorithms::{Algorithms, LessThan, Sum, Temp};
+use cohort_runtime::{DeviceBuffer, Gpu, Stream};
+
+use crate::timing::{Paired, Phase, median_ms, paired_ms};
+use crate::util::{CliError, CliResult, Table};
+
+/// `cohort bench algorithms`' options.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Input sizes as powers of two
+    #[arg(long, value_delimiter = ',', default_value = "20,24,28")]
+    pub sizes: Vec<u32>,
+    /// Timed pairs per algorithm and size (the medians are reported)
+    #[arg(long, default_value = "20")]
+    pub reps: usize,
+    /// The GPU's DRAM bandwidth in TB/s (default: an H200's 4.8)
+    #[arg(long, default_value = "4.8")]
+    pub dram_tbs: f64,
+    /// CUB's side: the shared library built from host/benches/algorithms_cub.cu (see the module docs)
+    #[arg(long, value_name = "LIB")]
+    pub cub: Option<std::path::PathBuf>,
+}
+
+/// The algorithms, in the CUB library's numbering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Algo {
+    ReduceU32 = 0,
+    ReduceF32 = 1,
+    ExclusiveU32 = 2,
+    InclusiveU32 = 3,
+    SelectIf = 4,
+    SelectFlagged = 5,
+    PartitionIf = 6,
+    Unique = 7,
+    Rle = 8,
+}
+
+impl Algo {
+    const ALL: [Algo; 9] = [
+        Algo::ReduceU32,
+        Algo::ReduceF32,
+        Algo::ExclusiveU32,
+        Algo::InclusiveU32,
+        Algo::SelectIf,
+        Algo::SelectFlagged,
+        Algo::PartitionIf,
+        Algo::Unique,
+        Algo::Rle,
+    ];
+    fn name(self) -> &'static str {
+        match self {
+            Algo::ReduceU32 => "reduce sum u32 (DeviceReduce::Sum)",
+            Algo::ReduceF32 => "reduce sum f32 (DeviceReduce::Sum)",
+            Algo::ExclusiveU32 => "exclusive scan sum u32 (DeviceScan::ExclusiveSum)",
+            Algo::InclusiveU32 => "inclusive scan sum u32 (DeviceScan::InclusiveSum)",
+            Algo::SelectIf => "select-if u32, 50 % (DeviceSelect::If)",
+            Algo::SelectFlagged => "select-flagged u32, 50 % (DeviceSelect::Flagged)",
+            Algo::PartitionIf => "partition-if u32, 50 % (DevicePartition::If)",
+            Algo::Unique => "unique u32, runs of 4 (DeviceSelect::Unique)",
+            Algo::Rle => "run-length encode u32, runs of 4 (DeviceRunLengthEncode::Encode)",
+        }
+    }
+}
+
+type TempBytes = unsafe extern "C" fn(i32, i64) -> i64;
+type RunFn = unsafe extern "C" fn(
+    i32,
+    *const c_void,
+    *const c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    i64,
+    *mut c_void,
+    i64,
+    *mut c_void,
+) -> i32;
+
+/// CUB's side: the library and its two entry points.
+struct Cub {
+    _lib: libloading::Library,
+    temp_bytes: TempBytes,
+    run: RunFn,
+}
+
+impl Cub {
+    fn load(path: &std::path::Path) -> CliResult<Self> {
+        let fail = |e: libloading::Error| CliError::Failed(format!("{}: {e}", path.display()));
+        // SAFETY: loading runs the library's initializers: CUDA's runtime, statically linked by nvcc.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(fail)?;
+        // SAFETY: the symbols' types are algorithms_cub.cu's `extern "C"` declarations.
+        let (temp_bytes, run) = unsafe {
+            (*lib.get::<TempBytes>(b"cub_temp_bytes\0").map_err(fail)?, *lib.get::<RunFn>(b"cub_run\0").map_err(fail)?)
+        };
+        Ok(Self { _lib: lib, temp_bytes, run })
+    }
+}
+
+/// A CUB call's buffers (device addresses) and its stream.
+struct CubCall {
+    algo: Algo,
+    input: u64,
+    flags: u64,
+    out: u64,
+    out2: u64,
+    num: u64,
+    n: usize,
+    temp: u64,
+    temp_bytes: usize,
+}
+
+impl CubCall {
+    fn run(&self, cub: &Cub, stream: &Stream) -> cohort_runtime::Result<()> {
+        let p = |a: u64| a as *mut c_void;
+        // SAFETY: every address is a live device buffer of the size the algorithm needs (the
+        // caller's), the temporary storage holds `temp_bytes`, and the stream is live.
+        let e = unsafe {
+            (cub.run)(
+                self.algo as i32,
+                p(self.input),
+                p(self.flags),
+                p(self.out),
+                p(self.out2),
+                p(self.num),
+                self.n as i64,
+                p(self.temp),
+                self.temp_bytes as i64,
+                stream.cu_stream().cast(),
+            )
+        };
+        if e != 0 {
+            return Err(cohort_runtime::Error::Argument(format!("CUB {:?} failed: cudaError {e}", self.algo)));
+        }
+        Ok(())
+    }
+}
+
+/// splitmix64's finalizer of `i`, low 32 bits.
+fn hash(i: u64) -> u32 {
+    let mut x = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (x ^ (x >> 31)) as u32
+}
+
+fn fail(msg: String) -> CliError {
+    CliError::Failed(msg)
+}
+
+/// The first index where `got` differs from `want`, as an error naming `what`.
+fn same<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) -> CliResult {
+    if got.len() != want.len() {
+        return Err(fail(format!("{what}: {} elements, want {}", got.len(), want.len())));
+    }
+    match got.iter().zip(want).position(|(a, b)| a != b) {
+        Some(i) => Err(fail(format!("{what}: element {i} is {:?}, want {:?}", got[i], want[i]))),
+        None => Ok(()),
+    }
+}
+
+struct Row {
+    name: String,
+    n: usize,
+    bytes: f64,
+    rust: f64,
+    cub: Option<Paired>,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let Args { sizes, reps, dram_tbs, cub } = args;
+    let gpu = Gpu::from_env()?;
+    if gpu.is_cpu() && cub.is_some() {
+        return Err(CliError::Usage("--cub needs a GPU (the CPU device runs the Rust side only)".into()));
+    }
+    if sizes.iter().any(|&s| s > 31) {
+        return Err(CliError::Usage("--sizes: powers of two up to 31 (CUB's side takes `int` sizes)".into()));
+    }
+    println!("{}", gpu.info());
+    let cub = cub.as_deref().map(Cub::load).transpose()?;
+    let algos = Algorithms::load(&gpu)?;
+    println!(
+        "cohort-algorithms{}; {reps} timed runs of each (medians{}); DRAM {dram_tbs} TB/s\n",
+        if cub.is_some() { " beside CUB (same buffers, same stream)" } else { " alone (no --cub)" },
+        if cub.is_some() {
+            ", Rust and CUB interleaved in pairs; the ratio is the median of the pairs' ratios"
+        } else {
+            ""
+        },
+    );
+    let mut rows = Vec::new();
+    for &log in &sizes {
+        let n = 1usize << log;
+        bench_size(&gpu, &algos, cub.as_ref(), n, reps, &mut rows)?;
+    }
+    let head = ["algorithm", "n", "Rust", "CUB", "CUB / Rust (speed) [quartiles]", "Rust of DRAM", "CUB of DRAM"];
+    let mut table = Table::new(&head).numeric(1..head.len());
+    let gbs = |bytes: f64, ms: f64| bytes / ms / 1e6;
+    for r in rows {
+        let (cub_t, ratio, cub_frac) = match &r.cub {
+            Some(p) => (
+                format!("{:.3} ms ({:.0} GB/s)", p.b, gbs(r.bytes, p.b)),
+                p.ratio_text(),
+                format!("{:.2}", gbs(r.bytes, p.b) / (dram_tbs * 1e3)),
+            ),
+            None => ("—".into(), "—".into(), "—".into()),
+        };
+        table.row(vec![
+            r.name,
+            format!("2^{}", r.n.trailing_zeros()),
+            format!("{:.3} ms ({:.0} GB/s)", r.rust, gbs(r.bytes, r.rust)),
+            cub_t,
+            ratio,
+            format!("{:.2}", gbs(r.bytes, r.rust) / (dram_tbs * 1e3)),
+            cub_frac,
+        ]);
+    }
+    table.print();
+    println!(
+        "\nbytes: what the algorithm must read and write (reduce 4n; scans 8n; select/unique 4n + 4 per selected, \
+         flagged + n, partition 8n; run-length encode 4n + 8 per run); every result of both sides checked element \
+         by element against the CPU (f32 sums within 1e-5 relative)"
+    );
+    Ok(())
+}
+
+#[allow(clippy::too_many_lines)]
+fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usize, rows: &mut Vec<Row>) -> CliResult {
+    let s = gpu.stream();
+    let data: Vec<u32> = (0..n as u64).map(hash).collect();
+    let floats: Vec<f32> = data.iter().map(|&x| (x >> 8) as f32 / (1 << 24) as f32).collect();
+    let runs: Vec<u32> = (0..n as u64).map(|i| hash(i / 4)).collect();
+    let flags: Vec<u8> = data.iter().map(|&x| (x >> 31) as u8).collect();
+    let d_data = gpu.upload(&data)?;
+    let d_floats = gpu.upload(&floats)?;
+    let d_runs = gpu.upload(&runs)?;
+    let d_flags = gpu.upload(&flags)?;
+    let mut out = gpu.zeroed::<u32>(n)?;
+    let mut out_c = gpu.zeroed::<u32>(n)?;
+    let mut out2 = gpu.zeroed::<u32>(n)?;
+    let mut out2_c = gpu.zeroed::<u32>(n)?;
+    let mut count = gpu.zeroed::<u64>(1)?;
+    let mut count_c = gpu.zeroed::<u64>(1)?;
+    let mut sum_f32 = gpu.zeroed::<f32>(1)?;
+    let mut temp = Temp::new(gpu);
+    let cub_temp_bytes =
+        // SAFETY: a size query (no device work).
+        cub.map(|c| Algo::ALL.iter().map(|&x| unsafe { (c.temp_bytes)(x as i32, n as i64) }).max().unwrap_or(0));
+    let mut cub_temp = match cub_temp_bytes {
+        Some(b) => Some(gpu.zeroed::<u8>((b.max(1)) as usize)?),
+        None => None,
+    };
+    let threshold = 1u32 << 31;
+
+    for algo in Algo::ALL {
+        // References.
+        let (input_addr, bytes): (u64, f64);
+        let nf = n as f64;
+        match algo {
+            Algo::ReduceF32 => input_addr = d_floats.as_device_ptr().addr(),
+            Algo::Unique | Algo::Rle => input_addr = d_runs.as_device_ptr().addr(),
+            _ => input_addr = d_data.as_device_ptr().addr(),
+        }
+        let selected = data.iter().filter(|&&x| x < threshold).count() as f64;
+        let flagged = flags.iter().filter(|&&f| f != 0).count() as f64;
+        let run_count = runs.iter().enumerate().filter(|&(i, x)| i == 0 || runs[i - 1] != *x).count() as f64;
+        bytes = match algo {
+            Algo::ReduceU32 | Algo::ReduceF32 => 4.0 * nf,
+            Algo::ExclusiveU32 | Algo::InclusiveU32 | Algo::PartitionIf => 8.0 * nf,
+            Algo::SelectIf => 4.0 * nf + 4.0 * selected,
+            Algo::SelectFlagged => 5.0 * nf + 4.0 * flagged,
+            Algo::Unique => 4.0 * nf + 4.0 * run_count,
+            Algo::Rle => 4.0 * nf + 8.0 * run_count,
+        };
+        let mut rust = |p: Phase| -> cohort_runtime::Result<()> {
+            if p == Phase::Prep {
+                return Ok(());
+            }
+            match algo {
+                Algo::ReduceU32 => a.reduce(s, &d_data, &mut out, 0, Sum, &mut temp),
+                Algo::ReduceF32 => a.reduce(s, &d_floats, &mut sum_f32, 0.0, Sum, &mut temp),
+                Algo::ExclusiveU32 => a.exclusive_scan(s, &d_data, &mut out, 0, Sum, &mut temp),
+                Algo::InclusiveU32 => a.inclusive_scan(s, &d_data, &mut out, Sum, &mut temp),
+                Algo::SelectIf => a.select_if(s, &d_data, LessThan(threshold), &mut out, &mut count, &mut temp),
+                Algo::SelectFlagged => a.select_flagged(s, &d_data, &d_flags, &mut out, &mut count, &mut temp),
+                Algo::PartitionIf => a.partition_if(s, &d_data, LessThan(threshold), &mut out, &mut count, &mut temp),
+                Algo::Unique => a.unique(s, &d_runs, &mut out, &mut count, &mut temp),
+                Algo::Rle => a.run_length_encode(s, &d_runs, &mut out, &mut out2, &mut count, &mut temp),
+            }
+        };
+        let t = match (cub, &mut cub_temp) {
+            (Some(c), Some(ct)) => {
+                let call = CubCall {
+                    algo,
+                    input: input_addr,
+                    flags: d_flags.as_device_ptr().addr(),
+                    out: out_c.as_device_ptr_mut().addr(),
+                    out2: out2_c.as_device_ptr_mut().addr(),
+                    num: count_c.as_device_ptr_mut().addr(),
+                    n,
+                    temp: ct.as_device_ptr_mut().addr(),
+                    temp_bytes: ct.len(),
+                };
+                let cub_side = |p: Phase| if p == Phase::Prep { Ok(()) } else { call.run(c, s) };
+                let t = paired_ms(gpu, 2, reps, &mut rust, cub_side)?;
+                (t.a, Some(t))
+            }
+            _ => (median_ms(gpu, 2, reps, &mut rust)?, None),
+        };
+        drop(rust);
+        let input = Inputs { data: &data, floats: &floats, runs: &runs, flags: &flags, threshold };
+        let f = sum_f32.to_vec()?[0];
+        check(algo, &input, Outputs { out: &out, out2: &out2, count: &count, sum_f32: f }, "Rust")?;
+        if cub.is_some() {
+            s.synchronize()?;
+            let f = f32::from_bits(out_c.to_vec()?[0]);
+            check(algo, &input, Outputs { out: &out_c, out2: &out2_c, count: &count_c, sum_f32: f }, "CUB")?;
+        }
+        rows.push(Row { name: algo.name().into(), n, bytes, rust: t.0, cub: t.1 });
+    }
+    Ok(())
+}
+
+/// The inputs both sides saw.
+struct Inputs<'a> {
+    data: &'a [u32],
+    floats: &'a [f32],
+    runs: &'a [u32],
+    flags: &'a [u8],
+    threshold: u32,
+}
+
+/// One side's outputs (the f32 sum read back).
+struct Outputs<'a> {
+    out: &'a DeviceBuffer<u32>,
+    out2: &'a DeviceBuffer<u32>,
+    count: &'a DeviceBuffer<u64>,
+    sum_f32: f32,
+}
+
+/// One side's result of `algo` against the CPU, element by element.
+fn check(algo: Algo, i: &Inputs<'_>, o: Outputs<'_>, who: &str) -> CliResult {
+    let what = format!("{who} {}", algo.name());
+    let Inputs { data, floats, runs, flags, threshold } = *i;
+    let Outputs { out, out2, count, sum_f32 } = o;
+    let count_is = |want: usize| -> CliResult {
+        let got = count.to_vec()?[0];
+        if got != want as u64 {
+            return Err(fail(format!("{what}: count {got}, want {want}")));
+        }
+        Ok(())
+    };
+    match algo {
+        Algo::ReduceU32 => {
+            let want = data.iter().fold(0u32, |a, &x| a.wrapping_add(x));
+            same(&what, &out.to_vec()?[..1], &[want])
+        }
+        Algo::ReduceF32 => {
+            let want: f64 = floats.iter().map(|&x| f64::from(x)).sum();
+            let got = f64::from(sum_f32);
+            if (got - want).abs() > 1e-5 * want.abs().max(1.0) {
+                return Err(fail(format!("{what}: {got}, want {want} (within 1e-5 relative)")));
+            }
+            Ok(())
+        }
+        Algo::ExclusiveU32 | Algo::InclusiveU32 => {
+            let mut acc = 0u32;
+            let want: Vec<u32> = data
+                .iter()
+                .map(|&x| {
+                    let e = acc;
+                    acc = acc.wrapping_add(x);
+                    if algo == Algo::ExclusiveU32 { e } else { acc }
+                })
+                .collect();
+            same(&what, &out.to_vec()?, &want)
+        }
+        Algo::SelectIf | Algo::PartitionIf => {
+            let mut want: Vec<u32> = data.iter().copied().filter(|&x| x < threshold).collect();
+            count_is(want.len())?;
+            let k = want.len();
+            if algo == Algo::PartitionIf {
+                want.extend(data.iter().copied().filter(|&x| x >= threshold).rev());
+                same(&what, &out.to_vec()?, &want)
+            } else {
+                same(&what, &out.to_vec()?[..k], &want)
+            }
+        }
+        Algo::SelectFlagged => {
+            let want: Vec<u32> = data.iter().zip(flags).filter(|(_, f)| **f != 0).map(|(x, _)| *x).collect();
+            count_is(want.len())?;
+            same(&what, &out.to_vec()?[..want.len()], &want)
+        }
+        Algo::Unique | Algo::Rle => {
+            let mut heads = Vec::new();
+            let mut lens: Vec<u32> = Vec::new();
+            for (i, &x) in runs.iter().enumerate() {
+                if i == 0 || runs[i - 1] != x {
+                    heads.push(x);
+                    lens.push(0);
+                }
+                *lens.last_mut().expect("a run") += 1;
+            }
+            count_is(heads.len())?;
+            same(&what, &out.to_vec()?[..heads.len()], &heads)?;
+            if algo == Algo::Rle {
+                same(&format!("{what} lengths"), &out2.to_vec()?[..lens.len()], &lens)?;
+            }
+            Ok(())
+        }
+    }
+}

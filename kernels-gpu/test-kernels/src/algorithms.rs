@@ -1,0 +1,110 @@
+//! Kernels of `tests/gpu/algorithms.rs`: the block layer (`cohort::block`) in a kernel of its
+//! own, and the algorithms instantiated for a user's type and operator
+//! (`cohort_algorithms::algorithm_kernels!`), with no `unsafe`.
+
+use cohort::block::{self, Blocked, Striped};
+use cohort::prelude::*;
+
+/// Items per thread of the block-layer kernels.
+pub const ITEMS: usize = 4;
+
+/// Per tile (of `block_size() * ITEMS` elements, tiles grid-strided over the blocks): loaded
+/// striped, exchanged to blocked through dynamic shared memory (`block_size() * ITEMS` u32),
+/// scanned inclusively (wrapping sum) within the tile and stored blocked into `scan`; the
+/// tile's sum of valid elements (`reduce_items`) into `sums[tile]` by each tile's owner
+/// threads (stored blocked in slot 0 of the tile's first thread, as a tile of one item).
+#[kernel]
+pub fn block_tile_scan(
+    input: &[u32],
+    mut scan: DisjointSlice<u32, Blocked<ITEMS>>,
+    mut sums: DisjointSlice<u32, Striped<1>>,
+) {
+    let tile_len = thread::block_size() as usize * ITEMS;
+    let tiles = input.len().div_ceil(tile_len) as u64;
+    let smem = cohort::shared::dynamic::<u32>();
+    for tile in block::tiles(tiles) {
+        let (striped, valid) = block::load_striped::<u32, ITEMS>(input, tile.id(), 0);
+        let items = block::striped_to_blocked(&smem, striped);
+        let total = block::reduce_items(&striped, valid, |a: u32, b: u32| a.wrapping_add(b));
+        let s = block::scan_items(&items, |a: u32, b: u32| a.wrapping_add(b));
+        let incl = s.inclusive(&items, |a: u32, b: u32| a.wrapping_add(b));
+        block::store_blocked(&mut scan, &tile, &incl);
+        // `sums` as a striped output of one item per thread: thread 0 of the tile's block
+        // writes element `tile * block_size()`; the host reads every `block_size()`-th one.
+        if thread::thread_rank_in_block() == 0 {
+            block::store_striped(&mut sums, &tile, &[total.unwrap_or(u32::MAX)]);
+        }
+    }
+}
+
+/// Copies `input` to `out` through the blocked → striped exchange: loaded blocked, exchanged,
+/// stored striped (every element lands where it came from).
+#[kernel]
+pub fn block_tile_copy(input: &[u64], mut out: DisjointSlice<u64, Striped<ITEMS>>) {
+    let tile_len = thread::block_size() as usize * ITEMS;
+    let tiles = input.len().div_ceil(tile_len) as u64;
+    let smem = cohort::shared::dynamic::<u64>();
+    for tile in block::tiles(tiles) {
+        let (items, _) = block::load_blocked::<u64, ITEMS>(input, tile.id(), 0);
+        let striped = block::blocked_to_striped(&smem, items);
+        block::store_striped(&mut out, &tile, &striped);
+    }
+}
+
+/// A user's element type: the affine map `x ↦ a·x + b` on `u32` (wrapping).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, DeviceCopy)]
+#[repr(C)]
+pub struct Affine {
+    /// The factor.
+    pub a: u32,
+    /// The offset.
+    pub b: u32,
+}
+
+/// `f` then `g`: associative, not commutative (the scan must keep the order).
+#[must_use]
+pub fn compose(f: Affine, g: Affine) -> Affine {
+    Affine { a: g.a.wrapping_mul(f.a), b: g.a.wrapping_mul(f.b).wrapping_add(g.b) }
+}
+
+cohort_algorithms::algorithm_kernels! {
+    /// Scans and reductions of affine maps, composed in order.
+    pub mod affine {
+        type T = super::Affine;
+        op = super::compose;
+        scan = affine_scan_tile;
+        reduce = affine_reduce_tiles;
+    }
+}
+
+/// A 32-byte user type (the widest a scan takes): a 2×2 matrix of `u64`s, row-major,
+/// multiplied with wrapping arithmetic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, DeviceCopy)]
+#[repr(C)]
+pub struct Mat2 {
+    /// Row 0, column 0.
+    pub a: u64,
+    /// Row 0, column 1.
+    pub b: u64,
+    /// Row 1, column 0.
+    pub c: u64,
+    /// Row 1, column 1.
+    pub d: u64,
+}
+
+/// The product `x · y`: associative, not commutative.
+#[must_use]
+pub fn mat_mul(x: Mat2, y: Mat2) -> Mat2 {
+    let m = |p: u64, q: u64, r: u64, s: u64| p.wrapping_mul(q).wrapping_add(r.wrapping_mul(s));
+    Mat2 { a: m(x.a, y.a, x.b, y.c), b: m(x.a, y.b, x.b, y.d), c: m(x.c, y.a, x.d, y.c), d: m(x.c, y.b, x.d, y.d) }
+}
+
+cohort_algorithms::algorithm_kernels! {
+    /// Scans of 2×2 `u64` matrices, multiplied in order (32-byte status slots' values).
+    pub mod mat2 {
+        type T = super::Mat2;
+        op = super::mat_mul;
+        scan = mat2_scan_tile;
+        reduce = mat2_reduce_tiles;
+    }
+}
