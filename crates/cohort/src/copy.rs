@@ -98,7 +98,9 @@ pub(crate) fn words_of<T: DeviceCopy>(v: Option<T>) -> [u32; 8] {
     if let Some(v) = v {
         // SAFETY: copies the `size_of::<T>()` (≤ 32) initialized bytes of `v` (no padding) into
         // the 32-byte buffer.
-        unsafe { core::ptr::copy_nonoverlapping(&v as *const T as *const u8, words.as_mut_ptr() as *mut u8, size_of::<T>()) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(&v as *const T as *const u8, words.as_mut_ptr() as *mut u8, size_of::<T>())
+        };
     }
     words
 }

@@ -91,9 +91,10 @@ pub use multi_grid::{
     MULTI_GRID_MAX, MultiGridGroup, MultiGridIndex, MultiGridStride, MultiGridVec, MultiGridVecView, MultiGridWords,
 };
 pub use reduce::{
-    AddSelf, AtomicAdd, AtomicKind, AtomicReduce, BitAndSelf, BitOrSelf, BitXorSelf, Collective, GridScratch, ReduceOp, bit_and, bit_or, bit_xor,
-    exclusive_scan, exclusive_scan_update, exclusive_sum, greater, inclusive_scan, inclusive_scan_update,
-    inclusive_sum, less, plus, reduce, reduce_grid, reduce_store_async, reduce_update_async, StoreTarget,
+    AddSelf, AtomicAdd, AtomicKind, AtomicReduce, BitAndSelf, BitOrSelf, BitXorSelf, Collective, GridScratch, ReduceOp,
+    StoreTarget, bit_and, bit_or, bit_xor, exclusive_scan, exclusive_scan_update, exclusive_sum, greater,
+    inclusive_scan, inclusive_scan_update, inclusive_sum, less, plus, reduce, reduce_grid, reduce_store_async,
+    reduce_update_async,
 };
 pub use shfl::{MatchBits, MatchValue};
 pub use tile::TileParent::tiled_partition;

@@ -39,7 +39,9 @@ use core::ops::Add;
 
 pub(crate) use block::{SlotWrites, finish_two_level_scan, fold_warp_slots};
 pub use grid::{GridScratch, reduce_grid};
-pub use ops::{AtomicKind, AddSelf, BitAndSelf, BitOrSelf, BitXorSelf, ReduceOp, bit_and, bit_or, bit_xor, greater, less, plus};
+pub use ops::{
+    AddSelf, AtomicKind, BitAndSelf, BitOrSelf, BitXorSelf, ReduceOp, bit_and, bit_or, bit_xor, greater, less, plus,
+};
 pub use update::{AtomicReduce, StoreTarget, reduce_store_async, reduce_update_async};
 pub use warp::{AtomicAdd, exclusive_scan_update, inclusive_scan_update};
 pub(crate) use warp::{scan_incl_warp, tile_reduce};
