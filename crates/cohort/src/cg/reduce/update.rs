@@ -163,7 +163,7 @@ impl<T> StoreTarget<T> for Option<&mut T> {
 /// `cg::reduce_store_async(group, dst, value, op)`: combines every member's `value` with `op`
 /// and stores the result into `dst` instead of returning it: through an `&Atomic` by the member
 /// of rank 0 (a relaxed store), or through an `Option<&mut T>` by each member that holds
-/// `Some` (the owner of the destination; see the [module docs](self)). A collective (the
+/// `Some` (the owner of the destination, which its `&mut` proves). A collective (the
 /// [convergence rule](crate::cg#convergence)).
 #[inline(always)]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
