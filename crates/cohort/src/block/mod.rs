@@ -14,7 +14,7 @@
 //! | striped in, blocked out | [`striped_to_blocked`] through shared memory | | `BlockExchange::StripedToBlocked`, `BLOCK_LOAD_TRANSPOSE` |
 //!
 //! Loads read any tile of a `&[T]` (elements past the end come back as the `fill` value).
-//! Stores write only through a [`DisjointSlice`] of kind [`Blocked<N>`] or [`Striped<N>`],
+//! Stores write only through a [`DisjointSlice`](crate::slice::DisjointSlice) of kind [`Blocked<N>`] or [`Striped<N>`],
 //! and only the tile a [`Tile`] names: a `Tile` comes from [`tiles`] (block `b` of a grid of
 //! `G` blocks gets tiles `b`, `b + G`, `b + 2G`, … — no two blocks get the same one), and the
 //! arrangement is the slice's type, so every thread of the launch places its items the same
@@ -32,7 +32,7 @@
 //!
 //! Scratch: the collectives use a 1 KiB `shared!` array of per-warp partials (32 slots of 32
 //! bytes, so `T` is at most 32 bytes) and [`striped_to_blocked`] / [`blocked_to_striped`] the
-//! caller's [`SharedSlice`] of at least `block_size() * N` elements (dynamic shared memory,
+//! caller's [`SharedSlice`](crate::shared::SharedSlice) of at least `block_size() * N` elements (dynamic shared memory,
 //! or a `shared!` array). Each starts and ends with a block barrier, so they can be called
 //! back to back.
 
@@ -50,8 +50,6 @@ pub use store::{store_blocked, store_blocked_valid, store_striped, store_striped
 
 #[doc(inline)]
 pub use crate::thread::{Blocked, Striped};
-#[doc(no_inline)]
-pub use crate::{shared::SharedSlice, slice::DisjointSlice};
 
 use crate::thread;
 
