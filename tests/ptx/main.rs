@@ -117,7 +117,15 @@ fn run_ptxas(ptxas: &std::path::Path, m: &PtxModule) -> Result<Vec<cohort_build:
     Ok(cohort_build::parse_ptxas_output(&text))
 }
 
-/// Assembles the module for its architecture; every kernel is reported, none spills.
+/// Test kernels allowed to spill, and why (every library kernel and every other test kernel must not).
+const SPILLS_ALLOWED: &[(&str, &str)] = &[(
+    "mat2_scan_tile",
+    "the block scan of a 32-byte user type (a 2x2 u64 matrix, non-commutative) in checked mode: 255 registers and \
+     ~1.1 KB of spills; the built-in 4- and 8-byte scans do not spill (issue 29: wide types' register pressure)",
+)];
+
+/// Assembles the module for its architecture; every kernel is reported, none spills but
+/// those of [`SPILLS_ALLOWED`].
 fn assemble(ptxas: &std::path::Path, m: &'static PtxModule) -> TestResult {
     let res = run_ptxas(ptxas, m)?;
     let kernels = m.kernels();
@@ -130,6 +138,7 @@ fn assemble(ptxas: &std::path::Path, m: &'static PtxModule) -> TestResult {
     let bad: Vec<String> = res
         .iter()
         .filter(|r| r.spill_store_bytes + r.spill_load_bytes > 0)
+        .filter(|r| !SPILLS_ALLOWED.iter().any(|(name, _)| *name == r.name))
         .map(|r| {
             format!(
                 "{} ({} B stores, {} B loads, {} registers)",
