@@ -87,6 +87,29 @@ fn block_exchange_copy(c: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// The CPU's exclusive scan of `input` from `init` with `op`, then `guard` (the element past the
+/// input that a scan must leave alone).
+fn exclusive_reference<T: Copy>(input: &[T], init: T, guard: T, op: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut want = Vec::with_capacity(input.len() + 1);
+    let mut acc = init;
+    for &x in input {
+        want.push(acc);
+        acc = op(acc, x);
+    }
+    want.push(guard);
+    want
+}
+
+/// The CPU's inclusive scan of `input` with `op`, then `guard`.
+fn inclusive_reference<T: Copy>(input: &[T], guard: T, op: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut want: Vec<T> = Vec::with_capacity(input.len() + 1);
+    for (i, &x) in input.iter().enumerate() {
+        want.push(if i == 0 { x } else { op(want[i - 1], x) });
+    }
+    want.push(guard);
+    want
+}
+
 /// The scans of `input` with `op`, checked against the CPU (`same` compares elements).
 #[allow(clippy::too_many_arguments)]
 fn check_scans<T, Op: Copy>(
@@ -110,22 +133,12 @@ where
     let mut out = c.gpu.upload(&vec![init; n + 1]).ctx("alloc")?;
     a.exclusive_scan(s, &d_in, &mut out, init, op, &mut temp).ctx("exclusive scan")?;
     let got = out.to_vec().ctx("read")?;
-    let mut want = Vec::with_capacity(n + 1);
-    let mut acc = init;
-    for &x in input {
-        want.push(acc);
-        acc = host(acc, x);
-    }
-    want.push(init);
+    let want = exclusive_reference(input, init, init, &host);
     check_all_by(&format!("{what}: exclusive scan, n = {n}"), &got, &want, &same)?;
     let mut out = c.gpu.upload(&vec![init; n + 1]).ctx("alloc")?;
     a.inclusive_scan(s, &d_in, &mut out, op, &mut temp).ctx("inclusive scan")?;
     let got = out.to_vec().ctx("read")?;
-    let mut want = Vec::with_capacity(n + 1);
-    for (i, &x) in input.iter().enumerate() {
-        want.push(if i == 0 { x } else { host(want[i - 1], x) });
-    }
-    want.push(init);
+    let want = inclusive_reference(input, init, &host);
     check_all_by(&format!("{what}: inclusive scan, n = {n}"), &got, &want, &same)
 }
 
@@ -256,22 +269,12 @@ fn user_type_scan(c: &Ctx) -> TestResult {
         let guard = Affine { a: 0xdead, b: 0xbeef };
         let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
         cohort_algorithms::inclusive_scan(&kern, s, &d_in, &mut out, &mut temp).ctx("inclusive scan")?;
-        let mut want: Vec<Affine> = Vec::with_capacity(n + 1);
-        for (i, &x) in input.iter().enumerate() {
-            want.push(if i == 0 { x } else { compose(want[i - 1], x) });
-        }
-        want.push(guard);
+        let want = inclusive_reference(&input, guard, compose);
         check_all(&format!("affine inclusive scan, n = {n}"), &out.to_vec().ctx("read")?, &want)?;
         let start = Affine { a: 3, b: 1 };
         let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
         cohort_algorithms::exclusive_scan(&kern, s, &d_in, &mut out, start, &mut temp).ctx("exclusive scan")?;
-        let mut want = Vec::with_capacity(n + 1);
-        let mut acc = start;
-        for &x in &input {
-            want.push(acc);
-            acc = compose(acc, x);
-        }
-        want.push(guard);
+        let want = exclusive_reference(&input, start, guard, compose);
         check_all(&format!("affine exclusive scan, n = {n}"), &out.to_vec().ctx("read")?, &want)?;
         // A reduction needs a commutative op (full tiles are read vector-striped); a partial
         // single tile is read blocked and combined in order, so it is exact even for this op.
@@ -305,22 +308,12 @@ fn scan_wide_slots(c: &Ctx) -> TestResult {
         let guard = Mat2 { a: 0xdead, b: 0xbeef, c: 0xdead, d: 0xbeef };
         let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
         cohort_algorithms::inclusive_scan(&kern, s, &d_in, &mut out, &mut temp).ctx("inclusive scan")?;
-        let mut want: Vec<Mat2> = Vec::with_capacity(n + 1);
-        for (i, &x) in input.iter().enumerate() {
-            want.push(if i == 0 { x } else { mat_mul(want[i - 1], x) });
-        }
-        want.push(guard);
+        let want = inclusive_reference(&input, guard, mat_mul);
         check_all(&format!("2×2 u64 matrices: inclusive scan, round {round}, n = {n}"), &out.to_vec().ctx("read")?, &want)?;
         let start = Mat2 { a: 3, b: 1, c: 4, d: 1 };
         let mut out = c.gpu.upload(&vec![guard; n + 1]).ctx("alloc")?;
         cohort_algorithms::exclusive_scan(&kern, s, &d_in, &mut out, start, &mut temp).ctx("exclusive scan")?;
-        let mut want = Vec::with_capacity(n + 1);
-        let mut acc = start;
-        for &x in &input {
-            want.push(acc);
-            acc = mat_mul(acc, x);
-        }
-        want.push(guard);
+        let want = exclusive_reference(&input, start, guard, mat_mul);
         check_all(&format!("2×2 u64 matrices: exclusive scan, round {round}, n = {n}"), &out.to_vec().ctx("read")?, &want)?;
     }
     Ok(())
