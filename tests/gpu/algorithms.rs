@@ -291,9 +291,10 @@ fn user_type_scan(c: &Ctx) -> TestResult {
 /// The look-back's wide status slots (a flag word, the aggregate's words, the inclusive
 /// prefix's words) at the widest value a scan takes, 32 bytes, with a non-commutative op,
 /// over many tiles, several times: a tile that reads a neighbour's aggregate must never get
-/// its inclusive prefix instead (or a mix). On the CPU device the look-back pauses where
-/// that race would bite (`adversarial_delay`), so a protocol that keeps both in the same
-/// words fails here every run.
+/// its inclusive prefix instead (or a mix). (On the CPU device the look-back pauses where
+/// that race bites; the old one-set-of-words protocol fails `algorithms_scan_builtin` and
+/// `algorithms_user_type_scan` there every run, but not this test: a GPU check of 32-byte
+/// slots, not a CPU reproducer.)
 fn scan_wide_slots(c: &Ctx) -> TestResult {
     let kern = k::mat2::Kernels::load(&c.tests).ctx("load the user's kernels")?;
     let mut r = rng("algorithms_scan_wide_slots");
