@@ -24,6 +24,8 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("cluster_stencil_halo_from_neighbours", stencil),
         gpu_trial("cluster_impossible_launches_are_errs", impossible),
         gpu_trial("cluster_bench_kernels_dynamic_shared", bench_kernels),
+        gpu_trial("cluster_split_barrier_arrive_wait", split_sum),
+        gpu_trial("cluster_split_barrier_misuse", split_misuse),
     ]
 }
 
@@ -344,4 +346,58 @@ fn bench_kernels(c: &Ctx) -> TestResult {
         check_all(&format!("stencil, clusters of {cs}"), &out.to_vec().ctx("read")?, &want)?;
     }
     Ok(())
+}
+
+/// The split barrier: the three ways to wait, and threads that return between arrival and wait
+/// (their token's drop waits), in clusters of 1, 2, 4 and 8.
+fn split_sum(c: &Ctx) -> TestResult {
+    if !has_clusters(c)? {
+        return Ok(());
+    }
+    let kern = k::cluster_split_sum::load(&c.tests).ctx("load")?;
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let threads = 128u32;
+    for (cluster, mode, live) in [(1u32, 0u32, 128u32), (2, 0, 128), (4, 1, 128), (8, 2, 128), (2, 0, 40), (4, 1, 97)] {
+        let blocks = cluster * c.pick(4, 2);
+        let n = (blocks * threads) as usize;
+        let mut r = rng("cluster_split_sum");
+        let input: Vec<u32> = (0..n).map(|_| r.random()).collect();
+        let din = c.gpu.upload(&input).ctx("upload")?;
+        let mut out = c.gpu.upload(&vec![u32::MAX; n]).ctx("alloc")?;
+        let cfg = LaunchConfig::new(blocks, threads).with_cluster(cluster);
+        kern.launch(&s, cfg, &din, mode, live, &mut out).ctx("launch")?;
+        let mut want = remote_sum_reference(&input, blocks as usize, threads as usize, cluster as usize, live as usize);
+        for (i, w) in want.iter_mut().enumerate() {
+            if (i as u32 % threads) < live {
+                *w = w.wrapping_add((i as u32 % threads).wrapping_mul(3));
+            }
+        }
+        check_all(
+            &format!("split barrier, clusters of {cluster}, wait mode {mode}, {live} of {threads} threads live"),
+            &out.to_vec().ctx("read")?,
+            &want,
+        )?;
+    }
+    Ok(())
+}
+
+/// A `cluster.sync()` or a second arrival between an arrival and its wait ends the launch with
+/// a panic naming it; a forgotten token is waited for by the exit protocol (the launch ends).
+fn split_misuse(c: &Ctx) -> TestResult {
+    if !has_clusters(c)? {
+        return Ok(());
+    }
+    let kern = k::cluster_split_misuse::load(&c.tests).ctx("load")?;
+    for (mode, needle) in [(0u32, "cluster.sync() while this thread has a split cluster arrival"), (1, "a second cluster.barrier_arrive()")] {
+        let s = c.gpu.new_stream().ctx("stream")?;
+        let mut out = c.gpu.zeroed::<u32>(256).ctx("alloc")?;
+        let r = kern.launch(&s, LaunchConfig::new(4, 64).with_cluster(2), mode, &mut out).and_then(|()| s.synchronize());
+        let e = r.err().ok_or_else(|| format!("mode {mode}: the misuse did not fail the launch"))?;
+        let msg = e.to_string();
+        ensure(msg.contains(needle), || format!("mode {mode}: the error does not say `{needle}`: {msg}"))?;
+    }
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut out = c.gpu.zeroed::<u32>(256).ctx("alloc")?;
+    kern.launch(&s, LaunchConfig::new(4, 64).with_cluster(2), 2u32, &mut out).ctx("forgotten token")?;
+    check_all("forgotten token: every thread finished", &out.to_vec().ctx("read")?, &vec![1u32; 256])
 }

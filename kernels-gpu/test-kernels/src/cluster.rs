@@ -181,3 +181,56 @@ pub fn not_a_cluster_kernel(mut out: DisjointSlice<u32>) {
     let i = thread::index_1d();
     out.set(i, cg::this_cluster().num_blocks());
 }
+
+/// The split-phase cluster barrier: every thread stores its element into `VALUES`, arrives,
+/// computes on its own while the others arrive, then waits and sums the cluster's elements as
+/// [`cluster_remote_sum`] does. `mode` picks the wait: 0 `token.wait()`, 1
+/// `cluster.barrier_wait(token)`, 2 `drop(token)`; threads with `t >= live` return between the
+/// arrival and the wait (the token's drop waits). `out[i]` = the weighted remote sum + `t * 3`
+/// (the work between arrival and wait).
+#[kernel(cluster)]
+pub fn cluster_split_sum(input: &[u32], mode: u32, live: u32, mut out: DisjointSlice<u32>) {
+    let c = cg::this_cluster();
+    let t = thread::thread_rank_in_block();
+    let i = thread::index_1d();
+    let values = VALUES.get();
+    values.store(t as usize, input[*i]);
+    let token = c.barrier_arrive();
+    let own = t.wrapping_mul(3);
+    if t >= live {
+        return;
+    }
+    match mode {
+        0 => token.wait(),
+        1 => c.barrier_wait(token),
+        _ => drop(token),
+    }
+    let mut sum = own;
+    for r in 0..c.num_blocks() {
+        let remote = c.map_shared_rank(values, r);
+        sum = sum.wrapping_add((r + 1).wrapping_mul(remote.load(t as usize)));
+    }
+    out.set(i, sum);
+}
+
+/// Misuse of the split barrier, each a panic (not a hang, not undefined barrier state): mode 0
+/// `cluster.sync()` between an arrival and its wait; mode 1 a second arrival after forgetting
+/// the first token. Mode 2 forgets the token and leaves: the exit protocol waits for the
+/// arrival, and the launch ends normally (`out[i] = 1`).
+#[kernel(cluster)]
+pub fn cluster_split_misuse(mode: u32, mut out: DisjointSlice<u32>) {
+    let c = cg::this_cluster();
+    let token = c.barrier_arrive();
+    match mode {
+        0 => {
+            c.sync();
+            token.wait();
+        }
+        1 => {
+            core::mem::forget(token);
+            c.barrier_arrive().wait();
+        }
+        _ => core::mem::forget(token),
+    }
+    out.set(thread::index_1d(), 1);
+}

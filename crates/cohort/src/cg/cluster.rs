@@ -6,6 +6,7 @@
 //! | `cudaOccupancyMaxActiveClusters` | `Function::max_active_clusters` (host); a launch that cannot co-schedule one cluster is an `Err` |
 //! | `cg::this_cluster()` → `cluster_group` | [`this_cluster()`] → [`ClusterGroup`] |
 //! | `cluster.sync()` | [`ClusterGroup::sync`] (also [`ThreadGroup::sync`]) |
+//! | `token = cluster.barrier_arrive(); …; cluster.barrier_wait(std::move(token))` | [`ClusterGroup::barrier_arrive`] → [`ClusterArrival`]; [`ClusterArrival::wait`] or [`ClusterGroup::barrier_wait`] (see [split-phase barriers](#split-phase-barriers)) |
 //! | `cluster.block_rank()`, `num_blocks()`, `dim_blocks()`, `block_index()` | same names |
 //! | `cluster.thread_rank()`, `num_threads()`, `dim_threads()`, `is_valid()` | same names |
 //! | `cluster.map_shared_rank(ptr, rank)` (read / `atomicAdd`) | [`ClusterGroup::map_shared_rank`]`(array, rank)` → [`RemoteArray`]: [`load`](RemoteArray::load), [`atomic`](RemoteArray::atomic) |
@@ -53,6 +54,39 @@
 //! launches such kernels only without clusters): [`this_cluster()`] still works, its only
 //! block is the block itself.
 //!
+//! # Split-phase barriers
+//!
+//! [`ClusterGroup::barrier_arrive`] arrives (`barrier.cluster.arrive.release`) and returns a
+//! [`ClusterArrival`]; its [`wait`](ClusterArrival::wait) waits (`barrier.cluster.wait.acquire`).
+//! Work between the two overlaps the other blocks' arrival. PTX leaves a second arrival before
+//! the wait undefined, and CUDA any other collective of the cluster in that window; in Cohort:
+//!
+//! - the token is not `Clone`/`Copy` and not `Send`, `wait` consumes it: an arrival is waited
+//!   once, by its own thread (compile errors);
+//! - dropping it waits (an early `return` or `?` between arrival and wait waits there);
+//! - `mem::forget` is safe, and [`this_cluster()`] is a free handle, so the types cannot keep a
+//!   `cluster.sync()` or a second `barrier_arrive()` out of the window: every thread has a
+//!   *pending bit* in its block's shared memory (one `u32` per warp, zeroed by the entry before
+//!   its barrier), set by `barrier_arrive` and cleared by the wait; `sync()` and
+//!   `barrier_arrive()` check it first and, when it is set, end the kernel with a panic naming
+//!   the call (an `Err` on the host, in every build, on the GPU and the CPU device);
+//! - the exit protocol clears a forgotten arrival: a thread whose bit is still set when it leaves
+//!   the body counts itself out, then waits for the arrival's phase, before it exits or, as its
+//!   block's last thread, spins on the other blocks' counters (so its early arrival cannot
+//!   complete the last threads' final barrier while it still reads their memory).
+//!
+//! In a cluster of one (a kernel that is not `#[kernel(cluster)]`, a launch without clusters, a
+//! module below sm_90) the arrival does nothing and the wait is the block's barrier
+//! (`barrier.sync 0`), which every thread of the block must reach once per arrival.
+//!
+//! Cost: `barrier_arrive` and the wait each add one shared atomic (`atom.or` / `atom.and`) to
+//! the barrier instruction; `sync()` one shared load and a branch. The block-level split barrier
+//! needs an `mbarrier` (a `bar.arrive` + `bar.sync` pair would count a thread twice) and is not
+//! here; the grid's is not done yet either.
+//!
+//! As for `cluster.sync()`, every thread of the cluster must arrive: a thread that never does
+//! (another arm of a branch) keeps the phase open, and its block-mates' waits wait for it.
+
 //! # Races on remote memory
 //!
 //! As in [`crate::shared`](mod@crate::shared): values, not references. A remote [`load`](RemoteArray::load) is an
@@ -146,13 +180,50 @@ impl ClusterGroup {
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn sync(&self) {
+        if raw::cluster_nctarank() > 1 {
+            pending_is_clear("cluster.sync()");
+        }
         // SAFETY: this thread has no arrival of its own in flight (every arrival of the library
-        // is followed by its wait in the same function); the phase completes when every
-        // non-exited thread of the cluster arrives.
+        // is followed by its wait in the same function, and a split arrival's pending bit was
+        // checked clear just above); the phase completes when every non-exited thread of the
+        // cluster arrives.
         unsafe {
             raw::barrier_cluster_arrive();
             raw::barrier_cluster_wait();
         }
+    }
+
+    /// `cluster.barrier_arrive()`: this thread arrives at the cluster barrier and goes on; the
+    /// returned token's [`wait`](ClusterArrival::wait) (or [`barrier_wait`](Self::barrier_wait))
+    /// waits for the other threads' arrivals. Between the two, this thread may do anything but
+    /// another cluster barrier: a [`sync`](Self::sync) or a second `barrier_arrive` there ends
+    /// the kernel with a panic (the thread's pending bit, see the [module docs](self#split-phase-barriers)).
+    /// Dropping the token unwaited waits; forgetting it (`mem::forget`) leaves the arrival
+    /// pending, and the kernel's exit protocol waits for it.
+    ///
+    /// # Panics
+    /// If this thread already has an arrival it has not waited for.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn barrier_arrive(&self) -> ClusterArrival {
+        // A cluster of one (a kernel that is not a cluster kernel, a launch without clusters,
+        // PTX below sm_90): the wait is the block's barrier, and nothing arrives here.
+        if raw::cluster_nctarank() > 1 {
+            pending_is_clear("cluster.barrier_arrive()");
+            set_pending(true);
+            // SAFETY: this thread has no arrival in flight (its pending bit was clear); the
+            // phase completes when every non-exited thread of the cluster arrives.
+            unsafe { raw::barrier_cluster_arrive() };
+        }
+        ClusterArrival { _not_send: PhantomData }
+    }
+
+    /// `cluster.barrier_wait(token)`: waits until every thread of the cluster has arrived in
+    /// the phase `token` arrived in (the same as `token.wait()`).
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn barrier_wait(&self, token: ClusterArrival) {
+        token.wait();
     }
 
     /// Block `rank`'s copy of the shared array `array` (`cluster.map_shared_rank(ptr, rank)`):
@@ -352,6 +423,117 @@ impl<T: DeviceCopy, const N: usize> RemoteArray<T, N> {
 crate::shared! {
     /// The exit protocol's counter: threads of this block that have left the kernel's body.
     static LEFT: [u32; 1];
+    /// One bit per thread of the block (thread `t`: word `t / 32`, bit `t % 32`): set while the
+    /// thread has a split arrival ([`ClusterGroup::barrier_arrive`]) it has not waited for.
+    /// Used only in clusters of more than one block, which only `#[kernel(cluster)]` kernels
+    /// have (the host refuses the others' cluster launches), whose entry zeroes it; in a
+    /// cluster of one it is never read (its content is whatever the block's memory held).
+    static PENDING: [u32; 32];
+}
+
+/// A split arrival at the cluster barrier ([`ClusterGroup::barrier_arrive`]), waited for by
+/// [`wait`](Self::wait) (or [`ClusterGroup::barrier_wait`]). Not `Clone`/`Copy` (one wait per
+/// arrival) and not `Send` (it is this thread's arrival); dropping it waits.
+#[must_use = "a split arrival must be waited for (`token.wait()`); dropping it waits at once"]
+#[derive(Debug)]
+pub struct ClusterArrival {
+    _not_send: PhantomData<*const ()>,
+}
+
+impl ClusterArrival {
+    /// `barrier.cluster.wait`: waits until every non-exited thread of the cluster has arrived
+    /// in this arrival's phase; then every thread's accesses before its arrival happen before
+    /// this thread's accesses after the wait.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn wait(self) {
+        core::mem::forget(self);
+        wait_pending();
+    }
+}
+
+impl Drop for ClusterArrival {
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    fn drop(&mut self) {
+        // On the CPU device a kernel's panic unwinds through the body: the launch is over, and
+        // a wait now would panic again inside the unwinding.
+        #[cfg(not(target_arch = "nvptx64"))]
+        if std::thread::panicking() {
+            return;
+        }
+        wait_pending();
+    }
+}
+
+/// This thread's word of [`PENDING`] and its bit.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn pending_slot() -> (usize, u32) {
+    let t = thread::thread_rank_in_block();
+    ((t / 32) as usize, 1 << (t % 32))
+}
+
+/// Whether this thread has a split arrival it has not waited for.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn is_pending() -> bool {
+    let (w, bit) = pending_slot();
+    // Only this thread changes its bit: a relaxed load sees its own last update.
+    PENDING.get().atomic(w).load(crate::atomic::Ordering::Relaxed) & bit != 0
+}
+
+/// Sets or clears this thread's pending bit.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn set_pending(on: bool) {
+    let (w, bit) = pending_slot();
+    let a = PENDING.get().atomic(w);
+    if on {
+        a.fetch_or(bit, crate::atomic::Ordering::Relaxed);
+    } else {
+        a.fetch_and(!bit, crate::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Panics (ends the kernel) when this thread has a pending split arrival: `what` would be a
+/// second arrival before its wait, which PTX leaves undefined.
+#[inline(always)]
+#[track_caller]
+fn pending_is_clear(what: &'static str) {
+    if is_pending() {
+        pending_misuse(what);
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn pending_misuse(what: &'static str) -> ! {
+    if what.len() == "cluster.sync()".len() {
+        panic!(
+            "cluster.sync() while this thread has a split cluster arrival it has not waited for (barrier_arrive's token)"
+        )
+    } else {
+        panic!("a second cluster.barrier_arrive() while this thread has an arrival it has not waited for")
+    }
+}
+
+/// Waits for this thread's pending split arrival and clears its bit.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn wait_pending() {
+    if raw::cluster_nctarank() > 1 {
+        set_pending(false);
+        // SAFETY: this thread arrived (`barrier_arrive` set the bit that the token stands for,
+        // and a token is waited once: `wait` forgets it, `drop` runs once; the cluster's size
+        // is the same at the arrival) and has not waited since.
+        unsafe { raw::barrier_cluster_wait() };
+    } else {
+        // SAFETY: the cluster is this block: the wait is its barrier, which every thread of the
+        // block reaches once per arrival (the convergence rule, as for `cluster.sync()` below
+        // sm_90); a thread that is missing keeps the block waiting (a hang, not a race).
+        unsafe { raw::barrier_sync() };
+    }
 }
 
 /// The start of a `#[kernel(cluster)]` kernel's entry, before anything else: zeroes the block's
@@ -366,6 +548,9 @@ crate::shared! {
 pub fn __cluster_enter() {
     // Every thread stores the same 0: straight-line code, no branch before the aligned barrier.
     LEFT.get().store(0, 0);
+    // Threads 0..32 zero the pending words 0..32 (thread `t` and `t + 32k` store the same 0 to
+    // word `t % 32`), which cover every thread of a block of up to 1024: no arrival is pending.
+    PENDING.get().store((thread::thread_rank_in_block() % 32) as usize, 0);
     // SAFETY: the first cluster operation of every thread (so no arrival in flight), reached by
     // every thread of the cluster at this one instruction, converged (nothing before it
     // branches); no thread can have exited.
@@ -383,6 +568,8 @@ pub fn __cluster_exit() {
     // block can reach this block's memory, and its own threads have all left the body once the
     // last of them has: nothing to wait for.
     if raw::cluster_nctarank() == 1 {
+        // A forgotten split arrival: no other block waits for this one, and an exiting thread
+        // no longer holds up its own block's phase.
         // SAFETY: the thread returns from the entry next.
         unsafe { raw::cluster_thread_exit() };
         return;
@@ -402,6 +589,14 @@ pub fn __cluster_exit() {
         0
     };
     let before = super::WarpGroup::shfl(&lanes, before, 0);
+    // A split arrival left pending (its token forgotten): wait for its phase now, after
+    // counting out (the last threads' spin below needs every thread counted, and a pending
+    // thread that waited first could wait for a last thread that is spinning) and before the
+    // spin (a last thread's arrival must not complete a phase while it still reads the other
+    // blocks' counters: its early arrival would let the others' final barrier pass it).
+    if is_pending() {
+        wait_pending();
+    }
     if before + count == threads && rank == count - 1 {
         // The block's last thread: every other thread of the block has left its body.
         wait_for_cluster(left, threads);

@@ -80,7 +80,7 @@ pub(crate) mod shfl;
 mod tile;
 
 pub use async_barrier::{Arrival, AsyncBarrier, AsyncBarrierStatic, Transfer};
-pub use cluster::{ClusterGroup, RemoteArray, RemoteSlice, this_cluster};
+pub use cluster::{ClusterArrival, ClusterGroup, RemoteArray, RemoteSlice, this_cluster};
 pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled_partition};
 pub use grid::{Grid, GridGroup, this_grid};
 pub use grid_vec::{GridVec, GridVecView};
