@@ -12,6 +12,7 @@
 //! | `cg::this_thread_block()` → `thread_block` | [`this_thread_block()`] → [`ThreadBlock`] |
 //! | `block.sync()`, `thread_rank()`, `group_index()`, `thread_index()`, `dim_threads()`, `num_threads()`, `size()`, `group_dim()` | same names |
 //! | `cg::this_cluster()` → `cluster_group` (sm_90) | [`this_cluster()`] → [`ClusterGroup`] (see [`cluster`]) |
+//! | `cluster.barrier_arrive()` → token, `cluster.barrier_wait(std::move(token))` | [`ClusterGroup::barrier_arrive`] → [`ClusterArrival`], [`ClusterArrival::wait`] (see [`cluster`]); the grid's and the block's split barriers are not in Cohort yet |
 //! | `cg::this_grid()` → `grid_group` (in a cooperative launch) | a `grid: GridGroup` parameter of a `#[kernel(cooperative)]` kernel; [`this_grid()`] → [`Grid`] (no `sync`) elsewhere |
 //! | `grid.sync()`, `is_valid()`, `thread_rank()`, `block_rank()`, `num_threads()`, `num_blocks()`, `dim_blocks()`, `block_index()` | same names on [`GridGroup`] |
 //! | `cg::tiled_partition<N>(parent)` → `thread_block_tile<N>` | [`tiled_partition::<N>(&parent)`](TileParent::tiled_partition) → [`ThreadBlockTile<N, P>`] (N ≤ 32) or [`LargeTile<N, P>`] (64–512) |
