@@ -257,3 +257,17 @@ pub fn converged_shared_sites(grid: GridGroup, mut out: DisjointSlice<[u32; 4]>)
     let by_macro = split_count!(grid.block_rank() % 2 == 0);
     out.set(i, [looped, unrolled, helper, by_macro]);
 }
+
+/// Lanes 0–15 and 16–31 of each warp call `invoke_one_broadcast` at two different sites.
+#[kernel]
+pub fn diverge_invoke_broadcast(mut out: DisjointSlice<u32>) {
+    let i = thread::index_1d();
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let v = *i as u32;
+    let r = if warp.thread_rank() < 16 {
+        cg::invoke_one_broadcast(&warp, || v) // the first site
+    } else {
+        cg::invoke_one_broadcast(&warp, || v + 1) // the second site
+    };
+    out.set(i, r);
+}
