@@ -139,7 +139,7 @@ fn oversubscription(c: &Ctx) -> TestResult {
     let (free, total) = c.gpu.memory_info().ctx("memory_info")?;
     let r = ManagedBuffer::<u8>::new(&c.gpu, total.max(free) * 2);
     let e = r.err().ok_or("a managed buffer of twice the device's memory was allocated")?;
-    ensure(matches!(&e, Error::Driver { what, .. } if what.contains("oversubscribing")), || e.to_string())?;
+    ensure(matches!(&e, Error::OutOfMemory { what } if what.contains("oversubscribing")), || e.to_string())?;
     let e = ManagedBuffer::<u64>::new(&c.gpu, usize::MAX).err().ok_or("usize::MAX elements allocated")?;
     ensure(matches!(e, Error::Argument(_)), || e.to_string())?;
     let small = ManagedBuffer::<u32>::from_slice(&c.gpu, &[1, 2, 3]).ctx("a small buffer after the refusals")?;

@@ -30,6 +30,13 @@ pub enum Error {
         /// The driver's error.
         code: DriverError,
     },
+    /// Not enough device memory for an allocation: a GPU's `CUDA_ERROR_OUT_OF_MEMORY`, or more
+    /// than the CPU device's machine has free. Not a sticky failure: the device still works, and
+    /// one handler serves both devices.
+    OutOfMemory {
+        /// What Cohort was doing (the allocation and its size).
+        what: String,
+    },
     /// None of the embedded PTX modules suits the device.
     NoCompatiblePtx {
         /// The kernels crate.
@@ -235,6 +242,17 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error of a failed driver call while doing `what`: [`Error::OutOfMemory`] for
+    /// `CUDA_ERROR_OUT_OF_MEMORY`, else [`Error::Driver`].
+    #[cold]
+    pub(crate) fn driver(what: String, code: DriverError) -> Error {
+        if code.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            Error::OutOfMemory { what }
+        } else {
+            Error::Driver { what, code }
+        }
+    }
+
     /// [`Error::CrossDevice`]: `what`, which runs on `device`, was given a handle of `other`.
     pub(crate) fn cross_device(
         what: impl Into<String>,
@@ -254,16 +272,14 @@ impl Error {
 impl Fault {
     /// The error of this fault while doing `what`, with no device's sticky-failure record
     /// (`GpuInner::fail` consults it first): a driver's code as [`Error::Driver`]; out of
-    /// memory as [`Error::Driver`] with `CUDA_ERROR_OUT_OF_MEMORY`, the error a GPU gives, so
-    /// that one handler serves both; what the device does not do as [`Error::NotOnCpu`]; the
-    /// CPU device's refusals as [`Error::CpuDevice`].
+    /// memory as [`Error::OutOfMemory`], as a GPU's is, so that one handler serves both; what
+    /// the device does not do as [`Error::NotOnCpu`]; the CPU device's refusals as
+    /// [`Error::CpuDevice`].
     #[cold]
     pub(crate) fn into_error(self, what: String) -> Error {
         match self {
-            Fault::Driver(code) => Error::Driver { what, code },
-            Fault::OutOfMemory => {
-                Error::Driver { what, code: DriverError(cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY) }
-            }
+            Fault::Driver(code) => Error::driver(what, code),
+            Fault::OutOfMemory => Error::OutOfMemory { what },
             Fault::Unsupported(why) => Error::NotOnCpu { what: format!("{what}: {why}") },
             Fault::Cpu(why) => Error::CpuDevice { what, detail: why.into() },
             Fault::Kernel(error) => Error::CpuDevice { what, detail: error.to_string() },
@@ -306,6 +322,7 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Driver { what, code } => write!(f, "{what}: {}", code_text(code)),
+            Error::OutOfMemory { what } => write!(f, "{what}: out of device memory (CUDA_ERROR_OUT_OF_MEMORY)"),
             Error::NoCompatiblePtx { crate_name, device, compute_capability, available } => write!(
                 f,
                 "no PTX of `{crate_name}` runs on {device} (compute capability {}.{}): it embeds {}; \
@@ -564,7 +581,7 @@ mod tests {
         // cudarc formats a driver error through the driver library: without one (the CPU
         // device's machines), errors carry no driver source.
         let driver = crate::device::driver_present();
-        let code = DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+        let code = DriverError(CUresult::CUDA_ERROR_INVALID_VALUE);
         let e = Error::Driver { what: "allocating".into(), code };
         assert_eq!(e.source().and_then(|s| s.downcast_ref::<DriverError>()), driver.then_some(&code));
         assert_eq!(

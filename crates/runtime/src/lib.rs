@@ -133,8 +133,8 @@
 //!   [`Function::launch_raw`] (the CPU device needs the kernel's host entry, which the generated
 //!   `load` provides).
 //! - *Errors*: what the CPU device refuses (an event made without timing, timed) is
-//!   [`Error::CpuDevice`], naming the operation; out of memory is [`Error::Driver`] with
-//!   `CUDA_ERROR_OUT_OF_MEMORY`, as on a GPU. Nothing is sticky: a failed kernel fails its own
+//!   [`Error::CpuDevice`], naming the operation; out of memory is [`Error::OutOfMemory`],
+//!   as on a GPU. Nothing is sticky: a failed kernel fails its own
 //!   launch only.
 //!
 //! **Debugging a kernel.** The kernel is ordinary host code: break in a debugger on its body

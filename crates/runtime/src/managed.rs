@@ -24,7 +24,7 @@
 //! are evicted to the host), but on some machines a program that oversubscribes can hang the
 //! GPU, not only itself. Cohort refuses a managed allocation that, with the managed buffers of
 //! this process still alive on the device, exceeds 15/16 of the device's free memory now (an
-//! `Error::Driver` with `CUDA_ERROR_OUT_OF_MEMORY`, saying so). It cannot see memory allocated
+//! `Error::OutOfMemory`, saying so). It cannot see memory allocated
 //! after it by other means (or by other processes), which may still leave managed pages
 //! nowhere to go: keep managed buffers well inside the card.
 //!
@@ -161,7 +161,7 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
     ///
     /// # Errors
     /// `CUDA_ERROR_NOT_SUPPORTED` on a device without concurrent managed access;
-    /// `CUDA_ERROR_OUT_OF_MEMORY` for more than the device can hold (see the module docs); a
+    /// [`Error::OutOfMemory`] for more than the device can hold (see the module docs); a
     /// driver failure.
     pub fn new(gpu: &Gpu, len: usize) -> Result<Self> {
         let bytes =

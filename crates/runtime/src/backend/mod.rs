@@ -107,7 +107,8 @@ pub(crate) enum Kind {
 pub(crate) enum Fault {
     /// A CUDA driver call failed with this code.
     Driver(DriverError),
-    /// Not enough memory (the CPU device's; a GPU's is `Driver(CUDA_ERROR_OUT_OF_MEMORY)`).
+    /// Not enough memory (the CPU device's; a GPU's is `Driver(CUDA_ERROR_OUT_OF_MEMORY)`; both become
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory)).
     OutOfMemory,
     /// The device does not do this (what and why, for the error).
     Unsupported(String),

@@ -52,10 +52,11 @@ impl GpuInner {
         self.launches.lock().unwrap_or_else(|p| p.into_inner()).finished(which);
     }
 
-    /// The error for a failed driver call on this context: [`Error::Driver`], or
+    /// The error for a failed driver call on this context: [`Error::Driver`] ([`Error::OutOfMemory`]
+    /// for `CUDA_ERROR_OUT_OF_MEMORY`), or
     /// [`Error::KernelFailed`] when a kernel has killed the context (see [`GpuInner::lost`]).
     pub(crate) fn error(&self, code: DriverError, doing: Doing) -> Error {
-        self.lost(code, doing).unwrap_or_else(|doing| Error::Driver { what: doing.into_description(), code })
+        self.lost(code, doing).unwrap_or_else(|doing| Error::driver(doing.into_description(), code))
     }
 
     /// `Ok(Error::KernelFailed)` when `code` is a sticky failure (the first one of this device
@@ -243,6 +244,6 @@ pub(super) fn remember_name(ordinal: usize, name: &str) {
 pub(super) fn device_error(ordinal: usize, code: DriverError, what: String) -> Error {
     match lost_on(ordinal) {
         Some(lost) => lost.error(code, Some(what)),
-        None => Error::Driver { what, code },
+        None => Error::driver(what, code),
     }
 }

@@ -53,6 +53,9 @@ pub struct Function {
     pub(super) attrs: FunctionAttributes,
     dyn_smem_limit: AtomicU32,
     occupancy: Mutex<Vec<(u32, u32, u32)>>,
+    /// `max_active_clusters` answers by (cluster x, y, z, block x, y, z, dynamic shared bytes):
+    /// every cluster launch checks it, and the driver's call costs microseconds.
+    cluster_occupancy: Mutex<Vec<([u32; 7], u32)>>,
     /// The module variables the kernel uses, recorded with each typed launch (`None`: none).
     pub(super) vars: Option<crate::symbol::KernelVars>,
     /// Whether the kernel can launch kernels from the device: its host launches are budgeted.
@@ -114,6 +117,7 @@ impl Function {
             attrs,
             dyn_smem_limit: AtomicU32::new(info.max_dynamic_shared),
             occupancy: Mutex::new(Vec::new()),
+            cluster_occupancy: Mutex::new(Vec::new()),
             vars,
             device_launches,
             cpu_entry: None,
@@ -502,14 +506,28 @@ impl Function {
     /// # Errors
     /// A driver failure.
     pub fn max_active_clusters(&self, config: &LaunchConfig) -> Result<u32> {
+        let (c, b) = (config.cluster, config.block);
+        let key = [c.x, c.y, c.z, b.x, b.y, b.z, config.shared_mem_bytes];
+        {
+            let cache = self.cluster_occupancy.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(&(_, n)) = cache.iter().find(|(k, _)| *k == key) {
+                return Ok(n);
+            }
+        }
         self.module.gpu.bind()?;
         self.ensure_dynamic_smem(config.shared_mem_bytes)?;
         if config.cluster.volume() > 8 {
             self.allow_non_portable()?;
         }
         // SAFETY: live function handle.
-        unsafe { self.module.gpu.backend.max_active_clusters(self.raw, &self.info(), config) }
-            .map_err(|fault| fault.into_error(format!("cluster occupancy of kernel `{}`", self.name)))
+        let n = unsafe { self.module.gpu.backend.max_active_clusters(self.raw, &self.info(), config) }
+            .map_err(|fault| fault.into_error(format!("cluster occupancy of kernel `{}`", self.name)))?;
+        let mut cache = self.cluster_occupancy.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() > 64 {
+            cache.clear();
+        }
+        cache.push((key, n));
+        Ok(n)
     }
 
     fn allow_non_portable(&self) -> Result<()> {
