@@ -604,6 +604,16 @@ mod tests {
     }
 
     #[test]
+    fn out_of_memory_is_its_own_error() {
+        let e = Error::driver("allocating 8 B".into(), DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+        assert!(matches!(&e, Error::OutOfMemory { what } if what == "allocating 8 B"), "{e:?}");
+        assert!(e.source().is_none());
+        assert_eq!(Fault::OutOfMemory.into_error("allocating 8 B".into()).to_string(), e.to_string());
+        let other = Error::driver("x".into(), DriverError(CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert!(matches!(other, Error::Driver { .. }));
+    }
+
+    #[test]
     fn sticky_codes() {
         assert!(is_sticky(&DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED)));
         assert!(is_sticky(&DriverError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)));
