@@ -57,3 +57,36 @@ pub fn block_barrier_count(mut out: DisjointSlice<u32>) {
 }
 
 use cohort::sync;
+
+/// `y[i] = a * x[i] + y[i]` with CUDA C++'s `__launch_bounds__(128, 4)`: at most 128 threads per
+/// block (the entry's `.maxntid 128, 1, 1`), and few enough registers that 4 blocks fit one SM
+/// (`.minnctapersm 4`). A block of more threads is an `Err`.
+#[kernel(launch_bounds(128, 4))]
+pub fn bounded_saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+    let i = thread::index_1d();
+    if let Some(v) = y.get_mut(&i) {
+        *v += a * x[i.get()];
+    }
+}
+
+/// Sixteen running polynomials per element (enough live values to want more than 24 registers)
+/// with CUDA C++'s `__maxnreg__(24)`: the entry's `.maxnreg 24` holds ptxas to 24 registers (it
+/// takes 32 without).
+#[kernel(max_registers(24))]
+pub fn capped_polynomials(x: &[f32], mut out: DisjointSlice<f32>) {
+    let i = thread::index_1d();
+    let Some(v) = x.get(i.get()).copied() else { return };
+    let mut acc = [0.0f32; 16];
+    let mut p = 1.0f32;
+    for _ in 0..8 {
+        for (k, a) in acc.iter_mut().enumerate() {
+            *a = *a * v + p * (k as f32 + 1.0);
+        }
+        p = p * 0.5 + v;
+    }
+    let mut s = 0.0f32;
+    for (k, a) in acc.iter().enumerate() {
+        s += *a * (k as f32 - 7.5);
+    }
+    out.set(&i, s);
+}

@@ -19,6 +19,10 @@ pub struct KernelAttr {
     pub dependent: Option<Ident>,
     pub cluster: Option<Ident>,
     pub instances: Option<(Ident, Vec<Instance>)>,
+    /// `launch_bounds(max_threads)` or `launch_bounds(max_threads, min_blocks_per_sm)`.
+    pub launch_bounds: Option<(Ident, syn::LitInt, Option<syn::LitInt>)>,
+    /// `max_registers(n)`.
+    pub max_registers: Option<(Ident, syn::LitInt)>,
 }
 
 impl Parse for KernelAttr {
@@ -70,11 +74,41 @@ impl Parse for KernelAttr {
                     }
                     attr.instances = Some((key, insts));
                 }
+                "launch_bounds" => {
+                    if attr.launch_bounds.is_some() {
+                        return Err(syn::Error::new_spanned(&key, "`launch_bounds` given twice"));
+                    }
+                    let content;
+                    parenthesized!(content in input);
+                    let list: Punctuated<syn::LitInt, Token![,]> =
+                        content.parse_terminated(|i| i.parse::<syn::LitInt>(), Token![,])?;
+                    let mut it = list.into_iter();
+                    let (Some(threads), blocks, None) = (it.next(), it.next(), it.next()) else {
+                        return Err(syn::Error::new_spanned(
+                            &key,
+                            "`launch_bounds` takes one or two integers: `launch_bounds(max_threads_per_block)` or \
+                             `launch_bounds(max_threads_per_block, min_blocks_per_sm)`",
+                        ));
+                    };
+                    attr.launch_bounds = Some((key, threads, blocks));
+                }
+                "max_registers" => {
+                    if attr.max_registers.is_some() {
+                        return Err(syn::Error::new_spanned(&key, "`max_registers` given twice"));
+                    }
+                    let content;
+                    parenthesized!(content in input);
+                    let n: syn::LitInt = content.parse()?;
+                    if !content.is_empty() {
+                        return Err(content.error("`max_registers` takes one integer: `max_registers(64)`"));
+                    }
+                    attr.max_registers = Some((key, n));
+                }
                 other => {
                     return Err(syn::Error::new_spanned(
                         &key,
                         format!(
-                            "unknown `#[kernel]` option `{other}`; expected `cooperative`, `multi_grid`, `cluster`, `contract`, `dependent` or `instances(...)`"
+                            "unknown `#[kernel]` option `{other}`; expected `cooperative`, `multi_grid`, `cluster`, `contract`, `dependent`, `launch_bounds(...)`, `max_registers(...)` or `instances(...)`"
                         ),
                     ));
                 }

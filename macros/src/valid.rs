@@ -91,3 +91,33 @@ pub fn kernel(item: &ItemFn, attr: &KernelAttr) -> syn::Result<()> {
     }
     Ok(())
 }
+
+/// The kernel's launch bounds as `[max threads per block, min blocks per SM, max registers per
+/// thread]`, 0 where not given (`#[kernel(launch_bounds(..), max_registers(..))]`), each
+/// checked against what PTX and the hardware allow.
+pub fn launch_bounds(attr: &KernelAttr) -> syn::Result<[u32; 3]> {
+    let value = |lit: &syn::LitInt, what: &str, lo: u32, hi: u32| -> syn::Result<u32> {
+        match lit.base10_parse::<u32>() {
+            Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+            _ => Err(syn::Error::new_spanned(lit, format!("{what} must be between {lo} and {hi}"))),
+        }
+    };
+    let mut out = [0; 3];
+    if let Some((_, threads, blocks)) = &attr.launch_bounds {
+        out[0] = value(threads, "`launch_bounds`' most threads per block", 1, 1024)?;
+        if let Some(b) = blocks {
+            out[1] = value(b, "`launch_bounds`' fewest blocks per SM", 1, 32)?;
+        }
+    }
+    if let Some((key, n)) = &attr.max_registers {
+        out[2] = value(n, "`max_registers`", 16, 255)?;
+        if out[1] != 0 {
+            return Err(syn::Error::new_spanned(
+                key,
+                "`max_registers` and `launch_bounds`' blocks per SM both set the register budget (as CUDA C++'s \
+                 `__maxnreg__` and `__launch_bounds__(threads, blocks)` cannot be combined): give one",
+            ));
+        }
+    }
+    Ok(out)
+}

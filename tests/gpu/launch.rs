@@ -22,6 +22,8 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("launch_config_helpers", config_helpers),
         gpu_trial("launch_many_streams", many_streams),
         gpu_trial("launch_device_trap_is_an_error_naming_where", trap),
+        gpu_trial("launch_bounds_limit_the_block_and_reach_the_entry", launch_bounds),
+        gpu_trial("launch_max_registers_caps_the_kernels_registers", max_registers),
     ]
 }
 
@@ -288,4 +290,78 @@ fn vector_add_check(gpu: &Gpu) -> cohort_runtime::Result<()> {
         return Err(Error::Argument("wrong result after recovery".into()));
     }
     Ok(())
+}
+
+/// The PTX header of entry `name`: from its `.entry` line to the `{` that opens its body.
+fn entry_header(ptx: &str, name: &str) -> Option<String> {
+    let start = ptx.find(&format!(".entry {name}("))?;
+    let end = start + ptx[start..].find("\n{")?;
+    Some(ptx[start..end].to_owned())
+}
+
+/// `#[kernel(launch_bounds(128, 4))]`: the entry carries `.maxntid 128, 1, 1` and
+/// `.minnctapersm 4`, the kernel's limit is 128 threads on both devices, 128 runs, 129 is an
+/// `Err` naming the kernel, the limit and why.
+fn launch_bounds(c: &Ctx) -> TestResult {
+    let k = checks::bounded_saxpy::load(&c.module).ctx("load")?;
+    let header = entry_header(c.module.ptx().text(), "bounded_saxpy").ok_or("no bounded_saxpy entry")?;
+    ensure(header.contains(".maxntid 128, 1, 1") && header.contains(".minnctapersm 4"), || header.clone())?;
+    ensure(!header.contains(".maxnreg"), || header.clone())?;
+    let limit = k.function().attributes().max_threads_per_block;
+    ensure(limit == 128, || format!("the kernel's limit is {limit} threads, not its bound of 128"))?;
+    let n = 1000usize;
+    let mut r = rng("launch_bounds");
+    let x: Vec<f32> = (0..n).map(|_| r.random_range(-8i32..8) as f32 * 0.25).collect();
+    let y0: Vec<f32> = (0..n).map(|_| r.random_range(-8i32..8) as f32 * 0.5).collect();
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let xd = c.gpu.upload(&x).ctx("upload")?;
+    let mut yd = c.gpu.upload(&y0).ctx("upload")?;
+    let e = expect_err(
+        "a block of 129 threads",
+        k.launch(&s, (8u32, 129u32), 3.0, &xd, &mut yd),
+        &["bounded_saxpy", "129", "128", "launch bounds"],
+    )?;
+    ensure(matches!(e, Error::InvalidLaunch { .. }), || format!("wrong error kind: {e:?}"))?;
+    // Nothing ran: y is as uploaded; then the bound itself runs.
+    check_all("y after the refused launch", &yd.to_vec().ctx("read")?, &y0)?;
+    k.launch(&s, (8u32, 128u32), 3.0, &xd, &mut yd).ctx("launch at the bound")?;
+    let want: Vec<f32> = x.iter().zip(&y0).map(|(x, y)| 3.0 * x + y).collect();
+    check_all("saxpy", &yd.to_vec().ctx("read")?, &want)
+}
+
+/// `#[kernel(max_registers(24))]`: the entry carries `.maxnreg 24`; on a GPU the kernel uses at
+/// most 24 registers per thread (ptxas gives it 32 without the cap); its results are every
+/// element's.
+fn max_registers(c: &Ctx) -> TestResult {
+    let k = checks::capped_polynomials::load(&c.module).ctx("load")?;
+    let header = entry_header(c.module.ptx().text(), "capped_polynomials").ok_or("no capped_polynomials entry")?;
+    ensure(header.contains(".maxnreg 24") && !header.contains(".maxntid"), || header.clone())?;
+    let regs = k.function().attributes().registers;
+    ensure(regs <= 24, || format!("{regs} registers per thread under a cap of 24"))?;
+    let n = 777usize;
+    let mut r = rng("max_registers");
+    let x: Vec<f32> = (0..n).map(|_| r.random_range(-4i32..4) as f32 * 0.125).collect();
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let xd = c.gpu.upload(&x).ctx("upload")?;
+    let mut out = c.gpu.zeroed::<f32>(n).ctx("alloc")?;
+    k.launch(&s, LaunchConfig::for_elements(n, 128), &xd, &mut out).ctx("launch")?;
+    let want: Vec<f32> = x
+        .iter()
+        .map(|&v| {
+            let (mut acc, mut p) = ([0.0f32; 16], 1.0f32);
+            for _ in 0..8 {
+                for (k, a) in acc.iter_mut().enumerate() {
+                    *a = *a * v + p * (k as f32 + 1.0);
+                }
+                p = p * 0.5 + v;
+            }
+            acc.iter().enumerate().map(|(k, a)| a * (k as f32 - 7.5)).fold(0.0, |s, t| s + t)
+        })
+        .collect();
+    let got = out.to_vec().ctx("read")?;
+    // The GPU may contract a * v + b into one fma where the reference rounds twice.
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        ensure((g - w).abs() <= 1e-3 * w.abs().max(1.0), || format!("element {i}: {g}, expected {w}"))?;
+    }
+    ensure(want.iter().any(|w| *w != 0.0), || "the reference is all zeros".into())
 }

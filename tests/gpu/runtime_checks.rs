@@ -38,6 +38,7 @@ pub fn trials() -> Vec<Trial> {
         ),
         gpu_trial("runtime_checks_handles_of_one_device_mix_freely", one_device_handles),
         gpu_trial("runtime_checks_ptx_with_unnumbered_site_markers_is_refused", unnumbered_sites),
+        gpu_trial("runtime_checks_ptx_with_unapplied_launch_bounds_is_refused", unapplied_launch_bounds),
     ];
     if std::env::var_os(CHILD_VAR).is_some() {
         trials.push(gpu_only_trial(CHILD_TRIAL, STICKY, after_a_trap));
@@ -199,6 +200,31 @@ fn unnumbered_sites(c: &Ctx) -> TestResult {
     ensure(n == 1 && numbered.contains("mov.u32 %r1, 1; // cohort-site=1"), || numbered.clone())?;
     c.gpu.load_ptx_text("runtime_checks_numbered", &numbered).ctx("load the numbered text")?;
     Ok(())
+}
+
+/// PTX whose launch-bounds markers were not applied (built outside cohort-build) is refused at
+/// load with an `Err` that says how to fix it; applied, the same text loads and the entry's
+/// limit is its bound on either device.
+fn unapplied_launch_bounds(c: &Ctx) -> TestResult {
+    let unapplied = format!(
+        ".version 7.0\n.target sm_80\n.address_size 64\n\n.visible .entry bounds_probe(\n\t.param .u64 out\n)\n{{\n\t\
+         .reg .b32 %r<2>;\n\t.reg .b64 %rd<3>;\n\t{}64 0 0\n\tmov.u32 %r1, 7;\n\tld.param.u64 %rd1, [out];\n\t\
+         cvta.to.global.u64 %rd2, %rd1;\n\tst.global.u32 [%rd2], %r1;\n\tret;\n}}\n",
+        cohort::raw::LAUNCH_BOUNDS_MARKER
+    );
+    match c.gpu.load_ptx_text("runtime_checks_unbounded", &unapplied) {
+        Err(e @ Error::UnappliedLaunchBounds { .. }) => {
+            let msg = e.to_string();
+            ensure(msg.contains("cohort-build") && msg.contains("runtime_checks_unbounded"), || msg.clone())?;
+        }
+        other => return Err(format!("PTX with an unapplied launch-bounds marker: {other:?}")),
+    }
+    let (applied, n) = cohort_build::apply_launch_bounds(&unapplied)?;
+    ensure(n == 1 && applied.contains(")\n.maxntid 64, 1, 1\n{"), || applied.clone())?;
+    let m = c.gpu.load_ptx_text("runtime_checks_bounded", &applied).ctx("load the applied text")?;
+    let f = m.function("bounds_probe", false).ctx("bounds_probe")?;
+    let limit = f.attributes().max_threads_per_block;
+    ensure(limit == 64, || format!("the entry's limit is {limit} threads, not its .maxntid 64"))
 }
 
 /// The CPU device and a GPU in one process, on one thread: their memory does not mix (launches

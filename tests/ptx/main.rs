@@ -76,7 +76,37 @@ fn main() {
             ));
         }
     }
+    for m in PTX.modules {
+        trials.push(ptxas_trial(&format!("ptxas_sm_{}_launch_bounds_hold", m.arch), m, launch_bounds_hold));
+    }
     libtest_mimic::run(&args, trials).exit();
+}
+
+/// `#[kernel(launch_bounds(..))]` and `max_registers(..)` reach the PTX entries (cohort-build's
+/// rewrite) and ptxas: `capped_polynomials` (`max_registers(24)`) gets at most 24 registers;
+/// the same PTX without its `.maxnreg` gets more (so the cap is what holds it);
+/// `bounded_saxpy` (`launch_bounds(128, 4)`) carries `.maxntid 128, 1, 1` and `.minnctapersm 4`.
+fn launch_bounds_hold(ptxas: &std::path::Path, m: &'static PtxModule) -> TestResult {
+    let text = m.text();
+    let header = |name: &str| {
+        let start = text.find(&format!(".entry {name}(")).unwrap_or(0);
+        text[start..].split("\n{").next().unwrap_or("").to_owned()
+    };
+    ensure(header("bounded_saxpy").contains(".maxntid 128, 1, 1\n.minnctapersm 4"), || header("bounded_saxpy"))?;
+    ensure(header("capped_polynomials").ends_with(".maxnreg 24"), || header("capped_polynomials"))?;
+    ensure(!text.contains(cohort::raw::LAUNCH_BOUNDS_MARKER), || "an unapplied launch-bounds marker".into())?;
+    let regs = |res: &[cohort_build::KernelResources]| {
+        res.iter().find(|r| r.name == "capped_polynomials").map(|r| r.registers).ok_or("no capped_polynomials")
+    };
+    let capped = regs(&run_ptxas(ptxas, m)?)?;
+    ensure(capped <= 24, || format!("sm_{}: capped_polynomials uses {capped} registers under a cap of 24", m.arch))?;
+    let uncapped_text = m.text_with_nul().replace(".maxnreg 24\n", "");
+    let uncapped: &'static str = Box::leak(uncapped_text.into_boxed_str());
+    let uncapped_module: &'static PtxModule = Box::leak(Box::new(PtxModule::new(m.arch, uncapped)));
+    let free = regs(&run_ptxas(ptxas, uncapped_module)?)?;
+    ensure(free > 24, || {
+        format!("sm_{}: without its cap capped_polynomials uses {free} registers: the test proves nothing", m.arch)
+    })
 }
 
 fn ptxas_trial(name: &str, m: &'static PtxModule, f: fn(&std::path::Path, &'static PtxModule) -> TestResult) -> Trial {

@@ -30,7 +30,8 @@
 //!    file there lets one device build run at a time. rustc's `llvm-bitcode-linker` writes the
 //!    `.ptx`, whose `.target` is checked against the architecture asked, and in which the
 //!    builder numbers checked mode's call-site markers, one number per call instruction
-//!    ([`number_site_markers`]);
+//!    ([`number_site_markers`]), and gives the entries of kernels with launch bounds their
+//!    `.maxntid` / `.minnctapersm` / `.maxnreg` directives ([`apply_launch_bounds`]);
 //! 3. when `ptxas` is found (`COHORT_PTXAS`, `PATH`, `$CUDA_PATH/bin`, `/usr/local/cuda/bin`),
 //!    assembles the PTX for its architecture and records each kernel's registers, spills,
 //!    stack and shared memory, which end up in the [`PtxSet`](../cohort_runtime/struct.PtxSet.html);
@@ -86,7 +87,8 @@ use nested::{
 };
 use ptx_text::check_target;
 pub use ptx_text::{
-    DEVICE_RUNTIME_MARK, SITE_MARKER_NUMBERED, SITE_MARKER_UNNUMBERED, needs_device_runtime, number_site_markers,
+    DEVICE_RUNTIME_MARK, LAUNCH_BOUNDS_APPLIED, LAUNCH_BOUNDS_MARKER, SITE_MARKER_NUMBERED, SITE_MARKER_UNNUMBERED,
+    apply_launch_bounds, needs_device_runtime, number_site_markers,
 };
 pub use ptxas::{KernelResources, parse_ptxas_output};
 pub use toolchain::find_cudadevrt;
@@ -442,6 +444,7 @@ impl Builder {
             let text = String::from_utf8(text)
                 .map_err(|e| BuildError::Other(format!("{} (sm_{arch}) is not UTF-8: {e}", ptx.display())))?;
             let text = number_site_markers(&text)
+                .and_then(|(text, _)| apply_launch_bounds(&text))
                 .map_err(|e| BuildError::Other(format!("{} (sm_{arch}): {e}", ptx.display())))?
                 .0
                 .into_bytes();

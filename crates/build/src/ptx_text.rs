@@ -53,6 +53,98 @@ pub fn number_site_markers(ptx: &str) -> Result<(String, u32), String> {
     Ok((out, n))
 }
 
+/// What a kernel's launch-bounds marker says in PTX before its numbers (the same text as
+/// `cohort::raw::LAUNCH_BOUNDS_MARKER`): `// cohort-launch-bounds T B R`, emitted as the first
+/// instruction of the entry of a `#[kernel(launch_bounds(T, B), max_registers(R))]` kernel.
+pub const LAUNCH_BOUNDS_MARKER: &str = "// cohort-launch-bounds ";
+/// What [`apply_launch_bounds`] leaves of a marker it applied (a comment the runtime accepts).
+pub const LAUNCH_BOUNDS_APPLIED: &str = "// cohort-launch-bounds-applied ";
+
+/// Gives each entry that holds a launch-bounds marker the directives it asks for, between its
+/// parameter list and its body: `.maxntid T, 1, 1` (T > 0), `.minnctapersm B` (B > 0) and
+/// `.maxnreg R` (R > 0), as nvcc writes CUDA C++'s `__launch_bounds__(T, B)` and
+/// `__maxnreg__(R)`; the marker becomes [`LAUNCH_BOUNDS_APPLIED`]. Returns the text and how many
+/// entries it bounded (PTX without markers comes back unchanged).
+///
+/// # Errors
+/// A marker outside an entry, in another form than the device library's, or two different
+/// markers in one entry.
+pub fn apply_launch_bounds(ptx: &str) -> Result<(String, u32), String> {
+    if !ptx.contains(LAUNCH_BOUNDS_MARKER) {
+        return Ok((ptx.to_owned(), 0));
+    }
+    let lines: Vec<&str> = ptx.split_inclusive('\n').collect();
+    // Where each function's body opens (`{` alone on its line) and whether it is an entry.
+    let mut out = String::with_capacity(ptx.len() + 256);
+    let mut n = 0u32;
+    let mut i = 0;
+    while i < lines.len() {
+        let head = lines[i].trim_start();
+        let is_entry = head.contains(".entry ");
+        if !(is_entry || head.contains(".func ")) || head.starts_with("//") {
+            if lines[i].contains(LAUNCH_BOUNDS_MARKER) {
+                return Err(format!("a launch-bounds marker outside any function: `{}`", lines[i].trim()));
+            }
+            out.push_str(lines[i]);
+            i += 1;
+            continue;
+        }
+        // The header runs to the line that is `{` alone (a declaration, `.extern .func …;`, ends
+        // with `;` before it); the body to the line that is `}` alone.
+        let open = (i..lines.len())
+            .find(|&j| lines[j].trim() == "{" || lines[j].trim_end().ends_with(';'))
+            .ok_or("a function without a body")?;
+        if lines[open].trim() != "{" {
+            for line in &lines[i..=open] {
+                out.push_str(line);
+            }
+            i = open + 1;
+            continue;
+        }
+        let close =
+            (open..lines.len()).find(|&j| lines[j].trim_end() == "}").ok_or("a function body without its end")?;
+        let mut bounds: Option<[u32; 3]> = None;
+        for line in &lines[open..close] {
+            let Some(at) = line.find(LAUNCH_BOUNDS_MARKER) else { continue };
+            if !is_entry {
+                return Err(format!("a launch-bounds marker in a device function (not an entry): `{}`", line.trim()));
+            }
+            let nums: Vec<u32> = line[at + LAUNCH_BOUNDS_MARKER.len()..]
+                .split_whitespace()
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .map_err(|_| format!("a launch-bounds marker in an unexpected form: `{}`", line.trim()))?;
+            let &[t, b, r] = nums.as_slice() else {
+                return Err(format!("a launch-bounds marker in an unexpected form: `{}`", line.trim()));
+            };
+            if bounds.is_some_and(|x| x != [t, b, r]) {
+                return Err(format!("two different launch-bounds markers in one entry: `{}`", line.trim()));
+            }
+            bounds = Some([t, b, r]);
+        }
+        for line in &lines[i..open] {
+            out.push_str(line);
+        }
+        if let Some([t, b, r]) = bounds {
+            n += 1;
+            if t > 0 {
+                out.push_str(&format!(".maxntid {t}, 1, 1\n"));
+            }
+            if b > 0 {
+                out.push_str(&format!(".minnctapersm {b}\n"));
+            }
+            if r > 0 {
+                out.push_str(&format!(".maxnreg {r}\n"));
+            }
+        }
+        for line in &lines[open..=close] {
+            out.push_str(&line.replace(LAUNCH_BOUNDS_MARKER, LAUNCH_BOUNDS_APPLIED));
+        }
+        i = close + 1;
+    }
+    Ok((out, n))
+}
+
 /// `Err` unless the PTX was built for `arch` (its `.target sm_XX` directive): the shared device
 /// directory never hands one architecture's module to another.
 pub(crate) fn check_target(ptx: &[u8], arch: u32, path: &Path) -> Result<(), BuildError> {

@@ -160,6 +160,36 @@ fn site_markers_get_one_number_each() {
 }
 
 #[test]
+fn launch_bounds_markers_become_entry_directives() {
+    let ptx = ".extern .func (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n\t.param .b64 \
+               vprintf_param_1\n)\n;\n\t// .globl\tk\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\t.reg .b32 %r<3>;\n\t// begin inline \
+               asm\n\t// cohort-launch-bounds 256 2 0\n\t// end inline asm\n\tret;\n\n}\n\t// .globl\tfree\n.visible \
+               .entry free()\n{\n\tret;\n\n}\n.func (.param .b32 r) f(\n\t.param .b32 a\n)\n{\n\tret;\n\n}\n\
+               .visible .entry capped(\n\t.param .u64 c_param_0\n)\n{\n\t// cohort-launch-bounds 0 0 40\n\tret;\n\n}\n";
+    let (out, n) = apply_launch_bounds(ptx).unwrap();
+    assert_eq!(n, 2);
+    assert!(out.contains("\t.param .u64 k_param_0\n)\n.maxntid 256, 1, 1\n.minnctapersm 2\n{\n"), "{out}");
+    assert!(out.contains(".visible .entry free()\n{\n"), "{out}");
+    assert!(out.contains("\t.param .u64 c_param_0\n)\n.maxnreg 40\n{\n"), "{out}");
+    assert!(!out.contains(LAUNCH_BOUNDS_MARKER), "{out}");
+    assert_eq!(out.matches(LAUNCH_BOUNDS_APPLIED).count(), 2);
+    assert_eq!(out.matches(".maxntid").count(), 1);
+    // Everything else is as it was.
+    assert_eq!(
+        out.replace(".maxntid 256, 1, 1\n.minnctapersm 2\n", "")
+            .replace(".maxnreg 40\n", "")
+            .replace(LAUNCH_BOUNDS_APPLIED, LAUNCH_BOUNDS_MARKER),
+        ptx
+    );
+    // No marker: unchanged.
+    assert_eq!(apply_launch_bounds("ret;\n").unwrap(), ("ret;\n".to_owned(), 0));
+    // A marker in a device function, or in another form, is refused.
+    assert!(apply_launch_bounds(".func f()\n{\n\t// cohort-launch-bounds 1 0 0\n}\n").is_err());
+    assert!(apply_launch_bounds(".visible .entry e()\n{\n\t// cohort-launch-bounds x 0 0\n}\n").is_err());
+    assert!(apply_launch_bounds(".visible .entry e()\n{\n\t// cohort-launch-bounds 1 0\n}\n").is_err());
+}
+
+#[test]
 fn generated_rust_names_every_module() {
     let built = Built {
         lib_name: "k".into(),

@@ -75,6 +75,14 @@ pub enum Error {
         /// The module's architecture.
         arch: u32,
     },
+    /// The module holds kernels with launch bounds (`#[kernel(launch_bounds(..))]`) whose
+    /// entries were not given their directives (`cohort_build::apply_launch_bounds`).
+    UnappliedLaunchBounds {
+        /// The kernels crate.
+        crate_name: &'static str,
+        /// The module's architecture.
+        arch: u32,
+    },
     /// The module has no kernel of this name.
     KernelNotFound {
         /// The name looked up.
@@ -345,6 +353,13 @@ impl fmt::Display for Error {
                  markers (`// cohort-site?`) are not numbered, so checked mode could not tell its collectives' calls \
                  apart: build it with cohort-build (which numbers them), or number them with \
                  `cohort_build::number_site_markers` before loading"
+            ),
+            Error::UnappliedLaunchBounds { crate_name, arch } => write!(
+                f,
+                "the sm_{arch} PTX of `{crate_name}` has kernels with `launch_bounds`/`max_registers` whose entries \
+                 lack the `.maxntid`/`.minnctapersm`/`.maxnreg` directives (their markers, \
+                 `// cohort-launch-bounds …`, were not applied): build it with cohort-build, or apply them with \
+                 `cohort_build::apply_launch_bounds` before loading"
             ),
             Error::ModuleLoad { crate_name, arch, code, log } => {
                 write!(f, "loading the sm_{arch} PTX of `{crate_name}` failed: {}", code_text(code))?;

@@ -195,6 +195,23 @@ impl PtxModule {
         names
     }
 
+    /// The most threads per block kernel `name` may be launched with, if its entry says
+    /// (`.maxntid x, y, z` between its parameters and its body, as `#[kernel(launch_bounds(..))]`
+    /// makes it: the product).
+    #[must_use]
+    pub fn max_threads_of(&self, name: &str) -> Option<u32> {
+        let mut lines = self.text().lines().skip_while(|l| {
+            let l = l.trim_start();
+            let rest = l.strip_prefix(".visible .entry ").or_else(|| l.strip_prefix(".entry "));
+            rest.is_none_or(|r| r.split(['(', ' ']).next() != Some(name) || r.trim_end().ends_with(';'))
+        });
+        lines.next()?;
+        let header = lines.take_while(|l| l.trim() != "{");
+        header.filter_map(|l| l.trim().strip_prefix(".maxntid")).find_map(|dims| {
+            dims.split(',').map(|d| d.trim().parse::<u32>().ok()).try_fold(1u32, |p, d| p.checked_mul(d?))
+        })
+    }
+
     /// The kernels that can launch kernels from the device: the `.entry` functions from which
     /// a call to `__cudaCDP2LaunchDeviceV2` is reachable through the module's call graph.
     #[must_use]

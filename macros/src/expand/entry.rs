@@ -91,6 +91,7 @@ pub(super) fn device_entry(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
     } else {
         quote!()
     };
+    let bounds = bounds_marker(k);
     quote! {
         #(#cfgs)*
         #[cfg(target_arch = "nvptx64")]
@@ -98,6 +99,7 @@ pub(super) fn device_entry(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
         #[allow(non_snake_case, clippy::too_many_arguments, improper_ctypes_definitions)]
         #[doc(hidden)]
         pub unsafe extern "ptx-kernel" fn #entry(#(#lowered),*) {
+            #bounds
             #enter
             #wait
             #(#checks)*
@@ -105,4 +107,16 @@ pub(super) fn device_entry(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
             #call
         }
     }
+}
+
+/// A kernel with launch bounds starts with their marker (`cohort::raw::launch_bounds_marker`),
+/// a PTX comment that `cohort-build` turns into the entry's `.maxntid` / `.minnctapersm` /
+/// `.maxnreg` directives (rustc has no way to give them; the runtime refuses a module whose
+/// markers were not applied).
+fn bounds_marker(k: &Kernel<'_>) -> TokenStream {
+    let [t, b, r] = k.bounds;
+    if k.bounds == [0; 3] {
+        return quote!();
+    }
+    quote!(::cohort::raw::launch_bounds_marker::<#t, #b, #r>();)
 }

@@ -42,6 +42,9 @@ struct Kernel<'a> {
     dependent: bool,
     /// `#[kernel(cluster)]`: the entry brackets the body with the cluster protocol.
     cluster: bool,
+    /// `[max threads per block, min blocks per SM, max registers]` (0: not given): the PTX
+    /// entry's `.maxntid`, `.minnctapersm` and `.maxnreg` (see `entry::bounds_marker`).
+    bounds: [u32; 3],
     /// The kernel's `#[cfg]`s, repeated on everything generated.
     cfgs: Vec<&'a syn::Attribute>,
 }
@@ -90,6 +93,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     }
     let params = ast::params(&item)?;
     valid::kernel(&item, &attr)?;
+    let bounds = valid::launch_bounds(&attr)?;
 
     let (docs, others): (Vec<_>, Vec<_>) = item.attrs.iter().partition(|a| a.path().is_ident("doc"));
     let multi_grid = attr.multi_grid.is_some();
@@ -101,6 +105,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         multi_grid,
         dependent: attr.dependent.is_some(),
         cluster: attr.cluster.is_some(),
+        bounds,
         cfgs: others.iter().filter(|a| a.path().is_ident("cfg")).copied().collect(),
     };
 

@@ -45,6 +45,29 @@ pub unsafe fn exit() -> ! {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Launch bounds
+
+/// What a launch-bounds marker says in PTX, before its three numbers (see
+/// [`launch_bounds_marker`]).
+pub const LAUNCH_BOUNDS_MARKER: &str = "// cohort-launch-bounds ";
+
+/// The first instruction of the entry of a `#[kernel(launch_bounds(T, B), max_registers(R))]`
+/// kernel: a PTX comment `// cohort-launch-bounds T B R` (0: not given) that `cohort-build`
+/// turns into the entry's `.maxntid T, 1, 1`, `.minnctapersm B` and `.maxnreg R` directives
+/// (CUDA C++'s `__launch_bounds__(T, B)` and `__maxnreg__(R)`), which rustc cannot emit. The
+/// runtime refuses a module that holds a marker its entry's directives do not match. On the CPU
+/// device, nothing: the CPU device reads the directives from the module's PTX.
+#[doc(hidden)]
+#[inline(always)]
+pub fn launch_bounds_marker<const T: u32, const B: u32, const R: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a comment; no instruction.
+    unsafe {
+        asm!("// cohort-launch-bounds {0} {1} {2}", const T, const B, const R, options(nomem, nostack, preserves_flags))
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Call-site markers (checked mode)
 
 /// What an unnumbered call-site marker says in PTX: `site_marker` emits

@@ -633,7 +633,11 @@ impl Backend for Cpu {
         let analysis = m.analysis.get_or_init(|| Analysis::new(m.ptx));
         let Some(name) = name.to_str().ok().filter(|n| analysis.kernels.contains(n)) else { return Ok(None) };
         let info = FuncInfo {
-            max_threads_per_block: m.threads_per_block.map_or(self.max_threads_per_block, |n| n.min(1024)),
+            // The module's bound, the entry's own (`launch_bounds`), the device's: the least.
+            max_threads_per_block: m
+                .threads_per_block
+                .map_or(self.max_threads_per_block, |n| n.min(1024))
+                .min(m.ptx.max_threads_of(name).unwrap_or(u32::MAX)),
             max_dynamic_shared: self.shared_per_block_optin,
             host: Some(super::HostInfo {
                 fast_path: !analysis.threads.contains(name),

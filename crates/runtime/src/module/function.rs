@@ -260,7 +260,9 @@ impl Function {
         config.check_index_space().map_err(|reason| self.invalid(config, reason))?;
         let threads = config.block.volume();
         if threads > self.attrs.max_threads_per_block as u64 {
-            let why = if self.attrs.max_threads_per_block < info.max_threads_per_block {
+            let why = if self.module.ptx.max_threads_of(&self.name) == Some(self.attrs.max_threads_per_block) {
+                " (its launch bounds: `#[kernel(launch_bounds(..))]`)".to_owned()
+            } else if self.attrs.max_threads_per_block < info.max_threads_per_block {
                 format!(
                     " (its {} registers per thread cap it below the device's {})",
                     self.attrs.registers, info.max_threads_per_block

@@ -122,6 +122,10 @@ impl Module {
         if ptx.ptx.contains(cohort::raw::SITE_MARKER_UNNUMBERED) {
             return Err(Error::UnnumberedSiteMarkers { crate_name: set.crate_name, arch: ptx.arch });
         }
+        // Launch bounds reach the entries only through cohort-build's rewrite.
+        if ptx.ptx.contains(cohort::raw::LAUNCH_BOUNDS_MARKER) {
+            return Err(Error::UnappliedLaunchBounds { crate_name: set.crate_name, arch: ptx.arch });
+        }
         gpu.bind()?;
         // Only a device that compiles PTX links it with the device runtime (the CPU device
         // runs device-side launches on its engine's queue).
