@@ -25,6 +25,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("atomic_tutorial_race", race),
         gpu_trial("atomic_tutorial_histograms", histograms),
         gpu_trial("atomic_tutorial_dot_products", dots),
+        gpu_trial("atomic_sign_views_reinterpret_the_same_bits", sign_views),
     ]
 }
 
@@ -443,4 +444,23 @@ fn dots(c: &Ctx) -> TestResult {
     let m = out.to_vec().ctx("read")?[0] as f64;
     let (ok, bound) = dot_close(m, &d, 640 * 256, 640);
     ensure(ok, || format!("mutex dot {m} vs float64 {} (bound {bound:e})", d.exact))
+}
+
+/// Atomics seen with the other signedness (`atomic::flip_sign`, `as_unsigned`, `as_signed`),
+/// as CUDA C++ casts `int*` to `unsigned*` for `atomicInc`: each operation interprets the bits
+/// as its view's type (an unsigned max keeps -7, a signed min reaches -999, `atomicInc` wraps).
+fn sign_views(c: &Ctx) -> TestResult {
+    let n = 1000u32; // exactly: 8 blocks of 125 threads
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut signed = c.gpu.upload(&[0i32, -7]).ctx("upload")?;
+    let mut unsigned = c.gpu.upload(&[0u32, 1000]).ctx("upload")?;
+    let kk = k::sign_views::load(&c.tests).ctx("load")?;
+    kk.launch(&s, LaunchConfig::new(8, n / 8), &mut signed, &mut unsigned, 16).ctx("launch")?;
+    // atomicInc with limit 16 cycles through 0..=16: 1000 increments from 0 end at 1000 % 17.
+    check_all("signed", &signed.to_vec().ctx("read")?, &[1000 % 17, -7])?;
+    check_all("unsigned", &unsigned.to_vec().ctx("read")?, &[(-999i32) as u32, 0])?;
+    let mut wide = c.gpu.upload(&[-3i64, 5]).ctx("upload")?;
+    let kw = k::sign_views_64::load(&c.tests).ctx("load")?;
+    kw.launch(&s, LaunchConfig::new(8, n / 8), &mut wide).ctx("launch")?;
+    check_all("wide", &wide.to_vec().ctx("read")?, &[-3i64, -999])
 }

@@ -580,6 +580,75 @@ atomic_int!(i64, "b64", "u64", "s64"; add = atom_add_u64, min = atom_min_s64, ma
     and = atom_and_b64, or = atom_or_b64, xor = atom_xor_b64, red = red_add_u64,
     common = (ld_scoped_b64, st_scoped_b64, atom_exch_b64, atom_cas_b64), incdec = cas_loop);
 
+/// The same atomic integers seen with the other signedness, as CUDA C++ casts `int*` to
+/// `unsigned*` for `atomicInc`: `as_unsigned` / `as_signed` on one atomic, [`flip_sign`] on a
+/// slice. The bits are shared; each operation interprets them as its
+/// type does (`fetch_min` on the signed view compares as signed, `fetch_inc` on the unsigned
+/// one wraps as `atomicInc`). Both views only ever access the value atomically.
+macro_rules! sign_views {
+    ($s:ty, $u:ty) => {
+        impl<S: Space> Atomic<$s, S> {
+            #[doc = concat!("This atomic's bits as an `Atomic<", stringify!($u), ">` (`(unsigned*)&x` in CUDA C++).")]
+            #[inline(always)]
+            #[must_use]
+            pub fn as_unsigned(&self) -> &Atomic<$u, S> {
+                // SAFETY: `Atomic` is `repr(transparent)` over `UnsafeCell<T>` (and a ZST), and the
+                // two integers have one size, alignment and set of valid bit patterns; the view
+                // borrows `self`, lives in the same space, and accesses it only atomically.
+                unsafe { &*core::ptr::from_ref(self).cast::<Atomic<$u, S>>() }
+            }
+        }
+
+        impl<S: Space> Atomic<$u, S> {
+            #[doc = concat!("This atomic's bits as an `Atomic<", stringify!($s), ">` (`(int*)&x` in CUDA C++).")]
+            #[inline(always)]
+            #[must_use]
+            pub fn as_signed(&self) -> &Atomic<$s, S> {
+                // SAFETY: as in `as_unsigned`.
+                unsafe { &*core::ptr::from_ref(self).cast::<Atomic<$s, S>>() }
+            }
+        }
+
+        impl SignPair for $s {
+            type Flipped = $u;
+        }
+        impl SignPair for $u {
+            type Flipped = $s;
+        }
+    };
+}
+
+/// The integers whose atomics have a view of the other signedness: `i32` ↔ `u32`, `i64` ↔ `u64`
+/// (one size, alignment and set of valid bit patterns in each pair). Sealed.
+pub trait SignPair: sign_sealed::Sealed {
+    /// The same-size integer of the other signedness.
+    type Flipped;
+}
+
+mod sign_sealed {
+    pub trait Sealed {}
+    impl Sealed for i32 {}
+    impl Sealed for u32 {}
+    impl Sealed for i64 {}
+    impl Sealed for u64 {}
+}
+
+sign_views!(i32, u32);
+sign_views!(i64, u64);
+
+/// A slice of atomic integers seen with the other signedness (`&[AtomicI32]` as
+/// `&[AtomicU32]`, and back; 64-bit likewise), as CUDA C++ casts `int*` to `unsigned*` for
+/// `atomicInc` (see [`Atomic::as_unsigned`]).
+#[inline(always)]
+#[must_use]
+pub fn flip_sign<T: SignPair, S: Space>(s: &[Atomic<T, S>]) -> &[Atomic<T::Flipped, S>] {
+    // SAFETY: `SignPair` is sealed and implemented only for same-size integer pairs, so each
+    // element is `as_unsigned`'s / `as_signed`'s cast (`repr(transparent)` atomics of one
+    // layout, every bit pattern valid in both); the same length covers the same bytes, borrowed
+    // from `s`, and only atomic operations reach them.
+    unsafe { core::slice::from_raw_parts(s.as_ptr().cast(), s.len()) }
+}
+
 /// Float atomics: native add, CAS-loop min/max with both NaN policies.
 macro_rules! atomic_float {
     ($t:ty, $bits:ty; add = $radd:ident, red = $rred:ident, common = ($ld:ident, $st:ident, $exch:ident, $cas:ident)) => {

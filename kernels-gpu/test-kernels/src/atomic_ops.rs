@@ -3,6 +3,7 @@
 
 #![allow(missing_docs)] // test scaffolding: the trait methods only rename the atomics API
 
+use cohort::atomic;
 use cohort::atomic::{Atomic, Generic, Ordering, Scope, Shared};
 use cohort::mutex::Mutex;
 use cohort::prelude::*;
@@ -366,4 +367,28 @@ pub fn atomic_forms(cells: &[AtomicU32], wide: &[AtomicU64], floats: &[AtomicF32
         unsafe { Atomic::from_ptr(cells[0].as_ptr()) };
     acc = acc.wrapping_add(generic.load(Ordering::Relaxed));
     out.set(&i, acc);
+}
+
+/// CUDA C++'s `atomicInc((unsigned*)&counts[0], limit)` on an `int` array, and the other casts:
+/// `signed[0]` takes the native unsigned `atom.inc` through [`atomic::flip_sign`], `signed[1]`
+/// an unsigned `fetch_max` through `as_unsigned` (so -7 stays the maximum), `unsigned[0]` a
+/// signed `fetch_min` of `-i` and `unsigned[1]` a signed `fetch_add(-1)`.
+#[kernel]
+pub fn sign_views(signed: &[AtomicI32], unsigned: &[AtomicU32], limit: u32) {
+    let i = thread::index_1d().get() as u32;
+    atomic::flip_sign(signed)[0].fetch_inc(limit, Ordering::Relaxed);
+    signed[1].as_unsigned().fetch_max(i, Ordering::Relaxed);
+    atomic::flip_sign(unsigned)[0].fetch_min(-(i as i32), Ordering::Relaxed);
+    unsigned[1].as_signed().fetch_add(-1, Ordering::Relaxed);
+}
+
+/// The 64-bit casts: `wide[0]` (an `i64`) an unsigned `fetch_max` of `i` through
+/// [`atomic::flip_sign`] (so -3 stays the maximum), `wide[1]` a signed `fetch_min` through
+/// `as_unsigned().as_signed()` (the round trip is the same atomic).
+#[kernel]
+pub fn sign_views_64(wide: &[AtomicI64]) {
+    let i = thread::index_1d().get() as u64;
+    let unsigned: &[AtomicU64] = atomic::flip_sign(wide);
+    unsigned[0].fetch_max(i, Ordering::Relaxed);
+    wide[1].as_unsigned().as_signed().fetch_min(-(i as i64), Ordering::Relaxed);
 }

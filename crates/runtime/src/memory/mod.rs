@@ -21,6 +21,9 @@ use crate::device::{Doing, Finished, Gpu, GpuInner};
 use crate::error::{Error, Result};
 use crate::track::{Alloc, AllocKind, CopyDst, CopySrc, Use};
 
+mod view;
+pub use view::{DeviceView, DeviceViewMut};
+
 /// An array of `T` in device memory, owned.
 ///
 /// Freeing it (dropping it) first waits for the operations still using it on any stream.
@@ -295,213 +298,6 @@ pub(crate) fn bounds(range: impl RangeBounds<usize>, len: usize) -> std::ops::Ra
     start..end
 }
 
-/// A read-only view of part of a [`DeviceBuffer`] (or of a
-/// [`ManagedBuffer`](crate::ManagedBuffer)).
-pub struct DeviceView<'a, T: DeviceCopy> {
-    ptr: u64,
-    len: usize,
-    alloc: &'a Arc<Alloc>,
-    _t: PhantomData<&'a [T]>,
-}
-
-impl<T: DeviceCopy> Clone for DeviceView<'_, T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T: DeviceCopy> Copy for DeviceView<'_, T> {}
-
-impl<T: DeviceCopy> fmt::Debug for DeviceView<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DeviceView<{}>[{}] at {:#x}", std::any::type_name::<T>(), self.len, self.ptr)
-    }
-}
-
-impl<'a, T: DeviceCopy> DeviceView<'a, T> {
-    /// A view of `len` elements at device address `ptr`, inside `alloc` (another owner's
-    /// memory: managed buffers, `crate::managed`).
-    pub(crate) fn from_parts(alloc: &'a Arc<Alloc>, ptr: u64, len: usize) -> Self {
-        Self { ptr, len, alloc, _t: PhantomData }
-    }
-}
-
-impl<'a, T: DeviceCopy> DeviceView<'a, T> {
-    /// The same elements as `U`s, if their bytes are a whole number of `U` aligned for `U`
-    /// (see [`DeviceBuffer::cast`]).
-    #[must_use]
-    pub fn cast<U: DeviceCopy>(self) -> Option<DeviceView<'a, U>> {
-        cohort::assert_no_padding::<U>();
-        castable::<U>(self.ptr, self.len * size_of::<T>()).map(|len| DeviceView {
-            ptr: self.ptr,
-            len,
-            alloc: self.alloc,
-            _t: PhantomData,
-        })
-    }
-}
-
-impl<T: DeviceCopy> DeviceView<'_, T> {
-    /// Number of elements.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// Whether there are no elements.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    /// Copies the view into `out` (same length).
-    ///
-    /// # Errors
-    /// A length mismatch, or a driver failure.
-    pub fn copy_to(&self, out: &mut [T]) -> Result<()> {
-        if out.len() != self.len {
-            return Err(Error::Argument(format!(
-                "copy_to: device has {} elements, host slice {}",
-                self.len,
-                out.len()
-            )));
-        }
-        if self.len == 0 {
-            return Ok(());
-        }
-        let gpu = &self.alloc.gpu;
-        gpu.bind()?;
-        self.alloc.host_access(
-            byte_range::<T>(self.alloc, self.ptr, self.len),
-            false,
-            "copying device memory to the host",
-            || {
-                // SAFETY: `out` has room for exactly the view's bytes; the view is inside a live
-                // allocation, and no pending operation writes it (waited above).
-                unsafe { gpu.backend.copy_dtoh(out.as_mut_ptr().cast(), self.ptr, std::mem::size_of_val(out)) }
-                    .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
-                // The copy ran on the legacy default stream, after every blocking stream's work,
-                // and returned when done: none of that work failed.
-                gpu.note_finished(Finished::Blocking);
-                Ok(())
-            },
-        )
-    }
-    /// The view's contents.
-    ///
-    /// # Errors
-    /// A driver failure.
-    pub fn to_vec(&self) -> Result<Vec<T>> {
-        let mut v: Vec<T> = Vec::with_capacity(self.len);
-        if self.len > 0 {
-            let gpu = &self.alloc.gpu;
-            gpu.bind()?;
-            self.alloc.host_access(
-                byte_range::<T>(self.alloc, self.ptr, self.len),
-                false,
-                "copying device memory to the host",
-                || {
-                    // SAFETY: `v` has capacity for `len` elements, all written by the copy before
-                    // `set_len`; no pending operation writes the view (waited above).
-                    unsafe {
-                        gpu.backend
-                            .copy_dtoh(v.as_mut_ptr().cast(), self.ptr, self.len * size_of::<T>())
-                            .map_err(|code| copy_error(gpu, "copying device memory to the host", code))?;
-                        v.set_len(self.len);
-                    }
-                    // As in `copy_to`.
-                    gpu.note_finished(Finished::Blocking);
-                    Ok(())
-                },
-            )?;
-        }
-        Ok(v)
-    }
-}
-
-/// A mutable view of part of a [`DeviceBuffer`] (or of a
-/// [`ManagedBuffer`](crate::ManagedBuffer)).
-pub struct DeviceViewMut<'a, T: DeviceCopy> {
-    ptr: u64,
-    len: usize,
-    alloc: &'a Arc<Alloc>,
-    _t: PhantomData<&'a mut [T]>,
-}
-
-impl<T: DeviceCopy> fmt::Debug for DeviceViewMut<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DeviceViewMut<{}>[{}] at {:#x}", std::any::type_name::<T>(), self.len, self.ptr)
-    }
-}
-
-impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
-    /// A mutable view of `len` elements at device address `ptr`, inside `alloc` (see
-    /// [`DeviceView::from_parts`]); the caller holds the memory exclusively for `'a`.
-    pub(crate) fn from_parts(alloc: &'a Arc<Alloc>, ptr: u64, len: usize) -> Self {
-        Self { ptr, len, alloc, _t: PhantomData }
-    }
-}
-
-impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
-    /// The same elements as `U`s, if their bytes are a whole number of `U` aligned for `U`
-    /// (see [`DeviceBuffer::cast`]).
-    #[must_use]
-    pub fn cast<U: DeviceCopy>(self) -> Option<DeviceViewMut<'a, U>> {
-        cohort::assert_no_padding::<U>();
-        castable::<U>(self.ptr, self.len * size_of::<T>()).map(|len| DeviceViewMut {
-            ptr: self.ptr,
-            len,
-            alloc: self.alloc,
-            _t: PhantomData,
-        })
-    }
-
-    /// Number of elements.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// Whether there are no elements.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    /// Read-only access.
-    #[must_use]
-    pub fn as_view(&self) -> DeviceView<'_, T> {
-        DeviceView { ptr: self.ptr, len: self.len, alloc: self.alloc, _t: PhantomData }
-    }
-    /// Overwrites the view with `data` (same length).
-    ///
-    /// # Errors
-    /// A length mismatch, or a driver failure.
-    pub fn copy_from(&mut self, data: &[T]) -> Result<()> {
-        if data.len() != self.len {
-            return Err(Error::Argument(format!(
-                "copy_from: device has {} elements, host slice {}",
-                self.len,
-                data.len()
-            )));
-        }
-        if self.len == 0 {
-            return Ok(());
-        }
-        let gpu = &self.alloc.gpu;
-        gpu.bind()?;
-        self.alloc.host_access(
-            byte_range::<T>(self.alloc, self.ptr, self.len),
-            true,
-            "copying host memory to the device",
-            || {
-                // SAFETY: `data` holds exactly the view's bytes; the view is inside a live
-                // allocation that no pending operation uses (waited above).
-                unsafe { gpu.backend.copy_htod(self.ptr, data.as_ptr().cast(), std::mem::size_of_val(data)) }
-                    .map_err(|code| copy_error(gpu, "copying host memory to the device", code))?;
-                // A pageable copy may return before its DMA has finished: wait for it, so that
-                // the copy is complete for every stream.
-                sync_legacy(gpu)
-            },
-        )
-    }
-}
-
 /// A device address for an `unsafe` kernel's `*const T` parameter.
 #[derive(Debug)]
 pub struct DevicePtr<T> {
@@ -715,6 +511,17 @@ unsafe impl<T: DeviceCopy> AtomicSliceArg for DeviceViewMut<'_, T> {
         [Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), true)]
     }
 }
+// SAFETY: the view's own parts and uses (above); the exclusive reborrow keeps the view, and
+// so its memory, borrowed for the launch.
+unsafe impl<T: DeviceCopy> AtomicSliceArg for &mut DeviceViewMut<'_, T> {
+    type Elem = T;
+    fn raw_parts(&self) -> (u64, usize) {
+        AtomicSliceArg::raw_parts(&**self)
+    }
+    fn uses(&self) -> [Use<'_>; 1] {
+        AtomicSliceArg::uses(&**self)
+    }
+}
 // SAFETY: the parts are this memory's own address and length (shape), its uses the same range,
 // written where the kernel writes it; the borrow keeps it alive (and exclusive, for `&mut`).
 unsafe impl MutexSliceArg for &mut DeviceBuffer<u32> {
@@ -753,6 +560,16 @@ unsafe impl<T: DeviceCopy> DisjointArg<T> for DeviceViewMut<'_, T> {
     }
     fn uses(&self) -> [Use<'_>; 1] {
         [Use::new(self.alloc, byte_range::<T>(self.alloc, self.ptr, self.len), true)]
+    }
+}
+// SAFETY: the view's own parts and uses (above); the exclusive reborrow keeps the view, and
+// so its memory, borrowed for the launch.
+unsafe impl<T: DeviceCopy> DisjointArg<T> for &mut DeviceViewMut<'_, T> {
+    fn raw_parts(&self) -> (u64, usize) {
+        DisjointArg::raw_parts(&**self)
+    }
+    fn uses(&self) -> [Use<'_>; 1] {
+        DisjointArg::uses(&**self)
     }
 }
 
