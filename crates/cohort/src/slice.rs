@@ -255,19 +255,99 @@ impl<'a, T> AppendSlice<'a, T> {
         self.cap
     }
 
+    /// Claims `n` consecutive slots at once (one atomic add, CUDA's
+    /// `base = atomicAdd(&count, n)`) for this thread to fill: an [`AppendChunk`] of the slots
+    /// that fit (fewer than `n`, possibly none, when the slice fills up; the counter counts all
+    /// `n`, so the host sees how many did not fit). Slots of the chunk that are never set keep
+    /// whatever the buffer held.
+    #[inline(always)]
+    #[must_use]
+    pub fn reserve(&self, n: usize) -> AppendChunk<'_, 'a, T> {
+        let start = self.claim(n);
+        AppendChunk { slice: self, start, len: n.min(self.cap.saturating_sub(start)) }
+    }
+
+    /// Claims `n` consecutive slots; returns the first. Crate-internal: whoever calls it owns
+    /// slots `start .. start + n` (those below `capacity()`) and nobody else does.
+    #[inline(always)]
+    pub(crate) fn claim(&self, n: usize) -> usize {
+        self.counter.fetch_add(n as u64, core::sync::atomic::Ordering::Relaxed) as usize
+    }
+
+    /// Writes `value` to slot `slot`.
+    ///
+    /// # Safety
+    /// `slot < capacity()`, and the caller owns the slot: [`claim`](Self::claim) handed it to
+    /// this thread (directly, or through a leader that claimed it for a group and handed each
+    /// member distinct slots).
+    #[inline(always)]
+    pub(crate) unsafe fn write_slot(&self, slot: usize, value: T) {
+        debug_assert!(slot < self.cap);
+        // SAFETY: in bounds and owned by this thread alone (the caller's contract).
+        unsafe { self.ptr.as_ptr().add(slot).write(value) };
+    }
+
     /// Claims the next slot and writes `value` there; returns the slot, or `None` (writing
     /// nothing) when the slice is full. The counter counts every push, full or not, so the host
     /// can tell how many did not fit.
     #[inline(always)]
     pub fn push(&self, value: T) -> Option<usize> {
-        let slot = self.counter.fetch_add(1, core::sync::atomic::Ordering::Relaxed) as usize;
+        let slot = self.claim(1);
         if slot < self.cap {
             // SAFETY: in bounds; the counter handed `slot` to this call alone (it only grows,
             // it belongs to this slice, and nothing else writes the slice during the launch).
-            unsafe { self.ptr.as_ptr().add(slot).write(value) };
+            unsafe { self.write_slot(slot, value) };
             Some(slot)
         } else {
             None
+        }
+    }
+}
+
+/// Consecutive slots of an [`AppendSlice`] that [`AppendSlice::reserve`] claimed for one thread:
+/// it alone writes them, in any order ([`set`](Self::set)). CUDA's `base = atomicAdd(&count, n);
+/// for k in 0..n { out[base + k] = …; }`, with the slots that did not fit left out.
+#[derive(Debug)]
+pub struct AppendChunk<'s, 'a, T> {
+    slice: &'s AppendSlice<'a, T>,
+    start: usize,
+    len: usize,
+}
+
+impl<T> AppendChunk<'_, '_, T> {
+    /// The first slot's position in the slice (where the host will find it).
+    #[inline(always)]
+    #[must_use]
+    pub const fn start(&self) -> usize {
+        self.start
+    }
+
+    /// How many slots the chunk holds (those of the `n` asked for that fit).
+    #[inline(always)]
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no slot fit.
+    #[inline(always)]
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Writes `value` to the chunk's slot `k`; `false` (writing nothing) if `k >= len()`.
+    #[inline(always)]
+    pub fn set(&mut self, k: usize, value: T) -> bool {
+        if k < self.len {
+            // SAFETY: `start + k < start + len <= capacity`, and `reserve` claimed the slots
+            // `start .. start + len` for this chunk alone (the counter hands each value out
+            // once); the chunk is this thread's (not `Copy`, not `DeviceCopy`: no other thread
+            // can get it).
+            unsafe { self.slice.write_slot(self.start + k, value) };
+            true
+        } else {
+            false
         }
     }
 }

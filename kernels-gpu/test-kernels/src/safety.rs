@@ -139,3 +139,45 @@ pub fn compact(vals: &[u32], k: u32, hits: AppendSlice<u32>) {
         }
     }
 }
+
+/// [`compact`] with warp-aggregated pushes (one atomic per group of lanes that pass the test
+/// together): `form` 0 `push_aggregated`; 1 each thread `reserve`s a chunk for its value and
+/// its value + 1 (two slots, consecutive).
+#[kernel]
+pub fn compact_aggregated(vals: &[u32], k: u32, form: u32, hits: AppendSlice<u32>) {
+    for i in thread::grid_stride(vals.len()) {
+        let v = vals[*i];
+        if v.is_multiple_of(k) {
+            if form == 0 {
+                let _ = hits.push_aggregated(v);
+            } else {
+                let mut chunk = hits.reserve(2);
+                chunk.set(0, v);
+                chunk.set(1, v.wrapping_add(1));
+                let _ = chunk.set(2, 0); // past the chunk: refused, writes nothing
+            }
+        }
+    }
+}
+
+/// A block sum written by the block's last thread (`last_index`) and per tile of 32 by each
+/// tile's last member: the inclusive scan's total sits there.
+#[kernel]
+pub fn last_writers(
+    vals: &[u32],
+    mut per_block: DisjointSlice<u32, PerBlock>,
+    mut per_tile: DisjointSlice<u32, PerTile<32>>,
+) {
+    let block = cg::this_thread_block();
+    let i = thread::index_1d();
+    let v = vals.get(*i).copied().unwrap_or(0);
+    let tile = cg::tiled_partition::<32>(&block);
+    let t = cg::inclusive_scan(&tile, v, cg::plus);
+    if let Some(w) = tile.last_index() {
+        per_tile.set(w, t);
+    }
+    let total = cg::reduce(&block, v, cg::plus);
+    if let Some(w) = block.last_index() {
+        per_block.set(w, total ^ thread::thread_rank_in_block());
+    }
+}

@@ -246,3 +246,28 @@ pub fn binary_partition<G: WarpGroup>(group: &G, pred: bool) -> CoalescedGroup {
         CoalescedGroup { mask, meta_rank: pred as u32, meta_size: 2 }
     }
 }
+
+impl<T> crate::slice::AppendSlice<'_, T> {
+    /// [`push`](Self::push) aggregated over the lanes that call it together (CUDA's
+    /// warp-aggregated atomic): the lanes running this call form a coalesced group, its rank 0
+    /// claims one slot per member with a single atomic add, and each member writes the slot
+    /// `base + its rank` — one atomic per group instead of one per lane, slots consecutive in
+    /// rank order. Returns the slot, or `None` (writing nothing) past the end.
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    pub fn push_aggregated(&self, value: T) -> Option<usize> {
+        let g = coalesced_threads();
+        let base = if g.thread_rank() == 0 { self.claim(g.num_threads() as usize) as u64 } else { 0 };
+        let slot = g.shfl(base, 0) as usize + g.thread_rank() as usize;
+        if slot < self.capacity() {
+            // SAFETY: rank 0 claimed `num_threads()` consecutive slots from `base` for the group
+            // (`claim`: nobody else gets them), and each member takes `base + rank` — ranks are
+            // distinct and below `num_threads()`, and every member uses the same `base` (the
+            // shuffle of rank 0's value over the group's mask); in bounds by the test above.
+            unsafe { self.write_slot(slot, value) };
+            Some(slot)
+        } else {
+            None
+        }
+    }
+}

@@ -254,6 +254,17 @@ impl ThreadBlock {
         (thread::thread_rank_in_block() == 0)
             .then(|| crate::thread::ThreadIndex::from_rank(thread::block_rank() as usize))
     }
+
+    /// The block's own element of a [`DisjointSlice<T, PerBlock>`](crate::slice::DisjointSlice),
+    /// held by the block's **last** thread (rank `block_size() - 1`) alone: where a block scan
+    /// leaves the total (`if (threadIdx.x == blockDim.x - 1) totals[blockIdx.x] = sum;`).
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[must_use]
+    pub fn last_index(&self) -> Option<crate::thread::ThreadIndex<crate::thread::PerBlock>> {
+        (thread::thread_rank_in_block() == thread::block_size() - 1)
+            .then(|| crate::thread::ThreadIndex::from_rank(thread::block_rank() as usize))
+    }
 }
 
 impl ThreadGroup for ThreadBlock {

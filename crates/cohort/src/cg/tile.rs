@@ -183,6 +183,15 @@ impl<const N: u32, P: TileParent> ThreadBlockTile<N, P> {
         (self.thread_rank() == 0).then(|| crate::thread::ThreadIndex::from_rank(global_tile_rank(N)))
     }
 
+    /// The tile's own element of a [`DisjointSlice<T, PerTile<N>>`](crate::slice::DisjointSlice),
+    /// held by the tile's last member (rank `N - 1`) alone: where a tile scan leaves the total.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[must_use]
+    pub fn last_index(&self) -> Option<crate::thread::ThreadIndex<crate::thread::PerTile<N>>> {
+        (self.thread_rank() == N - 1).then(|| crate::thread::ThreadIndex::from_rank(global_tile_rank(N)))
+    }
+
     /// `shfl_xor(v, mask)`: the value of the member whose rank is `thread_rank() ^ mask`
     /// (tiles of at most 32).
     #[doc(alias = "__shfl_xor_sync")]
