@@ -39,6 +39,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("runtime_checks_handles_of_one_device_mix_freely", one_device_handles),
         gpu_trial("runtime_checks_ptx_with_unnumbered_site_markers_is_refused", unnumbered_sites),
         gpu_trial("runtime_checks_ptx_with_unapplied_launch_bounds_is_refused", unapplied_launch_bounds),
+        gpu_trial("runtime_checks_stack_and_printf_fifo_limits", limits),
     ];
     if std::env::var_os(CHILD_VAR).is_some() {
         trials.push(gpu_only_trial(CHILD_TRIAL, STICKY, after_a_trap));
@@ -399,4 +400,28 @@ fn one_device_handles(c: &Ctx) -> TestResult {
         &b.to_vec().ctx("read")?,
         &data.iter().map(|v| v + 9).collect::<Vec<_>>(),
     )
+}
+
+/// `set_stack_size` / `stack_size` and `set_printf_fifo_size` / `printf_fifo_size` round-trip
+/// (the driver may round up); the stack size is put back. CUDA takes a printf FIFO size only
+/// before the context's first printing kernel: in this process one may have run already, so a
+/// refusal is accepted if it is `CUDA_ERROR_INVALID_VALUE` naming the limit.
+fn limits(c: &Ctx) -> TestResult {
+    let before = c.gpu.stack_size().ctx("stack size")?;
+    c.gpu.set_stack_size(4096).ctx("set the stack size")?;
+    let now = c.gpu.stack_size().ctx("stack size")?;
+    ensure((4096..4096 + 1024).contains(&now), || format!("stack size {now} after asking for 4096"))?;
+    c.gpu.set_stack_size(before).ctx("restore the stack size")?;
+    ensure(c.gpu.stack_size().ctx("stack size")? == before, || "the stack size was not restored".into())?;
+    match c.gpu.set_printf_fifo_size(3 << 20) {
+        Ok(()) => {
+            let fifo = c.gpu.printf_fifo_size().ctx("printf FIFO size")?;
+            ensure(fifo >= 3 << 20, || format!("printf FIFO {fifo} after asking for 3 MiB"))
+        }
+        Err(e @ Error::Driver { .. }) if !c.is_cpu() => {
+            let msg = e.to_string();
+            ensure(msg.contains("printf FIFO") && msg.contains("INVALID_VALUE"), || msg.clone())
+        }
+        Err(e) => Err(format!("setting the printf FIFO size: {e}")),
+    }
 }

@@ -262,6 +262,10 @@ static STREAMS: AtomicUsize = AtomicUsize::new(1);
 /// The pending-launch limit (`cudaLimitDevRuntimePendingLaunchCount`): the launch budget of
 /// each host launch of a device-launching kernel. 2048 by default, as on a GPU.
 static PENDING_LAUNCHES: AtomicUsize = AtomicUsize::new(2048);
+/// The printf FIFO size (`cudaLimitPrintfFifoSize`), 1 MiB by default as on a GPU.
+static PRINTF_FIFO: AtomicUsize = AtomicUsize::new(1 << 20);
+/// The per-thread stack size (`cudaLimitStackSize`), 1 KiB by default as on a GPU.
+static STACK: AtomicUsize = AtomicUsize::new(1 << 10);
 
 /// How the CPU device runs launches: `COHORT_CPU_SCHEDULE=random[:SEED]` (a random schedule,
 /// to shake out order assumptions), `COHORT_CPU_RACECHECK=1` (the shared-memory race check) and
@@ -313,6 +317,10 @@ impl Backend for Cpu {
     fn set_limit(&self, limit: Limit, value: usize) -> Done {
         match limit {
             Limit::PendingLaunches => PENDING_LAUNCHES.store(value, Ordering::Relaxed),
+            // The CPU device prints each `printf!` at once and runs threads on host stacks: the
+            // values are kept, for `limit` to report, and bound nothing.
+            Limit::PrintfFifo => PRINTF_FIFO.store(value, Ordering::Relaxed),
+            Limit::Stack => STACK.store(value, Ordering::Relaxed),
         }
         Ok(())
     }
@@ -320,6 +328,8 @@ impl Backend for Cpu {
     fn limit(&self, limit: Limit) -> Done<usize> {
         match limit {
             Limit::PendingLaunches => Ok(PENDING_LAUNCHES.load(Ordering::Relaxed)),
+            Limit::PrintfFifo => Ok(PRINTF_FIFO.load(Ordering::Relaxed)),
+            Limit::Stack => Ok(STACK.load(Ordering::Relaxed)),
         }
     }
 

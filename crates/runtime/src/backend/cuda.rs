@@ -67,6 +67,8 @@ fn context(c: CtxH) -> sys::CUcontext {
 fn limit(l: Limit) -> sys::CUlimit {
     match l {
         Limit::PendingLaunches => sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT,
+        Limit::PrintfFifo => sys::CUlimit::CU_LIMIT_PRINTF_FIFO_SIZE,
+        Limit::Stack => sys::CUlimit::CU_LIMIT_STACK_SIZE,
     }
 }
 

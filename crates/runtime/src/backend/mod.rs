@@ -219,6 +219,10 @@ pub(crate) enum Fill {
 pub(crate) enum Limit {
     /// `cudaLimitDevRuntimePendingLaunchCount`.
     PendingLaunches,
+    /// `cudaLimitPrintfFifoSize`.
+    PrintfFifo,
+    /// `cudaLimitStackSize` (per thread).
+    Stack,
 }
 
 /// An attribute of a memory pool (all 64-bit values).

@@ -411,11 +411,7 @@ impl Gpu {
     /// [`Error::Driver`] if the driver refuses the value.
     #[doc(alias = "cudaLimitDevRuntimePendingLaunchCount")]
     pub fn set_pending_launch_limit(&self, launches: usize) -> Result<()> {
-        self.inner.bind()?;
-        self.inner
-            .backend
-            .set_limit(Limit::PendingLaunches, launches)
-            .map_err(|f| self.inner.fail(f, Doing::Call(format!("setting the pending-launch limit to {launches}"))))
+        self.set_limit(Limit::PendingLaunches, launches, "the pending-launch limit")
     }
 
     /// The pending device-side launch limit (see [`Gpu::set_pending_launch_limit`]).
@@ -425,6 +421,56 @@ impl Gpu {
     pub fn pending_launch_limit(&self) -> Result<usize> {
         self.inner.bind()?;
         self.inner.backend.limit(Limit::PendingLaunches).map_err(self.inner.failed("reading the pending-launch limit"))
+    }
+
+    /// Sets the size of the buffer kernels' `printf!` output goes through
+    /// (`cudaLimitPrintfFifoSize`, 1 MiB by default): output past it between two host
+    /// synchronizations is lost, as in CUDA C++. CUDA takes it only **before** the first launch of
+    /// a kernel that prints in this context.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] if the driver refuses it (`CUDA_ERROR_INVALID_VALUE` once a printing
+    /// kernel has run).
+    #[doc(alias = "cudaLimitPrintfFifoSize")]
+    pub fn set_printf_fifo_size(&self, bytes: usize) -> Result<()> {
+        self.set_limit(Limit::PrintfFifo, bytes, "the printf FIFO size")
+    }
+
+    /// The printf buffer's size (see [`Gpu::set_printf_fifo_size`]).
+    ///
+    /// # Errors
+    /// [`Error::Driver`].
+    pub fn printf_fifo_size(&self) -> Result<usize> {
+        self.inner.bind()?;
+        self.inner.backend.limit(Limit::PrintfFifo).map_err(self.inner.failed("reading the printf FIFO size"))
+    }
+
+    /// Sets each thread's stack size (`cudaLimitStackSize`, 1 KiB by default): kernels that
+    /// recurse, or keep large arrays that ptxas puts in local memory, need more. The driver
+    /// reserves it for every resident thread of the device.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] if the driver refuses it (too large for the device's memory).
+    #[doc(alias = "cudaLimitStackSize")]
+    pub fn set_stack_size(&self, bytes: usize) -> Result<()> {
+        self.set_limit(Limit::Stack, bytes, "the per-thread stack size")
+    }
+
+    /// Each thread's stack size (see [`Gpu::set_stack_size`]).
+    ///
+    /// # Errors
+    /// [`Error::Driver`].
+    pub fn stack_size(&self) -> Result<usize> {
+        self.inner.bind()?;
+        self.inner.backend.limit(Limit::Stack).map_err(self.inner.failed("reading the stack size"))
+    }
+
+    fn set_limit(&self, limit: Limit, value: usize, what: &str) -> Result<()> {
+        self.inner.bind()?;
+        self.inner
+            .backend
+            .set_limit(limit, value)
+            .map_err(|f| self.inner.fail(f, Doing::Call(format!("setting {what} to {value}"))))
     }
 
     /// Waits for all work on the device.
