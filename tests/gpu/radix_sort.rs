@@ -10,7 +10,7 @@ use cohort::DeviceCopy;
 use cohort_algorithms::{Algorithms, RadixBits, RadixKey, SortBuiltin, Temp};
 use cohort_runtime::LaunchConfig;
 use cohort_test_kernels::algorithms::{self as k, ITEMS};
-use cohort_tests::{Context, Ctx, TestResult, check_all, gpu_trial, rng};
+use cohort_tests::{Context, Ctx, TestResult, check_all, ensure, gpu_only_trial, gpu_trial, rng};
 use libtest_mimic::Trial;
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -24,6 +24,12 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("radix_sort_pairs_stable", pairs_stable),
         gpu_trial("radix_sort_bit_ranges", bit_ranges),
         gpu_trial("radix_sort_many_streams", many_streams),
+        gpu_only_trial(
+            "radix_sort_past_2_pow_32",
+            "2^32 + 1 keys (34 GB of device memory); run with --include-ignored on a big GPU",
+            past_2_pow_32,
+        )
+        .with_ignored_flag(true),
     ]
 }
 
@@ -300,10 +306,10 @@ fn pairs_stable(c: &Ctx) -> TestResult {
     let mut d_keys = c.gpu.upload(&[3u32, 1, 2]).ctx("upload")?;
     let mut d_values = c.gpu.upload(&[Three([0; 3]); 3]).ctx("upload")?;
     let e = a.radix_sort_pairs(c.gpu.stream(), &mut d_keys, &mut d_values, RadixBits::all::<u32>(), &mut temp);
-    cohort_tests::ensure(e.is_err(), || "3-byte values were accepted".into())?;
+    ensure(e.is_err(), || "3-byte values were accepted".into())?;
     let mut short = c.gpu.upload(&[0u32; 2]).ctx("upload")?;
     let e = a.radix_sort_pairs(c.gpu.stream(), &mut d_keys, &mut short, RadixBits::all::<u32>(), &mut temp);
-    cohort_tests::ensure(e.is_err(), || "fewer values than keys were accepted".into())
+    ensure(e.is_err(), || "fewer values than keys were accepted".into())
 }
 
 fn bit_ranges(c: &Ctx) -> TestResult {
@@ -343,6 +349,41 @@ fn many_streams(c: &Ctx) -> TestResult {
         let mut want = inputs[i].clone();
         want.sort_unstable();
         check_all(&format!("stream {i}"), &d.to_vec().ctx("keys")?, &want)?;
+    }
+    Ok(())
+}
+
+/// 2^32 + 1 `u32` keys of 1024 values: every output position past 2^32 is reached; checked by
+/// counting (the sorted output is each key as many times as it occurs, in order), and a
+/// descending sort of the result.
+fn past_2_pow_32(c: &Ctx) -> TestResult {
+    let a = Algorithms::load(&c.gpu).ctx("load the algorithms")?;
+    let n = (1usize << 32) + 1;
+    let key = |i: usize| (i as u32).wrapping_mul(2_654_435_761) >> 22;
+    let mut counts = vec![0u64; 1024];
+    let input: Vec<u32> = (0..n)
+        .map(|i| {
+            let k = key(i);
+            counts[k as usize] += 1;
+            k
+        })
+        .collect();
+    let mut d = c.gpu.upload(&input).ctx("upload")?;
+    drop(input);
+    let mut temp = Temp::new(&c.gpu);
+    for desc in [false, true] {
+        let bits = RadixBits { begin: 0, end: 32, descending: desc };
+        a.radix_sort_keys(c.gpu.stream(), &mut d, bits, &mut temp).ctx("sort")?;
+        let got = d.to_vec().ctx("read")?;
+        let mut i = 0usize;
+        let order: Vec<usize> = if desc { (0..1024).rev().collect() } else { (0..1024).collect() };
+        for k in order {
+            for _ in 0..counts[k] {
+                ensure(got[i] == k as u32, || format!("descending = {desc}: element {i} is {}, want {k}", got[i]))?;
+                i += 1;
+            }
+        }
+        ensure(i == n, || format!("{i} elements checked of {n}"))?;
     }
     Ok(())
 }

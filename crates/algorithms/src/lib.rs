@@ -50,9 +50,9 @@ mod select;
 pub use select::{LessThan, SelectBuiltin, SelectKernels};
 #[cfg(feature = "builtin")]
 mod radix_sort;
+pub use cohort::block::{RadixBits, RadixKey};
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 pub use radix_sort::{SortBuiltin, SortKernels};
-pub use cohort::block::{RadixBits, RadixKey};
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;

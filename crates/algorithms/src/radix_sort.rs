@@ -80,7 +80,11 @@ mod host {
     /// Blocks of a pass at most (each takes a contiguous range of tiles).
     const SORT_GRID: usize = 1024;
 
-    type UpFn<K> = Box<dyn Fn(&Stream, LaunchConfig, DeviceView<'_, K>, &mut DeviceBuffer<u64>, u32, u32, u32) -> Result<()> + Send + Sync>;
+    type UpFn<K> = Box<
+        dyn Fn(&Stream, LaunchConfig, DeviceView<'_, K>, &mut DeviceBuffer<u64>, u32, u32, u32) -> Result<()>
+            + Send
+            + Sync,
+    >;
     type DownFn<K, V> = Box<
         dyn Fn(
                 &Stream,
@@ -255,7 +259,18 @@ mod host {
                         Some(v) => {
                             let vin = words::<V, W>(v)?;
                             let vout = view_mut::<W>(alt_values, n)?;
-                            down(stream, cfg, keys.slice(..), vin.as_view(), hist_scan, kout, vout, shift, width, desc)?;
+                            down(
+                                stream,
+                                cfg,
+                                keys.slice(..),
+                                vin.as_view(),
+                                hist_scan,
+                                kout,
+                                vout,
+                                shift,
+                                width,
+                                desc,
+                            )?;
                         }
                         None => {
                             let vin = dummy.slice(..0).cast::<W>().ok_or_else(align)?;

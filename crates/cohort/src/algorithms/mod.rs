@@ -114,8 +114,8 @@ mod scan;
 mod select;
 
 pub use radix_sort::{
-    RADIX_BITS, RADIX_DIGITS, SORT_BLOCK, SORT_ITEMS, block_tile_range, radix_downsweep, radix_hist_len, radix_smem_bytes,
-    radix_upsweep,
+    RADIX_BITS, RADIX_DIGITS, SORT_BLOCK, SORT_ITEMS, block_tile_range, radix_downsweep, radix_hist_len,
+    radix_smem_bytes, radix_upsweep,
 };
 pub use reduce::{REDUCE_BLOCK, REDUCE_ITEMS, reduce_tiles};
 pub use scan::{SCAN_BLOCK, SCAN_ITEMS, scan_state_len, scan_tile};

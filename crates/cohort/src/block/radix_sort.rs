@@ -186,7 +186,11 @@ pub fn rank_digits<const N: usize>(digits: &[u32; N]) -> [u32; N] {
 /// gets the items ranked `t * N .. t * N + N`.
 #[inline(always)]
 #[track_caller]
-fn scatter_blocked<T: DeviceCopy, const N: usize>(scratch: &SharedSlice<T>, items: &[T; N], ranks: &[u32; N]) -> [T; N] {
+fn scatter_blocked<T: DeviceCopy, const N: usize>(
+    scratch: &SharedSlice<T>,
+    items: &[T; N],
+    ranks: &[u32; N],
+) -> [T; N] {
     let bs = thread::block_size() as usize;
     assert!(scratch.len() >= bs * N, "block radix sort: the shared scratch holds fewer than block_size() * N elements");
     let t = thread::thread_rank_in_block() as usize;
