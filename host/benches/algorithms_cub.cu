@@ -8,9 +8,12 @@
 // algo: 0 DeviceReduce::Sum u32, 1 DeviceReduce::Sum f32, 2 DeviceScan::ExclusiveSum u32,
 // 3 DeviceScan::InclusiveSum u32, 4 DeviceSelect::If u32 (x < 2^31), 5 DeviceSelect::Flagged
 // u32 (u8 flags), 6 DevicePartition::If u32 (x < 2^31), 7 DeviceSelect::Unique u32,
-// 8 DeviceRunLengthEncode::Encode u32 (int lengths). Sizes are `int` (CUB's usual offsets).
-// Outputs: `out` (and `out2`: run lengths), `num` a long long (selected / runs); a reduction's
-// result is out[0] (its bits, for f32).
+// 8 DeviceRunLengthEncode::Encode u32 (int lengths), 9 DeviceRadixSort::SortKeys u32,
+// 10 DeviceRadixSort::SortPairs u32 keys / u32 values, 11 DeviceRadixSort::SortKeys u64,
+// 12 DeviceRadixSort::SortPairs u64 keys / u64 values (all bits; the values in through `flags`,
+// out through `out2`; keys from `in` to `out`). Sizes are `int` (CUB's usual offsets).
+// Outputs: `out` (and `out2`: run lengths, sorted values), `num` a long long (selected / runs);
+// a reduction's result is out[0] (its bits, for f32).
 #include <cub/cub.cuh>
 #include <cstdint>
 
@@ -43,6 +46,18 @@ cudaError_t call(int algo, const void* in, const void* flags, void* out, void* o
     case 7: return cub::DeviceSelect::Unique(temp, temp_bytes, u_in, u_out, count, n, s);
     case 8:
         return cub::DeviceRunLengthEncode::Encode(temp, temp_bytes, u_in, u_out, static_cast<int*>(out2), count, n, s);
+    case 9: return cub::DeviceRadixSort::SortKeys(temp, temp_bytes, u_in, u_out, n, 0, 32, s);
+    case 10:
+        return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, u_in, u_out, static_cast<const unsigned*>(flags),
+                                               static_cast<unsigned*>(out2), n, 0, 32, s);
+    case 11:
+        return cub::DeviceRadixSort::SortKeys(temp, temp_bytes, static_cast<const unsigned long long*>(in),
+                                              static_cast<unsigned long long*>(out), n, 0, 64, s);
+    case 12:
+        return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, static_cast<const unsigned long long*>(in),
+                                               static_cast<unsigned long long*>(out),
+                                               static_cast<const unsigned long long*>(flags),
+                                               static_cast<unsigned long long*>(out2), n, 0, 64, s);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -11,7 +11,7 @@ use crate::{Max, Min, Sum};
 pub struct Algorithms {
     sum_u32: crate::sum_u32::Kernels,
     sum_i32: crate::sum_i32::Kernels,
-    sum_u64: crate::sum_u64::Kernels,
+    pub(crate) sum_u64: crate::sum_u64::Kernels,
     sum_i64: crate::sum_i64::Kernels,
     sum_f32: crate::sum_f32::Kernels,
     sum_f64: crate::sum_f64::Kernels,
@@ -22,6 +22,7 @@ pub struct Algorithms {
     max_i32: crate::max_i32::Kernels,
     max_f32: crate::max_f32::Kernels,
     pub(crate) select: crate::select::SelectSet,
+    pub(crate) sort: crate::radix_sort::SortSet,
 }
 
 /// An element type and built-in operator with kernels in [`Algorithms`].
@@ -92,6 +93,7 @@ impl Algorithms {
             max_i32: crate::max_i32::Kernels::load(&m)?,
             max_f32: crate::max_f32::Kernels::load(&m)?,
             select: crate::select::SelectSet::load(&m)?,
+            sort: crate::radix_sort::SortSet::load(&m)?,
         })
     }
 

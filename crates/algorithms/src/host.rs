@@ -50,21 +50,46 @@ pub struct Temp {
     /// Empty views' backing ("no flags", "no indices").
     pub(crate) dummy8: Option<DeviceBuffer<u8>>,
     pub(crate) dummy64: Option<DeviceBuffer<u64>>,
+    /// Radix sort: the keys' and values' second buffers (bytes), the digit counts and their
+    /// scan.
+    pub(crate) sort_keys: Option<DeviceBuffer<u8>>,
+    pub(crate) sort_values: Option<DeviceBuffer<u8>>,
+    pub(crate) hist: Option<DeviceBuffer<u64>>,
+    pub(crate) hist_scan: Option<DeviceBuffer<u64>>,
 }
 
 impl Temp {
     /// Empty storage on `gpu` (allocated by the first algorithm that needs it).
     #[must_use]
     pub fn new(gpu: &Gpu) -> Self {
-        Self { gpu: gpu.clone(), state: None, partials: None, offsets: None, dummy8: None, dummy64: None }
+        Self {
+            gpu: gpu.clone(),
+            state: None,
+            partials: None,
+            offsets: None,
+            dummy8: None,
+            dummy64: None,
+            sort_keys: None,
+            sort_values: None,
+            hist: None,
+            hist_scan: None,
+        }
     }
 
     /// Device bytes held now.
     #[must_use]
     pub fn bytes(&self) -> usize {
         let words = |b: &Option<DeviceBuffer<u64>>| b.as_ref().map_or(0, DeviceBuffer::len);
-        8 * (words(&self.state) + words(&self.partials) + words(&self.offsets) + words(&self.dummy64))
-            + self.dummy8.as_ref().map_or(0, DeviceBuffer::len)
+        let bytes = |b: &Option<DeviceBuffer<u8>>| b.as_ref().map_or(0, DeviceBuffer::len);
+        8 * (words(&self.state)
+            + words(&self.partials)
+            + words(&self.offsets)
+            + words(&self.dummy64)
+            + words(&self.hist)
+            + words(&self.hist_scan))
+            + bytes(&self.dummy8)
+            + bytes(&self.sort_keys)
+            + bytes(&self.sort_values)
     }
 
     pub(crate) fn grow<'a, T: DeviceCopy>(

@@ -30,6 +30,7 @@
 //! | select-if / partition-if | `DeviceSelect::If` / `DevicePartition::If` | `Algorithms::select_if` / `partition_if` with [`LessThan`] | `u32 i32 u64 f32` |
 //! | select-flagged | `DeviceSelect::Flagged` | `Algorithms::select_flagged` (`u8` flags) | as select-if |
 //! | unique, run-length encode | `DeviceSelect::Unique`, `DeviceRunLengthEncode::Encode` | `Algorithms::unique`, `run_length_encode` | as select-if |
+//! | radix sort | `DeviceRadixSort::SortKeys` / `SortPairs` (+ `Descending`, `begin_bit`/`end_bit`) | `Algorithms::radix_sort_keys` / `radix_sort_pairs` with [`RadixBits`] (stable; LSD, 8 bits a pass) | keys `u32 u64 i32 i64 f32 f64`; values any 4- or 8-byte type |
 //! | your type / op | a C++ functor and a template instantiation | [`algorithm_kernels!`] in your kernels crate, then [`reduce`], [`exclusive_scan`], [`inclusive_scan`] | any `DeviceCopy` of at most 32 bytes, any associative op |
 
 #![no_std]
@@ -47,6 +48,11 @@ pub use ops::{Max, Min, Sum};
 mod select;
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 pub use select::{LessThan, SelectBuiltin, SelectKernels};
+#[cfg(feature = "builtin")]
+mod radix_sort;
+pub use cohort::block::{RadixBits, RadixKey};
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
+pub use radix_sort::{SortBuiltin, SortKernels};
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod host;

@@ -1,5 +1,5 @@
 //! `cohort bench algorithms`: the device-wide algorithms of `cohort-algorithms` (reduce, scan,
-//! select, partition, unique, run-length encode) beside CUB's, on the same buffers and stream,
+//! select, partition, unique, run-length encode, radix sort) beside CUB's, on the same buffers and stream,
 //! timed in interleaved pairs (medians), as GB/s and as a fraction of DRAM bandwidth (an
 //! H200's 4.8 TB/s by default). CUB comes from `host/benches/algorithms_cub.cu`, built on the
 //! GPU machine as a shared library:
@@ -12,12 +12,15 @@
 //! Without `--cub` only the Rust side runs. Every result of both sides is checked element by
 //! element against the CPU. Inputs (the same for both): `hash(i)` (splitmix64's finalizer)
 //! for reduce and scan; select-if keeps `x < 2^31` (half); select-flagged's flags are
-//! `hash(i) >> 31`; unique and run-length encode see runs of 4 (`hash(i / 4)`). The Rust side
+//! `hash(i) >> 31`; unique and run-length encode see runs of 4 (`hash(i / 4)`); radix sort
+//! sorts `hash(i)` (u32 keys) or `hash64(i)` (u64 keys), with the indices `i` as values (the
+//! Rust sort is in place: each timed run starts from a copy of the input made untimed; CUB's
+//! is `DeviceRadixSort::SortKeys` / `SortPairs` from the input to another buffer). The Rust side
 //! also runs on the CPU device (`COHORT_DEVICE=cpu`, small `--sizes`), as a smoke test.
 
 use std::ffi::c_void;
 
-use cohort_algorithms::{Algorithms, LessThan, Sum, Temp};
+use cohort_algorithms::{Algorithms, LessThan, RadixBits, Sum, Temp};
 use cohort_runtime::{DeviceBuffer, Gpu, Stream};
 
 use crate::timing::{Paired, Phase, median_ms, paired_ms};
@@ -52,10 +55,14 @@ enum Algo {
     PartitionIf = 6,
     Unique = 7,
     Rle = 8,
+    SortKeysU32 = 9,
+    SortPairsU32 = 10,
+    SortKeysU64 = 11,
+    SortPairsU64 = 12,
 }
 
 impl Algo {
-    const ALL: [Algo; 9] = [
+    const ALL: [Algo; 13] = [
         Algo::ReduceU32,
         Algo::ReduceF32,
         Algo::ExclusiveU32,
@@ -65,6 +72,10 @@ impl Algo {
         Algo::PartitionIf,
         Algo::Unique,
         Algo::Rle,
+        Algo::SortKeysU32,
+        Algo::SortPairsU32,
+        Algo::SortKeysU64,
+        Algo::SortPairsU64,
     ];
     fn name(self) -> &'static str {
         match self {
@@ -77,7 +88,15 @@ impl Algo {
             Algo::PartitionIf => "partition-if u32, 50 % (DevicePartition::If)",
             Algo::Unique => "unique u32, runs of 4 (DeviceSelect::Unique)",
             Algo::Rle => "run-length encode u32, runs of 4 (DeviceRunLengthEncode::Encode)",
+            Algo::SortKeysU32 => "radix sort keys u32 (DeviceRadixSort::SortKeys)",
+            Algo::SortPairsU32 => "radix sort pairs u32 → u32 (DeviceRadixSort::SortPairs)",
+            Algo::SortKeysU64 => "radix sort keys u64 (DeviceRadixSort::SortKeys)",
+            Algo::SortPairsU64 => "radix sort pairs u64 → u64 (DeviceRadixSort::SortPairs)",
         }
+    }
+
+    fn is_sort(self) -> bool {
+        matches!(self, Algo::SortKeysU32 | Algo::SortPairsU32 | Algo::SortKeysU64 | Algo::SortPairsU64)
     }
 }
 
@@ -162,6 +181,14 @@ fn hash(i: u64) -> u32 {
     (x ^ (x >> 31)) as u32
 }
 
+/// splitmix64's finalizer of `i`, all 64 bits.
+fn hash64(i: u64) -> u64 {
+    let mut x = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
 fn fail(msg: String) -> CliError {
     CliError::Failed(msg)
 }
@@ -236,7 +263,8 @@ pub fn run(args: Args) -> CliResult {
     table.print();
     println!(
         "\nbytes: what the algorithm must read and write (reduce 4n; scans 8n; select/unique 4n + 4 per selected, \
-         flagged + n, partition 8n; run-length encode 4n + 8 per run); every result of both sides checked element \
+         flagged + n, partition 8n; run-length encode 4n + 8 per run; radix sort one read and one write of the \
+         keys and values: 8n u32 keys, 16n u32 pairs and u64 keys, 32n u64 pairs); every result of both sides checked element \
          by element against the CPU (f32 sums within 1e-5 relative)"
     );
     Ok(())
@@ -261,6 +289,21 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
     let mut count_c = gpu.zeroed::<u64>(1)?;
     let mut sum_f32 = gpu.zeroed::<f32>(1)?;
     let mut temp = Temp::new(gpu);
+    // Radix sort: the u64 keys, the values (indices), each side's outputs.
+    let data64: Vec<u64> = (0..n as u64).map(hash64).collect();
+    let idx32: Vec<u32> = (0..n as u32).collect();
+    let idx64: Vec<u64> = (0..n as u64).collect();
+    let d_data64 = gpu.upload(&data64)?;
+    let d_idx32 = gpu.upload(&idx32)?;
+    let d_idx64 = gpu.upload(&idx64)?;
+    let mut sk32 = gpu.zeroed::<u32>(n)?;
+    let mut sv32 = gpu.zeroed::<u32>(n)?;
+    let mut sk64 = gpu.zeroed::<u64>(n)?;
+    let mut sv64 = gpu.zeroed::<u64>(n)?;
+    let mut ck32 = gpu.zeroed::<u32>(n)?;
+    let mut cv32 = gpu.zeroed::<u32>(n)?;
+    let mut ck64 = gpu.zeroed::<u64>(n)?;
+    let mut cv64 = gpu.zeroed::<u64>(n)?;
     let cub_temp_bytes =
         // SAFETY: a size query (no device work).
         cub.map(|c| Algo::ALL.iter().map(|&x| unsafe { (c.temp_bytes)(x as i32, n as i64) }).max().unwrap_or(0));
@@ -277,6 +320,7 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
         match algo {
             Algo::ReduceF32 => input_addr = d_floats.as_device_ptr().addr(),
             Algo::Unique | Algo::Rle => input_addr = d_runs.as_device_ptr().addr(),
+            Algo::SortKeysU64 | Algo::SortPairsU64 => input_addr = d_data64.as_device_ptr().addr(),
             _ => input_addr = d_data.as_device_ptr().addr(),
         }
         let selected = data.iter().filter(|&&x| x < threshold).count() as f64;
@@ -289,12 +333,26 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
             Algo::SelectFlagged => 5.0 * nf + 4.0 * flagged,
             Algo::Unique => 4.0 * nf + 4.0 * run_count,
             Algo::Rle => 4.0 * nf + 8.0 * run_count,
+            Algo::SortKeysU32 => 8.0 * nf,
+            Algo::SortPairsU32 | Algo::SortKeysU64 => 16.0 * nf,
+            Algo::SortPairsU64 => 32.0 * nf,
         };
         let mut rust = |p: Phase| -> cohort_runtime::Result<()> {
             if p == Phase::Prep {
-                return Ok(());
+                // The sort is in place: each run starts from the input (untimed).
+                return match algo {
+                    Algo::SortKeysU32 => s.copy(&d_data, &mut sk32),
+                    Algo::SortPairsU32 => s.copy(&d_data, &mut sk32).and_then(|()| s.copy(&d_idx32, &mut sv32)),
+                    Algo::SortKeysU64 => s.copy(&d_data64, &mut sk64),
+                    Algo::SortPairsU64 => s.copy(&d_data64, &mut sk64).and_then(|()| s.copy(&d_idx64, &mut sv64)),
+                    _ => Ok(()),
+                };
             }
             match algo {
+                Algo::SortKeysU32 => a.radix_sort_keys(s, &mut sk32, RadixBits::all::<u32>(), &mut temp),
+                Algo::SortPairsU32 => a.radix_sort_pairs(s, &mut sk32, &mut sv32, RadixBits::all::<u32>(), &mut temp),
+                Algo::SortKeysU64 => a.radix_sort_keys(s, &mut sk64, RadixBits::all::<u64>(), &mut temp),
+                Algo::SortPairsU64 => a.radix_sort_pairs(s, &mut sk64, &mut sv64, RadixBits::all::<u64>(), &mut temp),
                 Algo::ReduceU32 => a.reduce(s, &d_data, &mut out, 0, Sum, &mut temp),
                 Algo::ReduceF32 => a.reduce(s, &d_floats, &mut sum_f32, 0.0, Sum, &mut temp),
                 Algo::ExclusiveU32 => a.exclusive_scan(s, &d_data, &mut out, 0, Sum, &mut temp),
@@ -308,12 +366,30 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
         };
         let t = match (cub, &mut cub_temp) {
             (Some(c), Some(ct)) => {
+                // Radix sort: the values in through `flags`, out through `out2`.
+                let (flags_addr, out_addr, out2_addr) = match algo {
+                    Algo::SortKeysU32 | Algo::SortPairsU32 => (
+                        d_idx32.as_device_ptr().addr(),
+                        ck32.as_device_ptr_mut().addr(),
+                        cv32.as_device_ptr_mut().addr(),
+                    ),
+                    Algo::SortKeysU64 | Algo::SortPairsU64 => (
+                        d_idx64.as_device_ptr().addr(),
+                        ck64.as_device_ptr_mut().addr(),
+                        cv64.as_device_ptr_mut().addr(),
+                    ),
+                    _ => (
+                        d_flags.as_device_ptr().addr(),
+                        out_c.as_device_ptr_mut().addr(),
+                        out2_c.as_device_ptr_mut().addr(),
+                    ),
+                };
                 let call = CubCall {
                     algo,
                     input: input_addr,
-                    flags: d_flags.as_device_ptr().addr(),
-                    out: out_c.as_device_ptr_mut().addr(),
-                    out2: out2_c.as_device_ptr_mut().addr(),
+                    flags: flags_addr,
+                    out: out_addr,
+                    out2: out2_addr,
                     num: count_c.as_device_ptr_mut().addr(),
                     n,
                     temp: ct.as_device_ptr_mut().addr(),
@@ -326,6 +402,15 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
             _ => (median_ms(gpu, 2, reps, &mut rust)?, None),
         };
         drop(rust);
+        if algo.is_sort() {
+            check_sort(algo, &data, &data64, [(&sk32, &sv32, &sk64, &sv64, "Rust")])?;
+            if cub.is_some() {
+                s.synchronize()?;
+                check_sort(algo, &data, &data64, [(&ck32, &cv32, &ck64, &cv64, "CUB")])?;
+            }
+            rows.push(Row { name: algo.name().into(), n, bytes, rust: t.0, cub: t.1 });
+            continue;
+        }
         let input = Inputs { data: &data, floats: &floats, runs: &runs, flags: &flags, threshold };
         let f = sum_f32.to_vec()?[0];
         check(algo, &input, Outputs { out: &out, out2: &out2, count: &count, sum_f32: f }, "Rust")?;
@@ -335,6 +420,37 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
             check(algo, &input, Outputs { out: &out_c, out2: &out2_c, count: &count_c, sum_f32: f }, "CUB")?;
         }
         rows.push(Row { name: algo.name().into(), n, bytes, rust: t.0, cub: t.1 });
+    }
+    Ok(())
+}
+
+/// One side's sort outputs: u32 keys, u32 values, u64 keys, u64 values, the side's name.
+type SortOut<'a> =
+    (&'a DeviceBuffer<u32>, &'a DeviceBuffer<u32>, &'a DeviceBuffer<u64>, &'a DeviceBuffer<u64>, &'a str);
+
+/// A radix sort's result against a stable CPU sort of the keys with their indices.
+fn check_sort(algo: Algo, data: &[u32], data64: &[u64], sides: [SortOut<'_>; 1]) -> CliResult {
+    let [(k32, v32, k64, v64, who)] = sides;
+    let what = format!("{who} {}", algo.name());
+    match algo {
+        Algo::SortKeysU32 | Algo::SortPairsU32 => {
+            let mut idx: Vec<u32> = (0..data.len() as u32).collect();
+            idx.sort_by_key(|&i| data[i as usize]);
+            let keys: Vec<u32> = idx.iter().map(|&i| data[i as usize]).collect();
+            same(&what, &k32.to_vec()?, &keys)?;
+            if algo == Algo::SortPairsU32 {
+                same(&format!("{what} values"), &v32.to_vec()?, &idx)?;
+            }
+        }
+        _ => {
+            let mut idx: Vec<u64> = (0..data64.len() as u64).collect();
+            idx.sort_by_key(|&i| data64[i as usize]);
+            let keys: Vec<u64> = idx.iter().map(|&i| data64[i as usize]).collect();
+            same(&what, &k64.to_vec()?, &keys)?;
+            if algo == Algo::SortPairsU64 {
+                same(&format!("{what} values"), &v64.to_vec()?, &idx)?;
+            }
+        }
     }
     Ok(())
 }
@@ -426,5 +542,7 @@ fn check(algo: Algo, i: &Inputs<'_>, o: Outputs<'_>, who: &str) -> CliResult {
             }
             Ok(())
         }
+        // Checked by `check_sort`.
+        Algo::SortKeysU32 | Algo::SortPairsU32 | Algo::SortKeysU64 | Algo::SortPairsU64 => Ok(()),
     }
 }

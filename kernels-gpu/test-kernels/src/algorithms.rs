@@ -108,3 +108,51 @@ cohort_algorithms::algorithm_kernels! {
         reduce = mat2_reduce_tiles;
     }
 }
+
+macro_rules! block_radix_sort_kernel {
+    ($($name:ident: $k:ty;)*) => {$(
+        /// Per tile (grid-strided): the keys and their values (`pairs != 0`; else the keys
+        /// alone, `values_out` untouched) sorted in the tile by bits `begin .. end`
+        /// (`descending != 0`: largest first) with `block::radix_sort_pairs` /
+        /// `radix_sort_keys`, stored blocked. A partial tile is filled with keys that sort last.
+        #[kernel]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name(
+            keys: &[$k],
+            values: &[u32],
+            mut keys_out: DisjointSlice<$k, Blocked<ITEMS>>,
+            mut values_out: DisjointSlice<u32, Blocked<ITEMS>>,
+            begin: u32,
+            end: u32,
+            descending: u32,
+            pairs: u32,
+        ) {
+            use cohort::block::{RadixBits, RadixKey};
+            let tile_len = thread::block_size() as usize * ITEMS;
+            let tiles = keys.len().div_ceil(tile_len) as u64;
+            let bits = RadixBits { begin, end, descending: descending != 0 };
+            let fill = if bits.descending { <$k>::FIRST } else { <$k>::LAST };
+            let smem_k = cohort::shared::dynamic::<$k>().sub(0, tile_len);
+            let smem_v = cohort::shared::dynamic::<u32>().sub(tile_len * size_of::<$k>() / 4, tile_len);
+            for tile in block::tiles(tiles) {
+                let (k, _) = block::load_blocked::<$k, ITEMS>(keys, tile.id(), fill);
+                let in_tile = (keys.len() - tile.base(ITEMS) as usize).min(tile_len);
+                if pairs != 0 {
+                    let (v, _) = block::load_blocked::<u32, ITEMS>(values, tile.id(), u32::MAX);
+                    let (k, v) = block::radix_sort_pairs(&smem_k, &smem_v, k, v, bits);
+                    block::store_blocked_valid(&mut keys_out, &tile, &k, in_tile);
+                    block::store_blocked_valid(&mut values_out, &tile, &v, in_tile);
+                } else {
+                    let k = block::radix_sort_keys(&smem_k, k, bits);
+                    block::store_blocked_valid(&mut keys_out, &tile, &k, in_tile);
+                }
+            }
+        }
+    )*};
+}
+
+block_radix_sort_kernel! {
+    block_radix_sort_u32: u32;
+    block_radix_sort_f32: f32;
+    block_radix_sort_i64: i64;
+}

@@ -31,6 +31,8 @@
 //! | `cub::DeviceScan::ExclusiveScan`, `InclusiveScan`, `ExclusiveSum` | [`scan_tile`] (one launch) · `Algorithms::exclusive_scan`, `inclusive_scan` |
 //! | `cub::ScanTileState` | the scan's state: a `&[AtomicU64]` ([`scan_state_len`]) |
 //! | `cub::DeviceSelect::If`, `Flagged`, `Unique`, `DevicePartition::If` | [`select_tile`] (one launch; [`flags_if`], [`flags_unique`], or flags loaded blocked) · `Algorithms::select_if`, `select_flagged`, `unique`, `partition_if` |
+//! | `cub::BlockRadixSort` | [`block::radix_sort_keys`](crate::block::radix_sort_keys), [`block::radix_sort_pairs`](crate::block::radix_sort_pairs) |
+//! | `cub::DeviceRadixSort::SortKeys`, `SortPairs` (+ `Descending`, bit ranges) | [`radix_upsweep`], scan, [`radix_downsweep`] per 8-bit pass · `Algorithms::radix_sort_keys`, `radix_sort_pairs` |
 //! | `cub::DeviceRunLengthEncode::Encode` | [`select_tile`] of the run heads with their offsets, then the lengths (two launches) · `Algorithms::run_length_encode` |
 //!
 //! # Select, partition, unique
@@ -44,6 +46,24 @@
 //! positions disjoint (the state cleared before the launch and used by it alone), which the
 //! host API keeps; every write is also bounds-checked, so a broken contract gives wrong
 //! values, never a write outside the outputs.
+//!
+//! # Radix sort
+//!
+//! The classic LSD scheme, [`RADIX_BITS`] (8) bits a pass, each pass stable, three launches a
+//! pass: [`radix_upsweep`] (each block counts the digits of its tiles: a contiguous range of
+//! tiles per block, [`block_tile_range`], so that block order is input order), an exclusive
+//! sum of the counts in digit-major order (`hist[d * G + b]`; the built-in `u64` scan), which
+//! is where the keys with digit `d` of block `b` start in the output, and [`radix_downsweep`]
+//! (each block sorts its tiles one by one by the digit in shared memory, stable, with
+//! [`block::radix_sort_pairs`](crate::block::radix_sort_pairs), and writes them striped at
+//! the next positions of their digits). The host API ping-pongs between the user's buffer and
+//! one in the temporary storage (copying back after an odd number of passes). Key order,
+//! floats' included, is [`block::radix_sort`](crate::block::radix_sort)'s. The downsweep's
+//! outputs are `DisjointSlice<T, Scattered>` and [`radix_downsweep`] is `unsafe`: its
+//! positions are a permutation only with the histogram's scan of the same keys and grid, which
+//! the host API computes in the same stream just before; every write is bounds-checked. Sizes:
+//! positions and counts are `u64` (a block's counters are `u32`, so the host keeps each
+//! block's share below 2^32 keys).
 //!
 //! # The single-pass scan (decoupled look-back)
 //!
@@ -88,10 +108,15 @@
 //! non-commutative operator such as matrix product works); a reduction needs an associative
 //! and **commutative** one (each block combines tiles `b, b + G, …`), as CUB's reduce.
 
+mod radix_sort;
 mod reduce;
 mod scan;
 mod select;
 
+pub use radix_sort::{
+    RADIX_BITS, RADIX_DIGITS, SORT_BLOCK, SORT_ITEMS, block_tile_range, radix_downsweep, radix_hist_len,
+    radix_smem_bytes, radix_upsweep,
+};
 pub use reduce::{REDUCE_BLOCK, REDUCE_ITEMS, reduce_tiles};
 pub use scan::{SCAN_BLOCK, SCAN_ITEMS, scan_state_len, scan_tile};
 pub use select::{SELECT_BLOCK, SelectOut, flags_if, flags_unique, select_items, select_state_len, select_tile};

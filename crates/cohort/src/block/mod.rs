@@ -1,5 +1,5 @@
 //! Block-wide building blocks over several items per thread: CUB's `Block*` layer (`BlockLoad`,
-//! `BlockStore`, `BlockExchange`, `BlockReduce`, `BlockScan`), usable inside any kernel and on
+//! `BlockStore`, `BlockExchange`, `BlockReduce`, `BlockScan`, `BlockRadixSort`), usable inside any kernel and on
 //! the CPU device. The device-wide algorithms ([`algorithms`](crate::algorithms)) are made of
 //! them.
 //!
@@ -29,6 +29,8 @@
 //! | [`reduce_items`] | the combination of every thread's valid items (`None` if there are none) | `BlockReduce::Reduce` with `num_valid` |
 //! | [`scan_items`] | its own items' exclusive prefixes within the tile (a [`ScanPrefix`]: `None` before the tile's first element), the tile's aggregate | `BlockScan::ExclusiveScan` + aggregate |
 //! | [`scan_items_with_prefix`] | as [`scan_items`], each prefix also preceded by the value a callback computed from the tile's aggregate (the decoupled look-back's hook) | `BlockScan` with a `BlockPrefixCallbackOp` |
+//! | [`rank_digits`] | its items' stable ranks in the tile by a 2-bit digit (a permutation of the tile's positions) | `BlockRadixRank` |
+//! | [`radix_sort_keys`], [`radix_sort_pairs`] | the tile's sorted elements `t * N .. t * N + N` (blocked), by a bit range of the keys, ascending or descending, stable ([`radix_sort`]) | `BlockRadixSort::Sort`, `SortDescending` (blocked to blocked) |
 //!
 //! Scratch: the collectives use a 1 KiB `shared!` array of per-warp partials (32 slots of 32
 //! bytes, so `T` is at most 32 bytes) and [`striped_to_blocked`] / [`blocked_to_striped`] the
@@ -38,6 +40,7 @@
 
 mod exchange;
 mod load;
+pub mod radix_sort;
 mod scan;
 mod store;
 
@@ -45,6 +48,7 @@ use core::marker::PhantomData;
 
 pub use exchange::{blocked_to_striped, striped_to_blocked};
 pub use load::{load_blocked, load_striped};
+pub use radix_sort::{RadixBits, RadixKey, radix_sort_keys, radix_sort_pairs, rank_digits};
 pub use scan::{ScanPrefix, reduce_items, scan_items, scan_items_with_prefix};
 pub use store::{store_blocked, store_blocked_valid, store_striped, store_striped_valid};
 
