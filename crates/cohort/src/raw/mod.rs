@@ -36,6 +36,7 @@
 //! | [`launch`] | `griddepcontrol`, the device runtime's launch calls |
 //! | [`print`] | `vprintf` |
 //! | [`fp`] | `sqrt`, `fma`, the `.approx` functions |
+//! | [`mma`] | `mma.sync` (m16n8k16, BF16/F16), `ldmatrix`, `cvt` between `f32` and BF16/F16 |
 //!
 //! | PTX | here | CUDA C++ |
 //! |---|---|---|
@@ -80,6 +81,7 @@ pub mod fp;
 pub mod launch;
 pub mod mbarrier;
 pub mod memory;
+pub mod mma;
 pub mod print;
 pub mod sreg;
 pub mod warp;
@@ -103,6 +105,7 @@ pub use fp::*;
 pub use launch::*;
 pub use mbarrier::*;
 pub use memory::*;
+pub use mma::*;
 pub use print::*;
 pub use sreg::*;
 pub use warp::*;
