@@ -214,13 +214,22 @@ macro_rules! half_operand {
 
 half_operand!(MatrixA, RowMajor, 4, 16, 16, |l, i| (l / 4 + 8 * ((i / 2) % 2), 2 * (l % 4) + i % 2 + 8 * (i / 4)));
 half_operand!(MatrixB, ColMajor, 2, 16, 8, |l, i| (2 * (l % 4) + i % 2 + 8 * (i / 2), l / 4));
-half_operand!(Accumulator, RowMajor, 2, 16, 8, |l, i| (l / 4 + 8 * (i / 2), 2 * (l % 4) + i % 2));
 
-impl Operand<M16N8K16, f32, RowMajor> for Accumulator {
+/// The accumulator element types of `mma.sync` m16n8k16: `f32` (four per lane) and [`f16`]
+/// (four per lane, in two words).
+pub trait AccElement: DeviceCopy + sealed::Sealed {
+    /// The lane's registers of an m16n8 accumulator.
+    type Regs: Copy + core::fmt::Debug;
+    #[doc(hidden)]
+    fn splat(v: Self) -> Self::Regs;
+    #[doc(hidden)]
+    fn get(r: &Self::Regs, i: usize) -> Self;
+    #[doc(hidden)]
+    fn set(r: &mut Self::Regs, i: usize, v: Self);
+}
+
+impl AccElement for f32 {
     type Regs = [f32; 4];
-    const ROWS: usize = 16;
-    const COLS: usize = 8;
-    const LEN: usize = 4;
     #[inline(always)]
     fn splat(v: f32) -> Self::Regs {
         [v; 4]
@@ -232,6 +241,41 @@ impl Operand<M16N8K16, f32, RowMajor> for Accumulator {
     #[inline(always)]
     fn set(r: &mut Self::Regs, i: usize, v: f32) {
         r[i] = v;
+    }
+}
+
+impl AccElement for f16 {
+    type Regs = [u32; 2];
+    #[inline(always)]
+    fn splat(v: f16) -> Self::Regs {
+        half_splat(v)
+    }
+    #[inline(always)]
+    fn get(r: &Self::Regs, i: usize) -> f16 {
+        half_get(r, i)
+    }
+    #[inline(always)]
+    fn set(r: &mut Self::Regs, i: usize, v: f16) {
+        half_set(r, i, v)
+    }
+}
+
+impl<C: AccElement> Operand<M16N8K16, C, RowMajor> for Accumulator {
+    type Regs = C::Regs;
+    const ROWS: usize = 16;
+    const COLS: usize = 8;
+    const LEN: usize = 4;
+    #[inline(always)]
+    fn splat(v: C) -> Self::Regs {
+        C::splat(v)
+    }
+    #[inline(always)]
+    fn get(r: &Self::Regs, i: usize) -> C {
+        C::get(r, i)
+    }
+    #[inline(always)]
+    fn set(r: &mut Self::Regs, i: usize, v: C) {
+        C::set(r, i, v)
     }
     #[inline(always)]
     fn coords(l: u32, i: usize) -> (usize, usize) {
@@ -367,22 +411,13 @@ impl<Op: Operand<S, T, L>, S, T, L> Fragment<Op, S, T, L> {
 
 /// The input element types of `mma.sync` m16n8k16 with accumulators of `C`: BF16 → F32,
 /// F16 → F32, F16 → F16.
-pub trait MmaInput<C>: Half
-where
-    Accumulator: Operand<M16N8K16, C, RowMajor>,
-    MatrixA: Operand<M16N8K16, Self, RowMajor>,
-    MatrixB: Operand<M16N8K16, Self, ColMajor>,
-{
+pub trait MmaInput<C: AccElement>: Half {
     /// `d = a · b + c` on the registers.
     ///
     /// # Safety
     /// As [`raw::mma_m16n8k16_f32_bf16`] (the whole warp, converged, at this call).
     #[doc(hidden)]
-    unsafe fn mma(
-        a: <MatrixA as Operand<M16N8K16, Self, RowMajor>>::Regs,
-        b: <MatrixB as Operand<M16N8K16, Self, ColMajor>>::Regs,
-        c: <Accumulator as Operand<M16N8K16, C, RowMajor>>::Regs,
-    ) -> <Accumulator as Operand<M16N8K16, C, RowMajor>>::Regs;
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: C::Regs) -> C::Regs;
 }
 
 impl MmaInput<f32> for bf16 {
@@ -420,18 +455,12 @@ impl MmaInput<f16> for f16 {
 #[inline(always)]
 #[must_use]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
-pub fn mma_sync<T, C, P: TileParent>(
+pub fn mma_sync<T: MmaInput<C>, C: AccElement, P: TileParent>(
     warp: &ThreadBlockTile<32, P>,
     a: &FragA<T>,
     b: &FragB<T>,
     c: &FragC<C>,
-) -> FragC<C>
-where
-    T: MmaInput<C>,
-    Accumulator: Operand<M16N8K16, C, RowMajor>,
-    MatrixA: Operand<M16N8K16, T, RowMajor>,
-    MatrixB: Operand<M16N8K16, T, ColMajor>,
-{
+) -> FragC<C> {
     let _ = warp;
     crate::check::warp("mma_sync", u32::MAX);
     // SAFETY: `warp` is a whole warp (a tile of 32: every lane of it exists, the block's size
@@ -551,14 +580,12 @@ pub fn load_b_nk<T: Half, const R: usize, const C: usize, P: TileParent>(
 /// If the block is not inside the tile.
 #[inline(always)]
 #[track_caller]
-pub fn store_c<T: DeviceCopy, const R: usize, const C: usize>(
+pub fn store_c<T: AccElement, const R: usize, const C: usize>(
     frag: &FragC<T>,
     tile: &SharedArray<[T; C], R>,
     row0: usize,
     col0: usize,
-) where
-    Accumulator: Operand<M16N8K16, T, RowMajor>,
-{
+) {
     assert!(row0 <= R && 16 <= R - row0 && col0 <= C && 8 <= C - col0, "accumulator block out of the tile");
     frag.for_each(|r, c, v| tile.store_at(row0 + r, col0 + c, v));
 }

@@ -22,10 +22,9 @@
 //! it).
 
 use super::{
-    Accumulator, ColMajor, FragA, FragB, FragC, Half, M16N8K16, MatrixA, MatrixB, MmaInput, Operand, RowMajor,
-    load_a, load_b, load_b_nk,
+    AccElement, Accumulator, ColMajor, FragA, FragB, FragC, Half, MatrixA, MatrixB, MmaInput, RowMajor, load_a, load_b,
+    load_b_nk,
 };
-use crate::DeviceCopy;
 use crate::cg::{ThreadBlockTile, TileParent};
 use crate::shared::SharedArray;
 
@@ -44,21 +43,14 @@ pub trait WmmaOperand<const M: usize, const N: usize, const K: usize, T, L>: sea
     fn splat(v: T) -> Self::Inner;
 }
 
-impl<T: Half> WmmaOperand<16, 16, 16, T, RowMajor> for MatrixA
-where
-    MatrixA: Operand<M16N8K16, T, RowMajor>,
-{
+impl<T: Half> WmmaOperand<16, 16, 16, T, RowMajor> for MatrixA {
     type Inner = FragA<T>;
     fn splat(v: T) -> Self::Inner {
         FragA::splat(v)
     }
 }
 
-impl<T: Half, L> WmmaOperand<16, 16, 16, T, L> for MatrixB
-where
-    MatrixB: Operand<M16N8K16, T, ColMajor>,
-    L: BLayout,
-{
+impl<T: Half, L: BLayout> WmmaOperand<16, 16, 16, T, L> for MatrixB {
     /// Columns 0–7 and 8–15.
     type Inner = [FragB<T>; 2];
     fn splat(v: T) -> Self::Inner {
@@ -66,10 +58,7 @@ where
     }
 }
 
-impl<T: DeviceCopy> WmmaOperand<16, 16, 16, T, RowMajor> for Accumulator
-where
-    Accumulator: Operand<M16N8K16, T, RowMajor>,
-{
+impl<T: AccElement> WmmaOperand<16, 16, 16, T, RowMajor> for Accumulator {
     /// Columns 0–7 and 8–15.
     type Inner = [FragC<T>; 2];
     fn splat(v: T) -> Self::Inner {
@@ -164,10 +153,7 @@ fn at<T: Copy>(data: &[T], ld: usize, r: usize, c: usize) -> T {
     data[r * ld + c]
 }
 
-impl<T: Half> Load<T> for Fragment<MatrixA, 16, 16, 16, T, RowMajor>
-where
-    MatrixA: Operand<M16N8K16, T, RowMajor>,
-{
+impl<T: Half> Load<T> for Fragment<MatrixA, 16, 16, 16, T, RowMajor> {
     #[inline(always)]
     #[track_caller]
     fn load_shared<const R: usize, const C: usize, P: TileParent>(
@@ -185,10 +171,7 @@ where
     }
 }
 
-impl<T: Half, L: BLayout> Load<T> for Fragment<MatrixB, 16, 16, 16, T, L>
-where
-    MatrixB: Operand<M16N8K16, T, ColMajor>,
-{
+impl<T: Half, L: BLayout> Load<T> for Fragment<MatrixB, 16, 16, 16, T, L> {
     #[inline(always)]
     #[track_caller]
     fn load_shared<const R: usize, const C: usize, P: TileParent>(
@@ -216,10 +199,7 @@ where
     }
 }
 
-impl<T: DeviceCopy> Load<T> for Fragment<Accumulator, 16, 16, 16, T, RowMajor>
-where
-    Accumulator: Operand<M16N8K16, T, RowMajor>,
-{
+impl<T: AccElement> Load<T> for Fragment<Accumulator, 16, 16, 16, T, RowMajor> {
     #[inline(always)]
     #[track_caller]
     fn load_shared<const R: usize, const C: usize, P: TileParent>(
@@ -283,18 +263,13 @@ pub fn load_matrix_sync_global<F: Load<T>, T, P: TileParent>(
 /// `wmma::mma_sync(d, a, b, c)`: `d = a · b + c` (two `mma.sync` m16n8k16). A warp collective.
 #[inline(always)]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
-pub fn mma_sync<T, C, LB, P: TileParent>(
+pub fn mma_sync<T: MmaInput<C>, C: AccElement, LB: BLayout, P: TileParent>(
     warp: &ThreadBlockTile<32, P>,
     d: &mut Fragment<Accumulator, 16, 16, 16, C, RowMajor>,
     a: &Fragment<MatrixA, 16, 16, 16, T, RowMajor>,
     b: &Fragment<MatrixB, 16, 16, 16, T, LB>,
     c: &Fragment<Accumulator, 16, 16, 16, C, RowMajor>,
-) where
-    T: MmaInput<C>,
-    MatrixA: Operand<M16N8K16, T, RowMajor> + WmmaOperand<16, 16, 16, T, RowMajor, Inner = FragA<T>>,
-    MatrixB: Operand<M16N8K16, T, ColMajor> + WmmaOperand<16, 16, 16, T, LB, Inner = [FragB<T>; 2]>,
-    Accumulator: Operand<M16N8K16, C, RowMajor> + WmmaOperand<16, 16, 16, C, RowMajor, Inner = [FragC<C>; 2]>,
-{
+) {
     let lo = super::mma_sync(warp, &a.inner, &b.inner[0], &c.inner[0]);
     let hi = super::mma_sync(warp, &a.inner, &b.inner[1], &c.inner[1]);
     d.inner = [lo, hi];
@@ -305,15 +280,13 @@ pub fn mma_sync<T, C, LB, P: TileParent>(
 /// per-lane stores).
 #[inline(always)]
 #[track_caller]
-pub fn store_matrix_sync<T: DeviceCopy, const R: usize, const C: usize, P: TileParent>(
+pub fn store_matrix_sync<T: AccElement, const R: usize, const C: usize, P: TileParent>(
     warp: &ThreadBlockTile<32, P>,
     d: &Fragment<Accumulator, 16, 16, 16, T, RowMajor>,
     tile: &SharedArray<[T; C], R>,
     row0: usize,
     col0: usize,
-) where
-    Accumulator: Operand<M16N8K16, T, RowMajor> + WmmaOperand<16, 16, 16, T, RowMajor, Inner = [FragC<T>; 2]>,
-{
+) {
     let _ = warp;
     super::store_c(&d.inner[0], tile, row0, col0);
     super::store_c(&d.inner[1], tile, row0, col0 + 8);

@@ -47,8 +47,7 @@ struct H2x2(H2, H2);
 #[allow(improper_ctypes)]
 unsafe extern "C" {
     #[link_name = "llvm.nvvm.mma.m16n8k16.row.col.bf16"]
-    fn nvvm_mma_bf16(a0: u32, a1: u32, a2: u32, a3: u32, b0: u32, b1: u32, c0: f32, c1: f32, c2: f32, c3: f32)
-    -> F4;
+    fn nvvm_mma_bf16(a0: u32, a1: u32, a2: u32, a3: u32, b0: u32, b1: u32, c0: f32, c1: f32, c2: f32, c3: f32) -> F4;
     #[link_name = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"]
     fn nvvm_mma_f16_f32(a0: H2, a1: H2, a2: H2, a3: H2, b0: H2, b1: H2, c0: f32, c1: f32, c2: f32, c3: f32) -> F4;
     #[link_name = "llvm.nvvm.mma.m16n8k16.row.col.f16.f16"]
