@@ -193,15 +193,19 @@ cohort::shared! {
     static DIV_A: [[bf16; 16]; 16];
 }
 
-/// Half of each warp skips an `ldmatrix`.
+/// The even and odd lanes of each warp call `ldmatrix` at two different sites.
 #[kernel]
 pub fn diverge_ldmatrix(mut out: DisjointSlice<u32>) {
     let i = thread::index_1d();
     let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
     let s = DIV_A.get();
     let l = warp.thread_rank() as usize;
-    let r = if l % 2 == 0 { mma::ldmatrix_x1(&warp, &s, l % 16, 0)[0] } else { 7 };
-    out.set(&i, r);
+    let r = if l % 2 == 0 {
+        mma::ldmatrix_x1(&warp, &s, l % 16, 0) // the first site
+    } else {
+        mma::ldmatrix_x1(&warp, &s, l % 16, 8) // the second site
+    };
+    out.set(&i, r[0]);
 }
 
 /// An `ldmatrix` row outside its tile (lane 31 names row 16 of a 16-row tile): a panic at the
