@@ -110,13 +110,13 @@ const CASES: [Case; 15] = [
     // warp split across two calls is reported, never executed (undefined on the hardware).
     (
         "mma",
-        &[&["`mma_sync`"], &["mma.rs:185:", "mma.rs:187:"], &["group of lanes 0xffffffff"], &["divergence: "]],
-        &[&["`mma_sync`"], &["mma.rs:185:", "mma.rs:187:"], &["group of lanes 0xffffffff"], &["divergence: "]],
+        &[&["`mma_sync`"], &["mma.rs:188:", "mma.rs:190:"], &["group of lanes 0xffffffff"], &["divergence: "]],
+        &[&["`mma_sync`"], &["mma.rs:188:", "mma.rs:190:"], &["group of lanes 0xffffffff"], &["divergence: "]],
     ),
     (
         "ldmatrix",
-        &[&["`ldmatrix"], &["mma.rs:204:", "mma.rs:206:"], &["group of lanes 0xffffffff"], &["divergence: "]],
-        &[&["`ldmatrix"], &["mma.rs:204:", "mma.rs:206:"], &["group of lanes 0xffffffff"], &["divergence: "]],
+        &[&["`ldmatrix"], &["mma.rs:207:", "mma.rs:209:"], &["group of lanes 0xffffffff"], &["divergence: "]],
+        &[&["`ldmatrix"], &["mma.rs:207:", "mma.rs:209:"], &["group of lanes 0xffffffff"], &["divergence: "]],
     ),
 ];
 

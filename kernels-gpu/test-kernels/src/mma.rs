@@ -1,6 +1,9 @@
 //! Tensor cores (`cohort::mma`): `mma.sync` on fragments built from global data, `ldmatrix`
 //! from shared tiles, the WMMA layer, conversions, and divergent calls for checked mode.
 
+// Identical branches are the point of the divergent kernels: the same call at two call sites.
+#![allow(clippy::if_same_then_else)]
+
 use cohort::mma::{self, AccElement, FragA, FragB, FragC, Half, MmaInput, bf16, f16, wmma};
 use cohort::prelude::*;
 
