@@ -3,7 +3,7 @@
 //!
 //! | CUDA C++ / PTX | Cohort |
 //! |---|---|
-//! | `__nv_bfloat16`, `__half` | [`bf16`], [`f16`] (the `half` crate's types: the same on the host) |
+//! | `__nv_bfloat16`, `__half` | [`bf16`], [`f16`](struct@f16) (the `half` crate's types: the same on the host) |
 //! | `__float2bfloat16_rn(x)`, `__bfloat162float(h)`, `__float2half_rn`, `__half2float` | [`Half::from_f32`], [`Half::to_f32`] (`cvt.rn.bf16.f32`, …) |
 //! | `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {d}, {a}, {b}, {c}` | [`mma_sync`]`(&warp, &a, &b, &c)` with `a: FragA<bf16>`, `b: FragB<bf16>`, `c: FragC<f32>` |
 //! | `… .f32.f16.f16.f32`, `… .f16.f16.f16.f16` | the same with `f16` inputs, `f32` or `f16` accumulators |
@@ -76,7 +76,7 @@ mod sealed {
     impl Sealed for super::Accumulator {}
 }
 
-/// The 16-bit floats of the tensor cores: [`bf16`] and [`f16`].
+/// The 16-bit floats of the tensor cores: [`bf16`] and [`f16`](struct@f16).
 pub trait Half: DeviceCopy + sealed::Sealed + PartialEq + core::fmt::Debug {
     /// `x` rounded to nearest, ties to even (`cvt.rn.bf16.f32` / `cvt.rn.f16.f32`; the CPU
     /// device rounds the same way).
@@ -215,7 +215,7 @@ macro_rules! half_operand {
 half_operand!(MatrixA, RowMajor, 4, 16, 16, |l, i| (l / 4 + 8 * ((i / 2) % 2), 2 * (l % 4) + i % 2 + 8 * (i / 4)));
 half_operand!(MatrixB, ColMajor, 2, 16, 8, |l, i| (2 * (l % 4) + i % 2 + 8 * (i / 2), l / 4));
 
-/// The accumulator element types of `mma.sync` m16n8k16: `f32` (four per lane) and [`f16`]
+/// The accumulator element types of `mma.sync` m16n8k16: `f32` (four per lane) and [`f16`](struct@f16)
 /// (four per lane, in two words).
 pub trait AccElement: DeviceCopy + sealed::Sealed {
     /// The lane's registers of an m16n8 accumulator.
