@@ -25,7 +25,7 @@ type Case = (&'static str, &'static [&'static [&'static str]], &'static [&'stati
 /// and says `divergence: `; the CPU device names the primitive it waits in (`shfl_xor` for a
 /// reduce, `sync_threads` for a publish), at the user's call site, and calls threads at
 /// different barriers a deadlock, naming both sites.
-const CASES: [Case; 13] = [
+const CASES: [Case; 15] = [
     (
         "shfl",
         &[&["`shfl`"], &["check.rs:14:", "check.rs:16:"], &["group of lanes 0xffffffff"], &["divergence: "]],
@@ -106,6 +106,18 @@ const CASES: [Case; 13] = [
         &[&["`invoke_one_broadcast`"], &["check.rs:268:", "check.rs:270:"], &["group of lanes 0xffffffff"], &["divergence: "]],
         &[&["`shfl_idx`"], &["check.rs:268:", "check.rs:270:"], &["group of lanes 0xffffffff"], &["divergence: "]],
     ),
+    // Tensor cores (issue 28): `mma.sync` and `ldmatrix` are `.aligned` warp instructions; a
+    // warp split across two calls is reported, never executed (undefined on the hardware).
+    (
+        "mma",
+        &[&["`mma_sync`"], &["mma.rs:188:", "mma.rs:190:"], &["group of lanes 0xffffffff"], &["divergence: "]],
+        &[&["`mma_sync`"], &["mma.rs:188:", "mma.rs:190:"], &["group of lanes 0xffffffff"], &["divergence: "]],
+    ),
+    (
+        "ldmatrix",
+        &[&["`ldmatrix"], &["mma.rs:207:", "mma.rs:209:"], &["group of lanes 0xffffffff"], &["divergence: "]],
+        &[&["`ldmatrix"], &["mma.rs:207:", "mma.rs:209:"], &["group of lanes 0xffffffff"], &["divergence: "]],
+    ),
 ];
 
 /// What a report says when the two calls share a source location.
@@ -147,6 +159,8 @@ pub fn trials() -> Vec<Trial> {
     trials
         .push(same_site_trial("check_grid_vec_publish_stood_in_for_by_sync_threads_is_an_error", |c| in_child(c, 11)));
     trials.push(gpu_trial("check_divergent_invoke_one_broadcast_is_an_error", |c| in_child(c, 12)));
+    trials.push(gpu_trial("check_divergent_mma_sync_is_an_error", |c| in_child(c, 13)));
+    trials.push(gpu_trial("check_divergent_ldmatrix_is_an_error", |c| in_child(c, 14)));
     trials.push(gpu_only_trial(
         "check_grid_vec_publish_with_an_exited_warp_is_an_error_not_a_pass",
         "the CPU device reported this before (a thread that exited while others wait at a barrier); on a GPU the \
@@ -243,6 +257,8 @@ fn divergent(c: &Ctx, case: &str) -> Result<String, String> {
         }
         "macro_shfl" => k::diverge_macro_shfl::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
         "invoke_broadcast" => k::diverge_invoke_broadcast::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
+        "mma" => cohort_test_kernels::mma::diverge_mma::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
+        "ldmatrix" => cohort_test_kernels::mma::diverge_ldmatrix::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
         "helper_shfl" => k::diverge_helper_shfl::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
         "macro_sync_count" => k::diverge_macro_sync_count::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),
         "helper_sync_count" => k::diverge_helper_sync_count::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out),

@@ -74,6 +74,12 @@ macro_rules! device_copy {
 }
 device_copy!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, ());
 
+// SAFETY: `half::bf16` and `half::f16` are `#[repr(transparent)]` wrappers of a `u16` (every
+// bit pattern a value, no padding, the same layout on every target).
+unsafe impl DeviceCopy for half::bf16 {}
+// SAFETY: as above.
+unsafe impl DeviceCopy for half::f16 {}
+
 // SAFETY: an array of `DeviceCopy` elements has the elements' layout repeated, on every target.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {
     const __NO_PADDING: () = T::__NO_PADDING;

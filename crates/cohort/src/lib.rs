@@ -37,6 +37,7 @@
 //! | `out[row * cols + col]`, tiles of a matrix output | [`matrix::DisjointMatrix`], [`matrix::Matrix`] | [`matrix`] |
 //! | `fmaf`, nvcc's `-fmad=true`, `__sinf`, `__expf`, … | [`fp::fma`], `#[kernel(contract)]`, [`fp::fast`] | [`fp`] |
 //! | `child<<<grid, block, smem, stream>>>(args)` in device code (dynamic parallelism) | `child::launch_from_device(&config, stream, args)` | [`launch`] |
+//! | `__nv_bfloat16`, `__half`, `mma.sync`, `ldmatrix`, `nvcuda::wmma` | [`mma::bf16`], [`mma::f16`], [`mma::mma_sync`], [`mma::ldmatrix_x4`], [`mma::wmma`] | [`mma`] |
 //! | inline PTX | [`raw`] | [`raw`] |
 //!
 //! ## Tiers
@@ -59,6 +60,7 @@
 //! | 5 | [`sync`], [`mutex`] | barriers, fences, locks | safe |
 //! | 6 | [`slice`](mod@slice), [`matrix`] | outputs that cannot alias: disjoint and append slices, matrices | safe |
 //! | 7 | [`cg`] | cooperative groups: tiles, blocks, grids, multi-grids, their collectives, async copies, grid vectors | safe |
+//! | 7 | [`mma`] | tensor cores: `mma.sync` on typed fragments, `ldmatrix` from shared tiles, BF16/F16, the WMMA layer | safe |
 //! | 7 | [`block`] | CUB's `Block*` layer: tiles of several items per thread, loads, stores, exchanges, reduce and scan over items | safe |
 //! | 8 | [`launch`], `abi` | the kernel interface: parameters as the host passes them, typed device-side launches | safe |
 //! | 9 | [`algorithms`] | the device-wide algorithms' kernel bodies (CUB's `Device*` agents): reduce, single-pass scan with decoupled look-back | safe |
@@ -94,6 +96,8 @@
 
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics))]
+// The F16 tensor-core intrinsics take LLVM's `<2 x half>` (`raw::mma`).
+#![cfg_attr(target_arch = "nvptx64", feature(repr_simd, f16, simd_ffi))]
 #![feature(allow_internal_unstable)]
 // `cg::tiled_partition` is a trait's method re-exported as a function (see `cg::TileParent`).
 #![feature(import_trait_associated_functions)]
@@ -121,6 +125,7 @@ pub mod global;
 pub mod host;
 pub mod launch;
 pub mod matrix;
+pub mod mma;
 pub mod mutex;
 pub mod panic;
 pub mod print;

@@ -186,6 +186,13 @@ pub fn dynamic<T: DeviceCopy>() -> SharedSlice<T> {
 }
 
 impl<T: DeviceCopy, const N: usize> SharedArray<T, N> {
+    /// The shared-window address of element 0 (16-byte aligned for a `shared!` static).
+    #[inline(always)]
+    #[must_use]
+    pub(crate) fn addr(&self) -> u32 {
+        self.addr
+    }
+
     /// `N`.
     #[inline(always)]
     #[must_use]

@@ -187,7 +187,7 @@ pub use mbarrier::{
 pub use ops::{
     activemask, ballot, barrier_named, grid_sync, match_all_u32, match_all_u64, match_any_u32, match_any_u64,
     redux_i32, redux_u32, shfl, shfl_c, shfl_down, shfl_idx, shfl_up, shfl_xor, sync_threads, sync_threads_and,
-    sync_threads_count, sync_threads_or, sync_warp, vote_all, vote_any, vote_uni, yield_now,
+    sync_threads_count, sync_threads_or, sync_warp, vote_all, vote_any, vote_uni, warp_gather, yield_now,
 };
 pub use print::{FLUSH_BYTES, device_print, emit, stdout_gate};
 pub use sched::{ReduxOp, ShflMode};

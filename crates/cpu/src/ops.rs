@@ -147,6 +147,32 @@ pub fn shfl<T: Copy + 'static>(mode: ShflMode, mask: u32, v: T, b: u32, c: u32) 
     unsafe { out.assume_init() }
 }
 
+/// A warp-wide all-gather: every lane of `mask` makes this same call with the same `mask` and
+/// `T`, and receives every lane's `v`, lane *j*'s at index *j* (a lane outside `mask` leaves
+/// the caller's own `v` in its slot). `op` names the instruction in errors (a divergent
+/// `"mma_sync"`). The CPU device runs warp-wide instructions (`mma.sync`, `ldmatrix`) with it:
+/// each lane gathers the whole warp's operands, computes, and keeps its own part.
+#[must_use]
+#[track_caller]
+pub fn warp_gather<T: Copy + 'static>(op: &'static str, mask: u32, v: T) -> [T; 32] {
+    let mut out = [v; 32];
+    block_on(Wait {
+        op,
+        site: Location::caller(),
+        token: take_token(),
+        kind: Kind::Warp {
+            mask,
+            op: WarpOp::Gather(TypeId::of::<T>(), size_of::<T>()),
+            word: 0,
+            b: 0,
+            c: 0,
+            src: (&raw const v).cast(),
+            dst: out.as_mut_ptr().cast(),
+        },
+    });
+    out
+}
+
 /// `__shfl_sync(mask, v, src, width)`.
 #[must_use]
 #[track_caller]

@@ -81,6 +81,10 @@ pub(crate) enum WarpOp {
     MatchAll(bool),
     /// `redux.sync`, signed when `true`.
     Redux(ReduxOp, bool),
+    /// Every lane receives every lane's value of this type and size (the CPU device's way to
+    /// run a warp-wide instruction such as `mma.sync` or `ldmatrix`: gather the fragments,
+    /// compute, keep this lane's part).
+    Gather(TypeId, usize),
 }
 
 /// Where a thread waits.
@@ -607,6 +611,25 @@ impl BlockRun {
                     // lanes have distinct frames, so `dst` does not overlap any `src` or other
                     // `dst`.
                     unsafe { core::ptr::copy_nonoverlapping(from, dst, size) };
+                }
+            }
+            WarpOp::Gather(_, size) => {
+                for l in bits(mask) {
+                    let Some(Wait { kind: Kind::Warp { dst, .. }, .. }) = self.waits[(base + l) as usize] else {
+                        unreachable!()
+                    };
+                    for j in bits(mask) {
+                        let Some(Wait { kind: Kind::Warp { src, .. }, .. }) = self.waits[(base + j) as usize] else {
+                            unreachable!()
+                        };
+                        // SAFETY: every lane of the group is suspended inside
+                        // `ops::warp_gather::<T>` with the same `T` (the op carries its
+                        // `TypeId` and size, and the group matched on it): `src` points to that
+                        // frame's `T` and `dst` to its `[T; 32]` result, both alive until the
+                        // lane is resumed; slot `j` of `dst` is `size` bytes at `j * size`;
+                        // distinct lanes have distinct frames, so no `dst` overlaps a `src`.
+                        unsafe { core::ptr::copy_nonoverlapping(src, dst.add(j as usize * size), size) };
+                    }
                 }
             }
             WarpOp::VoteAll | WarpOp::VoteAny | WarpOp::VoteUni | WarpOp::Ballot => {

@@ -319,3 +319,36 @@ fn warp_shuffle_large_and_zero_sized_values() {
         assert_eq!(out[g as usize], core::array::from_fn(|i| rand(src, i as u64)), "{g}");
     }
 }
+
+#[test]
+fn warp_gather_gives_every_lane_every_value_and_reports_divergence() {
+    let (blocks, n) = (2u32, 64u32);
+    let out = Out::new((blocks * n * 32) as usize);
+    launch(&LaunchSpec::new(blocks, n), &|| {
+        let g = global_rank();
+        let v = (rand(g, 7), g as u32);
+        let all = warp_gather("gather", u32::MAX, v);
+        for (j, w) in all.iter().enumerate() {
+            out.set(g * 32 + j as u64, w.0 ^ u64::from(w.1));
+        }
+    })
+    .unwrap();
+    for g in 0..u64::from(blocks * n) {
+        let base = g / 32 * 32;
+        for j in 0..32 {
+            let src = base + j;
+            assert_eq!(out.get(g * 32 + j), rand(src, 7) ^ src, "thread {g} slot {j}");
+        }
+    }
+    // Half a warp at the gather: a divergence naming the op.
+    let e = launch(&LaunchSpec::new(1u32, 32u32), &|| {
+        if lane_id() < 16 {
+            let _ = warp_gather("mma_sync", u32::MAX, 1u32);
+        }
+    })
+    .unwrap_err();
+    match e {
+        CpuError::WarpDivergence { op, arrived, lane, .. } => assert_eq!((op, arrived, lane), ("mma_sync", 0xffff, 16)),
+        other => panic!("{other}"),
+    }
+}

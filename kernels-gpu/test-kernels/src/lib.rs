@@ -23,6 +23,7 @@ pub mod invoke;
 pub mod kinds;
 pub mod matrix_u32;
 pub mod memory;
+pub mod mma;
 pub mod multi_grid;
 pub mod safety;
 pub mod shapes;

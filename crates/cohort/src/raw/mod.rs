@@ -36,6 +36,7 @@
 //! | [`launch`] | `griddepcontrol`, the device runtime's launch calls |
 //! | [`print`] | `vprintf` |
 //! | [`fp`] | `sqrt`, `fma`, the `.approx` functions |
+//! | [`mma`] | `mma.sync` (m16n8k16, BF16/F16), `ldmatrix`, `cvt` between `f32` and BF16/F16 |
 //!
 //! | PTX | here | CUDA C++ |
 //! |---|---|---|
@@ -64,6 +65,9 @@
 //! | `mbarrier.init/arrive/test_wait/try_wait.shared.b64` (sm_80) | `mbarrier_*` (the block's phase barrier; crate-private) | `cuda::barrier` |
 //! | `mbarrier.{init,inval,arrive,arrive.expect_tx,arrive_drop,try_wait.parity,test_wait.parity}` | [`mbarrier_init_shared`] …, [`mbarrier_wait_parity_shared`] | `cuda::barrier`, `cuda::ptx::mbarrier_*` |
 //! | `cp.async.mbarrier.arrive.noinc`, `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` | [`cp_async_mbarrier_arrive_noinc_shared`], [`cp_async_bulk_shared_global`] | `cuda::memcpy_async(…, barrier)`, `cuda::device::memcpy_async_tx` |
+//! | `mma.sync.aligned.m16n8k16.row.col.{f32.bf16.bf16.f32, f32.f16.f16.f32, f16.f16.f16.f16}` (sm_80) | [`mma_m16n8k16_f32_bf16`], [`mma_m16n8k16_f32_f16`], [`mma_m16n8k16_f16_f16`] | `__hmma_*`, `wmma::mma_sync` |
+//! | `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16` | [`ldmatrix_x1`] … [`ldmatrix_x4_trans`] | `ldmatrix` inline asm (CUTLASS) |
+//! | `cvt.rn.bf16.f32`, `cvt.rn.f16.f32`, `cvt.f32.f16` | [`cvt_rn_bf16_f32`], [`cvt_rn_f16_f32`], [`cvt_f32_f16`] | `__float2bfloat16_rn`, `__float2half_rn`, `__half2float` |
 //! | `fns.b32` | [`fns`] | `__fns` |
 //! | `isspacep.global` | [`isspacep_global`] | `__isGlobal` |
 //! | `call vprintf` | [`vprintf_raw`] | `printf` |
@@ -80,6 +84,7 @@ pub mod fp;
 pub mod launch;
 pub mod mbarrier;
 pub mod memory;
+pub mod mma;
 pub mod print;
 pub mod sreg;
 pub mod warp;
@@ -103,6 +108,7 @@ pub use fp::*;
 pub use launch::*;
 pub use mbarrier::*;
 pub use memory::*;
+pub use mma::*;
 pub use print::*;
 pub use sreg::*;
 pub use warp::*;

@@ -1,0 +1,591 @@
+//! Tensor cores from safe Rust: warp-level `mma.sync` (sm_80+) on typed fragments, `ldmatrix`
+//! from shared tiles, the 16-bit float element types, and a WMMA-style layer ([`wmma`]).
+//!
+//! | CUDA C++ / PTX | Cohort |
+//! |---|---|
+//! | `__nv_bfloat16`, `__half` | [`bf16`], [`f16`](struct@f16) (the `half` crate's types: the same on the host) |
+//! | `__float2bfloat16_rn(x)`, `__bfloat162float(h)`, `__float2half_rn`, `__half2float` | [`Half::from_f32`], [`Half::to_f32`] (`cvt.rn.bf16.f32`, …) |
+//! | `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {d}, {a}, {b}, {c}` | [`mma_sync`]`(&warp, &a, &b, &c)` with `a: FragA<bf16>`, `b: FragB<bf16>`, `c: FragC<f32>` |
+//! | `… .f32.f16.f16.f32`, `… .f16.f16.f16.f16` | the same with `f16` inputs, `f32` or `f16` accumulators |
+//! | the registers `a0..a3` a lane holds | [`Fragment::get`] / [`Fragment::set`] by element, [`Fragment::element_coords`] says where each sits in the matrix |
+//! | `ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16` | [`ldmatrix_x1`] … [`ldmatrix_x4_trans`] from a [`SharedArray`] tile, each lane naming its row by (row, column) |
+//! | an A / B fragment loaded with `ldmatrix` | [`load_a`], [`load_b`] (B stored K×N), [`load_b_nk`] (B stored N×K) |
+//! | `nvcuda::wmma` | [`wmma`] |
+//!
+//! ## Fragments
+//!
+//! A [`Fragment<Op, Shape, T, Layout>`] is one lane's share of a matrix operand: `Op` is
+//! [`MatrixA`], [`MatrixB`] or [`Accumulator`], `Shape` the instruction's ([`M16N8K16`]), `T`
+//! the element type and `Layout` [`RowMajor`] or [`ColMajor`]. Only the combinations the
+//! hardware has exist ([`Operand`] is implemented for them alone), and [`mma_sync`] takes
+//! exactly an A, a B and an accumulator of one shape with matching input types
+//! ([`MmaInput`]): a wrong shape, element type or layout is a compile error.
+//!
+//! Which lane holds which element (PTX ISA, "Matrix fragments for `mma.m16n8k16` with
+//! floating point type"), with `g = lane / 4` and `t = lane % 4`:
+//!
+//! | operand | elements per lane | element `i` of lane `lane` is at (row, column) |
+//! |---|---|---|
+//! | A, 16×16, row-major | 8 (4 words) | (`g + 8·((i / 2) % 2)`, `2t + i % 2 + 8·(i / 4)`) |
+//! | B, 16×8 (K×N), column-major | 4 (2 words) | (`2t + i % 2 + 8·(i / 2)`, `g`) |
+//! | C / D, 16×8, row-major | 4 (4 `f32` or 2 words of `f16`) | (`g + 8·(i / 2)`, `2t + i % 2`) |
+//!
+//! [`Fragment::element_coords`] computes it. Element `2w` of a 16-bit fragment is the low half
+//! of register `w`, element `2w + 1` the high half.
+//!
+//! ## Convergence
+//!
+//! `mma.sync` and `ldmatrix` are `.aligned` warp instructions: all 32 lanes must execute the
+//! same instruction, converged (otherwise the hardware's behaviour is undefined). They take
+//! the warp as a [`ThreadBlockTile<32>`](crate::cg::ThreadBlockTile) and follow the
+//! [convergence rule](crate::cg#convergence) of every Cohort collective: in checked mode a
+//! call reached by part of the warp ends the launch with an `Err` naming it and its site, and
+//! the CPU device always reports it (`divergence: mma_sync …`). The instructions are LLVM's
+//! `convergent` NVVM intrinsics, so the compiler never splits one call into two.
+//!
+//! ## Numerics and the CPU device
+//!
+//! On the CPU device the warp's fragments are gathered and the product computed as the tensor
+//! cores define it: inputs exactly as given (every BF16/F16 is exact in `f32`), each product
+//! exact, accumulation in `f32`. The CPU device adds `c` and then the 16 products in order of
+//! `k`, rounding each partial sum to `f32`; the hardware's adder order and intermediate
+//! precision are unspecified, so results that are not exact in `f32` can differ from a GPU's
+//! in the last bits (tests use data whose sums are exact, and a relative tolerance otherwise).
+//! F16 accumulators are computed in `f32` and rounded once to F16.
+//!
+//! Requires sm_80 (Cohort builds sm_80 and sm_90 PTX).
+
+use core::marker::PhantomData;
+
+pub use half::{bf16, f16};
+
+use crate::DeviceCopy;
+use crate::cg::{ThreadBlockTile, TileParent};
+use crate::raw;
+use crate::shared::SharedArray;
+
+pub mod wmma;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for half::bf16 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for f32 {}
+    impl Sealed for super::MatrixA {}
+    impl Sealed for super::MatrixB {}
+    impl Sealed for super::Accumulator {}
+}
+
+/// The 16-bit floats of the tensor cores: [`bf16`] and [`f16`](struct@f16).
+pub trait Half: DeviceCopy + sealed::Sealed + PartialEq + core::fmt::Debug {
+    /// `x` rounded to nearest, ties to even (`cvt.rn.bf16.f32` / `cvt.rn.f16.f32`; the CPU
+    /// device rounds the same way).
+    fn from_f32(x: f32) -> Self;
+    /// The value as `f32` (exact).
+    fn to_f32(self) -> f32;
+    /// The bits.
+    fn to_bits(self) -> u16;
+    /// The value with these bits.
+    fn from_bits(b: u16) -> Self;
+}
+
+impl Half for bf16 {
+    #[inline(always)]
+    fn from_f32(x: f32) -> Self {
+        bf16::from_bits(raw::cvt_rn_bf16_f32(x))
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f32::from_bits(u32::from(self.to_bits()) << 16)
+    }
+    #[inline(always)]
+    fn to_bits(self) -> u16 {
+        bf16::to_bits(self)
+    }
+    #[inline(always)]
+    fn from_bits(b: u16) -> Self {
+        bf16::from_bits(b)
+    }
+}
+
+impl Half for f16 {
+    #[inline(always)]
+    fn from_f32(x: f32) -> Self {
+        f16::from_bits(raw::cvt_rn_f16_f32(x))
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        raw::cvt_f32_f16(self.to_bits())
+    }
+    #[inline(always)]
+    fn to_bits(self) -> u16 {
+        f16::to_bits(self)
+    }
+    #[inline(always)]
+    fn from_bits(b: u16) -> Self {
+        f16::from_bits(b)
+    }
+}
+
+/// The A operand (M×K).
+#[derive(Clone, Copy, Debug)]
+pub struct MatrixA;
+/// The B operand (K×N).
+#[derive(Clone, Copy, Debug)]
+pub struct MatrixB;
+/// The accumulator, C and D (M×N).
+#[derive(Clone, Copy, Debug)]
+pub struct Accumulator;
+/// Row-major: consecutive elements of a row are adjacent.
+#[derive(Clone, Copy, Debug)]
+pub struct RowMajor;
+/// Column-major: consecutive elements of a column are adjacent.
+#[derive(Clone, Copy, Debug)]
+pub struct ColMajor;
+/// The `mma.sync` shape m16n8k16: A 16×16, B 16×8, C/D 16×8.
+#[derive(Clone, Copy, Debug)]
+pub struct M16N8K16;
+
+/// The fragments that exist: `Op` of shape `S` with elements `T` in layout `L` (implemented
+/// only for the combinations `mma.sync` has; sealed).
+pub trait Operand<S, T, L>: sealed::Sealed {
+    /// The lane's registers.
+    type Regs: Copy + core::fmt::Debug;
+    /// Rows of the whole operand.
+    const ROWS: usize;
+    /// Columns of the whole operand.
+    const COLS: usize;
+    /// Elements per lane.
+    const LEN: usize;
+    /// The registers all holding `v`.
+    fn splat(v: T) -> Self::Regs;
+    /// Element `i` (`i < LEN`).
+    fn get(r: &Self::Regs, i: usize) -> T;
+    /// Sets element `i` (`i < LEN`).
+    fn set(r: &mut Self::Regs, i: usize, v: T);
+    /// Where element `i` of lane `lane`'s fragment sits: (row, column) in the operand.
+    fn coords(lane: u32, i: usize) -> (usize, usize);
+}
+
+#[inline(always)]
+fn half_get<T: Half, const N: usize>(w: &[u32; N], i: usize) -> T {
+    T::from_bits((w[i / 2] >> (16 * (i % 2))) as u16)
+}
+
+#[inline(always)]
+fn half_set<T: Half, const N: usize>(w: &mut [u32; N], i: usize, v: T) {
+    let s = 16 * (i % 2);
+    w[i / 2] = (w[i / 2] & !(0xffff << s)) | u32::from(v.to_bits()) << s;
+}
+
+#[inline(always)]
+fn half_splat<T: Half, const N: usize>(v: T) -> [u32; N] {
+    let b = u32::from(v.to_bits());
+    [b | b << 16; N]
+}
+
+macro_rules! half_operand {
+    ($op:ty, $l:ty, $n:literal, $rows:literal, $cols:literal, |$lane:ident, $i:ident| $coords:expr) => {
+        impl<T: Half> Operand<M16N8K16, T, $l> for $op {
+            type Regs = [u32; $n];
+            const ROWS: usize = $rows;
+            const COLS: usize = $cols;
+            const LEN: usize = 2 * $n;
+            #[inline(always)]
+            fn splat(v: T) -> Self::Regs {
+                half_splat(v)
+            }
+            #[inline(always)]
+            fn get(r: &Self::Regs, i: usize) -> T {
+                half_get(r, i)
+            }
+            #[inline(always)]
+            fn set(r: &mut Self::Regs, i: usize, v: T) {
+                half_set(r, i, v)
+            }
+            #[inline(always)]
+            fn coords($lane: u32, $i: usize) -> (usize, usize) {
+                let ($lane, $i) = ($lane as usize % 32, $i);
+                $coords
+            }
+        }
+    };
+}
+
+half_operand!(MatrixA, RowMajor, 4, 16, 16, |l, i| (l / 4 + 8 * ((i / 2) % 2), 2 * (l % 4) + i % 2 + 8 * (i / 4)));
+half_operand!(MatrixB, ColMajor, 2, 16, 8, |l, i| (2 * (l % 4) + i % 2 + 8 * (i / 2), l / 4));
+
+/// The accumulator element types of `mma.sync` m16n8k16: `f32` (four per lane) and [`f16`](struct@f16)
+/// (four per lane, in two words).
+pub trait AccElement: DeviceCopy + sealed::Sealed {
+    /// The lane's registers of an m16n8 accumulator.
+    type Regs: Copy + core::fmt::Debug;
+    #[doc(hidden)]
+    fn splat(v: Self) -> Self::Regs;
+    #[doc(hidden)]
+    fn get(r: &Self::Regs, i: usize) -> Self;
+    #[doc(hidden)]
+    fn set(r: &mut Self::Regs, i: usize, v: Self);
+}
+
+impl AccElement for f32 {
+    type Regs = [f32; 4];
+    #[inline(always)]
+    fn splat(v: f32) -> Self::Regs {
+        [v; 4]
+    }
+    #[inline(always)]
+    fn get(r: &Self::Regs, i: usize) -> f32 {
+        r[i]
+    }
+    #[inline(always)]
+    fn set(r: &mut Self::Regs, i: usize, v: f32) {
+        r[i] = v;
+    }
+}
+
+impl AccElement for f16 {
+    type Regs = [u32; 2];
+    #[inline(always)]
+    fn splat(v: f16) -> Self::Regs {
+        half_splat(v)
+    }
+    #[inline(always)]
+    fn get(r: &Self::Regs, i: usize) -> f16 {
+        half_get(r, i)
+    }
+    #[inline(always)]
+    fn set(r: &mut Self::Regs, i: usize, v: f16) {
+        half_set(r, i, v)
+    }
+}
+
+impl<C: AccElement> Operand<M16N8K16, C, RowMajor> for Accumulator {
+    type Regs = C::Regs;
+    const ROWS: usize = 16;
+    const COLS: usize = 8;
+    const LEN: usize = 4;
+    #[inline(always)]
+    fn splat(v: C) -> Self::Regs {
+        C::splat(v)
+    }
+    #[inline(always)]
+    fn get(r: &Self::Regs, i: usize) -> C {
+        C::get(r, i)
+    }
+    #[inline(always)]
+    fn set(r: &mut Self::Regs, i: usize, v: C) {
+        C::set(r, i, v)
+    }
+    #[inline(always)]
+    fn coords(l: u32, i: usize) -> (usize, usize) {
+        let l = l as usize % 32;
+        (l / 4 + 8 * (i / 2), 2 * (l % 4) + i % 2)
+    }
+}
+
+/// One lane's share of a matrix operand of a warp-level MMA (see the [module docs](self)).
+///
+/// Its elements are plain values of this lane: read and write them with [`get`](Self::get) and
+/// [`set`](Self::set), fill them from any data (their places in the matrix:
+/// [`element_coords`](Self::element_coords)), or load them with [`load_a`] / [`load_b`].
+pub struct Fragment<Op: Operand<S, T, L>, S, T, L> {
+    regs: Op::Regs,
+    _p: PhantomData<(S, T, L)>,
+}
+
+impl<Op: Operand<S, T, L>, S, T, L> Clone for Fragment<Op, S, T, L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<Op: Operand<S, T, L>, S, T, L> Copy for Fragment<Op, S, T, L> {}
+
+impl<Op: Operand<S, T, L>, S, T, L> core::fmt::Debug for Fragment<Op, S, T, L> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Fragment").field("regs", &self.regs).finish()
+    }
+}
+
+/// The A fragment of m16n8k16 (16×16, row-major).
+pub type FragA<T> = Fragment<MatrixA, M16N8K16, T, RowMajor>;
+/// The B fragment of m16n8k16 (16×8, column-major).
+pub type FragB<T> = Fragment<MatrixB, M16N8K16, T, ColMajor>;
+/// The accumulator fragment of m16n8k16 (16×8, row-major).
+pub type FragC<T> = Fragment<Accumulator, M16N8K16, T, RowMajor>;
+
+impl<Op: Operand<S, T, L>, S, T, L> Fragment<Op, S, T, L> {
+    /// Elements per lane.
+    pub const LEN: usize = Op::LEN;
+    /// Rows of the whole operand.
+    pub const ROWS: usize = Op::ROWS;
+    /// Columns of the whole operand.
+    pub const COLS: usize = Op::COLS;
+
+    /// A fragment with every element `v`.
+    #[inline(always)]
+    #[must_use]
+    pub fn splat(v: T) -> Self {
+        Self { regs: Op::splat(v), _p: PhantomData }
+    }
+
+    /// Element `i` of this lane's share.
+    ///
+    /// # Panics
+    /// If `i >= LEN`.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn get(&self, i: usize) -> T {
+        assert!(i < Op::LEN, "fragment element index out of bounds");
+        Op::get(&self.regs, i)
+    }
+
+    /// Sets element `i` of this lane's share.
+    ///
+    /// # Panics
+    /// If `i >= LEN`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn set(&mut self, i: usize, v: T) {
+        assert!(i < Op::LEN, "fragment element index out of bounds");
+        Op::set(&mut self.regs, i, v)
+    }
+
+    /// Where element `i` of lane `lane`'s share sits in the operand: (row, column). The table
+    /// is in the [module docs](self). `lane` is taken modulo 32.
+    ///
+    /// # Panics
+    /// If `i >= LEN`.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn element_coords(lane: u32, i: usize) -> (usize, usize) {
+        assert!(i < Op::LEN, "fragment element index out of bounds");
+        Op::coords(lane, i)
+    }
+
+    /// Builds this lane's share from `f(row, col)`, the operand's element at (row, column).
+    #[inline(always)]
+    #[must_use]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn from_fn(mut f: impl FnMut(usize, usize) -> T) -> Self
+    where
+        T: Copy,
+    {
+        let lane = raw::laneid();
+        let (r, c) = Op::coords(lane, 0);
+        let mut out = Self::splat(f(r, c));
+        for i in 1..Op::LEN {
+            let (r, c) = Op::coords(lane, i);
+            Op::set(&mut out.regs, i, f(r, c));
+        }
+        out
+    }
+
+    /// Calls `f(row, col, value)` for each of this lane's elements.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn for_each(&self, mut f: impl FnMut(usize, usize, T)) {
+        let lane = raw::laneid();
+        for i in 0..Op::LEN {
+            let (r, c) = Op::coords(lane, i);
+            f(r, c, Op::get(&self.regs, i));
+        }
+    }
+
+    /// The registers (as PTX names them).
+    #[inline(always)]
+    #[must_use]
+    pub fn regs(&self) -> Op::Regs {
+        self.regs
+    }
+
+    /// The fragment with these registers (any bits are valid elements).
+    #[inline(always)]
+    #[must_use]
+    pub fn from_regs(regs: Op::Regs) -> Self {
+        Self { regs, _p: PhantomData }
+    }
+}
+
+/// The input element types of `mma.sync` m16n8k16 with accumulators of `C`: BF16 → F32,
+/// F16 → F32, F16 → F16.
+pub trait MmaInput<C: AccElement>: Half {
+    /// `d = a · b + c` on the registers.
+    ///
+    /// # Safety
+    /// As [`raw::mma_m16n8k16_f32_bf16`] (the whole warp, converged, at this call).
+    #[doc(hidden)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: C::Regs) -> C::Regs;
+}
+
+impl MmaInput<f32> for bf16 {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+        // SAFETY: forwarded to the caller.
+        unsafe { raw::mma_m16n8k16_f32_bf16(a, b, c) }
+    }
+}
+
+impl MmaInput<f32> for f16 {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+        // SAFETY: forwarded to the caller.
+        unsafe { raw::mma_m16n8k16_f32_f16(a, b, c) }
+    }
+}
+
+impl MmaInput<f16> for f16 {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: [u32; 2]) -> [u32; 2] {
+        // SAFETY: forwarded to the caller.
+        unsafe { raw::mma_m16n8k16_f16_f16(a, b, c) }
+    }
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col` (sm_80+): `a · b + c` for the warp's fragments — a
+/// 16×16 A, a 16×8 B and a 16×8 accumulator — returning D's fragment.
+///
+/// A warp collective: every lane of `warp` calls it at the same call (the
+/// [module docs](self#convergence)).
+#[inline(always)]
+#[must_use]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+pub fn mma_sync<T: MmaInput<C>, C: AccElement, P: TileParent>(
+    warp: &ThreadBlockTile<32, P>,
+    a: &FragA<T>,
+    b: &FragB<T>,
+    c: &FragC<C>,
+) -> FragC<C> {
+    let _ = warp;
+    crate::check::warp("mma_sync", u32::MAX);
+    // SAFETY: `warp` is a whole warp (a tile of 32: every lane of it exists, the block's size
+    // being a multiple of 32), and every lane of it is at this call (the convergence rule,
+    // checked in checked mode and on the CPU device).
+    Fragment::from_regs(unsafe { T::mma(a.regs, b.regs, c.regs) })
+}
+
+/// The shared address of element (`row`, `col`) of `tile`, for a lane's row of an `ldmatrix`.
+///
+/// # Panics
+/// If the 8 elements from (`row`, `col`) are not inside the tile, or their address is not a
+/// multiple of 16 bytes.
+#[inline(always)]
+#[track_caller]
+fn row_addr<T: Half, const R: usize, const C: usize>(tile: &SharedArray<[T; C], R>, row: usize, col: usize) -> u32 {
+    assert!(row < R && col <= C && 8 <= C - col, "ldmatrix row out of the tile");
+    let addr = tile.addr() + ((row * C + col) * 2) as u32;
+    assert!(addr.is_multiple_of(16), "ldmatrix row address not 16-byte aligned");
+    addr
+}
+
+macro_rules! safe_ldmatrix {
+    ($($(#[$m:meta])* $name:ident => $raw:ident, $n:literal;)*) => {$(
+        $(#[$m])*
+        ///
+        /// Each lane names the row it supplies by its (`row`, `col`) in `tile`: the 8 elements
+        /// from there (16 bytes) must lie in the tile and start at a 16-byte aligned address
+        /// (a panic otherwise, naming the call), so every row read is memory of `tile`. Lane
+        /// `8·m + r` supplies row `r` of matrix `m`; the other lanes' rows are checked and not
+        /// read. A warp collective (the [module docs](self#convergence)).
+        #[inline(always)]
+        #[must_use]
+        #[track_caller]
+        pub fn $name<T: Half, const R: usize, const C: usize, P: TileParent>(
+            warp: &ThreadBlockTile<32, P>,
+            tile: &SharedArray<[T; C], R>,
+            row: usize,
+            col: usize,
+        ) -> [u32; $n] {
+            let _ = warp;
+            let addr = row_addr(tile, row, col);
+            crate::check::warp(stringify!($name), u32::MAX);
+            // SAFETY: the whole warp is at this call (as in `mma_sync`); this lane's row is 16
+            // bytes of `tile`, 16-byte aligned (checked above), and so is every other lane's.
+            unsafe { raw::$raw(addr) }
+        }
+    )*};
+}
+
+safe_ldmatrix! {
+    /// `ldmatrix.sync.aligned.m8n8.x1.shared.b16`: one 8×8 matrix of 16-bit elements
+    /// (the raw form: [`raw::ldmatrix_x1`]).
+    ldmatrix_x1 => ldmatrix_x1, 1;
+    /// `ldmatrix … .x2`: two 8×8 matrices.
+    ldmatrix_x2 => ldmatrix_x2, 2;
+    /// `ldmatrix … .x4`: four 8×8 matrices.
+    ldmatrix_x4 => ldmatrix_x4, 4;
+    /// `ldmatrix … .x1.trans`: one 8×8 matrix, transposed.
+    ldmatrix_x1_trans => ldmatrix_x1_trans, 1;
+    /// `ldmatrix … .x2.trans`: two 8×8 matrices, transposed.
+    ldmatrix_x2_trans => ldmatrix_x2_trans, 2;
+    /// `ldmatrix … .x4.trans`: four 8×8 matrices, transposed.
+    ldmatrix_x4_trans => ldmatrix_x4_trans, 4;
+}
+
+/// The A fragment of the 16×16 block at (`row0`, `col0`) of a row-major `tile` (one
+/// `ldmatrix.x4`). `C` must be a multiple of 8 and `col0` a multiple of 8 (the rows'
+/// alignment; a panic otherwise). A warp collective.
+#[inline(always)]
+#[must_use]
+#[track_caller]
+pub fn load_a<T: Half, const R: usize, const C: usize, P: TileParent>(
+    warp: &ThreadBlockTile<32, P>,
+    tile: &SharedArray<[T; C], R>,
+    row0: usize,
+    col0: usize,
+) -> FragA<T> {
+    let l = raw::laneid() as usize;
+    Fragment::from_regs(ldmatrix_x4(warp, tile, row0 + l % 16, col0 + 8 * (l / 16)))
+}
+
+/// The B fragment of the 16×8 (K×N) block at (`k0`, `n0`) of a row-major K×N `tile` (one
+/// `ldmatrix.x2.trans`). A warp collective.
+#[inline(always)]
+#[must_use]
+#[track_caller]
+pub fn load_b<T: Half, const R: usize, const C: usize, P: TileParent>(
+    warp: &ThreadBlockTile<32, P>,
+    tile: &SharedArray<[T; C], R>,
+    k0: usize,
+    n0: usize,
+) -> FragB<T> {
+    let l = raw::laneid() as usize;
+    Fragment::from_regs(ldmatrix_x2_trans(warp, tile, k0 + l % 16, n0))
+}
+
+/// The B fragment of the K×N block whose transpose is the 8×16 (N×K) block at (`n0`, `k0`) of
+/// a row-major N×K `tile` (B stored "column-major": one `ldmatrix.x2`). A warp collective.
+#[inline(always)]
+#[must_use]
+#[track_caller]
+pub fn load_b_nk<T: Half, const R: usize, const C: usize, P: TileParent>(
+    warp: &ThreadBlockTile<32, P>,
+    tile: &SharedArray<[T; C], R>,
+    n0: usize,
+    k0: usize,
+) -> FragB<T> {
+    let l = raw::laneid() as usize;
+    Fragment::from_regs(ldmatrix_x2(warp, tile, n0 + l % 8, k0 + 8 * ((l / 8) % 2)))
+}
+
+/// Stores this lane's elements of an accumulator to the 16×8 block at (`row0`, `col0`) of a
+/// row-major `tile` (per-lane stores, not a collective).
+///
+/// # Panics
+/// If the block is not inside the tile.
+#[inline(always)]
+#[track_caller]
+pub fn store_c<T: AccElement, const R: usize, const C: usize>(
+    frag: &FragC<T>,
+    tile: &SharedArray<[T; C], R>,
+    row0: usize,
+    col0: usize,
+) {
+    assert!(row0 <= R && 16 <= R - row0 && col0 <= C && 8 <= C - col0, "accumulator block out of the tile");
+    frag.for_each(|r, c, v| tile.store_at(row0 + r, col0 + c, v));
+}

@@ -1,0 +1,247 @@
+//! Tensor cores (`cohort::mma`): `mma.sync` on fragments built from global data, `ldmatrix`
+//! from shared tiles, the WMMA layer, conversions, and divergent calls for checked mode.
+
+// Identical branches are the point of the divergent kernels: the same call at two call sites.
+#![allow(clippy::if_same_then_else)]
+
+use cohort::mma::{self, AccElement, FragA, FragB, FragC, Half, MmaInput, bf16, f16, wmma};
+use cohort::prelude::*;
+
+/// The warp's rank in the grid (blocks of a multiple of 32 threads).
+fn warp_rank() -> usize {
+    thread::global_id() as usize / 32
+}
+
+/// Per warp `w`: `d = a · b + c` for the 16×16 row-major `a[256 w..]`, the 16×8 (K×N)
+/// row-major `b[128 w..]` and the 16×8 row-major `c[128 w..]`, fragments built element by
+/// element from their coordinates (`Fragment::from_fn`). Thread `t` writes its four elements of
+/// D to `out[t]` (in element order: the host places them by `element_coords`).
+#[kernel(instances(bf16, f16))]
+pub fn mma_from_global<T: MmaInput<f32>>(a: &[T], b: &[T], c: &[f32], mut out: DisjointSlice<[f32; 4]>) {
+    let i = thread::index_1d();
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let w = warp_rank();
+    let fa = FragA::<T>::from_fn(|r, k| a[256 * w + 16 * r + k]);
+    let fb = FragB::<T>::from_fn(|k, n| b[128 * w + 8 * k + n]);
+    let fc = FragC::<f32>::from_fn(|r, n| c[128 * w + 8 * r + n]);
+    let d = mma::mma_sync(&warp, &fa, &fb, &fc);
+    out.set(&i, [d.get(0), d.get(1), d.get(2), d.get(3)]);
+}
+
+/// [`mma_from_global`] with F16 accumulators.
+#[kernel]
+pub fn mma_f16_accumulate(a: &[f16], b: &[f16], c: &[f16], mut out: DisjointSlice<[f16; 4]>) {
+    let i = thread::index_1d();
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let w = warp_rank();
+    let fa = FragA::<f16>::from_fn(|r, k| a[256 * w + 16 * r + k]);
+    let fb = FragB::<f16>::from_fn(|k, n| b[128 * w + 8 * k + n]);
+    let fc = FragC::<f16>::from_fn(|r, n| c[128 * w + 8 * r + n]);
+    let d = mma::mma_sync(&warp, &fa, &fb, &fc);
+    out.set(&i, [d.get(0), d.get(1), d.get(2), d.get(3)]);
+}
+
+cohort::shared! {
+    /// Four warps' A blocks (16 rows each), at columns 8..24 of rows of 24 (48 bytes: rows
+    /// stay 16-byte aligned, and the block is not at column 0).
+    static LDM_A: [[bf16; 24]; 64];
+    /// Four warps' B blocks, K×N (16 rows of 8 each).
+    static LDM_B: [[bf16; 8]; 64];
+    /// Four warps' Bᵀ blocks, N×K (8 rows of 16 each).
+    static LDM_BT: [[bf16; 16]; 32];
+}
+
+/// (Blocks of 128 threads.) Per warp `w` of the grid, as [`mma_from_global`] (BF16), with the
+/// fragments loaded by `ldmatrix` from shared tiles: A by `load_a` (`x4`), B by `load_b`
+/// (`x2.trans` from K×N) and by `load_b_nk` (`x2` from N×K, `bt` holding Bᵀ). Thread `t`
+/// writes `[D from load_b; D from load_b_nk]` to `out[t]` and the registers of its A, B and
+/// Bᵀ-loaded fragments and of `ldmatrix_x4_trans` on the A block (for comparison with
+/// `element_coords`) to `regs[t]`.
+#[kernel]
+pub fn mma_ldmatrix(
+    a: &[bf16],
+    b: &[bf16],
+    bt: &[bf16],
+    c: &[f32],
+    mut out: DisjointSlice<[f32; 8]>,
+    mut regs: DisjointSlice<[u32; 12]>,
+) {
+    let i = thread::index_1d();
+    let block = cg::this_thread_block();
+    let warp = cg::tiled_partition::<32>(&block);
+    let w = warp_rank();
+    let wl = warp.meta_group_rank() as usize;
+    let l = warp.thread_rank() as usize;
+    let (sa, sb, sbt) = (LDM_A.get(), LDM_B.get(), LDM_BT.get());
+    // Each lane copies its share of the warp's blocks into shared memory.
+    for e in (l..256).step_by(32) {
+        sa.store_at(16 * wl + e / 16, 8 + e % 16, a[256 * w + e]);
+    }
+    for e in (l..128).step_by(32) {
+        sb.store_at(16 * wl + e / 8, e % 8, b[128 * w + e]);
+        sbt.store_at(8 * wl + e / 16, e % 16, bt[128 * w + e]);
+    }
+    block.sync();
+    let fa = mma::load_a(&warp, &sa, 16 * wl, 8);
+    let fb = mma::load_b(&warp, &sb, 16 * wl, 0);
+    let fbt = mma::load_b_nk(&warp, &sbt, 8 * wl, 0);
+    let at = mma::ldmatrix_x4_trans(&warp, &sa, 16 * wl + l % 8 + 8 * (l / 16), 8 + 8 * ((l / 8) % 2));
+    let fc = FragC::<f32>::from_fn(|r, n| c[128 * w + 8 * r + n]);
+    let d1 = mma::mma_sync(&warp, &fa, &fb, &fc);
+    let d2 = mma::mma_sync(&warp, &fa, &fbt, &fc);
+    out.set(&i, [d1.get(0), d1.get(1), d1.get(2), d1.get(3), d2.get(0), d2.get(1), d2.get(2), d2.get(3)]);
+    let (ra, rb, rbt) = (fa.regs(), fb.regs(), fbt.regs());
+    regs.set(&i, [ra[0], ra[1], ra[2], ra[3], rb[0], rb[1], rbt[0], rbt[1], at[0], at[1], at[2], at[3]]);
+}
+
+cohort::shared! {
+    /// The block's 32×16 slice of A for one step of k.
+    static WM_A: [[bf16; 16]; 32];
+    /// The block's 16×32 slice of B (K×N) for one step of k.
+    static WM_B: [[bf16; 32]; 16];
+    /// The block's 32×16 slice of Bᵀ (N×K) for one step of k.
+    static WM_BT: [[bf16; 16]; 32];
+    /// The block's 32×32 tile of D.
+    static WM_D: [[f32; 32]; 32];
+}
+
+/// (Blocks of 128 threads: 4 warps, 2×2 of 16×16.) `D = A · B + C` with the WMMA layer, for
+/// row-major A (M×K), B (K×N), C (M×N), M and N multiples of 32, K of 16; each block computes
+/// a 32×32 tile (a 1-D grid of `(M / 32) (N / 32)` blocks, block `b` at rows `32 (b / (N / 32))..`,
+/// columns `32 (b % (N / 32))..`). `mode` 0: A and B through
+/// shared tiles (B row-major); 1: B column-major (the tile holds Bᵀ, from `bt`, N×K); 2: A and
+/// B loaded from global memory (`load_matrix_sync_global`). Each thread writes 8 elements of
+/// D: row `t / 4` of the tile, columns `8 (t % 4)..`, to `out[block · 128 + t]`.
+#[kernel]
+pub fn wmma_gemm(a: &[bf16], b: &[bf16], bt: &[bf16], c: &[f32], dims: [u32; 4], mut out: DisjointSlice<[f32; 8]>) {
+    let [_m, n, k, mode] = dims.map(|d| d as usize);
+    let block = cg::this_thread_block();
+    let warp = cg::tiled_partition::<32>(&block);
+    let t = block.thread_rank() as usize;
+    let wl = warp.meta_group_rank() as usize;
+    let (wy, wx) = (wl / 2, wl % 2);
+    let bi = thread::block_idx_x() as usize;
+    let (r0, c0) = (32 * (bi / (n / 32)), 32 * (bi % (n / 32)));
+    let (sa, sb, sbt, sd) = (WM_A.get(), WM_B.get(), WM_BT.get(), WM_D.get());
+    let mut fc = wmma::Fragment::<mma::Accumulator, 16, 16, 16, f32, mma::RowMajor>::new();
+    wmma::load_matrix_sync_global(&warp, &mut fc, c, n, r0 + 16 * wy, c0 + 16 * wx);
+    let mut acc = fc;
+    for k0 in (0..k).step_by(16) {
+        // 512 elements of each slice, 4 per thread.
+        for e in (t..512).step_by(128) {
+            sa.store_at(e / 16, e % 16, a[(r0 + e / 16) * k + k0 + e % 16]);
+            sb.store_at(e / 32, e % 32, b[(k0 + e / 32) * n + c0 + e % 32]);
+            sbt.store_at(e / 16, e % 16, bt[(c0 + e / 16) * k + k0 + e % 16]);
+        }
+        block.sync();
+        let mut fa = wmma::Fragment::<mma::MatrixA, 16, 16, 16, bf16, mma::RowMajor>::new();
+        if mode == 2 {
+            let mut fb = wmma::Fragment::<mma::MatrixB, 16, 16, 16, bf16, mma::RowMajor>::new();
+            wmma::load_matrix_sync_global(&warp, &mut fa, a, k, r0 + 16 * wy, k0);
+            wmma::load_matrix_sync_global(&warp, &mut fb, b, n, k0, c0 + 16 * wx);
+            let prev = acc;
+            wmma::mma_sync(&warp, &mut acc, &fa, &fb, &prev);
+        } else {
+            wmma::load_matrix_sync(&warp, &mut fa, &sa, 16 * wy, 0);
+            if mode == 1 {
+                let mut fb = wmma::Fragment::<mma::MatrixB, 16, 16, 16, bf16, mma::ColMajor>::new();
+                wmma::load_matrix_sync(&warp, &mut fb, &sbt, 16 * wx, 0);
+                let prev = acc;
+                wmma::mma_sync(&warp, &mut acc, &fa, &fb, &prev);
+            } else {
+                let mut fb = wmma::Fragment::<mma::MatrixB, 16, 16, 16, bf16, mma::RowMajor>::new();
+                wmma::load_matrix_sync(&warp, &mut fb, &sb, 0, 16 * wx);
+                let prev = acc;
+                wmma::mma_sync(&warp, &mut acc, &fa, &fb, &prev);
+            }
+        }
+        block.sync();
+    }
+    wmma::store_matrix_sync(&warp, &acc, &sd, 16 * wy, 16 * wx);
+    block.sync();
+    let row = sd.load_row::<8>(t / 4, 8 * (t % 4));
+    let i = thread::index_1d();
+    out.set(&i, row);
+}
+
+/// Conversions: `out[i] = [bf16::from_f32(x).to_f32(), f16::from_f32(x).to_f32()]` and the
+/// bits of both, for `x = xs[i]` (the CPU device rounds as `cvt.rn` does).
+#[kernel]
+pub fn half_convert(xs: &[f32], mut out: DisjointSlice<[f32; 2]>, mut bits: DisjointSlice<[u16; 2]>) {
+    let i = thread::index_1d();
+    if let Some(&x) = xs.get(*i) {
+        let (hb, hf) = (<bf16 as Half>::from_f32(x), <f16 as Half>::from_f32(x));
+        out.set(&i, [hb.to_f32(), Half::to_f32(hf)]);
+        bits.set(&i, [Half::to_bits(hb), Half::to_bits(hf)]);
+    }
+}
+
+/// Lanes 0–15 and 16–31 of each warp call `mma_sync` at two different sites.
+#[kernel]
+pub fn diverge_mma(mut out: DisjointSlice<u32>) {
+    let i = thread::index_1d();
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let fa = FragA::<bf16>::splat(bf16::ONE);
+    let fb = FragB::<bf16>::splat(bf16::ONE);
+    let fc = FragC::<f32>::splat(0.0);
+    let d = if warp.thread_rank() < 16 {
+        mma::mma_sync(&warp, &fa, &fb, &fc) // the first site
+    } else {
+        mma::mma_sync(&warp, &fa, &fb, &fc) // the second site
+    };
+    out.set(&i, d.get(0) as u32);
+}
+
+cohort::shared! {
+    static DIV_A: [[bf16; 16]; 16];
+}
+
+/// The even and odd lanes of each warp call `ldmatrix` at two different sites.
+#[kernel]
+pub fn diverge_ldmatrix(mut out: DisjointSlice<u32>) {
+    let i = thread::index_1d();
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let s = DIV_A.get();
+    let l = warp.thread_rank() as usize;
+    let r = if l % 2 == 0 {
+        mma::ldmatrix_x1(&warp, &s, l % 16, 0) // the first site
+    } else {
+        mma::ldmatrix_x1(&warp, &s, l % 16, 8) // the second site
+    };
+    out.set(&i, r[0]);
+}
+
+/// An `ldmatrix` row outside its tile (lane 31 names row 16 of a 16-row tile): a panic at the
+/// call, not a read of other shared memory.
+#[kernel]
+pub fn ldmatrix_out_of_tile(mut out: DisjointSlice<u32>) {
+    let i = thread::index_1d();
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let s = DIV_A.get();
+    let l = warp.thread_rank() as usize;
+    let r = mma::ldmatrix_x4(&warp, &s, l / 2 + l / 31, 8 * (l % 2));
+    out.set(&i, r[0]);
+}
+
+/// An `ldmatrix` row that is not 16-byte aligned (column 4): a panic at the call.
+#[kernel]
+pub fn ldmatrix_misaligned(mut out: DisjointSlice<u32>) {
+    let i = thread::index_1d();
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let s = DIV_A.get();
+    let l = warp.thread_rank() as usize;
+    let r = mma::ldmatrix_x1(&warp, &s, l % 16, 4);
+    out.set(&i, r[0]);
+}
+
+/// Keeps `AccElement` in use for generic users (a compile check of the bounds a generic WMMA
+/// kernel needs): `d = a · b + c` for any supported input and accumulator.
+#[inline(always)]
+pub fn generic_mma<T: MmaInput<C>, C: AccElement, P: cohort::cg::TileParent>(
+    warp: &cohort::cg::ThreadBlockTile<32, P>,
+    a: &FragA<T>,
+    b: &FragB<T>,
+    c: &FragC<C>,
+) -> FragC<C> {
+    mma::mma_sync(warp, a, b, c)
+}

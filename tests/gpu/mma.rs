@@ -1,0 +1,371 @@
+//! `cohort::mma` (issue 28): `mma.sync` m16n8k16 with BF16/F16 inputs and F32/F16 accumulators
+//! on fragments built from their documented coordinates, `ldmatrix` (x4, x2, x2.trans,
+//! x4.trans) from shared tiles against `element_coords`, the WMMA layer's GEMM (shared tiles,
+//! B row- and column-major, global loads), the `cvt` conversions, and the misuse the safe API
+//! turns into errors (an `ldmatrix` row outside its tile or misaligned; a divergent `mma_sync`
+//! or `ldmatrix` in the checked-mode suite, `check.rs`). Every element is checked against a
+//! CPU reference: data that are small integers times 0.25 (every sum exact in `f32`, so equal
+//! bit for bit on any adder), and random data with a stated tolerance.
+use cohort::mma::{FragA, FragB, FragC, Half, bf16, f16, wmma};
+use cohort_runtime::{DeviceBuffer, LaunchConfig};
+use cohort_test_kernels::mma as k;
+use cohort_tests::{Context, Ctx, TestResult, check_all, check_all_by, ensure, gpu_trial, rng};
+use libtest_mimic::Trial;
+use rand::Rng;
+use rand::rngs::StdRng;
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        gpu_trial("mma_sync_bf16_f32_every_element", |c| from_global::<bf16>(c, "mma_sync_bf16_f32_every_element")),
+        gpu_trial("mma_sync_f16_f32_every_element", |c| from_global::<f16>(c, "mma_sync_f16_f32_every_element")),
+        gpu_trial("mma_sync_f16_f16_every_element", f16_accumulate),
+        gpu_trial("mma_ldmatrix_fragments_match_element_coords", ldmatrix),
+        gpu_trial("mma_wmma_gemm_shared_col_major_and_global", wmma_gemm),
+        gpu_trial("mma_half_conversions_round_to_nearest_even", conversions),
+        gpu_trial("mma_ldmatrix_out_of_tile_or_misaligned_is_an_error", ldmatrix_misuse),
+        gpu_trial("mma_divergent_mma_sync_is_an_error", diverge_mma_cpu),
+    ]
+}
+
+/// A small integer times 0.25 in [-4, 4] (exact in BF16 and F16; products are multiples of
+/// 1/16 up to 16 in magnitude, so sums of a few hundred are exact in `f32`).
+fn quarter(r: &mut StdRng) -> f32 {
+    r.random_range(-16i32..=16) as f32 * 0.25
+}
+
+/// `d = a · b + c` for row-major `a` (m×k), `b` (k×n), `c` (m×n), in `f64`.
+fn reference(a: &[f32], b: &[f32], c: &[f32], m: usize, n: usize, k: usize) -> Vec<f64> {
+    let mut d = vec![0f64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut s = f64::from(c[i * n + j]);
+            for kk in 0..k {
+                s += f64::from(a[i * k + kk]) * f64::from(b[kk * n + j]);
+            }
+            d[i * n + j] = s;
+        }
+    }
+    d
+}
+
+/// `Σ |a| |b| + |c|` per element: the scale of the rounding error of an `f32` sum.
+fn magnitude(a: &[f32], b: &[f32], c: &[f32], m: usize, n: usize, k: usize) -> Vec<f64> {
+    let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
+    reference(&abs(a), &abs(b), &abs(c), m, n, k)
+}
+
+/// Places lane-ordered accumulator outputs (`[f32; 4]` per thread, one m16n8 tile per warp)
+/// at their coordinates: warp `w`'s D is `d[128 w..]`, row-major 16×8.
+fn place(out: &[[f32; 4]]) -> Vec<f32> {
+    let mut d = vec![f32::NAN; out.len() * 4];
+    for (t, v) in out.iter().enumerate() {
+        let (w, lane) = (t / 32, (t % 32) as u32);
+        for (i, &x) in v.iter().enumerate() {
+            let (r, c) = FragC::<f32>::element_coords(lane, i);
+            d[128 * w + 8 * r + c] = x;
+        }
+    }
+    d
+}
+
+/// The instances of `mma_from_global`.
+trait FromGlobal: Half + cohort::mma::MmaInput<f32> {
+    fn launch(
+        c: &Ctx,
+        s: &cohort_runtime::Stream,
+        bufs: (&DeviceBuffer<Self>, &DeviceBuffer<Self>, &DeviceBuffer<f32>),
+        out: &mut DeviceBuffer<[f32; 4]>,
+    ) -> TestResult;
+}
+
+macro_rules! from_global_instance {
+    ($($t:ty),*) => {$(
+        impl FromGlobal for $t {
+            fn launch(
+                c: &Ctx,
+                s: &cohort_runtime::Stream,
+                (a, b, cc): (&DeviceBuffer<Self>, &DeviceBuffer<Self>, &DeviceBuffer<f32>),
+                out: &mut DeviceBuffer<[f32; 4]>,
+            ) -> TestResult {
+                let cfg = LaunchConfig::new(2, 128);
+                k::mma_from_global::<$t>::load(&c.tests).ctx("load")?.launch(s, cfg, a, b, cc, out).ctx("launch")
+            }
+        }
+    )*};
+}
+from_global_instance!(bf16, f16);
+
+fn from_global<T: FromGlobal>(c: &Ctx, name: &str) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng(name);
+    let warps = 8usize;
+    for random in [false, true] {
+        let draw = |r: &mut StdRng| if random { r.random_range(-1.0f32..1.0) } else { quarter(r) };
+        let a: Vec<T> = (0..256 * warps).map(|_| T::from_f32(draw(&mut r))).collect();
+        let b: Vec<T> = (0..128 * warps).map(|_| T::from_f32(draw(&mut r))).collect();
+        let cc: Vec<f32> = (0..128 * warps).map(|_| draw(&mut r)).collect();
+        let (da, db, dc) = (c.gpu.upload(&a).ctx("a")?, c.gpu.upload(&b).ctx("b")?, c.gpu.upload(&cc).ctx("c")?);
+        let mut out = c.gpu.upload(&vec![[f32::NAN; 4]; 32 * warps]).ctx("out")?;
+        T::launch(c, &s, (&da, &db, &dc), &mut out)?;
+        let got = place(&out.to_vec().ctx("read")?);
+        let (mut want, mut mag) = (Vec::new(), Vec::new());
+        for w in 0..warps {
+            let af: Vec<f32> = a[256 * w..256 * (w + 1)].iter().map(|x| x.to_f32()).collect();
+            let bf: Vec<f32> = b[128 * w..128 * (w + 1)].iter().map(|x| x.to_f32()).collect();
+            let cw = &cc[128 * w..128 * (w + 1)];
+            want.extend(reference(&af, &bf, cw, 16, 8, 16));
+            mag.extend(magnitude(&af, &bf, cw, 16, 8, 16));
+        }
+        let what = format!("{name}: D of {warps} warps, {} data", if random { "random" } else { "quarter-integer" });
+        if random {
+            // An f32 sum of 17 terms: at most ~17 roundings of 2^-24 of the magnitude.
+            let idx: Vec<usize> = (0..got.len()).collect();
+            check_all_by(&what, &idx, &idx, |&i, _| (f64::from(got[i]) - want[i]).abs() <= 4e-6 * mag[i])?;
+        } else {
+            let want: Vec<f32> = want.iter().map(|&x| x as f32).collect();
+            check_all(&what, &got, &want)?;
+        }
+    }
+    Ok(())
+}
+
+fn f16_accumulate(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("mma_sync_f16_f16_every_element");
+    let warps = 4usize;
+    let a: Vec<f16> = (0..256 * warps).map(|_| f16::from_f32(quarter(&mut r))).collect();
+    let b: Vec<f16> = (0..128 * warps).map(|_| f16::from_f32(quarter(&mut r))).collect();
+    let cc: Vec<f16> = (0..128 * warps).map(|_| f16::from_f32(quarter(&mut r))).collect();
+    let (da, db, dc) = (c.gpu.upload(&a).ctx("a")?, c.gpu.upload(&b).ctx("b")?, c.gpu.upload(&cc).ctx("c")?);
+    let mut out = c.gpu.upload(&vec![[f16::NAN; 4]; 32 * warps]).ctx("out")?;
+    k::mma_f16_accumulate::load(&c.tests).ctx("load")?.launch(&s, LaunchConfig::new(1, 128), &da, &db, &dc, &mut out).ctx("launch")?;
+    let got: Vec<[f32; 4]> = out.to_vec().ctx("read")?.iter().map(|v| v.map(|h| h.to_f32())).collect();
+    let got = place(&got);
+    let mut want = Vec::new();
+    for w in 0..warps {
+        let f = |v: &[f16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+        // Sums of multiples of 1/16 below 2^6 in magnitude: exact in F16's 11 bits.
+        want.extend(reference(&f(&a[256 * w..][..256]), &f(&b[128 * w..][..128]), &f(&cc[128 * w..][..128]), 16, 8, 16));
+    }
+    let want: Vec<f32> = want.iter().map(|&x| x as f32).collect();
+    check_all("F16 accumulators: D of 4 warps", &got, &want)
+}
+
+fn ldmatrix(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("mma_ldmatrix_fragments_match_element_coords");
+    let (blocks, warps) = (2usize, 8usize);
+    let a: Vec<bf16> = (0..256 * warps).map(|_| bf16::from_f32(quarter(&mut r))).collect();
+    let b: Vec<bf16> = (0..128 * warps).map(|_| bf16::from_f32(quarter(&mut r))).collect();
+    // Bᵀ (N×K) of each warp's B.
+    let bt: Vec<bf16> = (0..128 * warps).map(|e| {
+        let (w, n, kk) = (e / 128, (e % 128) / 16, e % 16);
+        b[128 * w + 8 * kk + n]
+    }).collect();
+    let cc: Vec<f32> = (0..128 * warps).map(|_| quarter(&mut r)).collect();
+    let up = |v: &Vec<bf16>| c.gpu.upload(v);
+    let (da, db, dbt, dc) = (up(&a).ctx("a")?, up(&b).ctx("b")?, up(&bt).ctx("bt")?, c.gpu.upload(&cc).ctx("c")?);
+    let mut out = c.gpu.upload(&vec![[f32::NAN; 8]; 32 * warps]).ctx("out")?;
+    let mut regs = c.gpu.upload(&vec![[0xdead_beefu32; 12]; 32 * warps]).ctx("regs")?;
+    k::mma_ldmatrix::load(&c.tests)
+        .ctx("load")?
+        .launch(&s, LaunchConfig::new(blocks as u32, 128), &da, &db, &dbt, &dc, &mut out, &mut regs)
+        .ctx("launch")?;
+    let (out, regs) = (out.to_vec().ctx("read")?, regs.to_vec().ctx("read")?);
+    // Registers: each 16-bit element against the matrices at `element_coords`.
+    let bits = |v: bf16| u32::from(v.to_bits());
+    let pack = |lo: bf16, hi: bf16| bits(lo) | bits(hi) << 16;
+    let mut want_regs = Vec::new();
+    for t in 0..32 * warps {
+        let (w, l) = (t / 32, (t % 32) as u32);
+        let ae = |i: usize| {
+            let (row, col) = FragA::<bf16>::element_coords(l, i);
+            a[256 * w + 16 * row + col]
+        };
+        let be = |i: usize| {
+            let (kk, n) = FragB::<bf16>::element_coords(l, i);
+            b[128 * w + 8 * kk + n]
+        };
+        // ldmatrix_x4_trans on the A block: matrix m at rows 8 (m / 2), columns 8 (m % 2);
+        // lane l gets (row 2 (l % 4) + j, column l / 4) of each.
+        let at = |m: usize| {
+            let e = |j: usize| {
+                let (row, col) = (8 * (m / 2) + 2 * (l as usize % 4) + j, 8 * (m % 2) + l as usize / 4);
+                a[256 * w + 16 * row + col]
+            };
+            pack(e(0), e(1))
+        };
+        let rb = [pack(be(0), be(1)), pack(be(2), be(3))];
+        want_regs.push([
+            pack(ae(0), ae(1)),
+            pack(ae(2), ae(3)),
+            pack(ae(4), ae(5)),
+            pack(ae(6), ae(7)),
+            rb[0],
+            rb[1],
+            rb[0],
+            rb[1],
+            at(0),
+            at(1),
+            at(2),
+            at(3),
+        ]);
+    }
+    check_all("ldmatrix registers: A (x4), B (x2.trans), B from Bᵀ (x2), A (x4.trans)", &regs, &want_regs)?;
+    let mut want = Vec::new();
+    for w in 0..warps {
+        let af: Vec<f32> = a[256 * w..][..256].iter().map(|x| x.to_f32()).collect();
+        let bf: Vec<f32> = b[128 * w..][..128].iter().map(|x| x.to_f32()).collect();
+        want.extend(reference(&af, &bf, &cc[128 * w..][..128], 16, 8, 16).into_iter().map(|x| x as f32));
+    }
+    let d1 = place(&out.iter().map(|v| [v[0], v[1], v[2], v[3]]).collect::<Vec<_>>());
+    let d2 = place(&out.iter().map(|v| [v[4], v[5], v[6], v[7]]).collect::<Vec<_>>());
+    check_all("D from ldmatrix fragments (B K×N)", &d1, &want)?;
+    check_all("D from ldmatrix fragments (B from Bᵀ)", &d2, &want)
+}
+
+fn wmma_gemm(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("mma_wmma_gemm_shared_col_major_and_global");
+    let kern = k::wmma_gemm::load(&c.tests).ctx("load")?;
+    let (m, n, kk) = (64usize, 96usize, 48usize);
+    for random in [false, true] {
+        let draw = |r: &mut StdRng| if random { r.random_range(-1.0f32..1.0) } else { quarter(r) };
+        let a: Vec<bf16> = (0..m * kk).map(|_| bf16::from_f32(draw(&mut r))).collect();
+        let b: Vec<bf16> = (0..kk * n).map(|_| bf16::from_f32(draw(&mut r))).collect();
+        let bt: Vec<bf16> = (0..n * kk).map(|e| b[(e % kk) * n + e / kk]).collect();
+        let cc: Vec<f32> = (0..m * n).map(|_| draw(&mut r)).collect();
+        let af: Vec<f32> = a.iter().map(|x| x.to_f32()).collect();
+        let bf: Vec<f32> = b.iter().map(|x| x.to_f32()).collect();
+        let want = reference(&af, &bf, &cc, m, n, kk);
+        let mag = magnitude(&af, &bf, &cc, m, n, kk);
+        let up = |v: &Vec<bf16>| c.gpu.upload(v);
+        let (da, db, dbt, dc) = (up(&a).ctx("a")?, up(&b).ctx("b")?, up(&bt).ctx("bt")?, c.gpu.upload(&cc).ctx("c")?);
+        let blocks = (m / 32) * (n / 32);
+        for mode in 0..3u32 {
+            let mut out = c.gpu.upload(&vec![[f32::NAN; 8]; blocks * 128]).ctx("out")?;
+            let dims = [m as u32, n as u32, kk as u32, mode];
+            kern.launch(&s, LaunchConfig::new(blocks as u32, 128), &da, &db, &dbt, &dc, dims, &mut out).ctx("launch")?;
+            let out = out.to_vec().ctx("read")?;
+            let mut got = vec![f32::NAN; m * n];
+            for (g, row) in out.iter().enumerate() {
+                let (bi, t) = (g / 128, g % 128);
+                let (r0, c0) = (32 * (bi / (n / 32)), 32 * (bi % (n / 32)));
+                for (j, &x) in row.iter().enumerate() {
+                    got[(r0 + t / 4) * n + c0 + 8 * (t % 4) + j] = x;
+                }
+            }
+            let what = format!(
+                "WMMA GEMM {m}×{n}×{kk}, mode {mode} (0 shared, 1 B column-major, 2 global), {} data",
+                if random { "random" } else { "quarter-integer" }
+            );
+            if random {
+                // f32 sums of 49 terms: at most ~49 roundings of 2^-24 of the magnitude.
+                let idx: Vec<usize> = (0..got.len()).collect();
+                check_all_by(&what, &idx, &idx, |&i, _| (f64::from(got[i]) - want[i]).abs() <= 1e-5 * mag[i])?;
+            } else {
+                let want: Vec<f32> = want.iter().map(|&x| x as f32).collect();
+                check_all(&what, &got, &want)?;
+            }
+        }
+    }
+    // The accumulator's coordinates cover the 16×16 tile once.
+    let mut seen = vec![0u32; 256];
+    for lane in 0..32 {
+        for i in 0..8 {
+            let (row, col) = wmma::accumulator_coords(lane, i);
+            seen[16 * row + col] += 1;
+        }
+    }
+    ensure(seen.iter().all(|&x| x == 1), || format!("accumulator coordinates: {seen:?}"))
+}
+
+fn conversions(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("mma_half_conversions_round_to_nearest_even");
+    // Ties (halfway between two BF16 / F16), values near overflow, subnormals, and random ones.
+    let mut xs: Vec<f32> = vec![
+        1.0 + 2f32.powi(-8),
+        1.0 + 3.0 * 2f32.powi(-8),
+        1.0 + 2f32.powi(-11),
+        1.0 + 3.0 * 2f32.powi(-11),
+        -2.5,
+        65504.0,
+        65520.0,
+        1e-7,
+        -3e-39,
+        3.0e38,
+        f32::INFINITY,
+        0.1,
+    ];
+    xs.extend((0..500).map(|_| f32::from_bits(r.random::<u32>() & 0xbfff_ffff)));
+    xs.extend((0..500).map(|_| r.random_range(-70000.0f32..70000.0)));
+    let dx = c.gpu.upload(&xs).ctx("xs")?;
+    let mut out = c.gpu.upload(&vec![[f32::NAN; 2]; xs.len()]).ctx("out")?;
+    let mut bits = c.gpu.upload(&vec![[0u16; 2]; xs.len()]).ctx("bits")?;
+    let cfg = LaunchConfig::new(xs.len().div_ceil(128) as u32, 128);
+    k::half_convert::load(&c.tests).ctx("load")?.launch(&s, cfg, &dx, &mut out, &mut bits).ctx("launch")?;
+    let want_bits: Vec<[u16; 2]> = xs
+        .iter()
+        .map(|&x| [bf16::from_f32(x).to_bits(), f16::from_f32(x).to_bits()])
+        .collect();
+    // The inputs hold no NaN (bit 30 cleared), where encodings may differ.
+    check_all("bf16 / f16 bits of cvt.rn", &bits.to_vec().ctx("read")?, &want_bits)?;
+    let want: Vec<[f32; 2]> =
+        xs.iter().map(|&x| [bf16::from_f32(x).to_f32(), f16::from_f32(x).to_f32()]).collect();
+    check_all("bf16 / f16 values back in f32", &out.to_vec().ctx("read")?, &want)?;
+    // Round to nearest even, checked on the ties: 1 + 2^-8 is halfway between 1 and 1 + 2^-7.
+    ensure(want_bits[0][0] == 0x3f80 && want_bits[1][0] == 0x3f82, || format!("bf16 ties: {:?}", &want_bits[..2]))
+}
+
+/// An `ldmatrix` whose rows leave the tile, or are misaligned: the launch ends with an `Err`
+/// naming the check, never a read of other memory.
+fn ldmatrix_misuse(c: &Ctx) -> TestResult {
+    if !c.is_cpu() {
+        // On a GPU the panic traps and ends the context: checked by the CPU device here, and
+        // on a GPU by `mma_ldmatrix_misuse` in the hostile suite's child processes (not yet).
+        return Ok(());
+    }
+    let s = c.gpu.new_stream().ctx("stream")?;
+    for (which, needle) in [(0, "ldmatrix row out of the tile"), (1, "ldmatrix row address not 16-byte aligned")] {
+        let mut out = c.gpu.upload(&vec![0u32; 64]).ctx("out")?;
+        let cfg = LaunchConfig::new(2, 32);
+        let res = if which == 0 {
+            k::ldmatrix_out_of_tile::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out)
+        } else {
+            k::ldmatrix_misaligned::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out)
+        };
+        let e = match res.and_then(|()| s.synchronize()) {
+            Ok(()) => return Err(format!("case {which}: the kernel completed")),
+            Err(e) => e.to_string(),
+        };
+        ensure(e.contains(needle) && e.contains("mma.rs:"), || format!("case {which}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A warp split across two `mma_sync` calls, and half a warp at an `ldmatrix`: on the CPU device
+/// an `Err` naming the instruction (`divergence: `); on a GPU the checked-mode suite covers it
+/// (`check_divergent_mma_sync_is_an_error`, run in a child process).
+fn diverge_mma_cpu(c: &Ctx) -> TestResult {
+    if !c.is_cpu() {
+        return Ok(());
+    }
+    let s = c.gpu.new_stream().ctx("stream")?;
+    for which in 0..2 {
+        let mut out = c.gpu.upload(&vec![0u32; 256]).ctx("out")?;
+        let cfg = LaunchConfig::new(2, 128);
+        let res = if which == 0 {
+            k::diverge_mma::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out)
+        } else {
+            k::diverge_ldmatrix::load(&c.tests).ctx("load")?.launch(&s, cfg, &mut out)
+        };
+        let e = match res.and_then(|()| s.synchronize()) {
+            Ok(()) => return Err(format!("case {which}: the divergent kernel completed")),
+            Err(e) => e.to_string(),
+        };
+        let op = if which == 0 { "`mma_sync`" } else { "`ldmatrix`" };
+        ensure(e.contains("divergence: ") && e.contains(op) && e.contains("mma.rs:"), || format!("case {which}: {e}"))?;
+    }
+    Ok(())
+}
