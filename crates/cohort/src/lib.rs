@@ -130,6 +130,7 @@ pub mod shared;
 pub mod slice;
 pub mod sync;
 pub mod thread;
+pub mod tma;
 mod unroll;
 pub mod vec;
 

@@ -11,6 +11,7 @@ cohort_runtime::include_ptx!();
 
 pub mod algorithms;
 pub mod async_barrier;
+pub mod tma;
 pub mod atomic_ops;
 pub mod cg_collectives;
 pub mod cg_examples;

@@ -64,6 +64,7 @@
 //! | `mbarrier.init/arrive/test_wait/try_wait.shared.b64` (sm_80) | `mbarrier_*` (the block's phase barrier; crate-private) | `cuda::barrier` |
 //! | `mbarrier.{init,inval,arrive,arrive.expect_tx,arrive_drop,try_wait.parity,test_wait.parity}` | [`mbarrier_init_shared`] …, [`mbarrier_wait_parity_shared`] | `cuda::barrier`, `cuda::ptx::mbarrier_*` |
 //! | `cp.async.mbarrier.arrive.noinc`, `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` | [`cp_async_mbarrier_arrive_noinc_shared`], [`cp_async_bulk_shared_global`] | `cuda::memcpy_async(…, barrier)`, `cuda::device::memcpy_async_tx` |
+//! | `cp.async.bulk.tensor.{1..5}d` (load and store), `fence.proxy.tensormap`, `fence.proxy.async.shared::cta`, `cp.async.bulk.commit_group`, `cp.async.bulk.wait_group[.read]` | [`cp_async_bulk_tensor_load`], [`cp_async_bulk_tensor_store`], [`fence_proxy_tensormap_acquire`], [`fence_proxy_async_shared`], [`cp_async_bulk_commit_group`], [`cp_async_bulk_wait_group_read`], [`cp_async_bulk_wait_group`] | `cuda::ptx::cp_async_bulk_tensor`, `cde::fence_proxy_async_shared_cta`, `cp_async_bulk_commit_group`, `cp_async_bulk_wait_group_read` |
 //! | `fns.b32` | [`fns`] | `__fns` |
 //! | `isspacep.global` | [`isspacep_global`] | `__isGlobal` |
 //! | `call vprintf` | [`vprintf_raw`] | `printf` |
@@ -82,6 +83,7 @@ pub mod mbarrier;
 pub mod memory;
 pub mod print;
 pub mod sreg;
+pub mod tma;
 pub mod warp;
 
 // The `.approx` instructions computed on the CPU device as a GPU computes them (see `fp`).
@@ -104,5 +106,6 @@ pub use launch::*;
 pub use mbarrier::*;
 pub use memory::*;
 pub use print::*;
+pub use tma::*;
 pub use sreg::*;
 pub use warp::*;
