@@ -37,6 +37,7 @@
 //! | `out[row * cols + col]`, tiles of a matrix output | [`matrix::DisjointMatrix`], [`matrix::Matrix`] | [`matrix`] |
 //! | `fmaf`, nvcc's `-fmad=true`, `__sinf`, `__expf`, … | [`fp::fma`], `#[kernel(contract)]`, [`fp::fast`] | [`fp`] |
 //! | `child<<<grid, block, smem, stream>>>(args)` in device code (dynamic parallelism) | `child::launch_from_device(&config, stream, args)` | [`launch`] |
+//! | `CUtensorMap`, `cp.async.bulk.tensor` (TMA) loads and stores | [`tma::TensorMap`], [`tma::TensorMapMut`], [`cg::AsyncBarrier::tensor_load`] | [`tma`] |
 //! | inline PTX | [`raw`] | [`raw`] |
 //!
 //! ## Tiers
@@ -59,6 +60,7 @@
 //! | 5 | [`sync`], [`mutex`] | barriers, fences, locks | safe |
 //! | 6 | [`slice`](mod@slice), [`matrix`] | outputs that cannot alias: disjoint and append slices, matrices | safe |
 //! | 7 | [`cg`] | cooperative groups: tiles, blocks, grids, multi-grids, their collectives, async copies, grid vectors | safe |
+//! | 7 | [`tma`] | the Tensor Memory Accelerator: tensor maps as parameters, tile loads completing on an asynchronous barrier, stores of the boxes a block owns | safe |
 //! | 7 | [`block`] | CUB's `Block*` layer: tiles of several items per thread, loads, stores, exchanges, reduce and scan over items | safe |
 //! | 8 | [`launch`], `abi` | the kernel interface: parameters as the host passes them, typed device-side launches | safe |
 //! | 9 | [`algorithms`] | the device-wide algorithms' kernel bodies (CUB's `Device*` agents): reduce, single-pass scan with decoupled look-back | safe |
