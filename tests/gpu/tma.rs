@@ -65,25 +65,29 @@ fn load_2d(c: &Ctx, fill: OobFill) -> TestResult {
     Ok(())
 }
 
-/// A 130 × 100 matrix in rows of 112 (a pitch): 6 boxes of 64 × 64, 4 blocks (two own two
-/// boxes). Every element of the matrix is written once; the padding columns are not.
+/// A 130 × 100 matrix in rows of 112 (a pitch): 6 boxes of 64 × 64, stored by 4 blocks (two
+/// own two boxes) and by 9 (three own none). Every element of the matrix is written once; the
+/// padding columns are not.
 fn store_owned(c: &Ctx) -> TestResult {
     let (rows, cols, pitch) = (130usize, 100usize, 112usize);
     let s = c.gpu.new_stream().ctx("stream")?;
-    let mut dm = c.gpu.upload(&vec![SENTINEL; rows * pitch]).ctx("upload")?;
-    let seed = 0.5f32;
-    {
-        let spec = TensorMapSpec::new([cols as u64, rows as u64], [64, 64]).strides(&[(pitch * 4) as u64]);
-        let mut map = TensorMapMut::<f32, 2>::new(&mut dm, spec).ctx("map")?;
-        k::tma_store_owned::load(&c.tests).ctx("load")?.launch(&s, LaunchConfig::new(4, 128), &mut map, seed).ctx("launch")?;
+    let kern = k::tma_store_owned::load(&c.tests).ctx("load")?;
+    for (blocks, seed) in [(4u32, 0.5f32), (9, 7.25)] {
+        let mut dm = c.gpu.upload(&vec![SENTINEL; rows * pitch]).ctx("upload")?;
+        {
+            let spec = TensorMapSpec::new([cols as u64, rows as u64], [64, 64]).strides(&[(pitch * 4) as u64]);
+            let mut map = TensorMapMut::<f32, 2>::new(&mut dm, spec).ctx("map")?;
+            kern.launch(&s, LaunchConfig::new(blocks, 128), &mut map, seed).ctx("launch")?;
+        }
+        let want: Vec<f32> = (0..rows * pitch)
+            .map(|i| {
+                let (y, x) = (i / pitch, i % pitch);
+                if x < cols { seed + (y * 1024 + x) as f32 } else { SENTINEL }
+            })
+            .collect();
+        check_all(&format!("boxes stored by {blocks} blocks"), &dm.to_vec().ctx("read")?, &want)?;
     }
-    let want: Vec<f32> = (0..rows * pitch)
-        .map(|i| {
-            let (y, x) = (i / pitch, i % pitch);
-            if x < cols { seed + (y * 1024 + x) as f32 } else { SENTINEL }
-        })
-        .collect();
-    check_all("stored boxes", &dm.to_vec().ctx("read")?, &want)
+    Ok(())
 }
 
 /// A 200 × 132 matrix transposed (and scaled) box by box by 5 blocks.

@@ -122,14 +122,6 @@ pub struct TensorMapMut<'a, T, const RANK: usize> {
     _t: PhantomData<&'a mut [T]>,
 }
 
-/// The ABI record entry of a map parameter: its kind, the element size and, in place of an
-/// alignment, the rank.
-#[doc(hidden)]
-#[must_use]
-pub const fn abi_entry<T, const RANK: usize>(kind: crate::abi::AbiKind) -> [u32; 3] {
-    [kind as u32, size_of::<T>() as u32, RANK as u32]
-}
-
 /// What both kinds of map share.
 macro_rules! map_common {
     ($($ty:ident),*) => {$(

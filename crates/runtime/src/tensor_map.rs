@@ -325,7 +325,8 @@ fn encode<T: TensorElement, const RANK: usize>(
 ) -> Result<DeviceBuffer<u8>> {
     let (alloc, ptr) = buffer.alloc_and_ptr();
     let elem = size_of::<T>() as u64;
-    let refuse = |e: TensorMapError| Error::Argument(format!("{}: {e}", if store { "TensorMapMut" } else { "TensorMap" }));
+    let refuse =
+        |e: TensorMapError| Error::Argument(format!("{}: {e}", if store { "TensorMapMut" } else { "TensorMap" }));
     spec.check(elem, T::FLOAT, buffer.num_bytes() as u64, ptr).map_err(refuse)?;
     let rule = |field: String, rule: String| refuse(TensorMapError { field, rule });
     if spec.swizzle != Swizzle::None {

@@ -11,7 +11,6 @@ cohort_runtime::include_ptx!();
 
 pub mod algorithms;
 pub mod async_barrier;
-pub mod tma;
 pub mod atomic_ops;
 pub mod cg_collectives;
 pub mod cg_examples;
@@ -29,3 +28,4 @@ pub mod safety;
 pub mod shapes;
 pub mod shared_mem;
 pub mod streams;
+pub mod tma;

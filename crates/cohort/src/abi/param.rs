@@ -314,7 +314,9 @@ param_fn! {
     <T: SliceElement, I: crate::matrix::MatrixIndex> crate::matrix::Matrix<'a, T, I> => crate::matrix::Matrix<'static, T, I>;
     <T: DeviceCopy> crate::cg::MultiGridVec<'a, T> => crate::cg::MultiGridVec<'static, T>;
 }
-impl<T: crate::tma::TensorElement + 'static, const RANK: usize> ParamFn for for<'a> fn(crate::tma::TensorMap<'a, T, RANK>) {
+impl<T: crate::tma::TensorElement + 'static, const RANK: usize> ParamFn
+    for for<'a> fn(crate::tma::TensorMap<'a, T, RANK>)
+{
     type Param = crate::tma::TensorMap<'static, T, RANK>;
 }
 impl<T: crate::tma::TensorElement + 'static, const RANK: usize> ParamFn
@@ -670,13 +672,19 @@ unsafe impl<T: DeviceCopy> KernelParam for crate::cg::MultiGridVec<'_, T> {
     }
 }
 
+/// The ABI record entry of a tensor map parameter: its kind, the element size and, in place of
+/// an alignment, the rank.
+const fn abi_tensor_map<T, const RANK: usize>(kind: AbiKind) -> [u32; 3] {
+    [kind as u32, size_of::<T>() as u32, RANK as u32]
+}
+
 // SAFETY: the address of a map allocation the host argument (`&cohort_runtime::TensorMap`)
 // owns, made for elements `T` and rank `RANK` (the argument's type), whose tensor lies inside a
 // buffer the argument borrows shared (the tracker's read operand) for the launch.
 unsafe impl<T: crate::tma::TensorElement, const RANK: usize> KernelParam for crate::tma::TensorMap<'_, T, RANK> {
     type Parts = (*const u8,);
     type Key = Self;
-    const ABI: &'static [[u32; 3]] = &[crate::tma::abi_entry::<T, RANK>(AbiKind::TensorMapPtr)];
+    const ABI: &'static [[u32; 3]] = &[abi_tensor_map::<T, RANK>(AbiKind::TensorMapPtr)];
     const USES: usize = 2;
     const NO_PADDING: () = T::__NO_PADDING;
     #[inline(always)]
@@ -692,7 +700,7 @@ unsafe impl<T: crate::tma::TensorElement, const RANK: usize> KernelParam for cra
 unsafe impl<T: crate::tma::TensorElement, const RANK: usize> KernelParam for crate::tma::TensorMapMut<'_, T, RANK> {
     type Parts = (*const u8,);
     type Key = Self;
-    const ABI: &'static [[u32; 3]] = &[crate::tma::abi_entry::<T, RANK>(AbiKind::TensorMapMutPtr)];
+    const ABI: &'static [[u32; 3]] = &[abi_tensor_map::<T, RANK>(AbiKind::TensorMapMutPtr)];
     const USES: usize = 2;
     const NO_PADDING: () = T::__NO_PADDING;
     #[inline(always)]

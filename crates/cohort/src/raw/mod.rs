@@ -106,6 +106,6 @@ pub use launch::*;
 pub use mbarrier::*;
 pub use memory::*;
 pub use print::*;
-pub use tma::*;
 pub use sreg::*;
+pub use tma::*;
 pub use warp::*;
