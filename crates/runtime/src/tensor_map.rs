@@ -30,7 +30,7 @@
 //! and its safety argument are in `cohort::tma`.
 //!
 //! On top of [`TensorMapSpec::check`] a map refuses what the device side does not support or
-//! rely on: swizzle, element strides other than 1, dimensions past 2^31 elements (coordinates
+//! rely on: a GPU below compute capability 9.0 (where the copies would trap), swizzle, element strides other than 1, dimensions past 2^31 elements (coordinates
 //! are signed 32-bit), and for a store map strides that let two boxes overlap (each dimension's
 //! stride at least the bytes of the dimensions inside it).
 
@@ -373,6 +373,14 @@ fn encode<T: TensorElement, const RANK: usize>(
         header.boxes[d] = spec.dims[d].div_ceil(u64::from(spec.box_dims[d])) as u32;
     }
     let gpu = Gpu::with_inner(alloc.gpu.clone())?;
+    // The device side traps below sm_90 (no tensor copies there): refuse the map instead.
+    let (major, minor) = gpu.info().compute_capability;
+    if !gpu.is_cpu() && major < 9 {
+        return Err(Error::Argument(format!(
+            "{}: tensor maps need a GPU of compute capability 9.0 or later (TMA); this one is {major}.{minor}",
+            if store { "TensorMapMut" } else { "TensorMap" }
+        )));
+    }
     let mut bytes = [0u8; MAP_BYTES];
     if gpu.is_cpu() {
         let mut desc = cohort_cpu::TensorMapDesc {
