@@ -302,7 +302,7 @@ impl<'b> AsyncBarrier<'b> {
     }
 }
 
-/// Declares shared-memory tiles for TMA copies: as [`shared!`](crate::shared), 128-byte aligned
+/// Declares shared-memory tiles for TMA copies: as [`shared!`](macro@crate::shared), 128-byte aligned
 /// (what a tensor copy's shared address needs).
 ///
 /// ```
