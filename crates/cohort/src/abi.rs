@@ -11,6 +11,8 @@
 //! | `shape: BlockShape<X, Y, Z>` | none (in the record's header) | none |
 //! | `out: DisjointMatrix<T, L, I>` | `.u64` pointer, `.u64` rows, `.u64` cols | `MatrixMut<T>` |
 //! | `a: Matrix<T, I>` | `.u64` pointer, `.u64` rows, `.u64` cols | `MatrixRef<T>` |
+//! | `src: TensorMap<T, RANK>` | `.u64` map address | `&TensorMap<T, RANK>` (runtime) |
+//! | `dst: TensorMapMut<T, RANK>` | `.u64` map address | `&mut TensorMapMut<T, RANK>` (runtime) |
 //!
 //! Each row is one impl of [`KernelParam`] (`param.rs`: the PTX parts, the record's entries, the
 //! rebuild on the device and the read on the CPU device), and on the host one of
@@ -365,6 +367,12 @@ pub enum AbiKind {
     /// with the size of the matrix's offset type `I` (4 or 8) and, in place of an alignment,
     /// 1 if its layout is `Within` (its launches are checked to stay inside it), else 0.
     MatrixRows = 14,
+    /// The map allocation of a read-only `TensorMap<T, RANK>` (size is `T`'s; in place of an
+    /// alignment, `RANK`).
+    TensorMapPtr = 15,
+    /// The map allocation of a `TensorMapMut<T, RANK>` (size is `T`'s; in place of an
+    /// alignment, `RANK`).
+    TensorMapMutPtr = 16,
 }
 
 impl AbiKind {
@@ -387,6 +395,8 @@ impl AbiKind {
             12 => Self::MultiGridVecPtr,
             13 => Self::MatrixRefPtr,
             14 => Self::MatrixRows,
+            15 => Self::TensorMapPtr,
+            16 => Self::TensorMapMutPtr,
             _ => return None,
         })
     }
@@ -420,6 +430,8 @@ impl AbiKind {
             Self::MultiGridVecPtr => "the replica of a `MultiGridVec<T>`",
             Self::MatrixRefPtr => "the pointer of a `Matrix<T>`",
             Self::MatrixRows => "the rows of a matrix",
+            Self::TensorMapPtr => "a `TensorMap<T, RANK>`",
+            Self::TensorMapMutPtr => "a `TensorMapMut<T, RANK>`",
         }
     }
 }

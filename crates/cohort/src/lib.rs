@@ -38,6 +38,7 @@
 //! | `fmaf`, nvcc's `-fmad=true`, `__sinf`, `__expf`, … | [`fp::fma`], `#[kernel(contract)]`, [`fp::fast`] | [`fp`] |
 //! | `child<<<grid, block, smem, stream>>>(args)` in device code (dynamic parallelism) | `child::launch_from_device(&config, stream, args)` | [`launch`] |
 //! | `__nv_bfloat16`, `__half`, `mma.sync`, `ldmatrix`, `nvcuda::wmma` | [`mma::bf16`], [`mma::f16`], [`mma::mma_sync`], [`mma::ldmatrix_x4`], [`mma::wmma`] | [`mma`] |
+//! | `CUtensorMap`, `cp.async.bulk.tensor` (TMA) loads and stores | [`tma::TensorMap`], [`tma::TensorMapMut`], [`cg::AsyncBarrier::tensor_load`] | [`tma`] |
 //! | inline PTX | [`raw`] | [`raw`] |
 //!
 //! ## Tiers
@@ -61,6 +62,7 @@
 //! | 6 | [`slice`](mod@slice), [`matrix`] | outputs that cannot alias: disjoint and append slices, matrices | safe |
 //! | 7 | [`cg`] | cooperative groups: tiles, blocks, grids, multi-grids, their collectives, async copies, grid vectors | safe |
 //! | 7 | [`mma`] | tensor cores: `mma.sync` on typed fragments, `ldmatrix` from shared tiles, BF16/F16, the WMMA layer | safe |
+//! | 7 | [`tma`] | the Tensor Memory Accelerator: tensor maps as parameters, tile loads completing on an asynchronous barrier, stores of the boxes a block owns | safe |
 //! | 7 | [`block`] | CUB's `Block*` layer: tiles of several items per thread, loads, stores, exchanges, reduce and scan over items | safe |
 //! | 8 | [`launch`], `abi` | the kernel interface: parameters as the host passes them, typed device-side launches | safe |
 //! | 9 | [`algorithms`] | the device-wide algorithms' kernel bodies (CUB's `Device*` agents): reduce, single-pass scan with decoupled look-back | safe |
@@ -135,6 +137,7 @@ pub mod shared;
 pub mod slice;
 pub mod sync;
 pub mod thread;
+pub mod tma;
 mod unroll;
 pub mod vec;
 

@@ -107,7 +107,9 @@ pub enum CheckKind {
     /// arrived on already (a token forgotten); 3, an arrival after `arrive_and_drop`; 4, a bulk
     /// copy whose size (number 2) is not a multiple of 16 bytes; 5, one of 2^20 bytes or more
     /// (number 2: the size); 6, a bulk copy's source or destination not 16-byte aligned; 7, a
-    /// scope that threads of the block returned before (number 2: how many).
+    /// scope that threads of the block returned before (number 2: how many); 8, a TMA copy's
+    /// shared tile that is not the size of the tensor map's box (number 2: the tile's bytes);
+    /// 9, a TMA copy's shared tile not 128-byte aligned (number 2: its address).
     AsyncBarrierMisuse = 14,
 }
 
@@ -322,6 +324,18 @@ impl core::fmt::Display for CheckText<'_> {
                     self.b
                 ),
                 6 => write!(f, "`{op}`: the source and destination must be 16-byte aligned"),
+                8 => write!(
+                    f,
+                    "`{op}`: the shared tile ({} bytes) is not the tensor map's box (a tile holds exactly one box: \
+                     `map.box_elements()` elements)",
+                    self.b
+                ),
+                9 => write!(
+                    f,
+                    "`{op}`: the shared tile (at shared address {:#x}) is not 128-byte aligned, as a tensor copy \
+                     needs (declare it with `cohort::tma_tile!`)",
+                    self.b
+                ),
                 _ => write!(
                     f,
                     "`{op}`: {} thread(s) of the block returned from the kernel before the asynchronous barrier's \

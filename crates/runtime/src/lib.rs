@@ -170,6 +170,7 @@ mod ptx;
 mod stream;
 mod symbol;
 pub mod tensor_map;
+pub use tensor_map::{TensorMap, TensorMapMut};
 mod track;
 
 pub use append::{AppendArg, AppendBuffer, GridVecArg, GridVecBuffer};

@@ -16,11 +16,35 @@
 //! matrix, `dims = [cols, rows]` and `strides = [cols * size_of::<T>()]` (bytes; the innermost
 //! stride is the element size and is not given).
 //!
-//! Not done yet (issue 27): the `TensorMap<T, RANK>` kernel parameter kind that keeps its
-//! buffer borrowed and carries the encoded map to the kernel, the device-side tensor copies,
-//! and their CPU-device model. This module is the validation they will call first.
+//! **Maps as kernel parameters.** [`TensorMap<T, RANK>`] (loads) borrows its buffer shared and
+//! [`TensorMapMut<T, RANK>`] (stores) exclusively, for as long as the map lives: a map of a freed
+//! buffer, or of one something else writes meanwhile, does not compile. Each holds the encoded
+//! 128-byte map in a 256-byte device allocation of its own (its header after the map: the box and
+//! the number of boxes per dimension, what the device reads), made once by
+//! [`new`](TensorMap::new); on the CPU device the 128 bytes are a plain
+//! [`TensorMapDesc`](cohort_cpu::TensorMapDesc) the CPU model interprets. Passed to a launch
+//! (`&map`, `&mut map_mut`) it is the kernel's `cohort::tma::TensorMap<T, RANK>` /
+//! `TensorMapMut<T, RANK>` parameter (another element type or rank does not compile), and the
+//! launch's operands are the buffer (read, or written for a store map) and the map's allocation
+//! (read: it outlives the launch), exactly as if the buffer were passed itself. The device side
+//! and its safety argument are in `cohort::tma`.
+//!
+//! On top of [`TensorMapSpec::check`] a map refuses what the device side does not support or
+//! rely on: a GPU below compute capability 9.0 (where the copies would trap), swizzle, element strides other than 1, dimensions past 2^31 elements (coordinates
+//! are signed 32-bit), and for a store map strides that let two boxes overlap (each dimension's
+//! stride at least the bytes of the dimensions inside it).
 
 use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use cohort::tma::{HEADER_OFFSET, MAP_BYTES, TensorElement, TensorMapHeader};
+
+use crate::arg::{ArgContext, KernelArg, UseSink};
+use crate::device::Gpu;
+use crate::error::{Error, Result};
+use crate::memory::DeviceBuffer;
+use crate::track::{Alloc, Use};
 
 /// The most dimensions a tensor map has.
 pub const MAX_RANK: usize = 5;
@@ -290,6 +314,265 @@ impl<const RANK: usize> TensorMapSpec<RANK> {
             );
         }
         Ok(())
+    }
+}
+
+/// The map's bytes for the device: the encoded map (or the CPU description) and the header.
+fn encode<T: TensorElement, const RANK: usize>(
+    spec: &TensorMapSpec<RANK>,
+    buffer: &DeviceBuffer<T>,
+    store: bool,
+) -> Result<DeviceBuffer<u8>> {
+    let (alloc, ptr) = buffer.alloc_and_ptr();
+    let elem = size_of::<T>() as u64;
+    let refuse =
+        |e: TensorMapError| Error::Argument(format!("{}: {e}", if store { "TensorMapMut" } else { "TensorMap" }));
+    spec.check(elem, T::FLOAT, buffer.num_bytes() as u64, ptr).map_err(refuse)?;
+    let rule = |field: String, rule: String| refuse(TensorMapError { field, rule });
+    if spec.swizzle != Swizzle::None {
+        return Err(rule("swizzle".into(), "swizzled maps are not supported by Cohort's device side yet".into()));
+    }
+    for (i, &e) in spec.element_strides.iter().enumerate() {
+        if e != 1 {
+            return Err(rule(
+                format!("elementStrides[{i}]"),
+                format!("element strides other than 1 are not supported by Cohort yet (is {e})"),
+            ));
+        }
+    }
+    for (i, &d) in spec.dims.iter().enumerate() {
+        if d > 1 << 31 {
+            return Err(rule(
+                format!("globalDim[{i}]"),
+                format!("must be at most 2^31 (TMA coordinates are signed 32-bit; is {d})"),
+            ));
+        }
+    }
+    let strides = spec.byte_strides(elem);
+    if store {
+        // Nested, non-overlapping dimensions: then distinct elements are distinct bytes, and
+        // the boxes of different blocks (disjoint index ranges) never share one.
+        let mut extent = elem * spec.dims[0];
+        for i in 1..RANK {
+            let s = strides[i - 1];
+            if s < extent {
+                return Err(rule(
+                    format!("globalStrides[{}]", i - 1),
+                    format!(
+                        "a store map's dimension {i} must not overlap the ones inside it: its stride ({s} bytes) is \
+                         below their {extent} bytes, so two blocks' boxes could write the same element"
+                    ),
+                ));
+            }
+            extent = s * spec.dims[i];
+        }
+    }
+    let mut header = TensorMapHeader { box_dims: [1; cohort::tma::MAX_RANK], boxes: [1; cohort::tma::MAX_RANK] };
+    for d in 0..RANK {
+        header.box_dims[d] = spec.box_dims[d];
+        header.boxes[d] = spec.dims[d].div_ceil(u64::from(spec.box_dims[d])) as u32;
+    }
+    let gpu = Gpu::with_inner(alloc.gpu.clone())?;
+    // The device side traps below sm_90 (no tensor copies there): refuse the map instead.
+    let (major, minor) = gpu.info().compute_capability;
+    if !gpu.is_cpu() && major < 9 {
+        return Err(Error::Argument(format!(
+            "{}: tensor maps need a GPU of compute capability 9.0 or later (TMA); this one is {major}.{minor}",
+            if store { "TensorMapMut" } else { "TensorMap" }
+        )));
+    }
+    let mut bytes = [0u8; MAP_BYTES];
+    if gpu.is_cpu() {
+        let mut desc = cohort_cpu::TensorMapDesc {
+            base: ptr,
+            dims: [1; 5],
+            strides: [0; 5],
+            box_dims: [1; 5],
+            rank: RANK as u32,
+            elem: elem as u32,
+            oob_nan: u32::from(spec.oob_fill == OobFill::Nan),
+            magic: cohort_cpu::TMA_DESC_MAGIC,
+        };
+        for d in 0..RANK {
+            desc.dims[d] = spec.dims[d];
+            desc.strides[d] = if d == 0 { elem } else { strides[d - 1] };
+            desc.box_dims[d] = spec.box_dims[d];
+        }
+        // SAFETY: `TensorMapDesc` is 128 bytes of plain integers (no padding: asserted in
+        // cohort-cpu by its size).
+        let raw: [u8; 128] = unsafe { std::mem::transmute(desc) };
+        bytes[..128].copy_from_slice(&raw);
+    } else {
+        bytes[..128].copy_from_slice(&encode_tiled::<T, RANK>(spec, &strides, ptr).map_err(|e| {
+            Error::Argument(format!("cuTensorMapEncodeTiled refused a map that passed Cohort's checks: {e:?}"))
+        })?);
+    }
+    // SAFETY: `TensorMapHeader` is 40 bytes of `u32`s.
+    let head: [u8; size_of::<TensorMapHeader>()] = unsafe { std::mem::transmute(header) };
+    bytes[HEADER_OFFSET..HEADER_OFFSET + head.len()].copy_from_slice(&head);
+    DeviceBuffer::from_slice(&gpu, &bytes)
+}
+
+/// `cuTensorMapEncodeTiled` for a checked spec.
+fn encode_tiled<T: TensorElement, const RANK: usize>(
+    spec: &TensorMapSpec<RANK>,
+    strides: &[u64; RANK],
+    ptr: u64,
+) -> std::result::Result<[u8; 128], cudarc::driver::sys::CUresult> {
+    use cudarc::driver::sys;
+    let dtype = match T::DATA_TYPE {
+        0 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        1 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+        2 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        3 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT32,
+        4 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+        5 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT64,
+        7 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        _ => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+    };
+    let l2 = match spec.l2_promotion {
+        L2Promotion::None => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        L2Promotion::B64 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+        L2Promotion::B128 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        L2Promotion::B256 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+    };
+    let oob = match spec.oob_fill {
+        OobFill::Zero => sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        OobFill::Nan => sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+    };
+    let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
+    // SAFETY: every array holds `RANK` entries (`strides` the first `RANK - 1` used), the
+    // address is the buffer's (16-byte aligned, checked), and `map` has room for the map.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            dtype,
+            RANK as u32,
+            ptr as usize as *mut std::ffi::c_void,
+            spec.dims.as_ptr(),
+            strides.as_ptr(),
+            spec.box_dims.as_ptr(),
+            spec.element_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            l2,
+            oob,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(r);
+    }
+    // SAFETY: written by the successful call (and zeroed before).
+    let map = unsafe { map.assume_init() };
+    // SAFETY: `CUtensorMap` is 16 `u64`s.
+    Ok(unsafe { std::mem::transmute::<[u64; 16], [u8; 128]>(map.opaque) })
+}
+
+/// A tensor map for loads (`cohort::tma::TensorMap<T, RANK>` kernel parameters, passed as
+/// `&map`): borrows its buffer shared while it lives.
+pub struct TensorMap<'a, T: TensorElement, const RANK: usize> {
+    data: &'a Arc<Alloc>,
+    map: DeviceBuffer<u8>,
+    range: std::ops::Range<usize>,
+    spec: TensorMapSpec<RANK>,
+    _t: PhantomData<&'a [T]>,
+}
+
+/// A tensor map for stores (`cohort::tma::TensorMapMut<T, RANK>` kernel parameters, passed as
+/// `&mut map`): borrows its buffer exclusively while it lives.
+pub struct TensorMapMut<'a, T: TensorElement, const RANK: usize> {
+    data: &'a Arc<Alloc>,
+    map: DeviceBuffer<u8>,
+    range: std::ops::Range<usize>,
+    spec: TensorMapSpec<RANK>,
+    _t: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T: TensorElement, const RANK: usize> TensorMap<'a, T, RANK> {
+    /// Encodes `spec` over `buffer` (its element 0 is the tensor's).
+    ///
+    /// # Errors
+    /// [`Error::Argument`] naming the field and the rule it breaks (`cuTensorMapEncodeTiled`'s,
+    /// the buffer's bounds, or what Cohort does not support: see the module docs); a failed
+    /// allocation or copy of the map.
+    pub fn new(buffer: &'a DeviceBuffer<T>, spec: TensorMapSpec<RANK>) -> Result<Self> {
+        let map = encode(&spec, buffer, false)?;
+        Ok(Self { data: buffer.alloc_and_ptr().0, map, range: range_of(buffer), spec, _t: PhantomData })
+    }
+    /// The map's fields.
+    #[must_use]
+    pub fn spec(&self) -> &TensorMapSpec<RANK> {
+        &self.spec
+    }
+}
+
+impl<'a, T: TensorElement, const RANK: usize> TensorMapMut<'a, T, RANK> {
+    /// Encodes `spec` over `buffer` for stores.
+    ///
+    /// # Errors
+    /// As [`TensorMap::new`], and strides that let boxes overlap.
+    pub fn new(buffer: &'a mut DeviceBuffer<T>, spec: TensorMapSpec<RANK>) -> Result<Self> {
+        let map = encode(&spec, buffer, true)?;
+        let range = range_of(buffer);
+        Ok(Self { data: buffer.alloc_and_ptr().0, map, range, spec, _t: PhantomData })
+    }
+    /// The map's fields.
+    #[must_use]
+    pub fn spec(&self) -> &TensorMapSpec<RANK> {
+        &self.spec
+    }
+}
+
+impl<T: TensorElement, const RANK: usize> fmt::Debug for TensorMap<'_, T, RANK> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TensorMap<{}, {RANK}>({:?})", std::any::type_name::<T>(), self.spec)
+    }
+}
+
+impl<T: TensorElement, const RANK: usize> fmt::Debug for TensorMapMut<'_, T, RANK> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TensorMapMut<{}, {RANK}>({:?})", std::any::type_name::<T>(), self.spec)
+    }
+}
+
+/// The bytes of `buffer` in its allocation (the tensor lies inside them, checked).
+fn range_of<T: TensorElement>(buffer: &DeviceBuffer<T>) -> std::ops::Range<usize> {
+    let (alloc, ptr) = buffer.alloc_and_ptr();
+    let start = (ptr - alloc.ptr) as usize;
+    start..start + buffer.num_bytes()
+}
+
+// SAFETY: the part is the map allocation this value owns (alive while the borrow of `self`
+// lasts), encoded for `T` and `RANK` over a buffer this value borrows shared; the uses name the
+// buffer (read) and the map (read).
+unsafe impl<'p, T: TensorElement, const RANK: usize> KernelArg<cohort::tma::TensorMap<'p, T, RANK>>
+    for &TensorMap<'_, T, RANK>
+{
+    type Parts = (u64,);
+    #[inline(always)]
+    fn parts(&self, _: &ArgContext<'_>) -> Result<(u64,)> {
+        Ok((self.map.alloc_and_ptr().1,))
+    }
+    #[inline(always)]
+    fn uses<'s>(&'s self, _: &ArgContext<'_>, out: &mut impl UseSink<'s>) {
+        out.push(Use::new(self.data, self.range.clone(), false));
+        out.push(Use::new(self.map.alloc_and_ptr().0, 0..MAP_BYTES, false));
+    }
+}
+
+// SAFETY: as for `TensorMap`, the buffer borrowed exclusively and named as written.
+unsafe impl<'p, T: TensorElement, const RANK: usize> KernelArg<cohort::tma::TensorMapMut<'p, T, RANK>>
+    for &mut TensorMapMut<'_, T, RANK>
+{
+    type Parts = (u64,);
+    #[inline(always)]
+    fn parts(&self, _: &ArgContext<'_>) -> Result<(u64,)> {
+        Ok((self.map.alloc_and_ptr().1,))
+    }
+    #[inline(always)]
+    fn uses<'s>(&'s self, _: &ArgContext<'_>, out: &mut impl UseSink<'s>) {
+        out.push(Use::new(self.data, self.range.clone(), true));
+        out.push(Use::new(self.map.alloc_and_ptr().0, 0..MAP_BYTES, false));
     }
 }
 

@@ -29,3 +29,4 @@ pub mod safety;
 pub mod shapes;
 pub mod shared_mem;
 pub mod streams;
+pub mod tma;

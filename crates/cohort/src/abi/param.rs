@@ -223,7 +223,7 @@ pub struct ByValue<T>(core::marker::PhantomData<T>);
     label = "not a kernel parameter type",
     note = "a kernel takes `T: DeviceCopy` by value, `&[T]` (`T: DeviceCopy`, or a global atomic or mutex), \
             `DisjointSlice<T>`, `AppendSlice<T>`, `GridVec<T>`, `Matrix<T, I>`, `DisjointMatrix<T, L, I>`, \
-            `*const T` / `*mut T` (in an `unsafe fn` kernel), `GridGroup`, `MultiGridGroup`, `MultiGridVec<T>` \
+            `TensorMap<T, RANK>`, `TensorMapMut<T, RANK>`, `*const T` / `*mut T` (in an `unsafe fn` kernel), `GridGroup`, `MultiGridGroup`, `MultiGridVec<T>` \
             or `BlockShape<X, Y, Z>` (or a type alias of one of these)"
 )]
 pub unsafe trait KernelParam: Sized {
@@ -313,6 +313,16 @@ param_fn! {
     <T: DeviceCopy, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex> crate::matrix::DisjointMatrix<'a, T, L, I> => crate::matrix::DisjointMatrix<'static, T, L, I>;
     <T: SliceElement, I: crate::matrix::MatrixIndex> crate::matrix::Matrix<'a, T, I> => crate::matrix::Matrix<'static, T, I>;
     <T: DeviceCopy> crate::cg::MultiGridVec<'a, T> => crate::cg::MultiGridVec<'static, T>;
+}
+impl<T: crate::tma::TensorElement + 'static, const RANK: usize> ParamFn
+    for for<'a> fn(crate::tma::TensorMap<'a, T, RANK>)
+{
+    type Param = crate::tma::TensorMap<'static, T, RANK>;
+}
+impl<T: crate::tma::TensorElement + 'static, const RANK: usize> ParamFn
+    for for<'a> fn(crate::tma::TensorMapMut<'a, T, RANK>)
+{
+    type Param = crate::tma::TensorMapMut<'static, T, RANK>;
 }
 impl<T> ParamFn for fn(*const T) {
     type Param = *const T;
@@ -662,6 +672,46 @@ unsafe impl<T: DeviceCopy> KernelParam for crate::cg::MultiGridVec<'_, T> {
     }
 }
 
+/// The ABI record entry of a tensor map parameter: its kind, the element size and, in place of
+/// an alignment, the rank.
+const fn abi_tensor_map<T, const RANK: usize>(kind: AbiKind) -> [u32; 3] {
+    [kind as u32, size_of::<T>() as u32, RANK as u32]
+}
+
+// SAFETY: the address of a map allocation the host argument (`&cohort_runtime::TensorMap`)
+// owns, made for elements `T` and rank `RANK` (the argument's type), whose tensor lies inside a
+// buffer the argument borrows shared (the tracker's read operand) for the launch.
+unsafe impl<T: crate::tma::TensorElement, const RANK: usize> KernelParam for crate::tma::TensorMap<'_, T, RANK> {
+    type Parts = (*const u8,);
+    type Key = Self;
+    const ABI: &'static [[u32; 3]] = &[abi_tensor_map::<T, RANK>(AbiKind::TensorMapPtr)];
+    const USES: usize = 2;
+    const NO_PADDING: () = T::__NO_PADDING;
+    #[inline(always)]
+    unsafe fn rebuild((map,): Self::Parts) -> Self {
+        // SAFETY: the host passed such a map, alive and unchanged for the launch (it is the
+        // launch's read operand too), its tensor not written by anyone during the launch.
+        unsafe { crate::tma::TensorMap::from_raw(map as u64) }
+    }
+}
+
+// SAFETY: as for `TensorMap`, the buffer borrowed exclusively (the tracker's write operand), and
+// its map refused by the host if its strides let two boxes overlap.
+unsafe impl<T: crate::tma::TensorElement, const RANK: usize> KernelParam for crate::tma::TensorMapMut<'_, T, RANK> {
+    type Parts = (*const u8,);
+    type Key = Self;
+    const ABI: &'static [[u32; 3]] = &[abi_tensor_map::<T, RANK>(AbiKind::TensorMapMutPtr)];
+    const USES: usize = 2;
+    const NO_PADDING: () = T::__NO_PADDING;
+    #[inline(always)]
+    unsafe fn rebuild((map,): Self::Parts) -> Self {
+        // SAFETY: the host passed such a map, alive and unchanged for the launch, its tensor's
+        // buffer exclusively this launch's; boxes of different blocks are disjoint (`owned_box`
+        // and the host's stride check).
+        unsafe { crate::tma::TensorMapMut::from_raw(map as u64) }
+    }
+}
+
 // --- Child launches (dynamic parallelism) ------------------------------------------------------
 
 /// What a child launch (`launch_from_device`) does with a parameter keyed `Self`
@@ -852,6 +902,8 @@ no_child! {
     ['k, T: DeviceCopy, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex] crate::matrix::DisjointMatrix<'k, T, L, I>;
     ['k, T: SliceElement, I: crate::matrix::MatrixIndex] crate::matrix::Matrix<'k, T, I>;
     ['k, T: DeviceCopy] crate::cg::MultiGridVec<'k, T>;
+    ['k, T: crate::tma::TensorElement, const RANK: usize] crate::tma::TensorMap<'k, T, RANK>;
+    ['k, T: crate::tma::TensorElement, const RANK: usize] crate::tma::TensorMapMut<'k, T, RANK>;
 }
 
 /// What a made-on-device parameter `P` asks of a child launch: its block shape.

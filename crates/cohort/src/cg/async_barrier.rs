@@ -115,15 +115,15 @@ const LIVE: u64 = 0xc0b0_27a5_b4e1_11fe_u64;
 /// [`AsyncBarrierStatic::scope`] for the scope's closure (`'b` is the scope's brand).
 #[derive(Debug)]
 pub struct AsyncBarrier<'b> {
-    addr: u32,
+    pub(crate) addr: u32,
     /// The phase this thread arrives on next (counted from the `init`).
     phase: u32,
     /// Bit 0: an arrival not yet waited for; bit 1: dropped out (`arrive_and_drop`).
-    state: u32,
+    pub(crate) state: u32,
     _brand: PhantomData<fn(&'b ()) -> &'b ()>,
 }
 
-const ARRIVED: u32 = 1;
+pub(crate) const ARRIVED: u32 = 1;
 const DROPPED: u32 = 2;
 
 impl AsyncBarrierStatic {
@@ -203,7 +203,7 @@ fn fail(code: u32, op: &'static str) -> ! {
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn fail_with(code: u32, n: u32, op: &'static str) -> ! {
+pub(crate) fn fail_with(code: u32, n: u32, op: &'static str) -> ! {
     crate::panic::fail_check(CheckKind::AsyncBarrierMisuse, op, code, n, core::panic::Location::caller(), None)
 }
 
@@ -334,9 +334,15 @@ impl<'b> AsyncBarrier<'b> {
         }
     }
 
+    /// The `Transfer` of this thread's arrival just made (by a copy that completes on it).
+    #[inline(always)]
+    pub(crate) fn transfer<'d, T>(&mut self) -> Transfer<'b, '_, 'd, T> {
+        Transfer { arrival: Arrival { bar: self }, _dst: PhantomData }
+    }
+
     #[inline(always)]
     #[track_caller]
-    fn before_arrival(&self, op: &'static str) {
+    pub(crate) fn before_arrival(&self, op: &'static str) {
         if self.state != 0 {
             fail(if self.state & DROPPED != 0 { 3 } else { 2 }, op);
         }

@@ -80,6 +80,7 @@ mod reduce;
 pub(crate) mod shfl;
 mod tile;
 
+pub(crate) use async_barrier::{ARRIVED, fail_with as async_barrier_fail_with};
 pub use async_barrier::{Arrival, AsyncBarrier, AsyncBarrierStatic, Transfer};
 pub use cluster::{ClusterArrival, ClusterGroup, RemoteArray, RemoteSlice, this_cluster};
 pub use coalesced::{CoalescedGroup, binary_partition, coalesced_threads, labeled_partition};

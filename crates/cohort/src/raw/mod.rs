@@ -68,6 +68,7 @@
 //! | `mma.sync.aligned.m16n8k16.row.col.{f32.bf16.bf16.f32, f32.f16.f16.f32, f16.f16.f16.f16}` (sm_80) | [`mma_m16n8k16_f32_bf16`], [`mma_m16n8k16_f32_f16`], [`mma_m16n8k16_f16_f16`] | `__hmma_*`, `wmma::mma_sync` |
 //! | `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16` | [`ldmatrix_x1`] … [`ldmatrix_x4_trans`] | `ldmatrix` inline asm (CUTLASS) |
 //! | `cvt.rn.bf16.f32`, `cvt.rn.f16.f32`, `cvt.f32.f16` | [`cvt_rn_bf16_f32`], [`cvt_rn_f16_f32`], [`cvt_f32_f16`] | `__float2bfloat16_rn`, `__float2half_rn`, `__half2float` |
+//! | `cp.async.bulk.tensor.{1..5}d` (load and store), `fence.proxy.tensormap`, `fence.proxy.async.shared::cta`, `cp.async.bulk.commit_group`, `cp.async.bulk.wait_group[.read]` | [`cp_async_bulk_tensor_load`], [`cp_async_bulk_tensor_store`], [`fence_proxy_tensormap_acquire`], [`fence_proxy_async_shared`], [`cp_async_bulk_commit_group`], [`cp_async_bulk_wait_group_read`], [`cp_async_bulk_wait_group`] | `cuda::ptx::cp_async_bulk_tensor`, `cde::fence_proxy_async_shared_cta`, `cp_async_bulk_commit_group`, `cp_async_bulk_wait_group_read` |
 //! | `fns.b32` | [`fns`] | `__fns` |
 //! | `isspacep.global` | [`isspacep_global`] | `__isGlobal` |
 //! | `call vprintf` | [`vprintf_raw`] | `printf` |
@@ -87,6 +88,7 @@ pub mod memory;
 pub mod mma;
 pub mod print;
 pub mod sreg;
+pub mod tma;
 pub mod warp;
 
 // The `.approx` instructions computed on the CPU device as a GPU computes them (see `fp`).
@@ -111,4 +113,5 @@ pub use memory::*;
 pub use mma::*;
 pub use print::*;
 pub use sreg::*;
+pub use tma::*;
 pub use warp::*;

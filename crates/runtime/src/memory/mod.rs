@@ -123,6 +123,11 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         self.len
     }
 
+    /// The allocation and the buffer's device address (for the kinds that name it: tensor maps).
+    pub(crate) fn alloc_and_ptr(&self) -> (&Arc<Alloc>, u64) {
+        (&self.alloc, self.ptr)
+    }
+
     /// Whether there are no elements.
     #[must_use]
     pub fn is_empty(&self) -> bool {
