@@ -41,6 +41,7 @@ use std::sync::Arc;
 use cohort::tma::{HEADER_OFFSET, MAP_BYTES, TensorElement, TensorMapHeader};
 
 use crate::arg::{ArgContext, KernelArg, UseSink};
+use crate::backend::TiledMap;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::memory::DeviceBuffer;
@@ -375,97 +376,45 @@ fn encode<T: TensorElement, const RANK: usize>(
     let gpu = Gpu::with_inner(alloc.gpu.clone())?;
     // The device side traps below sm_90 (no tensor copies there): refuse the map instead.
     let (major, minor) = gpu.info().compute_capability;
-    if !gpu.is_cpu() && major < 9 {
+    if !alloc.gpu.backend.has_tma(major * 10 + minor) {
         return Err(Error::Argument(format!(
             "{}: tensor maps need a GPU of compute capability 9.0 or later (TMA); this one is {major}.{minor}",
             if store { "TensorMapMut" } else { "TensorMap" }
         )));
     }
+    let mut map = TiledMap {
+        base: ptr,
+        rank: RANK as u32,
+        elem_bytes: elem,
+        data_type: T::DATA_TYPE,
+        dims: [1; 5],
+        strides: [0; 5],
+        box_dims: [1; 5],
+        element_strides: [1; 5],
+        l2_promotion: match spec.l2_promotion {
+            L2Promotion::None => 0,
+            L2Promotion::B64 => 64,
+            L2Promotion::B128 => 128,
+            L2Promotion::B256 => 256,
+        },
+        oob_nan: spec.oob_fill == OobFill::Nan,
+    };
+    map.dims[..RANK].copy_from_slice(&spec.dims);
+    map.strides[..RANK].copy_from_slice(&strides);
+    map.box_dims[..RANK].copy_from_slice(&spec.box_dims);
+    map.element_strides[..RANK].copy_from_slice(&spec.element_strides);
     let mut bytes = [0u8; MAP_BYTES];
-    if gpu.is_cpu() {
-        let mut desc = cohort_cpu::TensorMapDesc {
-            base: ptr,
-            dims: [1; 5],
-            strides: [0; 5],
-            box_dims: [1; 5],
-            rank: RANK as u32,
-            elem: elem as u32,
-            oob_nan: u32::from(spec.oob_fill == OobFill::Nan),
-            magic: cohort_cpu::TMA_DESC_MAGIC,
-        };
-        for d in 0..RANK {
-            desc.dims[d] = spec.dims[d];
-            desc.strides[d] = if d == 0 { elem } else { strides[d - 1] };
-            desc.box_dims[d] = spec.box_dims[d];
+    let encoded = alloc.gpu.backend.encode_tiled_map(&map).map_err(|fault| match fault {
+        crate::backend::Fault::Driver(code) => {
+            Error::Argument(format!("cuTensorMapEncodeTiled refused a map that passed Cohort's checks: {:?}", code.0))
         }
-        // SAFETY: `TensorMapDesc` is 128 bytes of plain integers (no padding: asserted in
-        // cohort-cpu by its size).
-        let raw: [u8; 128] = unsafe { std::mem::transmute(desc) };
-        bytes[..128].copy_from_slice(&raw);
-    } else {
-        bytes[..128].copy_from_slice(&encode_tiled::<T, RANK>(spec, &strides, ptr).map_err(|e| {
-            Error::Argument(format!("cuTensorMapEncodeTiled refused a map that passed Cohort's checks: {e:?}"))
-        })?);
-    }
+        fault => fault.into_error("encoding a tensor map".into()),
+    })?;
+    bytes[..128].copy_from_slice(&encoded);
     // SAFETY: `TensorMapHeader` is 40 bytes of `u32`s.
     let head: [u8; size_of::<TensorMapHeader>()] = unsafe { std::mem::transmute(header) };
     bytes[HEADER_OFFSET..HEADER_OFFSET + head.len()].copy_from_slice(&head);
     DeviceBuffer::from_slice(&gpu, &bytes)
-}
-
-/// `cuTensorMapEncodeTiled` for a checked spec.
-fn encode_tiled<T: TensorElement, const RANK: usize>(
-    spec: &TensorMapSpec<RANK>,
-    strides: &[u64; RANK],
-    ptr: u64,
-) -> std::result::Result<[u8; 128], cudarc::driver::sys::CUresult> {
-    use cudarc::driver::sys;
-    let dtype = match T::DATA_TYPE {
-        0 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
-        1 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT16,
-        2 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT32,
-        3 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT32,
-        4 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT64,
-        5 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT64,
-        7 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-        _ => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
-    };
-    let l2 = match spec.l2_promotion {
-        L2Promotion::None => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
-        L2Promotion::B64 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
-        L2Promotion::B128 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-        L2Promotion::B256 => sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-    };
-    let oob = match spec.oob_fill {
-        OobFill::Zero => sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        OobFill::Nan => sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
-    };
-    let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
-    // SAFETY: every array holds `RANK` entries (`strides` the first `RANK - 1` used), the
-    // address is the buffer's (16-byte aligned, checked), and `map` has room for the map.
-    let r = unsafe {
-        sys::cuTensorMapEncodeTiled(
-            map.as_mut_ptr(),
-            dtype,
-            RANK as u32,
-            ptr as usize as *mut std::ffi::c_void,
-            spec.dims.as_ptr(),
-            strides.as_ptr(),
-            spec.box_dims.as_ptr(),
-            spec.element_strides.as_ptr(),
-            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
-            l2,
-            oob,
-        )
-    };
-    if r != sys::CUresult::CUDA_SUCCESS {
-        return Err(r);
-    }
-    // SAFETY: written by the successful call (and zeroed before).
-    let map = unsafe { map.assume_init() };
-    // SAFETY: `CUtensorMap` is 16 `u64`s.
-    Ok(unsafe { std::mem::transmute::<[u64; 16], [u8; 128]>(map.opaque) })
 }
 
 /// A tensor map for loads (`cohort::tma::TensorMap<T, RANK>` kernel parameters, passed as

@@ -713,6 +713,32 @@ impl Backend for Cpu {
         false
     }
 
+    fn has_tma(&self, _cc: u32) -> bool {
+        true
+    }
+
+    fn encode_tiled_map(&self, map: &super::TiledMap) -> Done<[u8; 128]> {
+        let rank = map.rank as usize;
+        let mut desc = cohort_cpu::TensorMapDesc {
+            base: map.base,
+            dims: [1; 5],
+            strides: [0; 5],
+            box_dims: [1; 5],
+            rank: map.rank,
+            elem: map.elem_bytes as u32,
+            oob_nan: u32::from(map.oob_nan),
+            magic: cohort_cpu::TMA_DESC_MAGIC,
+        };
+        for d in 0..rank {
+            desc.dims[d] = map.dims[d];
+            desc.strides[d] = if d == 0 { map.elem_bytes } else { map.strides[d - 1] };
+            desc.box_dims[d] = map.box_dims[d];
+        }
+        // SAFETY: `TensorMapDesc` is 128 bytes of plain integers (no padding: asserted in
+        // cohort-cpu by its size).
+        Ok(unsafe { std::mem::transmute::<cohort_cpu::TensorMapDesc, [u8; 128]>(desc) })
+    }
+
     unsafe fn launch(
         &self,
         _f: FuncH,

@@ -554,6 +554,56 @@ impl Backend for Cuda {
         Ok(n.max(0) as u32)
     }
 
+    fn encode_tiled_map(&self, map: &super::TiledMap) -> Done<[u8; 128]> {
+        use sys::CUtensorMapDataType as D;
+        let dtype = match map.data_type {
+            0 => D::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            1 => D::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            2 => D::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            3 => D::CU_TENSOR_MAP_DATA_TYPE_INT32,
+            4 => D::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+            5 => D::CU_TENSOR_MAP_DATA_TYPE_INT64,
+            7 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            _ => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+        };
+        use sys::CUtensorMapL2promotion as L2;
+        let l2 = match map.l2_promotion {
+            0 => L2::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            64 => L2::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+            128 => L2::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            _ => L2::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        };
+        let oob = if map.oob_nan {
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+        } else {
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+        };
+        let mut out = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
+        // SAFETY: every array holds `rank` (≤ 5) used entries (`strides` the first `rank - 1`),
+        // the address is the buffer's (16-byte aligned, checked by `tensor_map`), and `out` has
+        // room for the map.
+        done(unsafe {
+            sys::cuTensorMapEncodeTiled(
+                out.as_mut_ptr(),
+                dtype,
+                map.rank,
+                map.base as usize as *mut c_void,
+                map.dims.as_ptr(),
+                map.strides.as_ptr(),
+                map.box_dims.as_ptr(),
+                map.element_strides.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+                l2,
+                oob,
+            )
+        })?;
+        // SAFETY: written by the successful call (and zeroed before).
+        let out = unsafe { out.assume_init() };
+        // SAFETY: `CUtensorMap` is 16 `u64`s.
+        Ok(unsafe { std::mem::transmute::<[u64; 16], [u8; 128]>(out.opaque) })
+    }
+
     unsafe fn allow_non_portable_cluster(&self, f: FuncH) -> Done {
         let a = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED;
         // SAFETY: the caller's contract.

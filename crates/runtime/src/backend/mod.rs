@@ -225,6 +225,28 @@ pub(crate) enum Limit {
     Stack,
 }
 
+/// A tiled tensor map's fields as `cuTensorMapEncodeTiled` takes them, already checked by
+/// `tensor_map` (innermost dimension first; the first `rank` entries of each array are used).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TiledMap {
+    /// The tensor's first element.
+    pub(crate) base: DevPtr,
+    pub(crate) rank: u32,
+    /// The element's size, bytes.
+    pub(crate) elem_bytes: u64,
+    /// `cohort::tma::TensorElement::DATA_TYPE`.
+    pub(crate) data_type: u32,
+    pub(crate) dims: [u64; 5],
+    /// Byte strides of dimensions 1.. (`strides[d - 1]` is dimension `d`'s).
+    pub(crate) strides: [u64; 5],
+    pub(crate) box_dims: [u32; 5],
+    pub(crate) element_strides: [u32; 5],
+    /// L2 promotion: 0, 64, 128 or 256 bytes.
+    pub(crate) l2_promotion: u32,
+    /// Out-of-bounds float elements read as NaN (else zero).
+    pub(crate) oob_nan: bool,
+}
+
 /// An attribute of a memory pool (all 64-bit values).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PoolAttr {
@@ -442,6 +464,17 @@ pub(crate) trait Backend: Send + Sync {
     fn programmatic_overlap(&self) -> bool {
         true
     }
+
+    // ---- tensor maps (TMA) ----
+
+    /// Whether a device of compute capability `cc` × 10 runs tensor copies (TMA: sm_90+ on a
+    /// GPU; the CPU device models them on any).
+    fn has_tma(&self, cc: u32) -> bool {
+        cc >= 90
+    }
+    /// The 128 bytes a kernel's tensor copies read for `map` (`cuTensorMapEncodeTiled` on a
+    /// GPU; the CPU model's description on the CPU device).
+    fn encode_tiled_map(&self, map: &TiledMap) -> Done<[u8; 128]>;
 
     // ---- launches ----
 
