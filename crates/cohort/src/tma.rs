@@ -8,7 +8,7 @@
 //! | the same, for stores | `dst: TensorMapMut<f32, 2>`; host `&mut TensorMapMut::new(&mut buffer, spec)?` |
 //! | `__shared__ alignas(128) float tile[64 * 64];` | `cohort::tma_tile! { static TILE: [f32; 64 * 64]; }` |
 //! | `cp_async_bulk_tensor_2d_global_to_shared(&tile, &map, x, y, bar)` + `barrier_arrive_tx(bar, 1, sizeof tile)` | `bar.tensor_load(&mut tile, &src, [x, y]).wait()` ([`AsyncBarrier::tensor_load`]) |
-//! | `fence_proxy_async_shared_cta(); __syncthreads(); if (t == 0) { cp_async_bulk_tensor_2d_shared_to_global(&map, x, y, &tile); commit_group(); wait_group_read<0>(); } __syncthreads();` | `dst.store_owned(&block, &tile, k)` ([`TensorMapMut::store_owned`]) |
+//! | `fence_proxy_async_shared_cta(); __syncthreads(); if (t == 0) { cp_async_bulk_tensor_2d_shared_to_global(&map, x, y, &tile); commit_group(); wait_group<0>(); } __syncthreads();` | `dst.store_owned(&block, &tile, k)` ([`TensorMapMut::store_owned`]; it waits for the whole store, so a box stored twice lands in program order) |
 //!
 //! **The map.** A kernel gets a tensor map as the address of a 256-byte device allocation the
 //! host map owns: the 128-byte `CUtensorMap` (on the CPU device a
@@ -251,10 +251,14 @@ impl<T: TensorElement, const RANK: usize> TensorMapMut<'_, T, RANK> {
             // writes, and only in the boxes its blocks own: this block's `k`-th, which no other
             // block owns; `tile` is 128-byte aligned shared memory of the box's bytes (checked),
             // fenced and ordered by the barrier above, and no thread writes it before the
-            // barrier below, which thread 0 reaches after the read completed.
+            // barrier below, which thread 0 reaches after the store completed.
             unsafe { raw::cp_async_bulk_tensor_store::<RANK>(self.map, c, tile.shared_addr(), bytes) };
             raw::cp_async_bulk_commit_group();
-            raw::cp_async_bulk_wait_group_read();
+            // The whole store, not only its read of the tile (`.read`): a second store of the
+            // same box by this block is then ordered after this one (two stores in flight to
+            // one box could land in either order). A split store token that waits `.read` here
+            // and the writes later would keep the overlap; not done yet.
+            raw::cp_async_bulk_wait_group();
         }
         crate::sync::barrier_unchecked();
     }
