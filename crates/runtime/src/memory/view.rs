@@ -16,7 +16,7 @@ use crate::device::Finished;
 use crate::error::{Error, Result};
 use crate::track::Alloc;
 
-/// A read-only view of part of a [`DeviceBuffer`] (or of a
+/// A read-only view of part of a [`DeviceBuffer`](super::DeviceBuffer) (or of a
 /// [`ManagedBuffer`](crate::ManagedBuffer)).
 pub struct DeviceView<'a, T: DeviceCopy> {
     pub(super) ptr: u64,
@@ -48,7 +48,7 @@ impl<'a, T: DeviceCopy> DeviceView<'a, T> {
 
 impl<'a, T: DeviceCopy> DeviceView<'a, T> {
     /// The same elements as `U`s, if their bytes are a whole number of `U` aligned for `U`
-    /// (see [`DeviceBuffer::cast`]).
+    /// (see [`DeviceBuffer::cast`](super::DeviceBuffer::cast)).
     #[must_use]
     pub fn cast<U: DeviceCopy>(self) -> Option<DeviceView<'a, U>> {
         cohort::assert_no_padding::<U>();
@@ -137,7 +137,7 @@ impl<T: DeviceCopy> DeviceView<'_, T> {
     }
 }
 
-/// A mutable view of part of a [`DeviceBuffer`] (or of a
+/// A mutable view of part of a [`DeviceBuffer`](super::DeviceBuffer) (or of a
 /// [`ManagedBuffer`](crate::ManagedBuffer)).
 pub struct DeviceViewMut<'a, T: DeviceCopy> {
     pub(super) ptr: u64,
@@ -162,7 +162,7 @@ impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
 
 impl<'a, T: DeviceCopy> DeviceViewMut<'a, T> {
     /// The same elements as `U`s, if their bytes are a whole number of `U` aligned for `U`
-    /// (see [`DeviceBuffer::cast`]).
+    /// (see [`DeviceBuffer::cast`](super::DeviceBuffer::cast)).
     #[must_use]
     pub fn cast<U: DeviceCopy>(self) -> Option<DeviceViewMut<'a, U>> {
         cohort::assert_no_padding::<U>();
