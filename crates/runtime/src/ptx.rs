@@ -195,21 +195,33 @@ impl PtxModule {
         names
     }
 
-    /// The most threads per block kernel `name` may be launched with, if its entry says
-    /// (`.maxntid x, y, z` between its parameters and its body, as `#[kernel(launch_bounds(..))]`
-    /// makes it: the product).
+    /// Each entry's bound on its block (`.maxntid x, y, z` between its parameters and its body,
+    /// as `#[kernel(launch_bounds(..))]` makes it: the product), for the entries that have one;
+    /// one pass over the text.
+    #[must_use]
+    pub fn max_threads_per_entry(&self) -> Vec<(&'static str, u32)> {
+        let mut out = Vec::new();
+        let mut entry: Option<&'static str> = None;
+        for l in self.text().lines() {
+            let l = l.trim();
+            if let Some(rest) = l.strip_prefix(".visible .entry ").or_else(|| l.strip_prefix(".entry ")) {
+                entry = (!rest.ends_with(';')).then(|| rest.split(['(', ' ']).next().unwrap_or(rest));
+            } else if l == "{" {
+                entry = None;
+            } else if let (Some(name), Some(dims)) = (entry, l.strip_prefix(".maxntid")) {
+                let product =
+                    dims.split(',').map(|d| d.trim().parse::<u32>().ok()).try_fold(1u32, |p, d| p.checked_mul(d?));
+                out.extend(product.map(|n| (name, n)));
+            }
+        }
+        out
+    }
+
+    /// The most threads per block kernel `name` may be launched with, if its entry says (see
+    /// [`PtxModule::max_threads_per_entry`]).
     #[must_use]
     pub fn max_threads_of(&self, name: &str) -> Option<u32> {
-        let mut lines = self.text().lines().skip_while(|l| {
-            let l = l.trim_start();
-            let rest = l.strip_prefix(".visible .entry ").or_else(|| l.strip_prefix(".entry "));
-            rest.is_none_or(|r| r.split(['(', ' ']).next() != Some(name) || r.trim_end().ends_with(';'))
-        });
-        lines.next()?;
-        let header = lines.take_while(|l| l.trim() != "{");
-        header.filter_map(|l| l.trim().strip_prefix(".maxntid")).find_map(|dims| {
-            dims.split(',').map(|d| d.trim().parse::<u32>().ok()).try_fold(1u32, |p, d| p.checked_mul(d?))
-        })
+        self.max_threads_per_entry().into_iter().find(|(n, _)| *n == name).map(|(_, t)| t)
     }
 
     /// The kernels that can launch kernels from the device: the `.entry` functions from which

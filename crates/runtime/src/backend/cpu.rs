@@ -82,6 +82,8 @@ struct Analysis {
     threads: HashSet<String>,
     /// Entries that launch kernels from the device.
     launching: Vec<String>,
+    /// Entries with launch bounds: their most threads per block (`.maxntid`).
+    max_threads: HashMap<&'static str, u32>,
 }
 
 impl Analysis {
@@ -89,7 +91,8 @@ impl Analysis {
         let threads =
             crate::ptx::entries_where(ptx.ptx, |_, body| needs_threads(body), panic_path).into_iter().collect();
         let launching = if ptx.needs_device_runtime() { ptx.device_launching_kernels() } else { Vec::new() };
-        Self { kernels: ptx.kernels().into_iter().collect(), threads, launching }
+        let max_threads = ptx.max_threads_per_entry().into_iter().collect();
+        Self { kernels: ptx.kernels().into_iter().collect(), threads, launching, max_threads }
     }
 }
 
@@ -647,7 +650,7 @@ impl Backend for Cpu {
             max_threads_per_block: m
                 .threads_per_block
                 .map_or(self.max_threads_per_block, |n| n.min(1024))
-                .min(m.ptx.max_threads_of(name).unwrap_or(u32::MAX)),
+                .min(analysis.max_threads.get(name).copied().unwrap_or(u32::MAX)),
             max_dynamic_shared: self.shared_per_block_optin,
             host: Some(super::HostInfo {
                 fast_path: !analysis.threads.contains(name),
