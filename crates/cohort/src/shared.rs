@@ -106,8 +106,8 @@ pub const fn __id(path: &str) -> u64 {
 }
 
 #[doc(hidden)]
-pub const fn __align_at_least<T>(min: usize) -> usize {
-    if align_of::<T>() > min { align_of::<T>() } else { min }
+pub const fn __align<T>() -> usize {
+    if align_of::<T>() > 16 { align_of::<T>() } else { 16 }
 }
 
 #[doc(hidden)]
@@ -129,16 +129,16 @@ pub const fn __size<T, const N: usize>() -> usize {
 #[macro_export]
 macro_rules! shared {
     ($($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {
-        $crate::shared! { @align 16; $($(#[$m])* $vis static $name: [$t; $n];)* }
+        $crate::shared! { @align shared; $($(#[$m])* $vis static $name: [$t; $n];)* }
     };
-    // The declarations aligned to `$min` bytes, or the element's alignment if larger (`shared!`
-    // asks for 16, `tma_tile!` for 128).
-    (@align $min:literal; $($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {$(
+    // The declarations with the alignment of `$crate::$align::__align::<T>()` (`tma_tile!`
+    // asks for 128 bytes).
+    (@align $align:ident; $($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {$(
         #[cfg(target_arch = "nvptx64")]
         $crate::__raw_ptx_var!(
             shared_decl $name,
             $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))),
-            $crate::shared::__align_at_least::<$t>($min),
+            $crate::$align::__align::<$t>(),
             $crate::shared::__size::<$t, { $n }>()
         );
 
@@ -159,7 +159,7 @@ macro_rules! shared {
                     $crate::host::shared_static(
                         ::core::ptr::addr_of!($name) as usize,
                         $crate::shared::__size::<$t, { $n }>(),
-                        $crate::shared::__align_at_least::<$t>($min),
+                        $crate::$align::__align::<$t>(),
                     )
                 }
             }

@@ -318,6 +318,12 @@ impl<'b> AsyncBarrier<'b> {
 #[macro_export]
 macro_rules! tma_tile {
     ($($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {
-        $crate::shared! { @align 128; $($(#[$m])* $vis static $name: [$t; $n];)* }
+        $crate::shared! { @align tma; $($(#[$m])* $vis static $name: [$t; $n];)* }
     };
+}
+
+#[doc(hidden)]
+#[must_use]
+pub const fn __align<T>() -> usize {
+    if align_of::<T>() > 128 { align_of::<T>() } else { 128 }
 }
