@@ -128,17 +128,12 @@ pub const fn __size<T, const N: usize>() -> usize {
 /// ```
 #[macro_export]
 macro_rules! shared {
-    ($($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {
-        $crate::shared! { @align shared; $($(#[$m])* $vis static $name: [$t; $n];)* }
-    };
-    // The declarations with the alignment of `$crate::$align::__align::<T>()` (`tma_tile!`
-    // asks for 128 bytes).
-    (@align $align:ident; $($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {$(
+    ($($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {$(
         #[cfg(target_arch = "nvptx64")]
         $crate::__raw_ptx_var!(
             shared_decl $name,
             $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))),
-            $crate::$align::__align::<$t>(),
+            $crate::shared::__align::<$t>(),
             $crate::shared::__size::<$t, { $n }>()
         );
 
@@ -159,7 +154,7 @@ macro_rules! shared {
                     $crate::host::shared_static(
                         ::core::ptr::addr_of!($name) as usize,
                         $crate::shared::__size::<$t, { $n }>(),
-                        $crate::$align::__align::<$t>(),
+                        $crate::shared::__align::<$t>(),
                     )
                 }
             }
