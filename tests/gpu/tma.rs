@@ -168,12 +168,13 @@ fn refused(c: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// A tile smaller than the box (1) and one not 128-byte aligned (2): an `Err` naming the kernel,
+/// A tile smaller than the box (1), one not 128-byte aligned (2), and coordinates that differ in
+/// one thread (3): an `Err` naming the kernel,
 /// the rule and the call in `tma.rs`; the same kernel with a right tile runs. On a GPU the
 /// report traps, which ends the CUDA context: each case runs in a child process.
 fn misuse(c: &Ctx) -> TestResult {
     misuse_case(&c.gpu, &c.tests, 0)?;
-    for which in 1..=2u32 {
+    for which in 1..=3u32 {
         if c.is_cpu() {
             misuse_case(&c.gpu, &c.tests, which)?;
             misuse_case(&c.gpu, &c.tests, 0).ctx("the CPU device right after the misuse")?;
@@ -209,7 +210,11 @@ fn misuse_case(gpu: &Gpu, tests: &Module, which: u32) -> TestResult {
     ensure(matches!(e, Error::CpuKernel { .. } | Error::KernelFailed { .. }), || {
         format!("misuse {which}: expected CpuKernel or KernelFailed, got {e:?}")
     })?;
-    let what = if which == 1 { "is not the tensor map's box" } else { "is not 128-byte aligned" };
+    let what = match which {
+        1 => "is not the tensor map's box",
+        2 => "is not 128-byte aligned",
+        _ => "thread 37 of the block passed other arguments",
+    };
     for needle in ["tma_misuse", what, "tma.rs:"] {
         ensure(msg.contains(needle), || format!("misuse {which}: the error does not mention `{needle}`: {msg}"))?;
     }

@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | tile ≤ 32, coalesced group | `bar.warp.sync` on the group's mask (on sm_70+ members may arrive from different instructions), then `match.any.sync` of the call's number: every member must hold the same; a scan checks each step after the first too (only part of the tile calls the op in a step: a collective in the op meets the others at a check, where a bare `shfl.sync` would not pair with it and the tile would hang) | 2 warp instructions (a scan: 2 per step) |
 //! | block (`sync_threads*`, block `reduce`/scans, the block part of grid syncs) | a barrier, thread 0 publishes its call's number in shared memory, a barrier, `barrier.red.or` of "mine differs" | 3 block barriers |
+//! | block-wide copies (`AsyncBarrier::memcpy_async`, `bulk_copy`, `tensor_load`, `TensorMapMut::store_owned`): every thread's arguments are thread 0's | a barrier, thread 0 publishes its arguments in shared memory, a barrier, `barrier.red.or` of "mine differ" (always on the CPU device) | 3 block barriers |
 //! | grid (`grid.sync()`, `GridVec` phase changes, `reduce_grid`) | block 0 publishes its call's number beside the barrier's generation; every other block compares after the barrier; the wait for the other blocks is bounded (5 s by `%globaltimer`) | a few global loads and stores per block, a timer read per spin |
 //!
 //! **What "one call" means.** Not the source location: `Location::caller()` is the same for
@@ -148,6 +149,61 @@ fn block_at(op: &'static str, loc: &'static Location<'static>, call: u32) {
             crate::raw::nanosleep(1000);
         }
     }
+}
+
+#[cfg(any(all(cohort_checked, target_arch = "nvptx64"), not(target_arch = "nvptx64")))]
+crate::shared! {
+    /// Thread 0's arguments for the uniformity check of a block-wide copy.
+    static BLOCK_ARGS: [u64; 4];
+}
+
+/// Checks (in checked mode on a GPU, and always on the CPU device) that every thread of the
+/// block calls a block-wide copy `op` with the same `args` as thread 0 — the copy that thread 0
+/// issues is the one every thread's borrow stands for. A thread whose arguments differ ends the
+/// launch with [`CheckKind::AsyncBarrierMisuse`](crate::panic::CheckKind::AsyncBarrierMisuse)
+/// code 10 (number 2: its rank); the others wait for that. Every thread of the block must call
+/// it (it is made of block barriers). Without checked mode on a GPU it is empty.
+#[inline(always)]
+#[track_caller]
+pub(crate) fn block_uniform<const N: usize>(op: &'static str, args: [u64; N]) {
+    const { assert!(N <= 4) };
+    #[cfg(any(all(cohort_checked, target_arch = "nvptx64"), not(target_arch = "nvptx64")))]
+    {
+        let cell = BLOCK_ARGS.get();
+        let rank = crate::thread::thread_rank_in_block();
+        // SAFETY: every thread of the block reaches these barriers (the caller's contract); the
+        // first orders the previous check's loads of the cell before thread 0's stores.
+        unsafe { crate::raw::barrier_sync() };
+        if rank == 0 {
+            for (i, a) in args.iter().enumerate() {
+                cell.store(i, *a);
+            }
+        }
+        // SAFETY: as above.
+        unsafe { crate::raw::barrier_sync() };
+        let differs = args.iter().enumerate().any(|(i, a)| cell.load(i) != *a);
+        // SAFETY: as above.
+        let any = unsafe { crate::raw::barrier_sync_or(differs) };
+        if differs {
+            crate::panic::fail_check(
+                crate::panic::CheckKind::AsyncBarrierMisuse,
+                op,
+                10,
+                rank,
+                core::panic::Location::caller(),
+                None,
+            );
+        }
+        if any {
+            // Another thread's check fails and ends the launch; this one waits for that rather
+            // than issuing a copy the others disagree on.
+            loop {
+                crate::raw::nanosleep(1000);
+            }
+        }
+    }
+    #[cfg(not(any(all(cohort_checked, target_arch = "nvptx64"), not(target_arch = "nvptx64"))))]
+    let _ = (op, args);
 }
 
 /// How long a checked wait (a grid sync for the other blocks, a phase change for the block's

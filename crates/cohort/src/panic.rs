@@ -109,7 +109,9 @@ pub enum CheckKind {
     /// (number 2: the size); 6, a bulk copy's source or destination not 16-byte aligned; 7, a
     /// scope that threads of the block returned before (number 2: how many); 8, a TMA copy's
     /// shared tile that is not the size of the tensor map's box (number 2: the tile's bytes);
-    /// 9, a TMA copy's shared tile not 128-byte aligned (number 2: its address).
+    /// 9, a TMA copy's shared tile not 128-byte aligned (number 2: its address); 10, a
+    /// block-wide copy whose arguments in this thread (number 2: its rank) differ from thread
+    /// 0's (checked mode and the CPU device).
     AsyncBarrierMisuse = 14,
 }
 
@@ -334,6 +336,13 @@ impl core::fmt::Display for CheckText<'_> {
                     f,
                     "`{op}`: the shared tile (at shared address {:#x}) is not 128-byte aligned, as a tensor copy \
                      needs (declare it with `cohort::tma_tile!`)",
+                    self.b
+                ),
+                10 => write!(
+                    f,
+                    "`{op}`: thread {} of the block passed other arguments (destination, source or coordinates) \
+                     than thread 0: the copy is issued once, with thread 0's, and every thread's borrow must stand \
+                     for that copy (call it with the same arguments in every thread)",
                     self.b
                 ),
                 _ => write!(

@@ -239,6 +239,10 @@ impl<T: TensorElement, const RANK: usize> TensorMapMut<'_, T, RANK> {
         let _ = block;
         crate::check::block("TensorMapMut::store_owned");
         let bytes = self.check_tile(tile, "TensorMapMut::store_owned");
+        crate::check::block_uniform(
+            "TensorMapMut::store_owned",
+            [u64::from(tile.shared_addr()) | (tile.len() as u64) << 32, self.map, u64::from(k)],
+        );
         // Each thread's writes of the tile, for the async proxy; then every thread's before
         // thread 0 issues the store.
         raw::fence_proxy_async_shared();
@@ -270,7 +274,9 @@ impl<'b> AsyncBarrier<'b> {
     /// at `coords` (elements, innermost first; any values: elements outside the tensor are
     /// filled per the map's `OobFill`) into `tile`; every other thread arrives. The tile is
     /// reachable again through [`Transfer::wait`]. Every thread of the block must call it with
-    /// the same arguments. sm_90 only (traps below).
+    /// the same arguments: the copy is thread 0's, and every thread's `Transfer` borrows its own
+    /// `tile` (checked mode and the CPU device report a thread whose tile, map or coordinates
+    /// differ from thread 0's). sm_90 only (traps below).
     ///
     /// # Panics
     /// A tile that is not exactly the map's box (`map.box_elements()` elements) or not 128-byte
@@ -285,6 +291,14 @@ impl<'b> AsyncBarrier<'b> {
     ) -> Transfer<'b, '_, 'd, T> {
         let bytes = map.check_tile(tile, "AsyncBarrier::tensor_load");
         self.before_arrival("AsyncBarrier::tensor_load");
+        crate::check::block_uniform(
+            "AsyncBarrier::tensor_load",
+            [
+                u64::from(tile.shared_addr()) | (tile.len() as u64) << 32,
+                map.map,
+                coords.iter().fold(0u64, |h, c| h.rotate_left(13) ^ u64::from(*c as u32)),
+            ],
+        );
         if crate::thread::thread_rank_in_block() == 0 {
             map.fence_once();
             // SAFETY: live barrier, this thread's arrival not yet made (`before_arrival`); the

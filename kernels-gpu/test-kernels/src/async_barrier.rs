@@ -102,8 +102,10 @@ pub fn barrier_stream(data: &[u32], per_block: u32, chunk: u32, bulk: u32, mut o
 /// token then a second arrival on the same phase; 2, a nested scope of the same barrier; 3,
 /// an arrival after `arrive_and_drop`; 4, a bulk copy of a size that is not a multiple of 16
 /// bytes; 5, the threads of rank 32 and above return from the kernel before the scope (the
-/// barrier would wait for their arrivals forever); 0, none (the same kernel runs clean).
-/// Another barrier's nested scope is fine.
+/// barrier would wait for their arrivals forever); 6, a bulk copy into another destination in
+/// thread 37 than in the rest (its `Transfer` would borrow a tile the copy does not write, and
+/// leave the one it writes free); 7, the same with `memcpy_async` (another source); 0, none
+/// (the same kernel runs clean). Another barrier's nested scope is fine.
 #[kernel]
 pub fn barrier_misuse(which: u32, data: &[u32], mut out: DisjointSlice<u32>) {
     let tb = cg::this_thread_block();
@@ -127,6 +129,14 @@ pub fn barrier_misuse(which: u32, data: &[u32], mut out: DisjointSlice<u32>) {
                 bar.arrive_and_wait();
             }
             4 => bar.bulk_copy(&mut stage, &data[..3]).wait(),
+            6 => {
+                let mut mine = if tb.thread_rank() == 37 { STAGE.get().as_slice().sub(64, 64) } else { stage };
+                bar.bulk_copy(&mut mine, &data[..8]).wait();
+            }
+            7 => {
+                let src = if tb.thread_rank() == 37 { &data[8..16] } else { &data[..8] };
+                bar.memcpy_async(&mut stage, src).wait();
+            }
             _ => bar.arrive_and_wait(),
         }
         v

@@ -244,7 +244,9 @@ impl<'b> AsyncBarrier<'b> {
     /// first `src.len()` elements of `dst` in the background (`cp.async`, each thread its
     /// share), each thread's share completing on the current phase, which this call arrives
     /// on. The destination is reachable again through [`Transfer::wait`]. Every thread of the
-    /// block must call it with the same arguments.
+    /// block must call it with the same arguments (checked mode and the CPU device report a
+    /// thread whose arguments differ from thread 0's: its `Transfer` would not stand for the
+    /// copy that lands).
     ///
     /// # Panics
     /// If `dst` is shorter than `src`, or `src` is not in global memory.
@@ -257,6 +259,7 @@ impl<'b> AsyncBarrier<'b> {
     ) -> Transfer<'b, '_, 'd, T> {
         self.before_arrival("AsyncBarrier::memcpy_async");
         super::memcpy::check_copy(dst, src);
+        crate::check::block_uniform("AsyncBarrier::memcpy_async", copy_args(dst, src));
         let rank = crate::thread::thread_rank_in_block();
         let n = crate::thread::block_size();
         super::memcpy::copy(
@@ -278,7 +281,9 @@ impl<'b> AsyncBarrier<'b> {
     /// thread 0 of the block announces the bytes on the current phase and starts one copy of
     /// `src` into the first `src.len()` elements of `dst`; every other thread arrives. The
     /// destination is reachable again through [`Transfer::wait`]. Every thread of the block must
-    /// call it with the same arguments. Below sm_90 it is [`memcpy_async`](Self::memcpy_async).
+    /// call it with the same arguments: the copy is thread 0's, and every thread's `Transfer`
+    /// borrows its own `dst` (checked mode and the CPU device report a thread whose arguments
+    /// differ). Below sm_90 it is [`memcpy_async`](Self::memcpy_async).
     ///
     /// # Panics
     /// If `dst` is shorter than `src`, `src` is not in global memory, the size is not a multiple
@@ -306,6 +311,7 @@ impl<'b> AsyncBarrier<'b> {
         {
             self.before_arrival("AsyncBarrier::bulk_copy");
             super::memcpy::check_copy(dst, src);
+            crate::check::block_uniform("AsyncBarrier::bulk_copy", copy_args(dst, src));
             if crate::thread::thread_rank_in_block() == 0 {
                 // SAFETY: live barrier, this thread's arrival not yet made; the phase cannot
                 // complete before it (it needs this arrival), and it then waits for `bytes`
@@ -368,6 +374,13 @@ impl<'b> AsyncBarrier<'b> {
         self.phase = self.phase.wrapping_add(1);
         self.state &= !ARRIVED;
     }
+}
+
+/// What a block-wide copy's arguments must agree on in every thread: the destination (its
+/// address and length) and the source (its address and length).
+#[inline(always)]
+fn copy_args<T: DeviceCopy>(dst: &SharedSlice<T>, src: &[T]) -> [u64; 3] {
+    [u64::from(dst.shared_addr()) | (dst.len() as u64) << 32, src.as_ptr() as u64, src.len() as u64]
 }
 
 /// This thread's arrival on a phase (CUDA's `arrival_token`): wait for the phase with
