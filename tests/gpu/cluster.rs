@@ -387,17 +387,53 @@ fn split_misuse(c: &Ctx) -> TestResult {
     if !has_clusters(c)? {
         return Ok(());
     }
-    let kern = k::cluster_split_misuse::load(&c.tests).ctx("load")?;
-    for (mode, needle) in [(0u32, "cluster.sync() while this thread has a split cluster arrival"), (1, "a second cluster.barrier_arrive()")] {
-        let s = c.gpu.new_stream().ctx("stream")?;
-        let mut out = c.gpu.zeroed::<u32>(256).ctx("alloc")?;
-        let r = kern.launch(&s, LaunchConfig::new(4, 64).with_cluster(2), mode, &mut out).and_then(|()| s.synchronize());
-        let e = r.err().ok_or_else(|| format!("mode {mode}: the misuse did not fail the launch"))?;
-        let msg = e.to_string();
-        ensure(msg.contains(needle), || format!("mode {mode}: the error does not say `{needle}`: {msg}"))?;
+    for mode in 0..2u32 {
+        if c.is_cpu() {
+            split_misuse_case(&c.gpu, &c.tests, mode)?;
+        } else {
+            // On a GPU the report traps, which ends the CUDA context: each case in a child process.
+            let exe = std::env::current_exe().ctx("current_exe")?;
+            let out = cohort_tests::output_within(
+                std::process::Command::new(exe).env(crate::launch::CHILD_ENV, format!("cluster-split-misuse-{mode}")),
+                120,
+            )?;
+            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            ensure(out.status.success(), || format!("child `cluster-split-misuse-{mode}` failed ({}):\n{text}", out.status))?;
+            println!("{}", text.lines().filter(|l| l.contains("ERROR AS RETURNED")).collect::<Vec<_>>().join("\n"));
+        }
     }
+    let kern = k::cluster_split_misuse::load(&c.tests).ctx("load")?;
     let s = c.gpu.new_stream().ctx("stream")?;
     let mut out = c.gpu.zeroed::<u32>(256).ctx("alloc")?;
     kern.launch(&s, LaunchConfig::new(4, 64).with_cluster(2), 2u32, &mut out).ctx("forgotten token")?;
     check_all("forgotten token: every thread finished", &out.to_vec().ctx("read")?, &vec![1u32; 256])
+}
+
+/// Mode 0, `cluster.sync()` inside a split arrival's window; 1, a second `barrier_arrive` there:
+/// an `Err` naming the misuse, the kernel and the call in `cluster.rs`.
+fn split_misuse_case(gpu: &cohort_runtime::Gpu, tests: &cohort_runtime::Module, mode: u32) -> TestResult {
+    let needle = if mode == 0 {
+        "cluster.sync() while this thread has a split cluster arrival"
+    } else {
+        "a second cluster.barrier_arrive()"
+    };
+    let kern = k::cluster_split_misuse::load(tests).ctx("load")?;
+    let s = gpu.new_stream().ctx("stream")?;
+    let mut out = gpu.zeroed::<u32>(256).ctx("alloc")?;
+    let r = kern.launch(&s, LaunchConfig::new(4, 64).with_cluster(2), mode, &mut out).and_then(|()| s.synchronize());
+    let e = r.err().ok_or_else(|| format!("mode {mode}: the misuse did not fail the launch"))?;
+    let msg = e.to_string();
+    println!("ERROR AS RETURNED (split misuse {mode}): {msg}");
+    for want in [needle, "cluster_split_misuse", "cluster.rs:"] {
+        ensure(msg.contains(want), || format!("mode {mode}: the error does not say `{want}`: {msg}"))?;
+    }
+    Ok(())
+}
+
+/// A split-misuse case in a context of its own; for the child scenarios of `launch.rs`.
+pub fn split_misuse_child(which: &str) -> Result<(), String> {
+    let mode: u32 = which.trim_start_matches("cluster-split-misuse-").parse().map_err(|e| format!("{which}: {e}"))?;
+    let gpu = cohort_runtime::Gpu::isolated_from_env().ctx("isolated context")?;
+    let tests = gpu.load(&cohort_test_kernels::PTX).ctx("load")?;
+    split_misuse_case(&gpu, &tests, mode)
 }

@@ -113,6 +113,9 @@ pub enum CheckKind {
     /// block-wide copy whose arguments in this thread (number 2: its rank) differ from thread
     /// 0's (checked mode and the CPU device).
     AsyncBarrierMisuse = 14,
+    /// A split cluster barrier misused (`ClusterGroup::barrier_arrive`): number 1, `cluster.sync()`
+    /// while this thread's split arrival is not waited for; 2, a second `barrier_arrive` then.
+    ClusterSplitMisuse = 15,
 }
 
 impl CheckKind {
@@ -134,6 +137,7 @@ impl CheckKind {
             12 => Some(Self::ClusterExit),
             13 => Some(Self::AsyncBarrier),
             14 => Some(Self::AsyncBarrierMisuse),
+            15 => Some(Self::ClusterSplitMisuse),
             _ => None,
         }
     }
@@ -272,6 +276,20 @@ impl core::fmt::Display for CheckText<'_> {
                  is at a barrier of its own, or exited; every thread of the block must make the same phase change)",
                 self.a, self.b
             ),
+            CheckKind::ClusterSplitMisuse => {
+                if self.a == 1 {
+                    write!(
+                        f,
+                        "`{op}`: cluster.sync() while this thread has a split cluster arrival it has not waited for \
+                         (barrier_arrive's token)"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "`{op}`: a second cluster.barrier_arrive() while this thread has an arrival it has not waited for"
+                    )
+                }
+            }
             CheckKind::ClusterExit => write!(
                 f,
                 "divergence: this block left the kernel's body and `{op}` waited {} ms for the other blocks of its \

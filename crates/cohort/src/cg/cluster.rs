@@ -509,13 +509,17 @@ fn pending_is_clear(what: &'static str) {
 #[inline(never)]
 #[track_caller]
 fn pending_misuse(what: &'static str) -> ! {
-    if what.len() == "cluster.sync()".len() {
-        panic!(
-            "cluster.sync() while this thread has a split cluster arrival it has not waited for (barrier_arrive's token)"
-        )
-    } else {
-        panic!("a second cluster.barrier_arrive() while this thread has an arrival it has not waited for")
-    }
+    // A check report, not `panic!`: a device panic records only its location (see
+    // `crate::panic`), and this says what is wrong on both devices.
+    let code = if what.len() == "cluster.sync()".len() { 1 } else { 2 };
+    crate::panic::fail_check(
+        crate::panic::CheckKind::ClusterSplitMisuse,
+        what,
+        code,
+        0,
+        core::panic::Location::caller(),
+        None,
+    )
 }
 
 /// Waits for this thread's pending split arrival and clears its bit.
