@@ -43,7 +43,9 @@ fn load_2d(c: &Ctx, fill: OobFill) -> TestResult {
     let (gx, gy) = (cols.div_ceil(64), rows.div_ceil(64));
     let (w, h) = (64 * gx, 64 * gy);
     let kern = k::tma_load_tiles::load(&c.tests).ctx("load")?;
-    for (dx, dy) in [(0i32, 0i32), (-7, 5), (100, -64), (-300, 0)] {
+    // Innermost offsets at multiples of 16 bytes (4 `f32`s): another traps on the GPU (the
+    // misuse test checks that it is refused).
+    for (dx, dy) in [(0i32, 0i32), (-8, 5), (100, -64), (-300, 0), (4, -3)] {
         let mut out = c.gpu.upload(&vec![SENTINEL; w * h]).ctx("alloc")?;
         kern.launch(&s, LaunchConfig::new((gx as u32, gy as u32), 128), &map, dx, dy, &mut out).ctx("launch")?;
         let want: Vec<f32> = (0..w * h)
@@ -168,13 +170,13 @@ fn refused(c: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// A tile smaller than the box (1), one not 128-byte aligned (2), and coordinates that differ in
-/// one thread (3): an `Err` naming the kernel,
+/// A tile smaller than the box (1), one not 128-byte aligned (2), coordinates that differ in
+/// one thread (3), an innermost coordinate at 12 bytes (4): an `Err` naming the kernel,
 /// the rule and the call in `tma.rs`; the same kernel with a right tile runs. On a GPU the
 /// report traps, which ends the CUDA context: each case runs in a child process.
 fn misuse(c: &Ctx) -> TestResult {
     misuse_case(&c.gpu, &c.tests, 0)?;
-    for which in 1..=3u32 {
+    for which in 1..=4u32 {
         if c.is_cpu() {
             misuse_case(&c.gpu, &c.tests, which)?;
             misuse_case(&c.gpu, &c.tests, 0).ctx("the CPU device right after the misuse")?;
@@ -213,7 +215,8 @@ fn misuse_case(gpu: &Gpu, tests: &Module, which: u32) -> TestResult {
     let what = match which {
         1 => "is not the tensor map's box",
         2 => "is not 128-byte aligned",
-        _ => "thread 37 of the block passed other arguments",
+        3 => "thread 37 of the block passed other arguments",
+        _ => "the innermost coordinate (3) is not at a multiple of 16 bytes",
     };
     for needle in ["tma_misuse", what, "tma.rs:"] {
         ensure(msg.contains(needle), || format!("misuse {which}: the error does not mention `{needle}`: {msg}"))?;

@@ -111,7 +111,8 @@ pub enum CheckKind {
     /// shared tile that is not the size of the tensor map's box (number 2: the tile's bytes);
     /// 9, a TMA copy's shared tile not 128-byte aligned (number 2: its address); 10, a
     /// block-wide copy whose arguments in this thread (number 2: its rank) differ from thread
-    /// 0's (checked mode and the CPU device).
+    /// 0's (checked mode and the CPU device); 11, a TMA load whose innermost coordinate (number
+    /// 2) is not at a multiple of 16 bytes.
     AsyncBarrierMisuse = 14,
     /// A split cluster barrier misused (`ClusterGroup::barrier_arrive`): number 1, `cluster.sync()`
     /// while this thread's split arrival is not waited for; 2, a second `barrier_arrive` then.
@@ -355,6 +356,12 @@ impl core::fmt::Display for CheckText<'_> {
                     "`{op}`: the shared tile (at shared address {:#x}) is not 128-byte aligned, as a tensor copy \
                      needs (declare it with `cohort::tma_tile!`)",
                     self.b
+                ),
+                11 => write!(
+                    f,
+                    "`{op}`: the innermost coordinate ({}) is not at a multiple of 16 bytes (`coords[0]` times the \
+                     element size must be one: the tensor memory accelerator traps on other coordinates)",
+                    self.b as i32
                 ),
                 10 => write!(
                     f,

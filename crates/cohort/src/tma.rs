@@ -23,7 +23,10 @@
 //! for as long as it lives (a freed buffer, or one written by anyone during the launch, does not
 //! compile: it is the tracker's read operand, as a `&[T]` would be). The hardware clips a box
 //! that reaches outside the tensor: a load fills those elements with zeros (or NaN: `OobFill`),
-//! so coordinates are free, negative ones included. The tile must be exactly the map's box
+//! so coordinates are free, negative ones included — except that the innermost one must sit at
+//! a multiple of 16 bytes (`coords[0] · size_of::<T>()`; the hardware raises an illegal
+//! instruction on another, which ends the CUDA context: measured on an H200, in CUDA C++ as
+//! well), checked at the call. The tile must be exactly the map's box
 //! (`tile.len()` elements) and 128-byte aligned: checked at the call, a report naming it
 //! otherwise (every build, a compare or two: a wrong size would let the copy engine write past
 //! the tile). The copy completes on an [`AsyncBarrier`] phase, through the same [`Transfer`] as
@@ -280,7 +283,9 @@ impl<'b> AsyncBarrier<'b> {
     ///
     /// # Panics
     /// A tile that is not exactly the map's box (`map.box_elements()` elements) or not 128-byte
-    /// aligned (declare it with [`tma_tile!`](crate::tma_tile)): a report naming the call.
+    /// aligned (declare it with [`tma_tile!`](crate::tma_tile)), or an innermost coordinate
+    /// `coords[0]` whose byte offset (`coords[0] · size_of::<T>()`) is not a multiple of 16 (the
+    /// hardware traps on it): a report naming the call.
     #[inline(always)]
     #[track_caller]
     pub fn tensor_load<'d, T: TensorElement, const RANK: usize>(
@@ -290,6 +295,13 @@ impl<'b> AsyncBarrier<'b> {
         coords: [i32; RANK],
     ) -> Transfer<'b, '_, 'd, T> {
         let bytes = map.check_tile(tile, "AsyncBarrier::tensor_load");
+        // The box's first element must sit at a multiple of 16 bytes along the innermost
+        // dimension: a TMA load at another coordinate is an illegal instruction, which ends the
+        // CUDA context (measured on an H200, in CUDA C++ too: x = -7 of `f32` traps, -8 and 100
+        // load).
+        if (i64::from(coords[0]) * size_of::<T>() as i64) % 16 != 0 {
+            crate::cg::async_barrier_fail_with(11, coords[0] as u32, "AsyncBarrier::tensor_load");
+        }
         self.before_arrival("AsyncBarrier::tensor_load");
         crate::check::block_uniform(
             "AsyncBarrier::tensor_load",

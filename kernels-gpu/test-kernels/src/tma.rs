@@ -110,7 +110,8 @@ pub fn tma_load_3d(src: TensorMap<u32, 3>, mut out: DisjointSlice<u32>) {
 
 /// The misuse checked at the call: `which` 1, a tile smaller than the box; 2, a tile not
 /// 128-byte aligned; 3, other coordinates in thread 37 than in the rest (only thread 0's copy
-/// is made); 0, none (`out[g] = element g of the box at (0, 0)`).
+/// is made); 4, an innermost coordinate at 12 bytes (the hardware traps on it); 0, none
+/// (`out[g] = element g of the box at (0, 0)`).
 #[kernel]
 pub fn tma_misuse(which: u32, src: TensorMap<f32, 2>, mut out: DisjointSlice<f32>) {
     let tb = cg::this_thread_block();
@@ -123,7 +124,8 @@ pub fn tma_misuse(which: u32, src: TensorMap<f32, 2>, mut out: DisjointSlice<f32
     };
     let v = BAR.scope(&tb, |bar| {
         let y = i32::from(which == 3 && t == 37);
-        bar.tensor_load(&mut tile, &src, [0, y]).wait();
+        let x = if which == 4 { 3 } else { 0 };
+        bar.tensor_load(&mut tile, &src, [x, y]).wait();
         tile.load(t)
     });
     let g = thread::index_1d();
