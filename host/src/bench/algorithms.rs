@@ -403,11 +403,12 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
         };
         drop(rust);
         if algo.is_sort() {
-            check_sort(algo, &data, &data64, [(&sk32, &sv32, &sk64, &sv64, "Rust")])?;
+            let mut sides = vec![(&sk32, &sv32, &sk64, &sv64, "Rust")];
             if cub.is_some() {
                 s.synchronize()?;
-                check_sort(algo, &data, &data64, [(&ck32, &cv32, &ck64, &cv64, "CUB")])?;
+                sides.push((&ck32, &cv32, &ck64, &cv64, "CUB"));
             }
+            check_sort(algo, &data, &data64, &sides)?;
             rows.push(Row { name: algo.name().into(), n, bytes, rust: t.0, cub: t.1 });
             continue;
         }
@@ -428,27 +429,34 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
 type SortOut<'a> =
     (&'a DeviceBuffer<u32>, &'a DeviceBuffer<u32>, &'a DeviceBuffer<u64>, &'a DeviceBuffer<u64>, &'a str);
 
-/// A radix sort's result against a stable CPU sort of the keys with their indices.
-fn check_sort(algo: Algo, data: &[u32], data64: &[u64], sides: [SortOut<'_>; 1]) -> CliResult {
-    let [(k32, v32, k64, v64, who)] = sides;
-    let what = format!("{who} {}", algo.name());
+/// Each side's radix sort result against a stable CPU sort of the keys with their indices:
+/// the (key, index) pairs are distinct, so an unstable sort of them is the stable order of the
+/// keys (and sorts 2^28 of them in seconds, where sorting indices by a looked-up key took
+/// minutes of cache misses).
+fn check_sort(algo: Algo, data: &[u32], data64: &[u64], sides: &[SortOut<'_>]) -> CliResult {
     match algo {
         Algo::SortKeysU32 | Algo::SortPairsU32 => {
-            let mut idx: Vec<u32> = (0..data.len() as u32).collect();
-            idx.sort_by_key(|&i| data[i as usize]);
-            let keys: Vec<u32> = idx.iter().map(|&i| data[i as usize]).collect();
-            same(&what, &k32.to_vec()?, &keys)?;
-            if algo == Algo::SortPairsU32 {
-                same(&format!("{what} values"), &v32.to_vec()?, &idx)?;
+            let mut pairs: Vec<(u32, u32)> = data.iter().zip(0u32..).map(|(&k, i)| (k, i)).collect();
+            pairs.sort_unstable();
+            let (keys, idx): (Vec<u32>, Vec<u32>) = pairs.into_iter().unzip();
+            for &(k32, v32, _, _, who) in sides {
+                let what = format!("{who} {}", algo.name());
+                same(&what, &k32.to_vec()?, &keys)?;
+                if algo == Algo::SortPairsU32 {
+                    same(&format!("{what} values"), &v32.to_vec()?, &idx)?;
+                }
             }
         }
         _ => {
-            let mut idx: Vec<u64> = (0..data64.len() as u64).collect();
-            idx.sort_by_key(|&i| data64[i as usize]);
-            let keys: Vec<u64> = idx.iter().map(|&i| data64[i as usize]).collect();
-            same(&what, &k64.to_vec()?, &keys)?;
-            if algo == Algo::SortPairsU64 {
-                same(&format!("{what} values"), &v64.to_vec()?, &idx)?;
+            let mut pairs: Vec<(u64, u64)> = data64.iter().zip(0u64..).map(|(&k, i)| (k, i)).collect();
+            pairs.sort_unstable();
+            let (keys, idx): (Vec<u64>, Vec<u64>) = pairs.into_iter().unzip();
+            for &(_, _, k64, v64, who) in sides {
+                let what = format!("{who} {}", algo.name());
+                same(&what, &k64.to_vec()?, &keys)?;
+                if algo == Algo::SortPairsU64 {
+                    same(&format!("{what} values"), &v64.to_vec()?, &idx)?;
+                }
             }
         }
     }
