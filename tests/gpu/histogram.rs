@@ -121,7 +121,7 @@ fn block_histogram(c: &Ctx) -> TestResult {
         let d = c.gpu.upload(&data).ctx("upload")?;
         let mut hist = c.gpu.upload(&vec![0u32; bins + 1]).ctx("alloc")?;
         let mut probe = c.gpu.upload(&vec![GUARD; blocks]).ctx("alloc")?;
-        let counters = copies * bins;
+        let counters = cohort::block::BlockHistogram::counters(bins, copies);
         let cfg = LaunchConfig::new(blocks as u32, bs as u32).with_shared_mem((4 * counters) as u32);
         f.launch(c.gpu.stream(), cfg, &d, modulus, bins as u32, counters as u32, hist.slice_mut(..bins), &mut probe)
             .ctx("launch")?;
@@ -141,6 +141,18 @@ fn block_histogram(c: &Ctx) -> TestResult {
         let what = format!("block histogram, n = {n}, {bins} bins mod {modulus}, {copies} copies, {blocks} blocks");
         check_all(&what, &hist.to_vec().ctx("read")?, &want)?;
         check_all(&format!("{what}: counts()"), &probe.to_vec().ctx("read")?, &want_probe)?;
+    }
+    // Too few counters for the bins (no room for the spare): the kernel panics, an `Err` (on
+    // the CPU device; a GPU trap would end this process's context, so not there).
+    if c.is_cpu() {
+        let d = c.gpu.upload(&[1u32; 100]).ctx("upload")?;
+        let mut hist = c.gpu.zeroed::<u32>(16).ctx("alloc")?;
+        let mut probe = c.gpu.zeroed::<u32>(1).ctx("alloc")?;
+        let cfg = LaunchConfig::new(1, bs as u32).with_shared_mem(4 * 16);
+        let s = c.gpu.new_stream().ctx("stream")?;
+        let r = f.launch(&s, cfg, &d, 16, 16, 16, hist.slice_mut(..), &mut probe).and_then(|()| s.synchronize());
+        let e = r.err().ok_or("16 counters for 16 bins were accepted")?;
+        ensure(e.to_string().contains("fewer than bins + 1 counters"), || format!("unexpected error: {e}"))?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! samples into `u32` counts, over [`cohort::algorithms::histogram_even`] and
 //! [`histogram_range`]; one kernel of each per sample type.
 
-use cohort::algorithms::{EvenBins, HIST_BYTES, histogram_even, histogram_range};
+use cohort::algorithms::{EvenBins, histogram_even, histogram_range};
 use cohort::atomic::AtomicU32;
 
 macro_rules! hist_kernels {
@@ -10,7 +10,7 @@ macro_rules! hist_kernels {
         /// One block's share of an even histogram (see `histogram_even`).
         #[cohort::kernel]
         fn $even(samples: &[$t], bins: EvenBins, counters: u32, out: &[AtomicU32]) {
-            histogram_even::<$t, { HIST_BYTES / size_of::<$t>() }>(samples, bins, counters, out)
+            histogram_even::<$t>(samples, bins, counters, out)
         }
 
         /// One block's share of a histogram over levels (see `histogram_range`).
@@ -22,7 +22,7 @@ macro_rules! hist_kernels {
             stage_levels: u32,
             out: &[AtomicU32],
         ) {
-            histogram_range::<$t, { HIST_BYTES / size_of::<$t>() }>(samples, levels, counters, stage_levels != 0, out)
+            histogram_range::<$t>(samples, levels, counters, stage_levels != 0, out)
         }
     )*};
 }
@@ -44,6 +44,7 @@ mod host {
     use std::format;
 
     use cohort::algorithms::{EvenBins, HIST_BLOCK, HIST_BYTES, HistogramSample, range_levels_at};
+    use cohort::block::BlockHistogram;
     use cohort_runtime::{DeviceBuffer, DeviceView, DeviceViewMut, Error, LaunchConfig, Module, Stream};
 
     use crate::host::Result;
@@ -135,11 +136,12 @@ mod host {
         n.div_ceil(tile).clamp(1, sms.max(1) as usize * BLOCKS_PER_SM) as u32
     }
 
-    /// The counters of `bins` bins that fit `budget` bytes (a copy per warp at most; 0 when
-    /// not even one copy fits: the kernel counts with global atomics).
+    /// The counters of `bins` bins that fit `budget` bytes (a copy per warp at most, each with
+    /// its spare counter; 0 when not even one copy fits: the kernel counts with global
+    /// atomics).
     fn counters(bins: usize, budget: usize) -> u32 {
-        let copies = (budget / (4 * bins)).min(WARPS);
-        (copies * bins) as u32
+        let copies = (budget / (4 * (bins + 1))).min(WARPS);
+        BlockHistogram::counters(bins, copies) as u32
     }
 
     /// Checks the output for `num_levels` and clears its bins in `stream`.

@@ -21,8 +21,7 @@ use crate::thread;
 
 /// Threads per block of the histogram kernels.
 pub const HIST_BLOCK: u32 = 256;
-/// Bytes of samples per thread and tile (four 16-byte vector loads): `N` =
-/// `HIST_BYTES / size_of::<T>()` items per thread.
+/// Bytes of samples per thread and tile (four 16-byte vector loads, issued together).
 pub const HIST_BYTES: usize = 64;
 
 /// "Not counted": the bin of a sample outside the histogram.
@@ -147,23 +146,36 @@ impl EvenBins {
     }
 }
 
-/// A sample type of the histograms: its levels' type and its even bins.
+/// A sample type of the histograms: its levels' type, its even bins, and how it sits in a
+/// 32-bit word (the kernels read samples as 16-byte vectors of words).
 pub trait HistogramSample: DeviceCopy {
     /// The type of the bounds and levels: `i64` for the integers (so that `upper = 256`
     /// covers every `u8`), `f32` for `f32`.
     type Level: DeviceCopy + PartialOrd + core::fmt::Debug;
+    /// Samples per 32-bit word (`4 / size_of::<Self>()`).
+    const PER_WORD: usize;
+    /// Whether the even bins are [`EvenBins::float`]'s (else [`EvenBins::int`]'s).
+    const FLOAT: bool;
     /// The even bins of `[lower, upper)` (see [`EvenBins::int`], [`EvenBins::float`]).
     fn even_bins(bins: u32, lower: Self::Level, upper: Self::Level) -> Option<EvenBins>;
     /// The sample's even bin, [`NO_BIN`] if not counted.
     fn bin_even(self, p: &EvenBins) -> u32;
     /// The sample as a level (for [`histogram_range`]'s comparisons).
     fn level(self) -> Self::Level;
+    /// The sample as an `i64` (integers) or an `f32` (floats; integers converted).
+    fn as_i64(self) -> i64;
+    /// The sample as an `f32`.
+    fn as_f32(self) -> f32;
+    /// Sample `k` (`k < PER_WORD`, in memory order) of the little-endian word `w`.
+    fn from_word(w: u32, k: usize) -> Self;
 }
 
 macro_rules! int_samples {
     ($($t:ty),*) => {$(
         impl HistogramSample for $t {
             type Level = i64;
+            const PER_WORD: usize = 4 / size_of::<$t>();
+            const FLOAT: bool = false;
             fn even_bins(bins: u32, lower: i64, upper: i64) -> Option<EvenBins> {
                 EvenBins::int(bins, lower, upper)
             }
@@ -175,6 +187,18 @@ macro_rules! int_samples {
             fn level(self) -> i64 {
                 self as i64
             }
+            #[inline(always)]
+            fn as_i64(self) -> i64 {
+                self as i64
+            }
+            #[inline(always)]
+            fn as_f32(self) -> f32 {
+                self as f32
+            }
+            #[inline(always)]
+            fn from_word(w: u32, k: usize) -> Self {
+                (w >> ((8 * size_of::<$t>() * k) & 31)) as $t
+            }
         }
     )*};
 }
@@ -182,6 +206,8 @@ int_samples!(u8, u16, u32, i32);
 
 impl HistogramSample for f32 {
     type Level = f32;
+    const PER_WORD: usize = 1;
+    const FLOAT: bool = true;
     fn even_bins(bins: u32, lower: f32, upper: f32) -> Option<EvenBins> {
         EvenBins::float(bins, lower, upper)
     }
@@ -192,6 +218,18 @@ impl HistogramSample for f32 {
     #[inline(always)]
     fn level(self) -> f32 {
         self
+    }
+    #[inline(always)]
+    fn as_i64(self) -> i64 {
+        self as i64
+    }
+    #[inline(always)]
+    fn as_f32(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from_word(w: u32, _: usize) -> Self {
+        f32::from_bits(w)
     }
 }
 
@@ -217,30 +255,57 @@ pub fn range_bin<L: PartialOrd + Copy>(x: L, len: usize, at: impl Fn(usize) -> L
     lo as u32
 }
 
-/// Counts this block's tiles of `samples` (tiles of `block_size() * N`, `b, b + G, …`) by
-/// `bin_of` into `hist` and merges them into `out`; every thread of the block calls it.
+/// 16 bytes, 16-byte aligned: one `ld.global.v4`.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct V16([u32; 4]);
+
+/// 16-byte vectors per thread and tile.
+const VECTORS: usize = HIST_BYTES / 16;
+
+/// Counts this block's share of `samples` by `bin_of` into `hist` and merges it into `out`;
+/// every thread of the block calls it. Full tiles (`block_size() * HIST_BYTES` bytes; `b, b +
+/// G, …` for block `b` of `G`) are read as vector-striped 16-byte loads, all four of a thread
+/// issued before any is counted (the order of samples does not matter); the rest of the input
+/// (and all of it when `samples` does not start 16-byte aligned) by a grid-stride loop.
 #[inline(always)]
 #[track_caller]
-fn count_tiles<T: DeviceCopy, const N: usize>(
+fn count_tiles<T: HistogramSample>(
     samples: &[T],
     hist: &BlockHistogram<'_>,
     out: &[AtomicU32],
-    bin_of: impl Fn(T) -> u32,
+    bin_of: impl Fn(T) -> u32 + Copy,
 ) {
-    let tile_len = thread::block_size() as usize * N;
+    const { assert!(size_of::<T>() * T::PER_WORD == 4, "histogram samples are 1, 2 or 4 bytes") };
+    let bs = thread::block_size() as usize;
+    let t = thread::thread_rank_in_block() as usize;
     let n = samples.len();
-    let full = (n / tile_len) as u64;
-    for tile in block::tiles(n.div_ceil(tile_len) as u64) {
-        let id = tile.id();
-        // The order of a tile's samples does not matter: full tiles as vector-striped 16-byte
-        // loads (every warp access coalesced), the last one checked.
-        let (items, valid) = match if id < full { super::reduce::load_full_vectors::<T, N>(samples, id) } else { None }
-        {
-            Some(items) => (items, N),
-            None => block::load_blocked::<T, N>(samples, id, samples[0]),
-        };
-        let bins: [u32; N] = core::array::from_fn(|j| bin_of(items[j]));
-        hist.add_items(&bins, valid);
+    let tile_len = bs * VECTORS * 4 * T::PER_WORD;
+    let aligned = (samples.as_ptr() as usize).is_multiple_of(16);
+    let full = if aligned { n / tile_len } else { 0 };
+    let vp = samples.as_ptr().cast::<V16>();
+    for tile in block::tiles(full as u64) {
+        let base = tile.id() as usize * bs * VECTORS + t;
+        // SAFETY: tile `id < full` lies inside `samples` (its `bs * VECTORS` vectors are
+        // `tile_len` samples), so vector `base + k * bs < (id + 1) * bs * VECTORS` is in
+        // bounds; `samples` starts 16-byte aligned (checked), so every vector is.
+        let v: [V16; VECTORS] = core::array::from_fn(|k| unsafe { vp.add(base + k * bs).read() });
+        crate::unroll::<VECTORS>(|k| {
+            crate::unroll::<4>(|w| {
+                let word = v[k].0[w];
+                let mut e = 0;
+                while e < T::PER_WORD {
+                    hist.add(bin_of(T::from_word(word, e)));
+                    e += 1;
+                }
+            })
+        });
+    }
+    let threads = thread::num_blocks() as usize * bs;
+    let mut i = full * tile_len + thread::block_rank() as usize * bs + t;
+    while i < n {
+        hist.add(bin_of(samples[i]));
+        i += threads;
     }
     hist.merge_into(out);
 }
@@ -249,7 +314,7 @@ fn count_tiles<T: DeviceCopy, const N: usize>(
 /// a grid-stride loop.
 #[inline(always)]
 #[track_caller]
-fn count_global<T: DeviceCopy>(samples: &[T], out: &[AtomicU32], bins: usize, bin_of: impl Fn(T) -> u32) {
+fn count_global<T: DeviceCopy>(samples: &[T], out: &[AtomicU32], bins: usize, bin_of: impl Fn(T) -> u32 + Copy) {
     let end = bins.min(out.len());
     for i in thread::grid_stride(samples.len()) {
         let b = bin_of(samples[*i]) as usize;
@@ -261,30 +326,61 @@ fn count_global<T: DeviceCopy>(samples: &[T], out: &[AtomicU32], bins: usize, bi
 
 /// One block's share of an even histogram: `out[b] +=` the number of this block's samples in
 /// bin `b` (`p`'s bins). The block's counters are the first `counters` `u32`s of dynamic
-/// shared memory (`copies * bins` of them: one copy per warp at most); `counters < bins`:
-/// global atomics alone. Every thread of the block calls it (a multiple of 32 threads); the
+/// shared memory ([`BlockHistogram::counters`]`(bins, copies)` of them: one copy per warp at
+/// most); `counters <= bins`: global atomics alone. Every thread of the block calls it (a multiple of 32 threads); the
 /// host clears `out` before the launch. Safe: every count is an atomic, every bin checked.
 ///
 /// # Panics
 /// `counters` larger than the dynamic shared memory.
 #[inline(always)]
 #[track_caller]
-pub fn histogram_even<T: HistogramSample, const N: usize>(
-    samples: &[T],
-    p: EvenBins,
-    counters: u32,
-    out: &[AtomicU32],
-) {
+pub fn histogram_even<T: HistogramSample>(samples: &[T], p: EvenBins, counters: u32, out: &[AtomicU32]) {
     let bins = p.bins() as usize;
     if samples.is_empty() || bins == 0 {
         return;
     }
-    if (counters as usize) < bins {
-        return count_global(samples, out, bins, |x: T| x.bin_even(&p));
+    // Counts with `bin_of`: in shared memory, or with global atomics alone.
+    macro_rules! count {
+        ($bin_of:expr) => {{
+            let bin_of = $bin_of;
+            if (counters as usize) <= bins {
+                count_global(samples, out, bins, bin_of)
+            } else {
+                let counts = crate::shared::dynamic::<u32>().sub(0, counters as usize);
+                let hist = BlockHistogram::new(&counts, bins);
+                count_tiles(samples, &hist, out, bin_of)
+            }
+        }};
     }
-    let counts = crate::shared::dynamic::<u32>().sub(0, counters as usize);
-    let hist = BlockHistogram::new(&counts, bins);
-    count_tiles::<T, N>(samples, &hist, out, |x: T| x.bin_even(&p));
+    if T::FLOAT {
+        return count!(move |x: T| p.bin_f32(x.as_f32()));
+    }
+    // The integer arithmetic chosen once, outside the loops (`0 <= off < range` inside).
+    // `lower <= v < upper` is `(v - lower) mod 2^64 < upper - lower` (for `v < lower`, the
+    // wrapped difference is at least `2^64 - (lower - v) > upper - lower`, as `upper < 2^63`).
+    let (lower, range) = (p.lower as i64, p.upper.wrapping_sub(p.lower));
+    let off = move |x: T| {
+        let o = x.as_i64().wrapping_sub(lower) as u64;
+        if o < range { Some(o) } else { None }
+    };
+    match p.mode {
+        SHIFT => {
+            let s = (p.div & 63) as u32;
+            count!(move |x: T| off(x).map_or(NO_BIN, |o| (o >> s) as u32))
+        }
+        DIV32 => {
+            let d = (p.div as u32).max(1);
+            count!(move |x: T| off(x).map_or(NO_BIN, |o| o as u32 / d))
+        }
+        DIV64 => {
+            let d = p.div.max(1);
+            count!(move |x: T| off(x).map_or(NO_BIN, |o| (o / d) as u32))
+        }
+        _ => {
+            let (b, r) = (u64::from(p.bins), p.range.max(1));
+            count!(move |x: T| off(x).map_or(NO_BIN, |o| (o.wrapping_mul(b) / r) as u32))
+        }
+    }
 }
 
 /// The dynamic shared memory's `u32`s before the staged levels of [`histogram_range`]:
@@ -303,7 +399,7 @@ pub const fn range_levels_at(counters: u32) -> usize {
 /// The counters (and staged levels) larger than the dynamic shared memory.
 #[inline(always)]
 #[track_caller]
-pub fn histogram_range<T: HistogramSample, const N: usize>(
+pub fn histogram_range<T: HistogramSample>(
     samples: &[T],
     levels: &[T::Level],
     counters: u32,
@@ -317,12 +413,12 @@ pub fn histogram_range<T: HistogramSample, const N: usize>(
     }
     let from_global = |x: T| range_bin(x.level(), len, |i| levels[i]);
     if !stage_levels {
-        if (counters as usize) < bins {
+        if (counters as usize) <= bins {
             return count_global(samples, out, bins, from_global);
         }
         let counts = crate::shared::dynamic::<u32>().sub(0, counters as usize);
         let hist = BlockHistogram::new(&counts, bins);
-        return count_tiles::<T, N>(samples, &hist, out, from_global);
+        return count_tiles(samples, &hist, out, from_global);
     }
     let at = range_levels_at(counters) * 4 / size_of::<T::Level>();
     let staged: SharedSlice<T::Level> = crate::shared::dynamic::<T::Level>().sub(at, len);
@@ -335,10 +431,10 @@ pub fn histogram_range<T: HistogramSample, const N: usize>(
     crate::sync::sync_threads();
     // SAFETY: `range_bin` reads indices below `len`, the staged slice's length.
     let from_shared = |x: T| range_bin(x.level(), len, |i| unsafe { staged.load_unchecked(i) });
-    if (counters as usize) < bins {
+    if (counters as usize) <= bins {
         return count_global(samples, out, bins, from_shared);
     }
     let counts = crate::shared::dynamic::<u32>().sub(0, counters as usize);
     let hist = BlockHistogram::new(&counts, bins);
-    count_tiles::<T, N>(samples, &hist, out, from_shared);
+    count_tiles(samples, &hist, out, from_shared);
 }

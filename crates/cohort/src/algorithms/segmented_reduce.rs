@@ -42,6 +42,11 @@ pub const SEG_BLOCK: u32 = 256;
 /// Bytes per thread of a chunk (four 16-byte vectors): `N = SEG_BYTES / size_of::<T>()`.
 pub const SEG_BYTES: usize = 64;
 
+crate::shared! {
+    /// Per warp of the chunk kernel: which of its threads' first items start a piece.
+    static SEG_FIRST_STARTS: [u32; 32];
+}
+
 /// Bits of a [`Piece`].
 const HAS: u32 = 1;
 const START: u32 = 2;
@@ -96,6 +101,35 @@ fn upper_bound(offsets: &[u64], lo: usize, hi: usize, pos: usize) -> usize {
     lo
 }
 
+/// How many of `offsets` are at most `a`, and at most `b` (for ascending offsets; in `0 ..=
+/// offsets.len()` whatever they hold): two branch-free binary searches in one loop, so that
+/// their loads overlap.
+#[inline(always)]
+fn count_at_most2(offsets: &[u64], a: usize, b: usize) -> (usize, usize) {
+    let len = offsets.len();
+    if len == 0 {
+        return (0, 0);
+    }
+    let (mut base_a, mut base_b, mut size) = (0usize, 0usize, len);
+    // Invariant: `base + size <= len`; the last offset at most the position (if any) is in
+    // `base .. base + size`.
+    while size > 1 {
+        let half = size / 2;
+        // SAFETY: `base + half < base + size <= len`.
+        let (oa, ob) = unsafe { (*offsets.get_unchecked(base_a + half), *offsets.get_unchecked(base_b + half)) };
+        if oa as usize <= a {
+            base_a += half;
+        }
+        if ob as usize <= b {
+            base_b += half;
+        }
+        size -= half;
+    }
+    // SAFETY: `base < base + size <= len` (`size == 1`).
+    let (oa, ob) = unsafe { (*offsets.get_unchecked(base_a), *offsets.get_unchecked(base_b)) };
+    (base_a + (oa as usize <= a) as usize, base_b + (ob as usize <= b) as usize)
+}
+
 /// Segment `s`'s clamped range `(b, e)`, `b <= e <= n`.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -124,16 +158,16 @@ struct Outs<'s, 'a, 'b, 'c, T> {
     tail: &'s mut DisjointSlice<'c, T, Scattered>,
 }
 
-/// Routes the reduction `v` of one piece of chunk `c` (`p0 .. p1`), ending where `cnt`
-/// offsets are at most its last position (its segment is `cnt - 1`; none for `cnt == 0`).
+/// Routes the reduction `v` of one piece of chunk `c` (`p0 .. p1`), ending at position `at`,
+/// where `cnt` offsets are at most `at` (its segment is `cnt - 1`; none for `cnt == 0`).
 /// `first`: the piece holds `p0`; `last`: it holds `p1 - 1`.
 ///
 /// # Safety
-/// As [`segmented_reduce_chunk`]: each of `head[c]`, `tail[c]` is written by the thread
-/// holding the chunk's first / last piece alone (one piece holds `p0`, one `p1 - 1`), and
-/// `out[s]` only when segment `s` is non-empty, starts in chunk `c` and ends in it (then its
-/// one piece in `c`, the run of positions whose count is `s + 1`, is the only one with this
-/// owner, and the fix-up leaves `s` alone).
+/// Each piece is routed once, by the thread holding its last item, and the pieces partition
+/// the chunk (so one holds `p0`, one `p1 - 1`): then `head[c]` / `tail[c]` are written by one
+/// thread each, and `out[s]` only by the piece ending at segment `s`'s last position when `s`
+/// is non-empty and lies in chunk `c` — one item of one thread, and the fix-up leaves such
+/// segments alone.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -145,6 +179,7 @@ unsafe fn route<T: DeviceCopy, Op: ReduceOp<T>>(
     op: Op,
     v: T,
     cnt: usize,
+    at: usize,
     (first, last): (bool, bool),
 ) {
     let owner = cnt.wrapping_sub(1);
@@ -162,8 +197,12 @@ unsafe fn route<T: DeviceCopy, Op: ReduceOp<T>>(
     if last && e > p1 {
         // SAFETY: this thread holds the chunk's last piece.
         unsafe { put(outs.tail, c, v) };
-    } else if b < e && b / chunk == c && (e - 1) / chunk == c {
-        // SAFETY: segment `owner` lies in this chunk: this piece alone writes it (above).
+    } else if b < e && b >= p0 && e <= p0 + chunk && at + 1 == e {
+        // The segment lies in this chunk (`b / chunk == c == (e - 1) / chunk`), and this piece
+        // ends at its last element.
+        // SAFETY: position `e - 1` is one item of one thread, routed at most once, and `e`
+        // depends on `owner` alone: no other piece writes `out[owner]`; the fix-up writes
+        // only empty segments and those spanning chunks.
         unsafe { put(outs.out, owner, op.combine(init, v)) };
     }
 }
@@ -201,12 +240,10 @@ pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: us
     }
     let p1 = (p0 + chunk).min(n);
     let t = thread::thread_rank_in_block() as usize;
-    let m1 = offsets.len();
     let (items, valid) = load_blocked::<T, N>(input, c as u64, input[0]);
     // Offsets at most p0 / at most p1 - 1: the segments starting in (p0, p1) are counts
     // `c_lo + 1 ..= c_hi`.
-    let c_lo = upper_bound(offsets, 0, m1, p0);
-    let c_hi = upper_bound(offsets, c_lo, m1, p1 - 1);
+    let (c_lo, c_hi) = count_at_most2(offsets, p0, p1 - 1);
     let mut outs = Outs { out, head, tail };
     let geo = (c, p0, p1, n, chunk);
     if c_lo == c_hi {
@@ -216,7 +253,7 @@ pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: us
             && let Some(v) = r
         {
             // SAFETY: thread 0 of block `c` (chunk `c`) holds the chunk's only piece.
-            unsafe { route(&mut outs, offsets, geo, init, op, v, c_lo, (true, true)) };
+            unsafe { route(&mut outs, offsets, geo, init, op, v, c_lo, p1 - 1, (true, true)) };
         }
         return;
     }
@@ -228,19 +265,33 @@ pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: us
     // most its position grows there. First pass: the thread's (flag, value) for the scan.
     let mut cnt = cnt0;
     let mut agg = Piece { bits: 0, pad: 0, v: items[0] };
+    let mut first_starts = false;
     crate::unroll::<N>(|j| {
         if j < valid {
             let i = q + j;
             let mut start = false;
-            // SAFETY: `cnt < c_hi <= m1`.
+            // SAFETY: `cnt < c_hi <= offsets.len()`.
             while cnt < c_hi && unsafe { *offsets.get_unchecked(cnt) } as usize <= i {
                 cnt += 1;
                 start = true;
+            }
+            if j == 0 {
+                first_starts = start;
             }
             agg.v = if start || agg.bits & HAS == 0 { items[j] } else { op.combine(agg.v, items[j]) };
             agg.bits |= HAS | if start { START } else { 0 };
         }
     });
+    // Whether each thread's first item starts a piece, as that thread saw it: the thread before
+    // ends its last piece there (one view of every flag, so every piece ends exactly once, even
+    // for offsets that do not ascend). Stored before the scan, read after (its barriers order
+    // them).
+    let (_, warp) = block::warp_of_block("segmented_reduce_chunk");
+    let flags = warp.ballot(first_starts);
+    let starts = SEG_FIRST_STARTS.get();
+    if warp.thread_rank() == 0 {
+        starts.store(thread::warp_id() as usize % 32, flags);
+    }
     let seg_op = move |a: Piece<T>, b: Piece<T>| {
         if b.bits & HAS == 0 {
             a
@@ -261,7 +312,7 @@ pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: us
         if j < valid {
             let i = q + j;
             let mut start = false;
-            // SAFETY: `cnt < c_hi <= m1`.
+            // SAFETY: `cnt < c_hi <= offsets.len()`.
             while cnt < c_hi && unsafe { *offsets.get_unchecked(cnt) } as usize <= i {
                 cnt += 1;
                 start = true;
@@ -273,13 +324,23 @@ pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: us
                 acc = Some(cat(op, acc, items[j]));
             }
             let last = i + 1 == p1;
-            // SAFETY: `cnt < c_hi <= m1`.
-            let end = last || (cnt < c_hi && unsafe { *offsets.get_unchecked(cnt) } as usize <= i + 1);
+            let end = if last {
+                true
+            } else if j + 1 == N {
+                // The next item is thread `t + 1`'s first: its flag, as it saw it.
+                let u = t + 1;
+                starts.load(u / 32 % 32) >> (u % 32) & 1 != 0
+            } else {
+                // The walk's next step, as above.
+                // SAFETY: `cnt < c_hi <= offsets.len()`.
+                cnt < c_hi && unsafe { *offsets.get_unchecked(cnt) } as usize <= i + 1
+            };
             if end && let Some(v) = acc {
-                // SAFETY: pieces end where the next one starts, so the one holding `p0` (no
-                // start in `(p0, i]`) and the one holding `p1 - 1` are each routed by one
-                // thread; block `c` is chunk `c` (the caller's contract).
-                unsafe { route(&mut outs, offsets, geo, init, op, v, cnt, (!any_start, last)) };
+                // SAFETY: every flag has one view (above), so the pieces partition the chunk
+                // and each ends at one item: the one holding `p0` (no start in `(p0, i]`) and
+                // the one holding `p1 - 1` are each routed by one thread; block `c` is chunk
+                // `c` (distinct block ranks).
+                unsafe { route(&mut outs, offsets, geo, init, op, v, cnt, i, (!any_start, last)) };
             }
         }
     });
@@ -313,6 +374,11 @@ pub unsafe fn segmented_reduce_fixup<T: DeviceCopy, Op: ReduceOp<T>>(
     let (_, warp) = block::warp_of_block("segmented_reduce_fixup");
     let m = offsets.len().saturating_sub(1);
     let chunk = chunk.max(1);
+    // The chunk of a position: a shift for the kernels' chunks (powers of two), not a 64-bit
+    // division per segment.
+    let shift = chunk.trailing_zeros();
+    let pow2 = chunk.is_power_of_two();
+    let chunk_of = move |p: usize| if pow2 { p >> shift } else { p / chunk };
     let lane = warp.thread_rank() as usize;
     let warps = thread::warps_per_block() as usize;
     let total = thread::num_blocks() as usize * warps;
@@ -325,13 +391,13 @@ pub unsafe fn segmented_reduce_fixup<T: DeviceCopy, Op: ReduceOp<T>>(
             // the chunk kernel writes no empty segment.
             unsafe { put(out, s, init) };
         }
-        let spanning = s < m && b < e && b / chunk != (e - 1) / chunk;
+        let spanning = s < m && b < e && chunk_of(b) != chunk_of(e - 1);
         let mut mask = warp.ballot(spanning);
         while mask != 0 {
             let src = mask.trailing_zeros();
             mask &= mask - 1;
             let (sb, se) = (warp.shfl(b as u64, src) as usize, warp.shfl(e as u64, src) as usize);
-            let (c0, c1) = (sb / chunk, (se - 1) / chunk);
+            let (c0, c1) = (chunk_of(sb), chunk_of(se - 1));
             // Heads `c0 + 1 ..= c1`, a contiguous run per lane, in lane order.
             let k = c1 - c0;
             let per = k.div_ceil(32);

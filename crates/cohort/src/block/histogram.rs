@@ -1,11 +1,13 @@
 //! Block histogram (CUB's `BlockHistogram`): counts of bins in shared memory, privatized per
 //! warp, merged into a device-wide histogram with one global atomic per bin and block.
 //!
-//! **Design.** The caller gives a [`SharedSlice<u32>`] of `copies * bins` counters (dynamic
-//! shared memory or a `shared!` array). Warp `w` counts into copy `w % copies`, so with one
-//! copy per warp no two warps ever hit one counter (a skewed input — every sample in one bin —
-//! then contends only within a warp). A count is a shared-memory `red.shared.add.u32` (no
-//! result). [`BlockHistogram::merge_into`] sums the copies of each bin (thread `t` takes bins
+//! **Design.** The caller gives a [`SharedSlice<u32>`] of `copies * (bins + 1)` counters
+//! ([`BlockHistogram::counters`]; dynamic shared memory or a `shared!` array). Warp `w` counts
+//! into copy `w % copies`, so with one copy per warp no two warps ever hit one counter (a
+//! skewed input — every sample in one bin — then contends only within a warp). A count is one
+//! shared-memory atomic increment with no result (`ATOMS.POPC.INC`, which also combines a
+//! warp's increments of one counter), and never a branch: a bin at or past `bins` is counted
+//! in each copy's spare last counter, which nothing reads. [`BlockHistogram::merge_into`] sums the copies of each bin (thread `t` takes bins
 //! `t, t + block_size(), …`) and adds each non-zero sum to the global histogram with one
 //! relaxed atomic: a grid of `G` blocks makes at most `G * bins` global atomics however many
 //! samples it counts.
@@ -20,7 +22,7 @@
 //! use cohort::block::BlockHistogram;
 //!
 //! cohort::shared! {
-//!     static COUNTS: [u32; 8 * 16];
+//!     static COUNTS: [u32; BlockHistogram::counters(16, 8)];
 //! }
 //!
 //! /// A 16-bin histogram of `x % 16`, eight warps' copies per block.
@@ -56,20 +58,32 @@ pub struct BlockHistogram<'a> {
 }
 
 impl<'a> BlockHistogram<'a> {
-    /// A cleared histogram of `bins` bins in `counts`: `counts.len() / bins` copies (at most
-    /// one per warp; extra counters are left alone). Every thread of the block must call it
-    /// (it ends with a block barrier, so the counters are zero for everyone when it returns).
+    /// The counters `copies` copies of `bins` bins take: `copies * (bins + 1)` (a spare per
+    /// copy).
+    #[inline(always)]
+    #[must_use]
+    pub const fn counters(bins: usize, copies: usize) -> usize {
+        copies * (bins + 1)
+    }
+
+    /// A cleared histogram of `bins` bins in `counts`: `counts.len() / (bins + 1)` copies (at
+    /// most one per warp; extra counters are left alone). Every thread of the block must call
+    /// it (it ends with a block barrier, so the counters are zero for everyone when it
+    /// returns).
     ///
     /// # Panics
-    /// `bins == 0`, or `counts` holds fewer than `bins` counters.
+    /// `bins == 0`, `bins >= 2^31`, or `counts` holds fewer than `bins + 1` counters.
     #[inline(always)]
     #[track_caller]
     #[must_use]
     pub fn new(counts: &'a SharedSlice<u32>, bins: usize) -> Self {
-        assert!(bins > 0 && counts.len() >= bins, "BlockHistogram: the shared memory holds fewer counters than bins");
+        assert!(
+            bins > 0 && bins < 1 << 31 && counts.len() > bins,
+            "BlockHistogram: the shared memory holds fewer than bins + 1 counters"
+        );
         let warps = thread::warps_per_block() as usize;
-        let copies = (counts.len() / bins).min(warps.max(1));
-        let used = copies * bins;
+        let copies = (counts.len() / (bins + 1)).min(warps.max(1));
+        let used = copies * (bins + 1);
         let bs = thread::block_size() as usize;
         let mut i = thread::thread_rank_in_block() as usize;
         while i < used {
@@ -79,7 +93,7 @@ impl<'a> BlockHistogram<'a> {
         }
         crate::sync::sync_threads();
         let copy = thread::warp_id() as usize % copies;
-        Self { counts, bins: bins as u32, copies: copies as u32, base: (copy * bins) as u32 }
+        Self { counts, bins: bins as u32, copies: copies as u32, base: (copy * (bins + 1)) as u32 }
     }
 
     /// Bins.
@@ -96,14 +110,14 @@ impl<'a> BlockHistogram<'a> {
         self.copies as usize
     }
 
-    /// Counts one sample in `bin`; a bin at or past [`bins`](Self::bins) is not counted.
+    /// Counts one sample in `bin`; a bin at or past [`bins`](Self::bins) is not counted (it
+    /// goes to the copy's spare counter: no branch).
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn add(&self, bin: u32) {
-        if bin < self.bins {
-            // SAFETY: `base + bin < (copy + 1) * bins <= copies * bins <= counts.len()`.
-            unsafe { self.counts.atomic_unchecked((self.base + bin) as usize) }.add(1, Relaxed);
-        }
+        let i = self.base + bin.min(self.bins);
+        // SAFETY: `i <= copy * (bins + 1) + bins < copies * (bins + 1) <= counts.len()`.
+        unsafe { self.counts.atomic_unchecked(i as usize) }.add(1, Relaxed);
     }
 
     /// Counts the first `valid` of a thread's `N` samples' bins (`bins[j]` for `j < valid`).
@@ -130,8 +144,8 @@ impl<'a> BlockHistogram<'a> {
         let mut sum = 0u32;
         let mut c = 0;
         while c < self.copies as usize {
-            // SAFETY: `c * bins + bin < copies * bins <= counts.len()`.
-            sum = sum.wrapping_add(unsafe { self.counts.load_unchecked(c * self.bins as usize + bin) });
+            // SAFETY: `c * (bins + 1) + bin < copies * (bins + 1) <= counts.len()`.
+            sum = sum.wrapping_add(unsafe { self.counts.load_unchecked(c * (self.bins as usize + 1) + bin) });
             c += 1;
         }
         sum
