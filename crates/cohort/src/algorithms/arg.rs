@@ -88,32 +88,36 @@ impl ArgValue for f64 {
     }
 }
 
+/// The order key of `v`: smaller is better (argmin: the [`RadixKey`] bits; argmax: their
+/// complement), and every NaN is 0, before every number (a number's key is never 0: a float's
+/// twiddled bits are at least those of `-inf`, `0x007f_ffff`; an integer has no NaN).
+#[inline(always)]
+#[must_use]
+pub fn arg_key<T: ArgValue>(v: T, max: bool) -> u64 {
+    let r = v.to_radix();
+    if v.is_nan_value() {
+        0
+    } else if max {
+        !r
+    } else {
+        r
+    }
+}
+
 /// Whether `a` is strictly better than `b` (smaller for argmin, larger for argmax; a NaN
 /// better than any number, two NaNs equal).
 #[inline(always)]
 #[must_use]
 pub fn arg_better<T: ArgValue>(a: T, b: T, max: bool) -> bool {
-    match (a.is_nan_value(), b.is_nan_value()) {
-        (true, false) => true,
-        (_, true) => false,
-        _ => {
-            let (x, y) = (a.to_radix(), b.to_radix());
-            if max { x > y } else { x < y }
-        }
-    }
+    arg_key(a, max) < arg_key(b, max)
 }
 
 /// The better of two pairs (equal values: the smaller index): associative and commutative.
 #[inline(always)]
 #[must_use]
 pub fn arg_combine<T: ArgValue>(a: ArgPair<T>, b: ArgPair<T>, max: bool) -> ArgPair<T> {
-    if arg_better(b.value, a.value, max) {
-        b
-    } else if arg_better(a.value, b.value, max) || a.index() <= b.index() {
-        a
-    } else {
-        b
-    }
+    let (ka, kb) = (arg_key(a.value, max), arg_key(b.value, max));
+    if kb < ka || (kb == ka && b.index() < a.index()) { b } else { a }
 }
 
 /// One block's share of an argmin (`max == false`) or argmax over `input`: the best
@@ -131,7 +135,9 @@ pub fn arg_tiles<T: ArgValue, const N: usize>(input: &[T], max: bool) -> Option<
     let t = thread::thread_rank_in_block() as usize;
     // Elements per 16-byte vector (vector-striped full tiles).
     let per_vec = (16 / size_of::<T>()).max(1);
-    let mut best: Option<ArgPair<T>> = None;
+    // The thread's best so far: its key, position and value (items come in increasing
+    // position, so a strictly smaller key replaces it: the first of equals stays).
+    let mut best: Option<(u64, usize, T)> = None;
     for tile in block::tiles(n.div_ceil(tile_len) as u64) {
         let id = tile.id();
         let base = id as usize * tile_len;
@@ -148,14 +154,15 @@ pub fn arg_tiles<T: ArgValue, const N: usize>(input: &[T], max: bool) -> Option<
                 // Item `j`: vector `j / per_vec` of the thread (vector `t + k * bs` of the
                 // tile), element `j % per_vec` of it; or blocked, element `t * N + j`.
                 let at = if striped { (t + (j / per_vec) * bs) * per_vec + j % per_vec } else { t * N + j };
-                let p = ArgPair::new(items[j], (base + at) as u64);
-                best = Some(match best {
-                    Some(b) => arg_combine(b, p, max),
-                    None => p,
-                });
+                let k = arg_key(items[j], max);
+                best = match best {
+                    Some((bk, _, _)) if bk <= k => best,
+                    _ => Some((k, base + at, items[j])),
+                };
             }
         });
     }
+    let best = best.map(|(_, i, v)| ArgPair::new(v, i as u64));
     let (v, valid) = match best {
         Some(b) => (b, 1),
         None => (ArgPair::new(input.first().copied().unwrap_or_else(super::scan::placeholder), 0), 0),

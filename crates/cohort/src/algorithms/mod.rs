@@ -120,7 +120,7 @@ mod scan;
 pub mod segmented_reduce;
 mod select;
 
-pub use arg::{ARG_BLOCK, ARG_BYTES, ArgPair, ArgValue, arg_better, arg_combine, arg_tiles};
+pub use arg::{ARG_BLOCK, ARG_BYTES, ArgPair, ArgValue, arg_better, arg_combine, arg_key, arg_tiles};
 pub use histogram::{
     EvenBins, HIST_BLOCK, HIST_BYTES, HistogramSample, NO_BIN, histogram_even, histogram_range, range_bin,
     range_levels_at,
