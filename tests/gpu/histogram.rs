@@ -272,7 +272,7 @@ fn histogram_range(c: &Ctx) -> TestResult {
     let levels: Vec<i64> = vec![0, 90, 10, 50, 20, 100];
     let d = c.gpu.upload(&u).ctx("upload")?;
     let dl = c.gpu.upload(&levels).ctx("upload")?;
-    let mut h = c.gpu.upload(&vec![GUARD; 8]).ctx("alloc")?;
+    let mut h = c.gpu.upload(&[GUARD; 8]).ctx("alloc")?;
     a.histogram_range(s, &d, &mut h, &dl).ctx("histogram_range")?;
     let got = h.to_vec().ctx("read")?;
     ensure(got[5..] == [GUARD; 3], || format!("unsorted levels: the guards changed: {got:?}"))?;

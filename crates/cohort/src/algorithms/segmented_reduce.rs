@@ -404,8 +404,8 @@ pub unsafe fn segmented_reduce_fixup<T: DeviceCopy, Op: ReduceOp<T>>(
             let lo = (c0 + 1 + lane * per).min(c1 + 1);
             let hi = (lo + per).min(c1 + 1);
             let mut acc: Option<T> = None;
-            for c in lo..hi {
-                acc = Some(cat(op, acc, head[c]));
+            for &h in &head[lo..hi] {
+                acc = Some(cat(op, acc, h));
             }
             let (r, has) = block::warp_reduce_ordered(&warp, acc.unwrap_or(tail[c0]), acc.is_some(), op);
             if lane == src as usize {
