@@ -8,7 +8,8 @@ use cohort::slice::{DisjointSlice, PerBlock};
 macro_rules! arg_kernels {
     ($($t:ty => $tiles:ident, $final:ident;)*) => {$(
         /// Block `b`'s best pair of its tiles into `partials[b]` (`max`: argmax).
-        #[cohort::kernel]
+        // At most 64 registers: four blocks of 256 threads per SM.
+        #[cohort::kernel(launch_bounds(256, 4))]
         fn $tiles(input: &[$t], max: u32, mut partials: DisjointSlice<ArgPair<$t>, PerBlock>) {
             let r = arg_tiles::<$t, { ARG_BYTES / size_of::<$t>() }>(input, max != 0);
             let block = cohort::cg::this_thread_block();

@@ -8,13 +8,15 @@ use cohort::atomic::AtomicU32;
 macro_rules! hist_kernels {
     ($($t:ty => $even:ident, $range:ident;)*) => {$(
         /// One block's share of an even histogram (see `histogram_even`).
-        #[cohort::kernel]
+        // At most 64 registers: four blocks of 256 threads per SM.
+        #[cohort::kernel(launch_bounds(256, 4))]
         fn $even(samples: &[$t], bins: EvenBins, counters: u32, out: &[AtomicU32]) {
             histogram_even::<$t>(samples, bins, counters, out)
         }
 
         /// One block's share of a histogram over levels (see `histogram_range`).
-        #[cohort::kernel]
+        // At most 64 registers: four blocks of 256 threads per SM.
+        #[cohort::kernel(launch_bounds(256, 4))]
         fn $range(
             samples: &[$t],
             levels: &[<$t as cohort::algorithms::HistogramSample>::Level],

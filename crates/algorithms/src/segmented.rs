@@ -10,7 +10,8 @@ use cohort::thread::Scattered;
 macro_rules! seg_kernels {
     ($($t:ty, $op:ident => $chunk:ident, $fixup:ident;)*) => {$(
         /// One chunk of a segmented reduction (see `segmented_reduce_chunk`).
-        #[cohort::kernel]
+        // At most 64 registers: four blocks of 256 threads per SM.
+        #[cohort::kernel(launch_bounds(256, 4))]
         fn $chunk(
             input: &[$t],
             offsets: &[u64],

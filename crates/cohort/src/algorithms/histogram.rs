@@ -411,7 +411,9 @@ pub fn histogram_range<T: HistogramSample>(
     if samples.is_empty() || bins == 0 {
         return;
     }
-    let from_global = |x: T| range_bin(x.level(), len, |i| levels[i]);
+    // `move` closures: the captured values live in registers (captured by reference, they
+    // were reloaded from the stack after every shared-memory atomic).
+    let from_global = move |x: T| range_bin(x.level(), len, |i| levels[i]);
     if !stage_levels {
         if (counters as usize) <= bins {
             return count_global(samples, out, bins, from_global);
@@ -429,8 +431,9 @@ pub fn histogram_range<T: HistogramSample>(
         i += bs;
     }
     crate::sync::sync_threads();
+    let staged = &staged;
     // SAFETY: `range_bin` reads indices below `len`, the staged slice's length.
-    let from_shared = |x: T| range_bin(x.level(), len, |i| unsafe { staged.load_unchecked(i) });
+    let from_shared = move |x: T| range_bin(x.level(), len, |i| unsafe { staged.load_unchecked(i) });
     if (counters as usize) <= bins {
         return count_global(samples, out, bins, from_shared);
     }

@@ -102,32 +102,45 @@ fn upper_bound(offsets: &[u64], lo: usize, hi: usize, pos: usize) -> usize {
 }
 
 /// How many of `offsets` are at most `a`, and at most `b` (for ascending offsets; in `0 ..=
-/// offsets.len()` whatever they hold): two branch-free binary searches in one loop, so that
-/// their loads overlap.
+/// offsets.len()` whatever they hold), to every lane of `warp` (all 32 lanes call it): a
+/// 32-ary search, each round's 32 probes of both searches loaded at once and counted with a
+/// ballot, so `log32(len)` rounds of loads (4 for a million offsets) instead of `log2(len)`.
 #[inline(always)]
-fn count_at_most2(offsets: &[u64], a: usize, b: usize) -> (usize, usize) {
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+fn warp_count_at_most2<W: WarpGroup>(warp: &W, offsets: &[u64], a: usize, b: usize) -> (usize, usize) {
+    let lane = warp.thread_rank() as usize;
     let len = offsets.len();
-    if len == 0 {
-        return (0, 0);
-    }
-    let (mut base_a, mut base_b, mut size) = (0usize, 0usize, len);
-    // Invariant: `base + size <= len`; the last offset at most the position (if any) is in
-    // `base .. base + size`.
-    while size > 1 {
-        let half = size / 2;
-        // SAFETY: `base + half < base + size <= len`.
-        let (oa, ob) = unsafe { (*offsets.get_unchecked(base_a + half), *offsets.get_unchecked(base_b + half)) };
-        if oa as usize <= a {
-            base_a += half;
+    // Invariant: each count is in `lo ..= hi` (`hi <= len`).
+    let (mut lo_a, mut hi_a, mut lo_b, mut hi_b) = (0usize, len, 0usize, len);
+    loop {
+        let (wa, wb) = (hi_a - lo_a, hi_b - lo_b);
+        if wa <= 32 && wb <= 32 {
+            break;
         }
-        if ob as usize <= b {
-            base_b += half;
+        // Probe `p = lo + (lane + 1) * step - 1` (if below `hi`): the count is at least
+        // `p + 1` when `offsets[p] <= x`. With `k` such probes (a prefix, for ascending
+        // offsets) it is in `lo + k * step ..= lo + (k + 1) * step - 1`; `k` never exceeds the
+        // probes below `hi`, so the new range stays inside the old one whatever the offsets.
+        let (sa, sb) = (wa.div_ceil(32).max(1), wb.div_ceil(32).max(1));
+        let (pa, pb) = (lo_a + (lane + 1) * sa - 1, lo_b + (lane + 1) * sb - 1);
+        // SAFETY: each probe is read only below its `hi <= len`.
+        let ya = pa < hi_a && unsafe { *offsets.get_unchecked(pa) } as usize <= a;
+        // SAFETY: as above.
+        let yb = pb < hi_b && unsafe { *offsets.get_unchecked(pb) } as usize <= b;
+        let (ka, kb) = (warp.ballot(ya).count_ones() as usize, warp.ballot(yb).count_ones() as usize);
+        if wa > 32 {
+            (lo_a, hi_a) = (lo_a + ka * sa, hi_a.min(lo_a + (ka + 1) * sa - 1));
         }
-        size -= half;
+        if wb > 32 {
+            (lo_b, hi_b) = (lo_b + kb * sb, hi_b.min(lo_b + (kb + 1) * sb - 1));
+        }
     }
-    // SAFETY: `base < base + size <= len` (`size == 1`).
-    let (oa, ob) = unsafe { (*offsets.get_unchecked(base_a), *offsets.get_unchecked(base_b)) };
-    (base_a + (oa as usize <= a) as usize, base_b + (ob as usize <= b) as usize)
+    // At most 32 candidates each: probe `lo + lane` (below `hi`).
+    // SAFETY: read only below `hi <= len`.
+    let ya = lo_a + lane < hi_a && unsafe { *offsets.get_unchecked(lo_a + lane) } as usize <= a;
+    // SAFETY: as above.
+    let yb = lo_b + lane < hi_b && unsafe { *offsets.get_unchecked(lo_b + lane) } as usize <= b;
+    (lo_a + warp.ballot(ya).count_ones() as usize, lo_b + warp.ballot(yb).count_ones() as usize)
 }
 
 /// Segment `s`'s clamped range `(b, e)`, `b <= e <= n`.
@@ -243,7 +256,8 @@ pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: us
     let (items, valid) = load_blocked::<T, N>(input, c as u64, input[0]);
     // Offsets at most p0 / at most p1 - 1: the segments starting in (p0, p1) are counts
     // `c_lo + 1 ..= c_hi`.
-    let (c_lo, c_hi) = count_at_most2(offsets, p0, p1 - 1);
+    let (_, warp) = block::warp_of_block("segmented_reduce_chunk");
+    let (c_lo, c_hi) = warp_count_at_most2(&warp, offsets, p0, p1 - 1);
     let mut outs = Outs { out, head, tail };
     let geo = (c, p0, p1, n, chunk);
     if c_lo == c_hi {
@@ -286,7 +300,6 @@ pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: us
     // ends its last piece there (one view of every flag, so every piece ends exactly once, even
     // for offsets that do not ascend). Stored before the scan, read after (its barriers order
     // them).
-    let (_, warp) = block::warp_of_block("segmented_reduce_chunk");
     let flags = warp.ballot(first_starts);
     let starts = SEG_FIRST_STARTS.get();
     if warp.thread_rank() == 0 {
