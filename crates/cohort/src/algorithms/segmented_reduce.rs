@@ -227,11 +227,12 @@ unsafe fn route<T: DeviceCopy, Op: ReduceOp<T>>(
 /// reach beyond it. Every thread of the block calls it (block size a multiple of 32).
 ///
 /// # Safety
-/// Nothing else in the launch writes `out`, `head` or `tail`, and the launch's grid has one
-/// block per chunk (block `c` is chunk `c`, each chunk one block): then each element of
-/// `head` / `tail` has one writer (the thread of block `c` holding the chunk's first / last
-/// piece) and each element of `out` one writer (the piece of its segment in the chunk where
-/// it starts, if it ends there too). Every write is bounds-checked.
+/// Nothing else in the launch writes `out`, `head` or `tail`. Then, in any grid (block `c` is
+/// chunk `c`, and block ranks are distinct), each element of `head` / `tail` has one writer
+/// (the thread of block `c` holding the chunk's first / last piece) and each element of `out`
+/// one writer (the piece ending at its segment's last position, when the segment lies in one
+/// chunk). A grid of fewer blocks than chunks leaves chunks out: wrong values, not races.
+/// Every write is bounds-checked.
 #[inline(always)]
 #[track_caller]
 pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: usize>(
