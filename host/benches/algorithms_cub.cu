@@ -11,7 +11,12 @@
 // 8 DeviceRunLengthEncode::Encode u32 (int lengths), 9 DeviceRadixSort::SortKeys u32,
 // 10 DeviceRadixSort::SortPairs u32 keys / u32 values, 11 DeviceRadixSort::SortKeys u64,
 // 12 DeviceRadixSort::SortPairs u64 keys / u64 values (all bits; the values in through `flags`,
-// out through `out2`; keys from `in` to `out`). Sizes are `int` (CUB's usual offsets).
+// out through `out2`; keys from `in` to `out`), 13 DeviceHistogram::HistogramEven u32 samples,
+// 256 bins of [0, 2^24) (u32 counts into `out`), 14/15/16 DeviceSegmentedReduce::Sum f32 with
+// segments of 10^3 / 10^5 / 10^7 elements (the last one shorter: ceil(n / len) segments; the
+// n/len + 1 offsets, long long, in through `flags`; the sums into `out`), 17
+// DeviceReduce::ArgMax f32 (the CCCL 3 overload with separate outputs: the value into out[0],
+// the index, a long long, into `num`). Sizes are `int` (CUB's usual offsets).
 // Outputs: `out` (and `out2`: run lengths, sorted values), `num` a long long (selected / runs);
 // a reduction's result is out[0] (its bits, for f32).
 #include <cub/cub.cuh>
@@ -25,6 +30,9 @@ struct LessThan {
 };
 
 constexpr unsigned kThreshold = 1u << 31;
+
+// The segment length of segmented-reduce algo 14, 15 or 16.
+constexpr int segment_length(int algo) { return algo == 14 ? 1000 : algo == 15 ? 100000 : 10000000; }
 
 // One call of `algo`: with temp == nullptr, CUB's size query (temp_bytes set); else the run.
 cudaError_t call(int algo, const void* in, const void* flags, void* out, void* out2, void* num, int n, void* temp,
@@ -58,6 +66,20 @@ cudaError_t call(int algo, const void* in, const void* flags, void* out, void* o
                                                static_cast<unsigned long long*>(out),
                                                static_cast<const unsigned long long*>(flags),
                                                static_cast<unsigned long long*>(out2), n, 0, 64, s);
+    case 13:
+        return cub::DeviceHistogram::HistogramEven(temp, temp_bytes, u_in, u_out, 257, 0u, 1u << 24, n, s);
+    case 14:
+    case 15:
+    case 16: {
+        const int len = segment_length(algo);
+        const int segments = (n + len - 1) / len;
+        auto offsets = static_cast<const long long*>(flags);
+        return cub::DeviceSegmentedReduce::Sum(temp, temp_bytes, static_cast<const float*>(in), static_cast<float*>(out),
+                                               segments, offsets, offsets ? offsets + 1 : nullptr, s);
+    }
+    case 17:
+        return cub::DeviceReduce::ArgMax(temp, temp_bytes, static_cast<const float*>(in), static_cast<float*>(out),
+                                         count, static_cast<long long>(n), s);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -23,6 +23,13 @@ pub struct Algorithms {
     max_f32: crate::max_f32::Kernels,
     pub(crate) select: crate::select::SelectSet,
     pub(crate) sort: crate::radix_sort::SortSet,
+    pub(crate) histogram: crate::histogram::HistogramSet,
+    pub(crate) segmented: crate::segmented::SegmentedSet,
+    pub(crate) arg: crate::arg::ArgSet,
+    /// The device's SMs (grids of a few blocks per SM).
+    pub(crate) sms: u32,
+    /// Shared memory a block gets without opting in, bytes.
+    pub(crate) smem_per_block: u32,
 }
 
 /// An element type and built-in operator with kernels in [`Algorithms`].
@@ -94,6 +101,11 @@ impl Algorithms {
             max_f32: crate::max_f32::Kernels::load(&m)?,
             select: crate::select::SelectSet::load(&m)?,
             sort: crate::radix_sort::SortSet::load(&m)?,
+            histogram: crate::histogram::HistogramSet::load(&m)?,
+            segmented: crate::segmented::SegmentedSet::load(&m)?,
+            arg: crate::arg::ArgSet::load(&m)?,
+            sms: gpu.info().sms,
+            smem_per_block: gpu.info().shared_per_block,
         })
     }
 

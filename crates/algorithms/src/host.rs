@@ -56,6 +56,11 @@ pub struct Temp {
     pub(crate) sort_values: Option<DeviceBuffer<u8>>,
     pub(crate) hist: Option<DeviceBuffer<u64>>,
     pub(crate) hist_scan: Option<DeviceBuffer<u64>>,
+    /// Segmented reduce: each chunk's first and last pieces (bytes).
+    pub(crate) seg_head: Option<DeviceBuffer<u8>>,
+    pub(crate) seg_tail: Option<DeviceBuffer<u8>>,
+    /// Argmin / argmax: the per-block partials (bytes).
+    pub(crate) arg: Option<DeviceBuffer<u8>>,
 }
 
 impl Temp {
@@ -73,6 +78,9 @@ impl Temp {
             sort_values: None,
             hist: None,
             hist_scan: None,
+            seg_head: None,
+            seg_tail: None,
+            arg: None,
         }
     }
 
@@ -90,6 +98,9 @@ impl Temp {
             + bytes(&self.dummy8)
             + bytes(&self.sort_keys)
             + bytes(&self.sort_values)
+            + bytes(&self.seg_head)
+            + bytes(&self.seg_tail)
+            + bytes(&self.arg)
     }
 
     pub(crate) fn grow<'a, T: DeviceCopy>(

@@ -31,6 +31,9 @@
 //! | select-flagged | `DeviceSelect::Flagged` | `Algorithms::select_flagged` (`u8` flags) | as select-if |
 //! | unique, run-length encode | `DeviceSelect::Unique`, `DeviceRunLengthEncode::Encode` | `Algorithms::unique`, `run_length_encode` | as select-if |
 //! | radix sort | `DeviceRadixSort::SortKeys` / `SortPairs` (+ `Descending`, `begin_bit`/`end_bit`) | `Algorithms::radix_sort_keys` / `radix_sort_pairs` with [`RadixBits`] (stable; LSD, 8 bits a pass) | keys `u32 u64 i32 i64 f32 f64`; values any 4- or 8-byte type |
+//! | histogram | `DeviceHistogram::HistogramEven` / `HistogramRange` | `Algorithms::histogram_even` / `histogram_range` (`u32` counts; bins privatized per warp in shared memory) | samples `u8 u16 u32 i32` (levels `i64`), `f32` (levels `f32`; NaN never counted) |
+//! | segmented reduce | `DeviceSegmentedReduce::Reduce` / `Sum` / `Min` / `Max` | `Algorithms::segmented_reduce` (offsets `offsets[s]..offsets[s + 1]`; work cut by elements, so huge and tiny segments run alike) | as reduce |
+//! | argmin / argmax | `DeviceReduce::ArgMin` / `ArgMax` | `Algorithms::arg_min` / `arg_max` (first position; NaN wins) | `u32 i32 u64 i64 f32 f64` |
 //! | your type / op | a C++ functor and a template instantiation | [`algorithm_kernels!`] in your kernels crate, then [`reduce`], [`exclusive_scan`], [`inclusive_scan`] | any `DeviceCopy` of at most 32 bytes, any associative op |
 
 #![no_std]
@@ -48,6 +51,19 @@ pub use ops::{Max, Min, Sum};
 mod select;
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 pub use select::{LessThan, SelectBuiltin, SelectKernels};
+#[cfg(feature = "builtin")]
+mod arg;
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
+pub use arg::{ArgBuiltin, ArgKernels};
+#[cfg(feature = "builtin")]
+mod histogram;
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
+pub use histogram::{HistogramBuiltin, HistogramKernels};
+#[cfg(feature = "builtin")]
+mod segmented;
+pub use cohort::algorithms::{ArgPair, ArgValue, HistogramSample};
+#[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
+pub use segmented::{SegmentedBuiltin, SegmentedKernels};
 #[cfg(feature = "builtin")]
 mod radix_sort;
 pub use cohort::block::{RadixBits, RadixKey};

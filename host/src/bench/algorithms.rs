@@ -1,5 +1,6 @@
 //! `cohort bench algorithms`: the device-wide algorithms of `cohort-algorithms` (reduce, scan,
-//! select, partition, unique, run-length encode, radix sort) beside CUB's, on the same buffers and stream,
+//! select, partition, unique, run-length encode, radix sort, histogram, segmented reduce,
+//! argmax) beside CUB's, on the same buffers and stream,
 //! timed in interleaved pairs (medians), as GB/s and as a fraction of DRAM bandwidth (an
 //! H200's 4.8 TB/s by default). CUB comes from `host/benches/algorithms_cub.cu`, built on the
 //! GPU machine as a shared library:
@@ -15,8 +16,12 @@
 //! `hash(i) >> 31`; unique and run-length encode see runs of 4 (`hash(i / 4)`); radix sort
 //! sorts `hash(i)` (u32 keys) or `hash64(i)` (u64 keys), with the indices `i` as values (the
 //! Rust sort is in place: each timed run starts from a copy of the input made untimed; CUB's
-//! is `DeviceRadixSort::SortKeys` / `SortPairs` from the input to another buffer). The Rust side
-//! also runs on the CPU device (`COHORT_DEVICE=cpu`, small `--sizes`), as a smoke test.
+//! is `DeviceRadixSort::SortKeys` / `SortPairs` from the input to another buffer); the histogram
+//! counts `hash(i) >> 8` (every sample in one of 256 even bins of `[0, 2^24)`); the segmented
+//! reduce sums the reduce's floats in segments of 10^3, 10^5 and 10^7 elements (the last one
+//! shorter); argmax looks for the first largest of those floats (each value occurs ~16 times at
+//! 2^28). The Rust side also runs on the CPU device (`COHORT_DEVICE=cpu`, small `--sizes`), as a
+//! smoke test.
 
 use std::ffi::c_void;
 
@@ -59,10 +64,15 @@ enum Algo {
     SortPairsU32 = 10,
     SortKeysU64 = 11,
     SortPairsU64 = 12,
+    HistogramU32 = 13,
+    SegSum1e3 = 14,
+    SegSum1e5 = 15,
+    SegSum1e7 = 16,
+    ArgMaxF32 = 17,
 }
 
 impl Algo {
-    const ALL: [Algo; 13] = [
+    const ALL: [Algo; 18] = [
         Algo::ReduceU32,
         Algo::ReduceF32,
         Algo::ExclusiveU32,
@@ -76,6 +86,11 @@ impl Algo {
         Algo::SortPairsU32,
         Algo::SortKeysU64,
         Algo::SortPairsU64,
+        Algo::HistogramU32,
+        Algo::SegSum1e3,
+        Algo::SegSum1e5,
+        Algo::SegSum1e7,
+        Algo::ArgMaxF32,
     ];
     fn name(self) -> &'static str {
         match self {
@@ -92,6 +107,21 @@ impl Algo {
             Algo::SortPairsU32 => "radix sort pairs u32 → u32 (DeviceRadixSort::SortPairs)",
             Algo::SortKeysU64 => "radix sort keys u64 (DeviceRadixSort::SortKeys)",
             Algo::SortPairsU64 => "radix sort pairs u64 → u64 (DeviceRadixSort::SortPairs)",
+            Algo::HistogramU32 => "histogram even u32, 256 bins (DeviceHistogram::HistogramEven)",
+            Algo::SegSum1e3 => "segmented sum f32, segments of 10^3 (DeviceSegmentedReduce::Sum)",
+            Algo::SegSum1e5 => "segmented sum f32, segments of 10^5 (DeviceSegmentedReduce::Sum)",
+            Algo::SegSum1e7 => "segmented sum f32, segments of 10^7 (DeviceSegmentedReduce::Sum)",
+            Algo::ArgMaxF32 => "argmax f32 (DeviceReduce::ArgMax)",
+        }
+    }
+
+    /// The segment length of a segmented reduce.
+    fn segment(self) -> Option<usize> {
+        match self {
+            Algo::SegSum1e3 => Some(1_000),
+            Algo::SegSum1e5 => Some(100_000),
+            Algo::SegSum1e7 => Some(10_000_000),
+            _ => None,
         }
     }
 
@@ -264,8 +294,9 @@ pub fn run(args: Args) -> CliResult {
     println!(
         "\nbytes: what the algorithm must read and write (reduce 4n; scans 8n; select/unique 4n + 4 per selected, \
          flagged + n, partition 8n; run-length encode 4n + 8 per run; radix sort one read and one write of the \
-         keys and values: 8n u32 keys, 16n u32 pairs and u64 keys, 32n u64 pairs); every result of both sides checked element \
-         by element against the CPU (f32 sums within 1e-5 relative)"
+         keys and values: 8n u32 keys, 16n u32 pairs and u64 keys, 32n u64 pairs; histogram and argmax 4n; segmented \
+         sum 4n + 12 per segment: its offset and sum); every result of both sides checked element by element against \
+         the CPU (f32 sums within 1e-5 relative)"
     );
     Ok(())
 }
@@ -312,13 +343,34 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
         None => None,
     };
     let threshold = 1u32 << 31;
+    // Histogram: every sample in one of the 256 bins of [0, 2^24).
+    let hist_in: Vec<u32> = data.iter().map(|&x| x >> 8).collect();
+    let d_hist_in = gpu.upload(&hist_in)?;
+    let mut hist = gpu.zeroed::<u32>(256)?;
+    let mut hist_c = gpu.zeroed::<u32>(256)?;
+    // Argmax: the index and value of each side (CUB's value goes to `out_c[0]`, its index to
+    // `count_c`).
+    let mut arg_idx = gpu.zeroed::<u64>(1)?;
+    let mut arg_val = gpu.zeroed::<f32>(1)?;
 
     for algo in Algo::ALL {
+        // Segmented reduce: the offsets `min(i * len, n)` and each side's sums.
+        let offsets: Vec<u64> = match algo.segment() {
+            Some(len) => (0..=n.div_ceil(len)).map(|i| (i * len).min(n) as u64).collect(),
+            None => vec![0],
+        };
+        let segments = offsets.len() - 1;
+        let d_off = gpu.upload(&offsets)?;
+        let mut seg_out = gpu.zeroed::<f32>(segments.max(1))?;
+        let mut seg_out_c = gpu.zeroed::<f32>(segments.max(1))?;
         // References.
         let (input_addr, bytes): (u64, f64);
         let nf = n as f64;
         match algo {
-            Algo::ReduceF32 => input_addr = d_floats.as_device_ptr().addr(),
+            Algo::HistogramU32 => input_addr = d_hist_in.as_device_ptr().addr(),
+            Algo::ReduceF32 | Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 | Algo::ArgMaxF32 => {
+                input_addr = d_floats.as_device_ptr().addr()
+            }
             Algo::Unique | Algo::Rle => input_addr = d_runs.as_device_ptr().addr(),
             Algo::SortKeysU64 | Algo::SortPairsU64 => input_addr = d_data64.as_device_ptr().addr(),
             _ => input_addr = d_data.as_device_ptr().addr(),
@@ -336,6 +388,9 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
             Algo::SortKeysU32 => 8.0 * nf,
             Algo::SortPairsU32 | Algo::SortKeysU64 => 16.0 * nf,
             Algo::SortPairsU64 => 32.0 * nf,
+            Algo::HistogramU32 | Algo::ArgMaxF32 => 4.0 * nf,
+            // The elements, the offsets, the sums.
+            Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => 4.0 * nf + 12.0 * segments as f64 + 8.0,
         };
         let mut rust = |p: Phase| -> cohort_runtime::Result<()> {
             if p == Phase::Prep {
@@ -362,6 +417,11 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
                 Algo::PartitionIf => a.partition_if(s, &d_data, LessThan(threshold), &mut out, &mut count, &mut temp),
                 Algo::Unique => a.unique(s, &d_runs, &mut out, &mut count, &mut temp),
                 Algo::Rle => a.run_length_encode(s, &d_runs, &mut out, &mut out2, &mut count, &mut temp),
+                Algo::HistogramU32 => a.histogram_even(s, &d_hist_in, &mut hist, 257, 0, 1 << 24),
+                Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => {
+                    a.segmented_reduce(s, &d_floats, &d_off, &mut seg_out, 0.0, Sum, &mut temp)
+                }
+                Algo::ArgMaxF32 => a.arg_max(s, &d_floats, &mut arg_idx, &mut arg_val, &mut temp),
             }
         };
         let t = match (cub, &mut cub_temp) {
@@ -377,6 +437,17 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
                         d_idx64.as_device_ptr().addr(),
                         ck64.as_device_ptr_mut().addr(),
                         cv64.as_device_ptr_mut().addr(),
+                    ),
+                    Algo::HistogramU32 => (
+                        d_flags.as_device_ptr().addr(),
+                        hist_c.as_device_ptr_mut().addr(),
+                        out2_c.as_device_ptr_mut().addr(),
+                    ),
+                    // The offsets in through `flags`, the sums out through `out`.
+                    Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => (
+                        d_off.as_device_ptr().addr(),
+                        seg_out_c.as_device_ptr_mut().addr(),
+                        out2_c.as_device_ptr_mut().addr(),
                     ),
                     _ => (
                         d_flags.as_device_ptr().addr(),
@@ -402,6 +473,24 @@ fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usiz
             _ => (median_ms(gpu, 2, reps, &mut rust)?, None),
         };
         drop(rust);
+        if let Some(check) = extra_check(algo, &hist_in, &floats, &offsets) {
+            check(
+                &Extra { hist: &hist, seg: &seg_out, arg_index: arg_idx.to_vec()?[0], arg_value: arg_val.to_vec()?[0] },
+                "Rust",
+            )?;
+            if cub.is_some() {
+                s.synchronize()?;
+                let c = Extra {
+                    hist: &hist_c,
+                    seg: &seg_out_c,
+                    arg_index: count_c.to_vec()?[0],
+                    arg_value: f32::from_bits(out_c.to_vec()?[0]),
+                };
+                check(&c, "CUB")?;
+            }
+            rows.push(Row { name: algo.name().into(), n, bytes, rust: t.0, cub: t.1 });
+            continue;
+        }
         if algo.is_sort() {
             let mut sides = vec![(&sk32, &sv32, &sk64, &sv64, "Rust")];
             if cub.is_some() {
@@ -550,7 +639,76 @@ fn check(algo: Algo, i: &Inputs<'_>, o: Outputs<'_>, who: &str) -> CliResult {
             }
             Ok(())
         }
-        // Checked by `check_sort`.
-        Algo::SortKeysU32 | Algo::SortPairsU32 | Algo::SortKeysU64 | Algo::SortPairsU64 => Ok(()),
+        // Checked by `check_sort` and `extra_check`.
+        Algo::SortKeysU32
+        | Algo::SortPairsU32
+        | Algo::SortKeysU64
+        | Algo::SortPairsU64
+        | Algo::HistogramU32
+        | Algo::SegSum1e3
+        | Algo::SegSum1e5
+        | Algo::SegSum1e7
+        | Algo::ArgMaxF32 => Ok(()),
+    }
+}
+
+/// One side's outputs of the histogram, segmented reduce and argmax (the argmax read back).
+struct Extra<'a> {
+    hist: &'a DeviceBuffer<u32>,
+    seg: &'a DeviceBuffer<f32>,
+    arg_index: u64,
+    arg_value: f32,
+}
+
+/// The check of `algo`'s result against the CPU if it is one of the histogram, segmented reduce
+/// and argmax (sums within 1e-5 relative, the rest exactly).
+#[allow(clippy::type_complexity)]
+fn extra_check<'a>(
+    algo: Algo,
+    hist_in: &'a [u32],
+    floats: &'a [f32],
+    offsets: &'a [u64],
+) -> Option<Box<dyn Fn(&Extra<'_>, &str) -> CliResult + 'a>> {
+    match algo {
+        Algo::HistogramU32 => Some(Box::new(move |o: &Extra<'_>, who: &str| {
+            let mut want = vec![0u32; 256];
+            for &x in hist_in {
+                want[(x >> 16) as usize] += 1;
+            }
+            same(&format!("{who} {}", algo.name()), &o.hist.to_vec()?, &want)
+        })),
+        Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => Some(Box::new(move |o: &Extra<'_>, who: &str| {
+            let got = o.seg.to_vec()?;
+            for (k, w) in offsets.windows(2).enumerate() {
+                let want: f64 = floats[w[0] as usize..w[1] as usize].iter().map(|&x| f64::from(x)).sum();
+                let g = f64::from(got[k]);
+                if (g - want).abs() > 1e-5 * want.abs().max(1.0) {
+                    return Err(fail(format!(
+                        "{who} {}: segment {k} is {g}, want {want} (within 1e-5 relative)",
+                        algo.name()
+                    )));
+                }
+            }
+            Ok(())
+        })),
+        Algo::ArgMaxF32 => Some(Box::new(move |o: &Extra<'_>, who: &str| {
+            let mut best = 0;
+            for (k, &x) in floats.iter().enumerate() {
+                if x > floats[best] {
+                    best = k;
+                }
+            }
+            if o.arg_index != best as u64 || o.arg_value.to_bits() != floats[best].to_bits() {
+                return Err(fail(format!(
+                    "{who} {}: ({}, {}), want ({best}, {})",
+                    algo.name(),
+                    o.arg_index,
+                    o.arg_value,
+                    floats[best]
+                )));
+            }
+            Ok(())
+        })),
+        _ => None,
     }
 }

@@ -156,3 +156,35 @@ block_radix_sort_kernel! {
     block_radix_sort_f32: f32;
     block_radix_sort_i64: i64;
 }
+
+/// Per block: a [`block::BlockHistogram`] of `bins` bins over the first `counters` `u32`s of
+/// dynamic shared memory, counting `data[i] % modulus` for the block's grid-stride share of
+/// `data` (bins at or past `bins` are not counted; half the threads by `add`, half by
+/// `add_items`), merged into `hist`; then the block's leader stores the block's count of bin
+/// `block % bins` (`counts`) into `probe[block]`.
+#[kernel]
+pub fn block_histogram_mod(
+    data: &[u32],
+    modulus: u32,
+    bins: u32,
+    counters: u32,
+    hist: &[cohort::atomic::AtomicU32],
+    mut probe: DisjointSlice<u32, cohort::slice::PerBlock>,
+) {
+    let smem = cohort::shared::dynamic::<u32>().sub(0, counters as usize);
+    let h = block::BlockHistogram::new(&smem, bins as usize);
+    for i in thread::grid_stride(data.len()) {
+        let b = data[*i] % modulus;
+        if thread::thread_rank_in_block() % 2 == 0 {
+            h.add(b);
+        } else {
+            h.add_items(&[b, 0], 1);
+        }
+    }
+    h.merge_into(hist);
+    let block = cg::this_thread_block();
+    if let Some(b) = block.leader_index() {
+        let bin = thread::block_rank() as usize % bins as usize;
+        probe.set(b, h.counts(bin));
+    }
+}

@@ -34,6 +34,10 @@
 //! | `cub::BlockRadixSort` | [`block::radix_sort_keys`](crate::block::radix_sort_keys), [`block::radix_sort_pairs`](crate::block::radix_sort_pairs) |
 //! | `cub::DeviceRadixSort::SortKeys`, `SortPairs` (+ `Descending`, bit ranges) | [`radix_upsweep`], scan, [`radix_downsweep`] per 8-bit pass · `Algorithms::radix_sort_keys`, `radix_sort_pairs` |
 //! | `cub::DeviceRunLengthEncode::Encode` | [`select_tile`] of the run heads with their offsets, then the lengths (two launches) · `Algorithms::run_length_encode` |
+//! | `cub::BlockHistogram` | [`block::BlockHistogram`](crate::block::BlockHistogram) (shared-memory counters, one copy per warp, merged with one global atomic per bin) |
+//! | `cub::DeviceHistogram::HistogramEven`, `HistogramRange` | [`histogram_even`], [`histogram_range`] (one launch after clearing the output; [`histogram`]) · `Algorithms::histogram_even`, `histogram_range` |
+//! | `cub::DeviceSegmentedReduce::Reduce`, `Sum`, `Min`, `Max` | [`segmented_reduce_chunk`], [`segmented_reduce_fixup`] (two launches, work cut by elements, not segments; [`segmented_reduce`]) · `Algorithms::segmented_reduce` |
+//! | `cub::DeviceReduce::ArgMin`, `ArgMax` | [`arg_tiles`], then [`reduce_tiles`] over the [`ArgPair`] partials (two launches; NaN first) · `Algorithms::arg_min`, `arg_max` |
 //!
 //! # Select, partition, unique
 //!
@@ -108,10 +112,20 @@
 //! non-commutative operator such as matrix product works); a reduction needs an associative
 //! and **commutative** one (each block combines tiles `b, b + G, …`), as CUB's reduce.
 
+mod arg;
+pub mod histogram;
 mod radix_sort;
 mod reduce;
 mod scan;
+pub mod segmented_reduce;
 mod select;
+
+pub use arg::{ARG_BLOCK, ARG_BYTES, ArgPair, ArgValue, arg_better, arg_combine, arg_key, arg_tiles};
+pub use histogram::{
+    EvenBins, HIST_BLOCK, HIST_BYTES, HistogramSample, NO_BIN, histogram_even, histogram_range, range_bin,
+    range_levels_at,
+};
+pub use segmented_reduce::{SEG_BLOCK, SEG_BYTES, segmented_reduce_chunk, segmented_reduce_fixup};
 
 pub use radix_sort::{
     RADIX_BITS, RADIX_DIGITS, SORT_BLOCK, SORT_ITEMS, block_tile_range, radix_downsweep, radix_hist_len,

@@ -36,7 +36,7 @@ fn fold<T: DeviceCopy, Op: ReduceOp<T>, const N: usize>(items: &[T; N], valid: u
 /// reduction).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn load_full_vectors<T: DeviceCopy, const N: usize>(src: &[T], tile: u64) -> Option<[T; N]> {
+pub(super) fn load_full_vectors<T: DeviceCopy, const N: usize>(src: &[T], tile: u64) -> Option<[T; N]> {
     let bs = thread::block_size() as usize;
     let len = bs * N;
     let base = (tile as usize).checked_mul(len)?;

@@ -31,6 +31,7 @@
 //! | [`scan_items_with_prefix`] | as [`scan_items`], each prefix also preceded by the value a callback computed from the tile's aggregate (the decoupled look-back's hook) | `BlockScan` with a `BlockPrefixCallbackOp` |
 //! | [`rank_digits`] | its items' stable ranks in the tile by a 2-bit digit (a permutation of the tile's positions) | `BlockRadixRank` |
 //! | [`radix_sort_keys`], [`radix_sort_pairs`] | the tile's sorted elements `t * N .. t * N + N` (blocked), by a bit range of the keys, ascending or descending, stable ([`radix_sort`]) | `BlockRadixSort::Sort`, `SortDescending` (blocked to blocked) |
+//! | [`BlockHistogram`] (`new`, `add`/`add_items`, `merge_into`) | counts in shared memory, one copy per warp; `merge_into` adds the block's counts to a global histogram (one atomic per bin), `counts(b)` reads bin `b` ([`histogram`]) | `BlockHistogram::InitHistogram`, `Composite`, `Histogram` |
 //!
 //! Scratch: the collectives use a 1 KiB `shared!` array of per-warp partials (32 slots of 32
 //! bytes, so `T` is at most 32 bytes) and [`striped_to_blocked`] / [`blocked_to_striped`] the
@@ -39,6 +40,7 @@
 //! back to back.
 
 mod exchange;
+pub mod histogram;
 mod load;
 pub mod radix_sort;
 mod scan;
@@ -47,9 +49,11 @@ mod store;
 use core::marker::PhantomData;
 
 pub use exchange::{blocked_to_striped, striped_to_blocked};
+pub use histogram::BlockHistogram;
 pub use load::{load_blocked, load_striped};
 pub use radix_sort::{RadixBits, RadixKey, radix_sort_keys, radix_sort_pairs, rank_digits};
 pub use scan::{ScanPrefix, reduce_items, scan_items, scan_items_with_prefix};
+pub(crate) use scan::{warp_of_block, warp_reduce_ordered};
 pub use store::{store_blocked, store_blocked_valid, store_striped, store_striped_valid};
 
 #[doc(inline)]

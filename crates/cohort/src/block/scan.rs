@@ -57,7 +57,7 @@ fn get<T: DeviceCopy>(slots: &SharedSlice<[u32; 8]>, w: usize) -> T {
 /// The warp of the calling thread, and the block.
 #[inline(always)]
 #[track_caller]
-fn warp_of_block(what: &'static str) -> (ThreadBlock, ThreadBlockTile<32, ThreadBlock>) {
+pub(crate) fn warp_of_block(what: &'static str) -> (ThreadBlock, ThreadBlockTile<32, ThreadBlock>) {
     let block = cg::this_thread_block();
     assert!(
         thread::block_size().is_multiple_of(32),
@@ -71,7 +71,7 @@ fn warp_of_block(what: &'static str) -> (ThreadBlock, ThreadBlockTile<32, Thread
 /// every lane gets the result (and whether there was any value).
 #[inline(always)]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
-fn warp_reduce_ordered<T: DeviceCopy, Op: ReduceOp<T>>(
+pub(crate) fn warp_reduce_ordered<T: DeviceCopy, Op: ReduceOp<T>>(
     warp: &ThreadBlockTile<32, ThreadBlock>,
     v: T,
     has: bool,
