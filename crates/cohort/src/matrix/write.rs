@@ -80,6 +80,12 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
                 L::KR <= 1 << 20 && L::KC <= 1 << 20,
                 "a thread writes at most 2^20 × 2^20 elements of a matrix layout"
             );
+            // A layout of warps (`MmaWarps`) needs whole warps, in whole rows of `WARPS_N`.
+            assert!(
+                L::WARPS_N == 0 || (X * Y) as usize % (32 * L::WARPS_N) == 0,
+                "MmaWarps: the block's threads must be a multiple of 32 × WN (whole warps, whole rows of warps)"
+            );
+            assert!(L::RUN >= 1 && L::KC % L::RUN == 0, "a layout's columns come in whole runs");
         };
         let (tx, ty) = (shape.x() as usize, shape.y() as usize);
         // gridDim.y <= 65535 and blockIdx < gridDim: `tr` < 2^32, computed in 32 bits. Under
@@ -94,7 +100,7 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
             || (L::KR > 0
                 && L::KC > 0
                 && r0 + dr * (L::KR - 1) < self.rows.to_usize()
-                && c0 + dc * (L::KC - 1) < self.cols.to_usize());
+                && c0 + dc * ((L::KC - 1) / L::RUN) + (L::KC - 1) % L::RUN < self.cols.to_usize());
         ThreadTile { ptr: self.ptr, rows: self.rows, cols: self.cols, r0, dr, c0, dc, full, _life: PhantomData }
     }
 }
@@ -122,11 +128,12 @@ impl<T, L: Layout, I: MatrixIndex> ThreadTile<'_, T, L, I> {
         self.r0 + self.dr * k
     }
 
-    /// The matrix column of this thread's elements `(_, l)`.
+    /// The matrix column of this thread's elements `(_, l)`: `c0 + dc * l` (columns in runs
+    /// of the layout's `RUN` adjacent ones: `c0 + dc * (l / RUN) + l % RUN`).
     #[inline(always)]
     #[must_use]
     pub const fn col(&self, l: usize) -> usize {
-        self.c0 + self.dc * l
+        self.c0 + self.dc * (l / L::RUN) + l % L::RUN
     }
 
     /// Whether every element of this thread's tile lies inside the matrix (computed once).
@@ -227,7 +234,7 @@ impl<T, L: Layout, I: MatrixIndex> FullTile<'_, T, L, I> {
     fn offset(&self, k: usize, l: usize) -> usize {
         I::truncate(k)
             .mul_add_wrapping(self.row_step, I::ZERO)
-            .add_wrapping(I::truncate(l).mul_add_wrapping(self.dc, I::ZERO))
+            .add_wrapping(I::truncate(l / L::RUN).mul_add_wrapping(self.dc, I::truncate(l % L::RUN)))
             .to_usize()
     }
 

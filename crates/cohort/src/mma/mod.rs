@@ -10,6 +10,9 @@
 //! | the registers `a0..a3` a lane holds | [`Fragment::get`] / [`Fragment::set`] by element, [`Fragment::element_coords`] says where each sits in the matrix |
 //! | `ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16` | [`ldmatrix_x1`] … [`ldmatrix_x4_trans`] from a [`SharedArray`] tile, each lane naming its row by (row, column) |
 //! | an A / B fragment loaded with `ldmatrix` | [`load_a`], [`load_b`] (B stored K×N), [`load_b_nk`] (B stored N×K) |
+//! | two B fragments (n8 + n8) from one `ldmatrix.x4` | [`load_b_pair`] (K×N), [`load_b_nk_pair`] (N×K) |
+//! | a GEMM's accumulators to global C, `float2` per lane | a [`DisjointMatrix`](crate::matrix::DisjointMatrix) of layout [`MmaWarps`](crate::matrix::MmaWarps) |
+//! | a multistage `cp.async` pipeline of shared tiles | [`cg::memcpy_async_tile`](crate::cg::memcpy_async_tile), [`cg::commit_async_copies`](crate::cg::commit_async_copies), [`cg::wait_prior`](crate::cg::wait_prior); `kernels-gpu/src/gemm.rs` is the whole GEMM |
 //! | `nvcuda::wmma` | [`wmma`] |
 //!
 //! ## Fragments
@@ -469,18 +472,28 @@ pub fn mma_sync<T: MmaInput<C>, C: AccElement, P: TileParent>(
     Fragment::from_regs(unsafe { T::mma(a.regs, b.regs, c.regs) })
 }
 
-/// The shared address of element (`row`, `col`) of `tile`, for a lane's row of an `ldmatrix`.
+/// The offset in `tile` of element (`row`, `col`), for a lane's row of an `ldmatrix`.
 ///
 /// # Panics
 /// If the 8 elements from (`row`, `col`) are not inside the tile, or their address is not a
 /// multiple of 16 bytes.
 #[inline(always)]
 #[track_caller]
-fn row_addr<T: Half, const R: usize, const C: usize>(tile: &SharedArray<[T; C], R>, row: usize, col: usize) -> u32 {
+fn row_offset<T: Half, const R: usize, const C: usize>(tile: &SharedArray<[T; C], R>, row: usize, col: usize) -> u32 {
+    let _ = tile;
+    // A shared array's bytes are addressed in 32 bits (a larger one is no shared memory).
+    const { assert!(R * C * 2 <= u32::MAX as usize, "ldmatrix: a tile of more than 4 GiB") };
     assert!(row < R && col <= C && 8 <= C - col, "ldmatrix row out of the tile");
-    let addr = tile.addr() + ((row * C + col) * 2) as u32;
-    assert!(addr.is_multiple_of(16), "ldmatrix row address not 16-byte aligned");
-    addr
+    let (r, c) = (row as u32, col as u32);
+    // SAFETY: r < R and c < C, so r · 2C + 2c < 2 R C <= u32::MAX (the constant assertion):
+    // nothing wraps. (Without wrapping LLVM may widen the sum term by term, and fold the
+    // constant part of a fragment's row and column into `ldmatrix`'s immediate offset.)
+    let offset = unsafe { r.unchecked_mul(2 * C as u32).unchecked_add(c.unchecked_mul(2)) };
+    // The array's own address is a multiple of 16 (`SharedArray`'s invariant), so the offset
+    // alone decides: for a row length `C` a multiple of 8 and columns LLVM knows are multiples
+    // of 8, the check folds away.
+    assert!(offset.is_multiple_of(16), "ldmatrix row address not 16-byte aligned");
+    offset
 }
 
 macro_rules! safe_ldmatrix {
@@ -502,11 +515,11 @@ macro_rules! safe_ldmatrix {
             col: usize,
         ) -> [u32; $n] {
             let _ = warp;
-            let addr = row_addr(tile, row, col);
+            let offset = row_offset(tile, row, col);
             crate::check::warp(stringify!($name), u32::MAX);
             // SAFETY: the whole warp is at this call (as in `mma_sync`); this lane's row is 16
             // bytes of `tile`, 16-byte aligned (checked above), and so is every other lane's.
-            unsafe { raw::$raw(addr) }
+            unsafe { raw::$raw(tile.addr(), offset) }
         }
     )*};
 }
@@ -514,17 +527,17 @@ macro_rules! safe_ldmatrix {
 safe_ldmatrix! {
     /// `ldmatrix.sync.aligned.m8n8.x1.shared.b16`: one 8×8 matrix of 16-bit elements
     /// (the raw form: [`raw::ldmatrix_x1`]).
-    ldmatrix_x1 => ldmatrix_x1, 1;
+    ldmatrix_x1 => ldmatrix_x1_at, 1;
     /// `ldmatrix … .x2`: two 8×8 matrices.
-    ldmatrix_x2 => ldmatrix_x2, 2;
+    ldmatrix_x2 => ldmatrix_x2_at, 2;
     /// `ldmatrix … .x4`: four 8×8 matrices.
-    ldmatrix_x4 => ldmatrix_x4, 4;
+    ldmatrix_x4 => ldmatrix_x4_at, 4;
     /// `ldmatrix … .x1.trans`: one 8×8 matrix, transposed.
-    ldmatrix_x1_trans => ldmatrix_x1_trans, 1;
+    ldmatrix_x1_trans => ldmatrix_x1_trans_at, 1;
     /// `ldmatrix … .x2.trans`: two 8×8 matrices, transposed.
-    ldmatrix_x2_trans => ldmatrix_x2_trans, 2;
+    ldmatrix_x2_trans => ldmatrix_x2_trans_at, 2;
     /// `ldmatrix … .x4.trans`: four 8×8 matrices, transposed.
-    ldmatrix_x4_trans => ldmatrix_x4_trans, 4;
+    ldmatrix_x4_trans => ldmatrix_x4_trans_at, 4;
 }
 
 /// The A fragment of the 16×16 block at (`row0`, `col0`) of a row-major `tile` (one
@@ -571,6 +584,44 @@ pub fn load_b_nk<T: Half, const R: usize, const C: usize, P: TileParent>(
 ) -> FragB<T> {
     let l = raw::laneid() as usize;
     Fragment::from_regs(ldmatrix_x2(warp, tile, n0 + l % 8, k0 + 8 * ((l / 8) % 2)))
+}
+
+/// The B fragments of two adjacent 16×8 (K×N) blocks, at (`k0`, `n0`) and (`k0`, `n0 + 8`),
+/// of a row-major K×N `tile`: one `ldmatrix.x4.trans` where [`load_b`] twice takes two
+/// `x2.trans`. A warp collective.
+#[inline(always)]
+#[must_use]
+#[track_caller]
+pub fn load_b_pair<T: Half, const R: usize, const C: usize, P: TileParent>(
+    warp: &ThreadBlockTile<32, P>,
+    tile: &SharedArray<[T; C], R>,
+    k0: usize,
+    n0: usize,
+) -> [FragB<T>; 2] {
+    let l = raw::laneid() as usize;
+    // Matrices 0, 1: rows k0..k0 + 16 at n0; 2, 3: the same rows at n0 + 8.
+    let r = ldmatrix_x4_trans(warp, tile, k0 + l % 16, n0 + 8 * (l / 16));
+    [Fragment::from_regs([r[0], r[1]]), Fragment::from_regs([r[2], r[3]])]
+}
+
+/// The B fragments of two adjacent K×N blocks (columns `n0..n0 + 8` and `n0 + 8..n0 + 16`)
+/// from a row-major N×K `tile` (B stored "column-major", the GEMM's "TN" layout), the 16×16
+/// (N×K) block at (`n0`, `k0`): one `ldmatrix.x4` where [`load_b_nk`] twice takes two `x2`. A
+/// warp collective.
+#[inline(always)]
+#[must_use]
+#[track_caller]
+pub fn load_b_nk_pair<T: Half, const R: usize, const C: usize, P: TileParent>(
+    warp: &ThreadBlockTile<32, P>,
+    tile: &SharedArray<[T; C], R>,
+    n0: usize,
+    k0: usize,
+) -> [FragB<T>; 2] {
+    let l = raw::laneid() as usize;
+    // Lane 8m + r supplies row r of matrix m: matrices 0, 1 are rows n0..n0 + 8 at k0 and
+    // k0 + 8 (the first fragment's two registers), 2, 3 the rows n0 + 8..n0 + 16.
+    let r = ldmatrix_x4(warp, tile, n0 + l % 8 + 8 * (l / 16), k0 + 8 * ((l / 8) % 2));
+    [Fragment::from_regs([r[0], r[1]]), Fragment::from_regs([r[2], r[3]])]
 }
 
 /// Stores this lane's elements of an accumulator to the 16×8 block at (`row0`, `col0`) of a
