@@ -173,6 +173,21 @@ pub mod host {
     pub fn launch<T: Gemm>(
         module: &cohort_runtime::Module,
         stream: &cohort_runtime::Stream,
+        shape: (usize, usize, usize),
+        a: &cohort_runtime::DeviceBuffer<T>,
+        b: &cohort_runtime::DeviceBuffer<T>,
+        c: &mut cohort_runtime::DeviceBuffer<f32>,
+    ) -> cohort_runtime::Result<()> {
+        launch_loaded(&T::load(module)?, stream, shape, a, b, c)
+    }
+
+    /// [`launch`] with the kernel loaded once ([`Gemm::load`]): what a benchmark times.
+    ///
+    /// # Errors
+    /// As [`launch`].
+    pub fn launch_loaded<T: Gemm>(
+        kernel: &T::Kernel,
+        stream: &cohort_runtime::Stream,
         (m, n, k): (usize, usize, usize),
         a: &cohort_runtime::DeviceBuffer<T>,
         b: &cohort_runtime::DeviceBuffer<T>,
@@ -187,14 +202,21 @@ pub mod host {
                 "gemm: {name} holds {len} elements, {m} × {n} × {k} needs {want}"
             )));
         }
-        T::launch(module, stream, config(m, n), a.as_matrix(m, k)?, b.as_matrix(n, k)?, c.as_matrix_mut(m, n)?)
+        T::run(kernel, stream, config(m, n), a.as_matrix(m, k)?, b.as_matrix(n, k)?, c.as_matrix_mut(m, n)?)
     }
 
     /// The input element types of [`gemm_tn`]: BF16 and F16.
     pub trait Gemm: cohort::mma::Half + cohort::DeviceCopy {
+        /// The loaded kernel (`gemm_tn::<Self>`).
+        type Kernel;
+        /// Loads `gemm_tn::<Self>` from `module`.
+        ///
+        /// # Errors
+        /// As the kernel's `load`.
+        fn load(module: &cohort_runtime::Module) -> cohort_runtime::Result<Self::Kernel>;
         #[doc(hidden)]
-        fn launch(
-            module: &cohort_runtime::Module,
+        fn run(
+            kernel: &Self::Kernel,
             stream: &cohort_runtime::Stream,
             cfg: cohort_runtime::LaunchConfig,
             a: cohort_runtime::MatrixRef<'_, Self>,
@@ -206,15 +228,19 @@ pub mod host {
     macro_rules! gemm_instance {
         ($($t:ty),*) => {$(
             impl Gemm for $t {
-                fn launch(
-                    module: &cohort_runtime::Module,
+                type Kernel = gemm_tn<$t>;
+                fn load(module: &cohort_runtime::Module) -> cohort_runtime::Result<Self::Kernel> {
+                    gemm_tn::<$t>::load(module)
+                }
+                fn run(
+                    kernel: &Self::Kernel,
                     stream: &cohort_runtime::Stream,
                     cfg: cohort_runtime::LaunchConfig,
                     a: cohort_runtime::MatrixRef<'_, Self>,
                     b: cohort_runtime::MatrixRef<'_, Self>,
                     c: cohort_runtime::MatrixMut<'_, f32>,
                 ) -> cohort_runtime::Result<()> {
-                    gemm_tn::<$t>::load(module)?.launch(stream, cfg, a, b, c)
+                    kernel.launch(stream, cfg, a, b, c)
                 }
             }
         )*};
