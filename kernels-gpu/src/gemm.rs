@@ -14,12 +14,14 @@
 //!   per chunk ([`cg::AsyncTiles`] along A's and B's strips, one `cp.async` group per stage,
 //!   [`cg::commit_async_copies`]), `STAGES - 1` tiles ahead of the math
 //!   ([`cg::wait_prior`]`::<STAGES - 2>`: one barrier per step of K);
-//! - per 16 of K, each warp loads its A fragments with `ldmatrix.x4` ([`mma::load_a`]) and its
-//!   B fragments two n8 at a time with `ldmatrix.x4` ([`mma::load_b_nk_pair`]), then issues 16
-//!   `mma.sync` m16n8k16;
+//! - per 16 of K, each warp loads its A fragments with `ldmatrix.x4` ([`WarpTiles::a`], as
+//!   [`mma::load_a`]) and its B fragments two n8 at a time with `ldmatrix.x4`
+//!   ([`WarpTiles::b_pair`], as [`mma::load_b_nk_pair`]), each lane from one pointer into its
+//!   warp's slice of the stage at constant offsets, then issues 16 `mma.sync` m16n8k16;
 //! - the accumulators go to C through a [`DisjointMatrix`] of layout
 //!   [`MmaWarps`](cohort::matrix::MmaWarps) under [`Within`]: the launcher checks that the grid
-//!   covers nothing outside C, and each lane writes its fragment elements with no check.
+//!   covers nothing outside C, and each lane writes its fragment elements with no check, two
+//!   adjacent columns per 8-byte store ([`ThreadTile::split_runs`](cohort::matrix::ThreadTile::split_runs)).
 //!
 //! Every index into shared memory is derived from the block shape, the lane and the stage
 //! (`k % STAGES`), so LLVM proves the tiles' bounds and `ldmatrix`'s 16-byte alignment and removes
@@ -32,7 +34,7 @@
 //! with a panic (an `Err` of the launch) before it reads or writes anything.
 
 use cohort::matrix::{MmaWarps, Split};
-use cohort::mma::{self, FragB, FragC, MmaInput, bf16, f16};
+use cohort::mma::{self, FragB, FragC, MmaInput, TilesA, TilesBNk, WarpTiles, bf16, f16};
 use cohort::prelude::*;
 use cohort::shared;
 
@@ -100,18 +102,23 @@ pub fn gemm_tn<T: MmaInput<f32>>(
         fill(s);
     }
 
+    // This warp's rows of every stage, WTM of A and WTN of B (N×K), all BK columns: one lane
+    // pointer each, blocks of 16×16 by index (stage s's block i of A is block 8 s + i).
+    let ta = WarpTiles::<T, { (STAGES - 1) * BM + WTM }, BK, TilesA>::new(&tiles, wm * WTM, 0);
+    let tb = WarpTiles::<T, { (STAGES - 1) * BN + WTN }, BK, TilesBNk>::new(&tiles, STAGES * BM + wn * WTN, 0);
     let mut acc = [[FragC::<f32>::splat(0.0); NI]; MI];
     for kt in 0..steps {
         // Stage kt has landed, for every thread; and every warp is done with stage kt - 1,
         // which the fill below overwrites.
         cg::wait_prior::<{ STAGES as u32 - 2 }>(&block);
         fill((kt + STAGES - 1) % STAGES);
+        // Stage kt % STAGES: its blocks of 16 rows start at block BM / 16 · s of A's, BN / 16 · s
+        // of B's.
         let s = kt % STAGES;
-        let (ra, rb) = (s * BM + wm * WTM, STAGES * BM + s * BN + wn * WTN);
+        let (ba, bb) = (s * BM / 16, s * BN / 16);
         for kk in 0..BK / 16 {
-            let fa: [_; MI] = core::array::from_fn(|i| mma::load_a(&warp, &tiles, ra + 16 * i, 16 * kk));
-            let fb: [[FragB<T>; 2]; NI / 2] =
-                core::array::from_fn(|j| mma::load_b_nk_pair(&warp, &tiles, rb + 16 * j, 16 * kk));
+            let fa: [_; MI] = core::array::from_fn(|i| ta.a(&warp, ba + i, kk));
+            let fb: [[FragB<T>; 2]; NI / 2] = core::array::from_fn(|j| tb.b_pair(&warp, bb + j, kk));
             for (i, row) in acc.iter_mut().enumerate() {
                 for (j, d) in row.iter_mut().enumerate() {
                     *d = mma::mma_sync(&warp, &fa[i], &fb[j / 2][j % 2], d);
@@ -120,13 +127,23 @@ pub fn gemm_tn<T: MmaInput<f32>>(
         }
     }
 
-    // Each lane's elements of its warp's accumulators (the layout's element (2 mi + i / 2,
-    // 2 ni + i % 2) is element i of accumulator (mi, ni)).
-    let mut out = c.tile(&shape);
+    // Each lane's elements of its warp's accumulators, a pair of adjacent columns at a time (the
+    // layout's run j = ni of row k = 2 mi + h is elements 2h, 2h + 1 of accumulator (mi, ni)):
+    // one 8-byte store each where C's rows keep pairs aligned (always, for a device buffer).
+    match c.tile(&shape).split_runs() {
+        Split::Full(mut t) => each_pair(&acc, |k, j, v| t.set_run(k, j, v)),
+        Split::Edge(mut t) => each_pair(&acc, |k, j, v| t.set_run(k, j, v)),
+    }
+}
+
+/// `f(k, j, [x, y])` for run `j` of row `k` of the `MmaWarps` layout: elements `2h`, `2h + 1`
+/// of accumulator `(mi, ni)`, `k = 2 mi + h`, `j = ni`.
+#[inline(always)]
+fn each_pair(acc: &[[FragC<f32>; NI]; MI], mut f: impl FnMut(usize, usize, [f32; 2]) -> bool) {
     for (mi, row) in acc.iter().enumerate() {
         for (ni, d) in row.iter().enumerate() {
-            for i in 0..4 {
-                out.set(2 * mi + i / 2, 2 * ni + i % 2, d.get(i));
+            for h in 0..2 {
+                f(2 * mi + h, ni, [d.get(2 * h), d.get(2 * h + 1)]);
             }
         }
     }

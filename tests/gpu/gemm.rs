@@ -17,6 +17,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("gemm_tn_bf16_every_element", |c| every_element::<bf16>(c, "gemm_tn_bf16_every_element")),
         gpu_trial("gemm_tn_f16_every_element", |c| every_element::<f16>(c, "gemm_tn_f16_every_element")),
         gpu_trial("gemm_unsupported_shape_is_an_error", unsupported),
+        gpu_trial("gemm_misaligned_operands", misaligned),
     ]
 }
 
@@ -146,5 +147,41 @@ fn unsupported(c: &Ctx) -> TestResult {
     let mut out = c.gpu.upload(&vec![f32::NAN; 128 * 128]).ctx("c")?;
     host::launch(&c.module, &s, (128, 128, 32), &a, &b, &mut out).ctx("launch after the refusals")?;
     check_all("C = 0.5 · 2 · 32", &out.to_vec().ctx("read")?, &vec![32.0f32; 128 * 128])?;
+    Ok(())
+}
+
+/// Operands that are not where a device allocation starts: a C one element into its buffer
+/// (its pairs of columns are not 8-byte aligned: the kernel's stores take the checked path, one
+/// element at a time — a misaligned 8-byte store would fault on a GPU) computes the same C and
+/// writes nothing before it; an A one element in (its rows not 16-byte aligned for `cp.async`)
+/// is refused with an `Err` (on the CPU device; a GPU traps).
+fn misaligned(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("gemm_misaligned_operands");
+    let (m, n, k) = (128usize, 256usize, 64usize);
+    let a: Vec<bf16> = (0..m * k).map(|_| bf16::from_f32(quarter(&mut r))).collect();
+    let b: Vec<bf16> = (0..n * k).map(|_| bf16::from_f32(quarter(&mut r))).collect();
+    let af: Vec<f32> = a.iter().map(|x| x.to_f32()).collect();
+    let bf: Vec<f32> = b.iter().map(|x| x.to_f32()).collect();
+    let want: Vec<f32> = reference(&af, &bf, m, n, k).0.iter().map(|&x| x as f32).collect();
+    let (da, db) = (c.gpu.upload(&a).ctx("a")?, c.gpu.upload(&b).ctx("b")?);
+    let kern = g::gemm_tn::<bf16>::load(&c.module).ctx("load")?;
+    let mut big = c.gpu.upload(&vec![7.0f32; m * n + 1]).ctx("c")?;
+    let out = big.slice_mut(1..).into_matrix(m, n).ctx("c view")?;
+    kern.launch(&s, host::config(m, n), da.as_matrix(m, k).ctx("a")?, db.as_matrix(n, k).ctx("b")?, out)
+        .ctx("launch with C one element in")?;
+    let got = big.to_vec().ctx("read")?;
+    ensure(got[0] == 7.0, || format!("element before C written: {}", got[0]))?;
+    check_all("C one element into its buffer", &got[1..], &want)?;
+    if c.is_cpu() {
+        let a1 = c.gpu.upload(&[&[bf16::ZERO][..], &a].concat()).ctx("a + 1")?;
+        let mut out = c.gpu.upload(&vec![7.0f32; m * n]).ctx("c")?;
+        let res = kern
+            .launch(&s, host::config(m, n), a1.slice(1..).into_matrix(m, k).ctx("a view")?, db.as_matrix(n, k).ctx("b")?, out.as_matrix_mut(m, n).ctx("c")?)
+            .and_then(|()| s.synchronize());
+        let e = res.err().map(|e| e.to_string()).unwrap_or_default();
+        ensure(e.contains("not 16-byte aligned"), || format!("A one element in: {e:?}"))?;
+        check_all("C after the refused launch", &out.to_vec().ctx("read")?, &vec![7.0f32; m * n])?;
+    }
     Ok(())
 }

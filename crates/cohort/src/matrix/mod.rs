@@ -36,7 +36,7 @@ mod write;
 pub use index::MatrixIndex;
 pub use layout::{Blocked, Cyclic, Layout, MmaWarps, Transposed, TransposedTiles, Within};
 pub use read::{FullStrip, FullWindow, Matrix, Point, Strip, Window};
-pub use write::{DisjointMatrix, FullTile, ThreadTile};
+pub use write::{DisjointMatrix, FullTile, RunTile, ThreadTile};
 
 /// [`Window::split`] and [`ThreadTile::split`] return.
 #[derive(Debug)]

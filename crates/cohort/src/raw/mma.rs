@@ -172,27 +172,24 @@ macro_rules! ldmatrix {
             })
         }
 
-        #[doc = concat!("[`", stringify!($name), "`] of the row at shared address `base + offset`, the sum")]
-        /// made in 64 bits on the generic address of `base`: for offsets that are a lane's part
-        /// plus a constant (a fragment's row and column in an unrolled loop), computed without
-        /// wrapping (`nuw`), LLVM folds the constant into the instruction's immediate offset
-        /// (`ldmatrix [%rd + 640]`) where a 32-bit shared address would be widened afresh for
-        /// each call.
+        #[doc = concat!("[`", stringify!($name), "`] with this lane's row given by its generic address `row` (the")]
+        /// shared window's base plus the row's shared address, [`super::shared_window_base`]):
+        /// a 64-bit register to which LLVM folds constant offsets (`ldmatrix [%rd + 1280]`),
+        /// where a 32-bit shared address would be widened afresh for each call.
         ///
         /// # Safety
-        #[doc = concat!("As [`", stringify!($name), "`], for the address `base + offset` (below 2^32).")]
+        #[doc = concat!("As [`", stringify!($name), "`], for the shared row at `row - shared_window_base()`.")]
         #[inline(always)]
         #[must_use]
         #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-        pub unsafe fn $at(base: u32, offset: u32) -> [u32; $n] {
+        pub unsafe fn $at(row: u64) -> [u32; $n] {
             on_device!(stringify!($name) => {
-                let p = super::shared_window_base().wrapping_add(u64::from(base)).wrapping_add(u64::from(offset)) as *const u8;
                 // SAFETY: the caller's contract (convergence, addresses).
-                let r = unsafe { $intr(p) };
+                let r = unsafe { $intr(row as *const u8) };
                 ldmatrix!(@out r, ($($i),*))
             } host => {
                 super::mark_instruction();
-                host::ldmatrix::<$n>(base.wrapping_add(offset), $trans)
+                host::ldmatrix::<$n>(row.wrapping_sub(super::shared_window_base()) as u32, $trans)
             })
         }
     )*};
@@ -202,17 +199,17 @@ macro_rules! ldmatrix {
 
 ldmatrix! {
     /// `ldmatrix.sync.aligned.m8n8.x1.shared.b16` (sm_75+): one 8×8 matrix of 16-bit elements.
-    ldmatrix_x1, ldmatrix_x1_at => nvvm_ldmatrix_x1, 1, false, ();
+    ldmatrix_x1, ldmatrix_x1_generic => nvvm_ldmatrix_x1, 1, false, ();
     /// `ldmatrix.sync.aligned.m8n8.x2.shared.b16`: two 8×8 matrices.
-    ldmatrix_x2, ldmatrix_x2_at => nvvm_ldmatrix_x2, 2, false, (0, 1);
+    ldmatrix_x2, ldmatrix_x2_generic => nvvm_ldmatrix_x2, 2, false, (0, 1);
     /// `ldmatrix.sync.aligned.m8n8.x4.shared.b16`: four 8×8 matrices.
-    ldmatrix_x4, ldmatrix_x4_at => nvvm_ldmatrix_x4, 4, false, (0, 1, 2, 3);
+    ldmatrix_x4, ldmatrix_x4_generic => nvvm_ldmatrix_x4, 4, false, (0, 1, 2, 3);
     /// `ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16`: one 8×8 matrix, transposed.
-    ldmatrix_x1_trans, ldmatrix_x1_trans_at => nvvm_ldmatrix_x1_trans, 1, true, ();
+    ldmatrix_x1_trans, ldmatrix_x1_trans_generic => nvvm_ldmatrix_x1_trans, 1, true, ();
     /// `ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16`: two 8×8 matrices, transposed.
-    ldmatrix_x2_trans, ldmatrix_x2_trans_at => nvvm_ldmatrix_x2_trans, 2, true, (0, 1);
+    ldmatrix_x2_trans, ldmatrix_x2_trans_generic => nvvm_ldmatrix_x2_trans, 2, true, (0, 1);
     /// `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: four 8×8 matrices, transposed.
-    ldmatrix_x4_trans, ldmatrix_x4_trans_at => nvvm_ldmatrix_x4_trans, 4, true, (0, 1, 2, 3);
+    ldmatrix_x4_trans, ldmatrix_x4_trans_generic => nvvm_ldmatrix_x4_trans, 4, true, (0, 1, 2, 3);
 }
 
 /// `cvt.rn.bf16.f32`: `x` rounded to the nearest BF16 (ties to even), as its bits (sm_80+).
