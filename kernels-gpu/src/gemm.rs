@@ -19,7 +19,7 @@
 //!   ([`WarpTiles::b_pair`], as [`mma::load_b_nk_pair`]), each lane from one pointer into its
 //!   warp's slice of the stage at constant offsets, then issues 16 `mma.sync` m16n8k16;
 //! - the accumulators go to C through a [`DisjointMatrix`] of layout
-//!   [`MmaWarps`](cohort::matrix::MmaWarps) under [`Within`]: the launcher checks that the grid
+//!   [`MmaWarps`] under [`Within`]: the launcher checks that the grid
 //!   covers nothing outside C, and each lane writes its fragment elements with no check, two
 //!   adjacent columns per 8-byte store ([`ThreadTile::split_runs`](cohort::matrix::ThreadTile::split_runs)).
 //!

@@ -402,7 +402,7 @@ fn warp_tiles_misuse(c: &Ctx) -> TestResult {
     let s = c.gpu.new_stream().ctx("stream")?;
     let kern = k::warp_tiles_misuse::load(&c.tests).ctx("load")?;
     for which in 0..3u32 {
-        let mut out = c.gpu.upload(&vec![0u32; 32]).ctx("out")?;
+        let mut out = c.gpu.upload(&[0u32; 32]).ctx("out")?;
         let res = kern.launch(&s, LaunchConfig::new(1, 32), which, &mut out).and_then(|()| s.synchronize());
         let e = res.err().map(|e| e.to_string()).unwrap_or_default();
         ensure(e.contains("WarpTiles"), || format!("case {which}: {e:?}"))?;

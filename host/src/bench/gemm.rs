@@ -253,7 +253,8 @@ fn check_sampled(a: &[f32], b: &[f32], (m, n, k): (usize, usize, usize), c: &[f3
 /// of a dot product, about 0.3 on average, is off by far more).
 fn check_close(got: &[f32], want: &[f32], who: &str) -> CliResult {
     for (i, (x, y)) in got.iter().zip(want).enumerate() {
-        if !((x - y).abs() <= 2e-2 + 1e-3 * y.abs()) {
+        let close = (x - y).abs() <= 2e-2 + 1e-3 * y.abs();
+        if !close || x.is_nan() {
             return Err(fail(format!("{who}: C[{i}] = {x}, against {y}")));
         }
     }

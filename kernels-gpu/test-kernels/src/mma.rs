@@ -339,5 +339,5 @@ pub fn tile_copy(
     cg::wait_prior::<0>(&block);
     // Thread t < 48 writes row t of the tile, the others zeros (`out[64 b + t]`).
     let row: [bf16; 24] = core::array::from_fn(|c| if t < 48 { tile.load_at(t, c) } else { bf16::ZERO });
-    out.set(&thread::index_1d(), row);
+    out.set(thread::index_1d(), row);
 }

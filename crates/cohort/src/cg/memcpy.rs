@@ -404,7 +404,7 @@ fn check_tiles<T: DeviceCopy, const R: usize, const C: usize, const SC: usize>(
     let row_bytes = row_len * size_of::<T>();
     // Every window's rows start at `first` plus multiples of `row_bytes` and `stride` elements.
     assert!(
-        (first as usize | row_bytes | stride * size_of::<T>()).is_multiple_of(16),
+        (first as usize | row_bytes | (stride * size_of::<T>())).is_multiple_of(16),
         "memcpy_async_tile: the window's rows are not 16-byte aligned"
     );
     // The windows' bytes, from the first one's first element to past the last one's last.

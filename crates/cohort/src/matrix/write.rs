@@ -82,7 +82,7 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
             );
             // A layout of warps (`MmaWarps`) needs whole warps, in whole rows of `WARPS_N`.
             assert!(
-                L::WARPS_N == 0 || (X * Y) as usize % (32 * L::WARPS_N) == 0,
+                L::WARPS_N == 0 || ((X * Y) as usize).is_multiple_of(32 * L::WARPS_N),
                 "MmaWarps: the block's threads must be a multiple of 32 × WN (whole warps, whole rows of warps)"
             );
             assert!(L::RUN >= 1 && L::KC % L::RUN == 0, "a layout's columns come in whole runs");
@@ -245,19 +245,20 @@ impl<'m, T, L: Layout, I: MatrixIndex> ThreadTile<'m, T, L, I> {
     #[must_use]
     pub fn split_runs(self) -> Split<RunTile<'m, T, L, I>, Self> {
         let bytes = L::RUN * size_of::<T>();
-        if (bytes == 8 || bytes == 16) && self.full {
-            if let Some(at) = self.offset(self.r0, self.c0) {
-                // SAFETY: full: (r0, c0) is inside the matrix, so `at` is in bounds.
-                let ptr = unsafe { self.ptr.add(at) };
-                // Every run starts at the tile's first element plus whole rows (`dr · cols`
-                // elements) and whole steps (`dc`): aligned when these three are.
-                let aligned = (ptr as usize).is_multiple_of(bytes)
-                    && (self.cols.to_usize() * size_of::<T>()).is_multiple_of(bytes)
-                    && (self.dc * size_of::<T>()).is_multiple_of(bytes);
-                if aligned {
-                    let row_step = I::truncate(self.dr).mul_add_wrapping(self.cols, I::ZERO);
-                    return Split::Full(RunTile { ptr, row_step, dc: I::truncate(self.dc), _life: PhantomData });
-                }
+        if (bytes == 8 || bytes == 16)
+            && self.full
+            && let Some(at) = self.offset(self.r0, self.c0)
+        {
+            // SAFETY: full: (r0, c0) is inside the matrix, so `at` is in bounds.
+            let ptr = unsafe { self.ptr.add(at) };
+            // Every run starts at the tile's first element plus whole rows (`dr · cols`
+            // elements) and whole steps (`dc`): aligned when these three are.
+            let aligned = (ptr as usize).is_multiple_of(bytes)
+                && (self.cols.to_usize() * size_of::<T>()).is_multiple_of(bytes)
+                && (self.dc * size_of::<T>()).is_multiple_of(bytes);
+            if aligned {
+                let row_step = I::truncate(self.dr).mul_add_wrapping(self.cols, I::ZERO);
+                return Split::Full(RunTile { ptr, row_step, dc: I::truncate(self.dc), _life: PhantomData });
             }
         }
         Split::Edge(self)
