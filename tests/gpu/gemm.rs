@@ -150,10 +150,11 @@ fn unsupported(c: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// Operands that are not where a device allocation starts: a C one element into its buffer
-/// (its pairs of columns are not 8-byte aligned: the kernel's stores take the checked path, one
-/// element at a time — a misaligned 8-byte store would fault on a GPU) computes the same C and
-/// writes nothing before it; an A one element in (its rows not 16-byte aligned for `cp.async`)
+/// Operands that are not where a device allocation starts: a C one or two elements into its
+/// buffer (in one of the two its pairs of columns are not 8-byte aligned: the kernel's stores
+/// take the checked path, one element at a time — a misaligned 8-byte store would fault on a
+/// GPU, and fails the CPU device's alignment check) computes the same C and writes nothing
+/// before it; an A one element in (its rows not 16-byte aligned for `cp.async`)
 /// is refused with an `Err` (on the CPU device; a GPU traps).
 fn misaligned(c: &Ctx) -> TestResult {
     let s = c.gpu.new_stream().ctx("stream")?;
@@ -166,13 +167,17 @@ fn misaligned(c: &Ctx) -> TestResult {
     let want: Vec<f32> = reference(&af, &bf, m, n, k).0.iter().map(|&x| x as f32).collect();
     let (da, db) = (c.gpu.upload(&a).ctx("a")?, c.gpu.upload(&b).ctx("b")?);
     let kern = g::gemm_tn::<bf16>::load(&c.module).ctx("load")?;
-    let mut big = c.gpu.upload(&vec![7.0f32; m * n + 1]).ctx("c")?;
-    let out = big.slice_mut(1..).into_matrix(m, n).ctx("c view")?;
-    kern.launch(&s, host::config(m, n), da.as_matrix(m, k).ctx("a")?, db.as_matrix(n, k).ctx("b")?, out)
-        .ctx("launch with C one element in")?;
-    let got = big.to_vec().ctx("read")?;
-    ensure(got[0] == 7.0, || format!("element before C written: {}", got[0]))?;
-    check_all("C one element into its buffer", &got[1..], &want)?;
+    // One and two elements in: 4 bytes apart, so one of them is not 8-byte aligned whatever the
+    // buffer's own alignment.
+    for skip in [1usize, 2] {
+        let mut big = c.gpu.upload(&vec![7.0f32; m * n + skip]).ctx("c")?;
+        let out = big.slice_mut(skip..).into_matrix(m, n).ctx("c view")?;
+        kern.launch(&s, host::config(m, n), da.as_matrix(m, k).ctx("a")?, db.as_matrix(n, k).ctx("b")?, out)
+            .ctx("launch with C inside its buffer")?;
+        let got = big.to_vec().ctx("read")?;
+        ensure(got[..skip].iter().all(|&x| x == 7.0), || format!("elements before C written: {:?}", &got[..skip]))?;
+        check_all(&format!("C {skip} elements into its buffer"), &got[skip..], &want)?;
+    }
     if c.is_cpu() {
         let a1 = c.gpu.upload(&[&[bf16::ZERO][..], &a].concat()).ctx("a + 1")?;
         let mut out = c.gpu.upload(&vec![7.0f32; m * n]).ctx("c")?;

@@ -312,9 +312,11 @@ impl<T: crate::DeviceCopy, L: Layout, I: MatrixIndex> RunTile<'_, T, L, I> {
         // (`DeviceCopy` without padding, asserted above).
         unsafe {
             let p = self.ptr.add(at);
+            // Assignments through the pointers (no `Drop` to run): a debug build checks their
+            // alignment, as the GPU does (a misaligned address is a fault there).
             match W * size_of::<T>() {
-                8 => p.cast::<Aligned8>().write(core::mem::transmute_copy(&v)),
-                16 => p.cast::<Aligned16>().write(core::mem::transmute_copy(&v)),
+                8 => *p.cast::<Aligned8>() = core::mem::transmute_copy(&v),
+                16 => *p.cast::<Aligned16>() = core::mem::transmute_copy(&v),
                 _ => unreachable!("split_runs makes a RunTile only for runs of 8 or 16 bytes"),
             }
         }
