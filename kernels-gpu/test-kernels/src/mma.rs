@@ -298,7 +298,11 @@ pub fn warp_tiles_misuse(which: u32, mut out: DisjointSlice<u32>) {
     let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
     let tile = WT_TILE.get();
     let w = which as usize;
-    let (row0, col0, blk) = [(40, 8, 0), (16, 8, 2), (16, 4, 0)][w.min(2)];
+    let (row0, col0, blk) = match w {
+        0 => (40, 8, 0),
+        1 => (16, 8, 2),
+        _ => (16, 4, 0),
+    };
     let ta = mma::WarpTiles::<bf16, 32, 32, mma::TilesA>::new(&tile, row0, col0);
     let r = ta.a(&warp, blk, 0).regs();
     out.set(&i, r[0]);
