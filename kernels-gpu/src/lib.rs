@@ -13,6 +13,7 @@
 //! | [`memory`] | `cohort managed` (the Cooperative Groups blog's managed-memory sum), `cohort bench alloc`, `cohort bench pdl` |
 //! | [`obvious`] | the classic kernels written the obvious way (plain slice and shared-array indexing), beside C++ twins |
 //! | [`multi`] | `cohort multi-grid`, `cohort bench multi-grid`: the multi-grid Jacobi solver and barrier-latency kernel |
+//! | [`gemm`] | `cohort bench gemm`: the Ampere-style tensor-core GEMM (`mma.sync`, `ldmatrix`, a 4-stage `cp.async` pipeline), BF16 and F16 |
 //! | [`clusters`] | `cohort bench clusters`: the distributed-shared-memory histogram, a cluster reduction, a stencil with its halo from neighbour blocks |
 //! | [`bench`](mod@bench) | `cohort bench`: the Rust halves of the side-by-side benchmarks |
 
@@ -27,6 +28,7 @@ pub mod bench;
 pub mod checks;
 pub mod classic;
 pub mod clusters;
+pub mod gemm;
 pub mod memory;
 pub mod multi;
 pub mod obvious;

@@ -24,6 +24,10 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("mma_half_conversions_round_to_nearest_even", conversions),
         gpu_trial("mma_ldmatrix_out_of_tile_or_misaligned_is_an_error", ldmatrix_misuse),
         gpu_trial("mma_divergent_mma_sync_is_an_error", diverge_mma_cpu),
+        gpu_trial("mma_warp_tiles_load_what_ldmatrix_loads", warp_tiles),
+        gpu_trial("mma_warp_tiles_misuse_is_an_error", warp_tiles_misuse),
+        gpu_trial("mma_tile_copy_lands_the_window_in_the_padded_tile", tile_copy),
+        gpu_trial("mma_tile_copy_misuse_is_an_error", tile_copy_misuse),
     ]
 }
 
@@ -366,6 +370,106 @@ fn diverge_mma_cpu(c: &Ctx) -> TestResult {
         };
         let op = if which == 0 { "`mma_sync`" } else { "`ldmatrix`" };
         ensure(e.contains("divergence: ") && e.contains(op) && e.contains("mma.rs:"), || format!("case {which}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// `mma::WarpTiles` (one lane pointer, blocks by index) loads exactly what `load_a`,
+/// `load_b_nk_pair` and `load_b_pair` (checked against `element_coords` above) load from the same
+/// blocks: A, B stored N×K and B stored K×N, on a tile of distinct values.
+fn warp_tiles(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let a: Vec<bf16> = (0..64 * 40).map(|e| bf16::from_f32(e as f32)).collect();
+    let da = c.gpu.upload(&a).ctx("a")?;
+    let mut out = c.gpu.upload(&vec![[0u32; 96]; 32]).ctx("out")?;
+    k::warp_tiles::load(&c.tests).ctx("load")?.launch(&s, LaunchConfig::new(1, 32), &da, &mut out).ctx("launch")?;
+    let out = out.to_vec().ctx("read")?;
+    for (lane, r) in out.iter().enumerate() {
+        ensure(r[..48] == r[48..], || format!("lane {lane}: WarpTiles {:?}, ldmatrix {:?}", &r[..48], &r[48..]))?;
+        // Distinct, non-zero data went through (every element is e < 2560, exact in BF16).
+        ensure(r[..48].iter().all(|&w| w != 0) || lane == 0, || format!("lane {lane}: zero registers {:?}", &r[..48]))?;
+    }
+    Ok(())
+}
+
+/// A `WarpTiles` block leaving its tile, a block index past it, or a misaligned column: the
+/// launch ends with an `Err` naming `WarpTiles` (the CPU device; a GPU would trap, as for
+/// `mma_ldmatrix_out_of_tile_or_misaligned_is_an_error`).
+fn warp_tiles_misuse(c: &Ctx) -> TestResult {
+    if !c.is_cpu() {
+        return Ok(());
+    }
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let kern = k::warp_tiles_misuse::load(&c.tests).ctx("load")?;
+    for which in 0..3u32 {
+        let mut out = c.gpu.upload(&[0u32; 32]).ctx("out")?;
+        let res = kern.launch(&s, LaunchConfig::new(1, 32), which, &mut out).and_then(|()| s.synchronize());
+        let e = res.err().map(|e| e.to_string()).unwrap_or_default();
+        ensure(e.contains("WarpTiles"), || format!("case {which}: {e:?}"))?;
+    }
+    Ok(())
+}
+
+/// The expected 48 × 24 tile after `tile_copy` of the 32 × 16 window at (`r0`, `c0`) of the
+/// 64 × 40 `a` into rows `row0 ..`: the window there, `-1` elsewhere.
+fn tile_copy_want(a: &[bf16], r0: usize, c0: usize, row0: usize) -> Vec<[bf16; 24]> {
+    (0..48)
+        .map(|r| {
+            std::array::from_fn(|cc| {
+                if (row0..row0 + 32).contains(&r) && cc < 16 {
+                    a[(r0 + r - row0) * 40 + c0 + cc]
+                } else {
+                    bf16::NEG_ONE
+                }
+            })
+        })
+        .collect()
+}
+
+/// `cg::memcpy_async_tile`: a 32 × 16 window of a 64 × 40 matrix (rows of 80 bytes) lands in
+/// rows `row0 ..`, columns 0..16 of a padded 48 × 24 shared tile, and nothing else of the tile
+/// changes; at several windows and rows, in two blocks.
+fn tile_copy(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let a: Vec<bf16> = (0..64 * 40).map(|e| bf16::from_f32((e % 1999) as f32 + 0.5)).collect();
+    let da = c.gpu.upload(&a).ctx("a")?;
+    let kern = k::tile_copy::load(&c.tests).ctx("load")?;
+    for (r0, c0, row0) in [(0usize, 0usize, 0usize), (32, 24, 16), (7, 8, 5), (13, 16, 0)] {
+        let mut out = c.gpu.upload(&vec![[bf16::ZERO; 24]; 128]).ctx("out")?;
+        let at = [r0 as u32, c0 as u32, row0 as u32];
+        kern.launch(&s, LaunchConfig::new(2, 64), da.as_matrix(64, 40).ctx("a")?, at, 0u32, &mut out).ctx("launch")?;
+        let got = out.to_vec().ctx("read")?;
+        let want = tile_copy_want(&a, r0, c0, row0);
+        for b in 0..2 {
+            check_all(&format!("tile of block {b}, window ({r0}, {c0}) at row {row0}"), &got[64 * b..64 * b + 48], &want)?;
+        }
+    }
+    Ok(())
+}
+
+/// `memcpy_async_tile` misused: a window whose rows are not 16-byte aligned (column 4, 8 bytes),
+/// rows past the tile (row 20 of 48 for 32 rows), a source in a thread's own memory (not
+/// global): each an `Err` of the launch naming the check (the CPU device; on a GPU the panic
+/// traps and the context is lost).
+fn tile_copy_misuse(c: &Ctx) -> TestResult {
+    if !c.is_cpu() {
+        return Ok(());
+    }
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let a = vec![bf16::ONE; 64 * 40];
+    let da = c.gpu.upload(&a).ctx("a")?;
+    let kern = k::tile_copy::load(&c.tests).ctx("load")?;
+    for (at, local, needle) in [
+        ([0u32, 4, 0], 0u32, "not 16-byte aligned"),
+        ([0, 0, 20], 0, "rows outside the tile"),
+        ([0, 0, 0], 1, "memcpy_async_tile"),
+    ] {
+        let mut out = c.gpu.upload(&vec![[bf16::ZERO; 24]; 64]).ctx("out")?;
+        let res = kern
+            .launch(&s, LaunchConfig::new(1, 64), da.as_matrix(64, 40).ctx("a")?, at, local, &mut out)
+            .and_then(|()| s.synchronize());
+        let e = res.err().map(|e| e.to_string()).unwrap_or_default();
+        ensure(e.contains(needle), || format!("{at:?}, local {local}: {e:?}"))?;
     }
     Ok(())
 }

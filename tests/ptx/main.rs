@@ -26,6 +26,7 @@ const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
     ("recurse", "printf"),
     ("pass_local", "hands a slice of its local memory to a child on purpose (the launch must refuse it)"),
     ("memcpy_from", "copies from a local array on purpose (memcpy_async must refuse it)"),
+    ("tile_copy", "copies from a local array on purpose (memcpy_async_tile must refuse it)"),
     (
         "mat2_scan_tile",
         "a 32-byte user type (a 2x2 u64 matrix) through the block scan: its per-thread items (64 bytes of them) stay an \
@@ -54,6 +55,7 @@ fn main() {
         cpu_trial("ptx_kernels_have_no_local_arrays", no_local_arrays),
         cpu_trial("ptx_classic_kernels_have_no_bounds_checks", classic_no_bounds_checks),
         cpu_trial("matrix_layouts_are_one_to_one", layouts_one_to_one),
+        cpu_trial("ptx_gemm_k_loop_has_no_checks", gemm_k_loop_has_no_checks),
         cpu_trial("ptx_abi_every_entry_has_a_record", abi_every_entry_has_a_record),
         cpu_trial("ptx_abi_records_match_their_launchers", abi_records_match),
         cpu_trial("ptx_abi_host_device_skew_is_refused", abi_skew_refused),
@@ -455,9 +457,12 @@ fn classic_no_bounds_checks() -> TestResult {
 /// the fact the writes' safety rests on, checked exhaustively on the CPU for several block
 /// shapes and grids, nested layouts included.
 fn layouts_one_to_one() -> TestResult {
-    use cohort::matrix::{Blocked, Cyclic, Layout, Transposed, TransposedTiles};
+    use cohort::matrix::{Blocked, Cyclic, Layout, MmaWarps, Transposed, TransposedTiles};
     fn check<L: Layout>(name: &str) -> TestResult {
-        for (x, y) in [(8usize, 4usize), (32, 8), (1, 16), (16, 1)] {
+        check_blocks::<L>(name, &[(8, 4), (32, 8), (1, 16), (16, 1)])
+    }
+    fn check_blocks<L: Layout>(name: &str, blocks: &[(usize, usize)]) -> TestResult {
+        for &(x, y) in blocks {
             for (gx, gy) in [(3usize, 5usize), (1, 1), (7, 2)] {
                 let mut seen = std::collections::HashMap::new();
                 for (by, bx, ty, tx) in (0..gy).flat_map(|by| {
@@ -466,7 +471,7 @@ fn layouts_one_to_one() -> TestResult {
                     let [r0, dr, c0, dc] = L::place(tx, ty, x, y, by, bx);
                     for k in 0..L::KR {
                         for l in 0..L::KC {
-                            let at = (r0 + dr * k, c0 + dc * l);
+                            let at = (r0 + dr * k, c0 + dc * (l / L::RUN) + l % L::RUN);
                             if let Some(prev) = seen.insert(at, (by, bx, ty, tx, k, l)) {
                                 return Err(format!(
                                     "{name}, blocks of {x}×{y}, grid {gx}×{gy}: element {at:?} belongs to {prev:?} and {:?}",
@@ -487,7 +492,57 @@ fn layouts_one_to_one() -> TestResult {
     check::<Transposed<Cyclic<4, 1>>>("Transposed<Cyclic<4, 1>>")?;
     check::<TransposedTiles<Cyclic<4, 1>>>("TransposedTiles<Cyclic<4, 1>>")?;
     check::<Transposed<TransposedTiles<Blocked<2, 3>>>>("Transposed<TransposedTiles<Blocked<2, 3>>>")?;
-    check::<TransposedTiles<Transposed<Cyclic<1, 2>>>>("TransposedTiles<Transposed<Cyclic<1, 2>>>")
+    check::<TransposedTiles<Transposed<Cyclic<1, 2>>>>("TransposedTiles<Transposed<Cyclic<1, 2>>>")?;
+    // Layouts of warps: blocks of whole rows of warps (`DisjointMatrix::tile` compiles for no
+    // other).
+    check_blocks::<MmaWarps<4, 4, 4>>("MmaWarps<4, 4, 4>", &[(256, 1), (32, 8), (128, 1)])?;
+    check_blocks::<MmaWarps<1, 2, 1>>("MmaWarps<1, 2, 1>", &[(32, 1), (64, 1), (32, 3)])?;
+    check_blocks::<TransposedTiles<MmaWarps<2, 1, 2>>>("TransposedTiles<MmaWarps<2, 1, 2>>", &[(64, 1), (32, 4)])
+}
+
+/// The tensor-core GEMM's k-loop (`cohort_kernels::gemm`: from its first `cp.async` to its last
+/// `mma.sync`) branches to no panic: every shape, alignment and bounds check of the safe API
+/// is made before it (strips, `AsyncTiles`, `WarpTiles`) or folds away. Its `ldmatrix` read at
+/// lane pointers plus immediate offsets, and it stores C in 8-byte stores.
+fn gemm_k_loop_has_no_checks() -> TestResult {
+    for m in PTX.modules {
+        for k in ["gemm_tn_bf16", "gemm_tn_f16"] {
+            let body = entry_body(m, k)?;
+            let lines: Vec<&str> = body.lines().collect();
+            // The blocks that call a panic (LLVM puts them after the function's hot code).
+            let mut panics = std::collections::HashSet::new();
+            let mut label = "";
+            for l in &lines {
+                let t = l.trim();
+                if let Some(name) = t.strip_suffix(':').filter(|n| n.starts_with("$L")) {
+                    label = name;
+                } else if t.contains("call") && t.contains("panic") {
+                    panics.insert(label);
+                }
+            }
+            let from = lines.iter().position(|l| l.contains("cp.async.cg.shared.global"));
+            let to = lines.iter().rposition(|l| l.contains("mma.sync"));
+            let (Some(from), Some(to)) = (from, to) else {
+                return Err(format!("sm_{}: `{k}` has no cp.async or no mma.sync", m.arch));
+            };
+            for l in &lines[from..to] {
+                let target = l.split_whitespace().last().unwrap_or("").trim_end_matches(';');
+                ensure(!(l.contains("bra") && panics.contains(target)), || {
+                    format!("sm_{}: `{k}`'s k-loop branches to a panic: `{}`", m.arch, l.trim())
+                })?;
+            }
+            let ldm: Vec<&str> =
+                lines[from..to].iter().copied().filter(|l| l.contains("ldmatrix.sync.aligned.m8n8.x4")).collect();
+            let imm = ldm.iter().filter(|l| l.contains('+')).count();
+            ensure(ldm.len() >= 12 && imm + 2 >= ldm.len(), || {
+                format!("sm_{}: `{k}`: {imm} of its {} ldmatrix read at an immediate offset", m.arch, ldm.len())
+            })?;
+            ensure(["st.global.v2", "st.global.b64", "st.global.u64"].iter().any(|st| body.contains(st)), || {
+                format!("sm_{}: `{k}` stores C without 8-byte stores", m.arch)
+            })?;
+        }
+    }
+    Ok(())
 }
 
 fn golden_vector_loads() -> TestResult {

@@ -191,12 +191,17 @@ impl<T, L: crate::matrix::Layout, I: crate::matrix::MatrixIndex> MatrixParam
         if L::KR == 0 || L::KC == 0 || L::KR > 1 << 20 || L::KC > 1 << 20 || grid.contains(&0) || block.contains(&0) {
             return None;
         }
-        // The block at the far corner of a 2-D grid, its thread at the far corner; `place` is
-        // non-decreasing in each, so no thread writes a later row or column. In `u64`: tile
+        // The block at the far corner of a 2-D grid, its thread at the far corner, whose last
+        // element has the largest row and column of the launch (`Layout::place`). In `u64`: tile
         // positions below 2^32 times tile edges below 2^31 (`DisjointMatrix::tile`'s bounds).
         let (x, y) = (block[0] as usize, block[1] as usize);
+        // A layout of warps (`MmaWarps`) needs whole rows of warps: `DisjointMatrix::tile` does
+        // not compile for other blocks, so nothing is written.
+        if L::WARPS_N != 0 && (x * y) % (32 * L::WARPS_N) != 0 {
+            return None;
+        }
         let [r0, dr, c0, dc] = L::place(x - 1, y - 1, x, y, grid[1] as usize - 1, grid[0] as usize - 1);
-        Some((r0 + dr * (L::KR - 1), c0 + dc * (L::KC - 1)))
+        Some((r0 + dr * (L::KR - 1), c0 + dc * ((L::KC - 1) / L::RUN) + (L::KC - 1) % L::RUN))
     }
 }
 
@@ -556,7 +561,7 @@ mod tests {
                 let [r0, dr, c0, dc] = L::place(tx, ty, b[0] as usize, b[1] as usize, by, bx);
                 for k in 0..L::KR {
                     for l in 0..L::KC {
-                        if r0 + dr * k >= rows || c0 + dc * l >= cols {
+                        if r0 + dr * k >= rows || c0 + dc * (l / L::RUN) + l % L::RUN >= cols {
                             return false;
                         }
                     }
@@ -623,5 +628,58 @@ mod tests {
             huge,
             [1024, 1, 1]
         ));
+    }
+
+    /// The `Within` check of [`MmaWarps`](crate::matrix::MmaWarps) (whose `place` is not
+    /// monotone: lanes and warps interleave rows and columns) against every thread's every
+    /// element, for blocks of whole rows of warps, around the matrix's edges.
+    #[test]
+    fn within_launch_check_is_exact_for_mma_warps() {
+        use super::matrix_launch_fits;
+        use crate::matrix::{DisjointMatrix, Layout, MmaWarps, TransposedTiles, Within};
+        fn brute<L: Layout>(rows: usize, cols: usize, g: [u32; 3], b: [u32; 3]) -> bool {
+            let (x, y) = (b[0] as usize, b[1] as usize);
+            for by in 0..g[1] as usize {
+                for bx in 0..g[0] as usize {
+                    for ty in 0..y {
+                        for tx in 0..x {
+                            let [r0, dr, c0, dc] = L::place(tx, ty, x, y, by, bx);
+                            for k in 0..L::KR {
+                                for l in 0..L::KC {
+                                    if r0 + dr * k >= rows || c0 + dc * (l / L::RUN) + l % L::RUN >= cols {
+                                        return false;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            true
+        }
+        fn each<L: Layout>(blocks: &[[u32; 3]], max: usize) -> usize {
+            let mut fits = 0;
+            for &b in blocks {
+                for (gx, gy) in [(1, 1), (2, 1), (1, 3), (2, 2)] {
+                    let g = [gx, gy, 1];
+                    for rows in (0..max).step_by(3) {
+                        for cols in (0..max).step_by(3) {
+                            let got = matrix_launch_fits::<DisjointMatrix<'_, f32, L, u32>>(rows, cols, g, b);
+                            assert_eq!(got, brute::<L>(rows, cols, g, b), "{rows} × {cols}, grid {g:?}, block {b:?}");
+                            fits += usize::from(got);
+                        }
+                    }
+                }
+            }
+            fits
+        }
+        for fits in [
+            each::<Within<MmaWarps<1, 1, 1>>>(&[[32, 1, 1], [64, 1, 1], [32, 2, 1]], 100),
+            each::<Within<MmaWarps<2, 1, 2>>>(&[[64, 1, 1], [128, 1, 1], [32, 4, 1]], 140),
+            each::<Within<MmaWarps<1, 3, 2>>>(&[[64, 1, 1], [32, 6, 1]], 110),
+            each::<TransposedTiles<Within<MmaWarps<2, 2, 1>>>>(&[[32, 1, 1], [64, 1, 1]], 140),
+        ] {
+            assert!(fits > 0, "{fits}");
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `__shared__ T buf[N];` (static) | `shared! { static BUF: [T; N]; }` then `BUF.get()` → [`SharedArray<T, N>`] |
 //! | `extern __shared__ T buf[];` (dynamic) | [`dynamic::<T>()`](dynamic) → [`SharedSlice<T>`] |
+//! | `extern __shared__ T buf[]` used as `T tile[R][C]` (a pipeline's stages beyond 48 KiB) | [`dynamic_array::<[T; C], R>()`](dynamic_array) → [`SharedArray`] |
 //! | `buf[i]` read / write | [`load(i)`](SharedSlice::load) / [`store(i, v)`](SharedSlice::store) |
 //! | `atomicAdd(&buf[i], v)` | [`atomic(i)`](SharedSlice::atomic)`.fetch_add(v, …)` (PTX `atom.shared`) |
 //! | `__shared__ T tile[R][C]; tile[r][c]` | `static TILE: [[T; C]; R]`, [`load_at(r, c)`](SharedArray::load_at) / [`store_at`](SharedArray::store_at) |
@@ -41,6 +42,10 @@ use crate::atomic::{Atomic, Shared};
 use crate::raw;
 
 /// An array of `N` values of `T` in the block's shared memory (a copyable handle).
+///
+/// Its address is a multiple of 16 (a `shared!` static is aligned to at least 16 bytes, and
+/// [`dynamic_array`] checks it): code that needs 16-byte aligned rows (`ldmatrix`, `cp.async`
+/// of 16 bytes, [`load_row`](SharedArray::load_row)) checks only the offset inside the array.
 #[derive(Debug)]
 pub struct SharedArray<T, const N: usize> {
     addr: u32,
@@ -185,8 +190,31 @@ pub fn dynamic<T: DeviceCopy>() -> SharedSlice<T> {
     })
 }
 
+/// The first `N` elements of this launch's dynamic shared memory (`extern __shared__`) as a
+/// [`SharedArray`]: for arrays and tiles larger than the 48 KiB a kernel's static shared memory
+/// may hold (a pipeline's stages), with the launch asking for the bytes
+/// (`LaunchConfig::with_shared_mem`; above 48 KiB the launcher opts the kernel in).
+///
+/// An alias of [`dynamic`]'s memory, as every handle to the same shared memory is (see the
+/// module docs on races).
+///
+/// # Panics
+/// If the launch's dynamic shared memory is smaller than `N` elements of `T` (the panic names
+/// the call; the runtime reports it as the launch's `Err`).
+#[inline(always)]
+#[track_caller]
+#[must_use]
+pub fn dynamic_array<T: DeviceCopy, const N: usize>() -> SharedArray<T, N> {
+    let all = dynamic::<u8>();
+    assert!(size_of::<T>() * N <= all.len(), "shared::dynamic_array: the launch's dynamic shared memory is smaller");
+    // The dynamic window is declared `.align 16` (and on the CPU device starts at 0); the
+    // assertion keeps `SharedArray`'s 16-byte alignment a checked fact.
+    assert!(all.addr.is_multiple_of(16), "shared::dynamic_array: dynamic shared memory not 16-byte aligned");
+    SharedArray { addr: all.addr, _t: PhantomData }
+}
+
 impl<T: DeviceCopy, const N: usize> SharedArray<T, N> {
-    /// The shared-window address of element 0 (16-byte aligned for a `shared!` static).
+    /// The shared-window address of element 0 (a multiple of 16: see the type's docs).
     #[inline(always)]
     #[must_use]
     pub(crate) fn addr(&self) -> u32 {

@@ -9,6 +9,7 @@ mod cg;
 mod clusters;
 mod cpu;
 mod dynamic;
+mod gemm;
 mod interop;
 mod kernels;
 mod launch;
@@ -40,6 +41,8 @@ pub enum Bench {
     Atomics(atomics::Args),
     /// Transposes, SGEMMs and a Jacobi stencil, safe Rust vs CUDA C++ and cuBLAS
     Kernels(kernels::Args),
+    /// The tensor-core GEMM (mma.sync, ldmatrix, a 4-stage cp.async pipeline; BF16/F16 in, f32 out) vs its CUDA C++ twin and cuBLAS
+    Gemm(gemm::Args),
     /// The same kernels written the obvious way (slice and shared-array indexing) vs their C++ twins, as fractions of the GPU's limits
     Obvious(obvious::Args),
     /// The overlap article (sequential, V1, V2 over N streams), beside its nvcc-built C++ twin with `--twin`
@@ -73,6 +76,7 @@ pub fn run(which: Bench) -> CliResult {
         Bench::Clusters(a) => clusters::run(a),
         Bench::Atomics(a) => atomics::run(a),
         Bench::Kernels(a) => kernels::run(a),
+        Bench::Gemm(a) => gemm::run(a),
         Bench::Obvious(a) => obvious::run(a),
         Bench::Overlap(a) => overlap::run(a),
         Bench::Dynamic(a) => dynamic::run(a),

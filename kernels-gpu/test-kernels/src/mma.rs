@@ -245,3 +245,103 @@ pub fn generic_mma<T: MmaInput<C>, C: AccElement, P: cohort::cg::TileParent>(
 ) -> FragC<C> {
     mma::mma_sync(warp, a, b, c)
 }
+
+cohort::shared! {
+    /// A 64 × 40 tile (rows of 80 bytes, as a GEMM's padded stage).
+    static WT_TILE: [[bf16; 40]; 64];
+}
+
+/// (One warp.) `mma::WarpTiles` against the loaders it stands for, on the 32 × 32 block at
+/// (16, 8) of a tile filled from `a` (64 × 40): thread `t` writes to `out[t]` the registers of
+/// `WarpTiles::a(i, k)` (i, k < 2), `b_pair(j, k)` and `b_pair_trans(k, j)`, then those of
+/// `load_a`, `load_b_nk_pair` and `load_b_pair` of the same blocks (48 words each).
+#[kernel]
+pub fn warp_tiles(a: &[bf16], mut out: DisjointSlice<[u32; 96]>) {
+    let i = thread::index_1d();
+    let block = cg::this_thread_block();
+    let warp = cg::tiled_partition::<32>(&block);
+    let l = warp.thread_rank() as usize;
+    let tile = WT_TILE.get();
+    for e in (l..64 * 40).step_by(32) {
+        tile.store_at(e / 40, e % 40, a[e]);
+    }
+    block.sync();
+    let ta = mma::WarpTiles::<bf16, 32, 32, mma::TilesA>::new(&tile, 16, 8);
+    let tn = mma::WarpTiles::<bf16, 32, 32, mma::TilesBNk>::new(&tile, 16, 8);
+    let tk = mma::WarpTiles::<bf16, 32, 32, mma::TilesBKn>::new(&tile, 16, 8);
+    let mut r = [0u32; 96];
+    let mut put = |at: usize, w: &[u32]| r[at..at + w.len()].copy_from_slice(w);
+    for x in 0..2 {
+        for k in 0..2 {
+            let q = 4 * (2 * x + k);
+            put(q, &ta.a(&warp, x, k).regs());
+            let [b0, b1] = tn.b_pair(&warp, x, k);
+            put(16 + q, &[b0.regs()[0], b0.regs()[1], b1.regs()[0], b1.regs()[1]]);
+            let [c0, c1] = tk.b_pair_trans(&warp, k, x);
+            put(32 + q, &[c0.regs()[0], c0.regs()[1], c1.regs()[0], c1.regs()[1]]);
+            put(48 + q, &mma::load_a(&warp, &tile, 16 + 16 * x, 8 + 16 * k).regs());
+            let [d0, d1] = mma::load_b_nk_pair(&warp, &tile, 16 + 16 * x, 8 + 16 * k);
+            put(64 + q, &[d0.regs()[0], d0.regs()[1], d1.regs()[0], d1.regs()[1]]);
+            let [e0, e1] = mma::load_b_pair(&warp, &tile, 16 + 16 * k, 8 + 16 * x);
+            put(80 + q, &[e0.regs()[0], e0.regs()[1], e1.regs()[0], e1.regs()[1]]);
+        }
+    }
+    out.set(&i, r);
+}
+
+/// (One warp.) `WarpTiles` misused: `which` 0, a block leaving the tile (rows 40..72 of 64); 1,
+/// a block index past the block (`a(2, 0)` of a 32-row block); 2, a block at a column that is
+/// not a multiple of 8. Each is a panic naming `WarpTiles`, never a read of other memory.
+#[kernel]
+pub fn warp_tiles_misuse(which: u32, mut out: DisjointSlice<u32>) {
+    let i = thread::index_1d();
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let tile = WT_TILE.get();
+    let w = which as usize;
+    let (row0, col0, blk) = match w {
+        0 => (40, 8, 0),
+        1 => (16, 8, 2),
+        _ => (16, 4, 0),
+    };
+    let ta = mma::WarpTiles::<bf16, 32, 32, mma::TilesA>::new(&tile, row0, col0);
+    let r = ta.a(&warp, blk, 0).regs();
+    out.set(&i, r[0]);
+}
+
+cohort::shared! {
+    /// 48 rows of 24 (48 bytes): a padded tile for `memcpy_async_tile`.
+    static TC_TILE: [[bf16; 24]; 48];
+}
+
+/// (Blocks of 64.) `cg::memcpy_async_tile` of the 32 × 16 window at (`r0`, `c0`) of `a` into
+/// rows `row0 ..` of a 48 × 24 shared tile first filled with `-1`, then the tile's rows to
+/// `out[64 b ..]` (block b; rows 48..64 zeros). `local` copies from a thread's own array instead
+/// (not global memory: an `Err`).
+#[kernel]
+pub fn tile_copy(
+    shape: BlockShape<64>,
+    a: Matrix<bf16, u32>,
+    at: [u32; 3],
+    local: u32,
+    mut out: DisjointSlice<[bf16; 24]>,
+) {
+    let block = cg::this_thread_block();
+    let t = shape.rank() as usize;
+    let tile = TC_TILE.get();
+    for e in (t..48 * 24).step_by(64) {
+        tile.store_at(e / 24, e % 24, bf16::NEG_ONE);
+    }
+    block.sync();
+    let [r0, c0, row0] = at;
+    let own = [bf16::ONE; 32 * 40];
+    let src = if local != 0 { Matrix::<bf16, u32>::new(&own, 32, 40).unwrap_or(a) } else { a };
+    let cohort::matrix::Split::Full(w) = src.window::<32, 16>(r0, c0).split() else {
+        panic!("tile_copy: the window leaves the matrix")
+    };
+    cg::memcpy_async_tile(&shape, &tile, row0 as usize, &w);
+    cg::commit_async_copies();
+    cg::wait_prior::<0>(&block);
+    // Thread t < 48 writes row t of the tile, the others zeros (`out[64 b + t]`).
+    let row: [bf16; 24] = core::array::from_fn(|c| if t < 48 { tile.load_at(t, c) } else { bf16::ZERO });
+    out.set(thread::index_1d(), row);
+}

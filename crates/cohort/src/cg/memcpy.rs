@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `cg::memcpy_async(g, dst, src, bytes); cg::wait(g);` | `cg::memcpy_async(&g, &mut dst, src).wait(&g);` (`dst` is borrowed until the wait, usable after) |
 //! | several batches, `cg::wait_prior<N>(g)` | [`AsyncCopies`]: `q.memcpy_async(..)` per batch, `q.wait(&g, copy)` |
+//! | a multistage pipeline of 2-D tiles: per stage, each thread's `cp.async.cg … 16` of rows of A's and B's tiles into padded shared tiles, `cp.async.commit_group`; `cp.async.wait_group N` + `__syncthreads()` | [`memcpy_async_tile`] per tile (or [`AsyncTiles::copy_next`] along a strip, checked once), [`commit_async_copies`], [`wait_prior::<N>`](wait_prior) |
 //!
 //! The destination handle is borrowed by the [`AsyncCopy`] and handed back by the wait, so the
 //! data cannot be read through it while the copy engine still writes it.
@@ -25,8 +26,10 @@
 
 use super::ThreadGroup;
 use crate::DeviceCopy;
+use crate::matrix::{FullStrip, FullWindow, MatrixIndex};
 use crate::raw;
-use crate::shared::SharedSlice;
+use crate::shape::BlockShape;
+use crate::shared::{SharedArray, SharedSlice};
 
 /// A copy in flight into shared memory, made by [`memcpy_async`] or
 /// [`AsyncCopies::memcpy_async`]: it borrows the destination handle mutably until the copy is
@@ -331,6 +334,271 @@ fn wait_newer_and_sync<G: ThreadGroup>(group: &G, newer: u32) {
         let _ = newer;
         group.sync()
     })
+}
+
+/// The block copies an `R × C` window of a matrix in global memory into rows `row0 .. row0 + R`,
+/// columns `0 .. C` of a shared tile of `SR` rows of `SC` (`SC >= C`: a padded tile, whose rows
+/// start at other banks), in the background: 16 bytes per `cp.async.cg` (sm_80+; before, a
+/// synchronous copy), the `R · C · size_of::<T>() / 16` chunks dealt out to the block's
+/// threads by rank (a loop of constant trip count: `X · Y · Z` is the block's shape). Every
+/// thread of the block calls it with the same arguments.
+///
+/// The copies join this thread's open group of `cp.async`s: close it with
+/// [`commit_async_copies`] and wait for it with [`wait_prior`]. For the windows of a strip, one
+/// after another (a GEMM's k-loop), [`AsyncTiles`] makes this function's checks once for the
+/// whole strip.
+///
+/// The tile is a [`SharedArray`] handle, which (unlike [`memcpy_async`]'s `SharedSlice`) the
+/// copy does not borrow: reading the rows before a wait covers them reads whatever has landed,
+/// a race like any unsynchronized shared-memory access (see [`crate::shared`](mod@crate::shared)),
+/// never memory outside the tile.
+///
+/// # Panics
+/// If rows `row0 .. row0 + R` are not in the tile, if the window's rows do not start at
+/// 16-byte aligned addresses (the matrix's first element and its row length in bytes multiples
+/// of 16, and the window's first column a multiple of 16 bytes), or if the matrix is not in
+/// global memory (a kernel parameter, a `global!` variable: see the module docs). Compile
+/// errors: `C > SC`, or rows (`C` or `SC` elements) not a multiple of 16 bytes.
+#[inline(always)]
+#[track_caller]
+pub fn memcpy_async_tile<
+    const X: u32,
+    const Y: u32,
+    const Z: u32,
+    T: DeviceCopy,
+    const R: usize,
+    const C: usize,
+    I: MatrixIndex,
+    const SR: usize,
+    const SC: usize,
+>(
+    shape: &BlockShape<X, Y, Z>,
+    dst: &SharedArray<[T; SC], SR>,
+    row0: usize,
+    src: &FullWindow<'_, T, R, C, I>,
+) {
+    let first = src.element(0, 0);
+    check_tiles::<T, R, C, SC>(first, src.row_len(), 0, 1);
+    copy_window(shape, dst, row0, src);
+}
+
+/// The checks of copies of `count` windows of `R × C`, the first at `first`, each `stride`
+/// elements after the one before, from a matrix of rows of `row_len` elements: 16-byte aligned
+/// rows, in global memory.
+#[inline(always)]
+#[track_caller]
+fn check_tiles<T: DeviceCopy, const R: usize, const C: usize, const SC: usize>(
+    first: *const T,
+    row_len: usize,
+    stride: usize,
+    count: usize,
+) {
+    const {
+        assert!(C <= SC, "memcpy_async_tile: the window is wider than the tile");
+        assert!(
+            (C * size_of::<T>()).is_multiple_of(16) && (SC * size_of::<T>()).is_multiple_of(16),
+            "memcpy_async_tile: rows of the window and of the tile must be multiples of 16 bytes"
+        );
+    };
+    crate::assert_no_padding::<T>();
+    let row_bytes = row_len * size_of::<T>();
+    // Every window's rows start at `first` plus multiples of `row_bytes` and `stride` elements.
+    assert!(
+        (first as usize | row_bytes | (stride * size_of::<T>())).is_multiple_of(16),
+        "memcpy_async_tile: the window's rows are not 16-byte aligned"
+    );
+    // The windows' bytes, from the first one's first element to past the last one's last.
+    let bytes = if R == 0 || C == 0 || count == 0 {
+        0
+    } else {
+        ((count - 1) * stride + (R - 1) * row_len + C) * size_of::<T>()
+    };
+    if bytes != 0 && !crate::global::in_global(first.cast(), bytes) {
+        crate::panic::not_global("memcpy_async_tile");
+    }
+}
+
+/// [`memcpy_async_tile`] once [`check_tiles`] passed for `src`: only the destination rows are
+/// checked (for `row0` LLVM can bound, a constant comparison that folds away).
+#[inline(always)]
+#[track_caller]
+fn copy_window<
+    const X: u32,
+    const Y: u32,
+    const Z: u32,
+    T: DeviceCopy,
+    const R: usize,
+    const C: usize,
+    I: MatrixIndex,
+    const SR: usize,
+    const SC: usize,
+>(
+    shape: &BlockShape<X, Y, Z>,
+    dst: &SharedArray<[T; SC], SR>,
+    row0: usize,
+    src: &FullWindow<'_, T, R, C, I>,
+) {
+    assert!(row0 <= SR && R <= SR - row0, "memcpy_async_tile: rows outside the tile");
+    let threads = BlockShape::<X, Y, Z>::THREADS as usize;
+    // 16-byte chunks per row, and in all.
+    let per_row = C * size_of::<T>() / 16;
+    let total = R * per_row;
+    let rank = shape.rank() as usize;
+    let mut j = 0;
+    while j < total.div_ceil(threads) {
+        let idx = rank + j * threads;
+        if total.is_multiple_of(threads) || idx < total {
+            let (r, q) = (idx / per_row, idx % per_row);
+            let d = dst.addr() + ((row0 + r) * SC * size_of::<T>() + 16 * q) as u32;
+            let s = src.element(r, 0) as u64 + 16 * q as u64;
+            // SAFETY: r < R and 16 q < C · size: the 16 bytes at `s` are of row r of the window,
+            // inside the matrix (a full window) and in global memory, 16-byte aligned (both
+            // checked by `check_tiles`, the callers' precondition); those at `d` are of row
+            // `row0 + r` of the tile (row0 + R <= SR, C <= SC), 16-byte aligned (the tile's
+            // address is, `SharedArray`'s invariant, and so are its rows and the 16 q).
+            unsafe { copy16(d, s) };
+        }
+        j += 1;
+    }
+}
+
+/// The windows of a [`FullStrip`](crate::matrix::FullStrip) (a GEMM block's row strip of A,
+/// walked along K), copied one after another into shared tiles with `cp.async`: the checks of
+/// [`memcpy_async_tile`] — 16-byte aligned rows, global memory — made once for the whole strip
+/// by [`new`](Self::new), none per window.
+///
+/// ```
+/// # use cohort::prelude::*;
+/// # use cohort::matrix::Split;
+/// # use cohort::mma::bf16;
+/// # fn f(shape: BlockShape<256>, a: Matrix<'_, bf16, u32>, m0: u32, tiles: SharedArray<[bf16; 40], 512>) {
+/// let Split::Full(strip) = a.row_strip::<128, 32>(m0).split() else { panic!("A's strip leaves A") };
+/// let mut a_tiles = cg::AsyncTiles::new(strip);
+/// for s in 0..3 {
+///     // Stage s of 4 holds rows 128 s .. 128 s + 128 of the tiles.
+///     a_tiles.copy_next(&shape, &tiles, 128 * s);
+///     cg::commit_async_copies();
+/// }
+/// cg::wait_prior::<2>(&cg::this_thread_block()); // stage 0 landed, and is seen by every thread
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct AsyncTiles<'a, T, const R: usize, const C: usize, I: MatrixIndex> {
+    strip: FullStrip<'a, T, R, C, I>,
+}
+
+impl<'a, T: DeviceCopy, const R: usize, const C: usize, I: MatrixIndex> AsyncTiles<'a, T, R, C, I> {
+    /// Checks the whole strip for [`copy_next`](Self::copy_next).
+    ///
+    /// # Panics
+    /// As [`memcpy_async_tile`]: rows not 16-byte aligned, or a matrix not in global memory.
+    #[inline(always)]
+    #[track_caller]
+    #[must_use]
+    pub fn new(strip: FullStrip<'a, T, R, C, I>) -> Self {
+        let (first, stride, row_len, left) = strip.span();
+        // Only the rows' widths of a tile are known here: `check_tiles`'s constant checks for
+        // the narrowest tile these windows fit, `C` wide (`copy_next` checks `C <= SC` again).
+        check_tiles::<T, R, C, C>(first, row_len, stride, left);
+        Self { strip }
+    }
+
+    /// Windows not yet copied.
+    #[inline(always)]
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.strip.len()
+    }
+
+    /// Whether every window was copied.
+    #[inline(always)]
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.strip.len() == 0
+    }
+
+    /// [`memcpy_async_tile`] of the strip's next window into rows `row0 .. row0 + R` of `dst`;
+    /// `false` (nothing copied) after the last one.
+    ///
+    /// # Panics
+    /// If rows `row0 .. row0 + R` are not in the tile (a comparison that folds away for `row0`
+    /// LLVM can bound, such as a stage index times `R`). Compile errors as
+    /// [`memcpy_async_tile`]'s.
+    #[inline(always)]
+    #[track_caller]
+    pub fn copy_next<const X: u32, const Y: u32, const Z: u32, const SR: usize, const SC: usize>(
+        &mut self,
+        shape: &BlockShape<X, Y, Z>,
+        dst: &SharedArray<[T; SC], SR>,
+        row0: usize,
+    ) -> bool {
+        const {
+            assert!(C <= SC, "memcpy_async_tile: the window is wider than the tile");
+            assert!(
+                (SC * size_of::<T>()).is_multiple_of(16),
+                "memcpy_async_tile: rows of the tile must be multiples of 16 bytes"
+            );
+        };
+        match self.strip.next() {
+            Some(w) => {
+                // `new` checked every window of the strip, this one among them.
+                copy_window(shape, dst, row0, &w);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// 16 bytes from global `s` to shared `d`: `cp.async.cg` on sm_80+, else loads and stores; on
+/// the CPU device a synchronous copy (its access to the block's shared window checked).
+///
+/// # Safety
+/// `d` is 16 bytes of this block's shared memory and `s` 16 bytes of global memory, both
+/// 16-byte aligned.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+unsafe fn copy16(d: u32, s: u64) {
+    crate::host::on_device!("memcpy_async_tile" => {
+        // SAFETY: the caller's contract.
+        unsafe { copy_chunk(d, s, 16) }
+    } host => {
+        cohort_cpu::shared_access(d, 16, true);
+        // SAFETY: `d..d + 16` is in this block's shared window and `s..s + 16` is global memory
+        // (the caller's contract); they do not overlap.
+        unsafe { core::ptr::copy_nonoverlapping(s as usize as *const u8, crate::host::shared_ptr(d), 16) }
+    })
+}
+
+/// `cp.async.commit_group`: closes this thread's group of [`memcpy_async_tile`] copies (an empty
+/// group too, so that every thread counts groups alike), for [`wait_prior`] to wait for. Below
+/// sm_80 and on the CPU device, where the copies are synchronous, nothing.
+#[inline(always)]
+pub fn commit_async_copies() {
+    #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+    // SAFETY: sm_80 (the cfg); committing has no other precondition.
+    unsafe {
+        raw::cp_async_commit_group()
+    };
+}
+
+/// CUDA's `cg::wait_prior<N>(group)`: waits until at most the `N` most recently committed groups
+/// of this thread's `cp.async`s are in flight (`cp.async.wait_group N`), then synchronizes
+/// `group`, so each member sees what every member's copies of the older groups wrote.
+///
+/// Copies of [`AsyncCopies`] / [`memcpy_async`] keep their own count: a group committed here
+/// only ever makes their waits wait for more, never less.
+#[inline(always)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+pub fn wait_prior<const N: u32>(group: &impl ThreadGroup) {
+    crate::host::on_device!("wait_prior" => {
+        #[cfg(target_feature = "sm_80")]
+        // SAFETY: sm_80; waiting has no other precondition.
+        unsafe {
+            raw::cp_async_wait_group::<N>()
+        };
+        group.sync()
+    } host => { group.sync() })
 }
 
 #[cfg(test)]

@@ -88,7 +88,9 @@ pub use grid::{Grid, GridGroup, this_grid};
 pub use grid_vec::{GridVec, GridVecView};
 pub use invoke::{Broadcast, invoke_one, invoke_one_broadcast};
 pub use large::LargeTile;
-pub use memcpy::{AsyncCopies, AsyncCopy, memcpy_async};
+pub use memcpy::{
+    AsyncCopies, AsyncCopy, AsyncTiles, commit_async_copies, memcpy_async, memcpy_async_tile, wait_prior,
+};
 pub use multi_grid::{
     MULTI_GRID_MAX, MultiGridGroup, MultiGridIndex, MultiGridStride, MultiGridVec, MultiGridVecView, MultiGridWords,
 };

@@ -11,12 +11,24 @@ pub trait Layout: sealed::Sealed + 'static {
     const KR: usize;
     /// Elements a thread writes along columns (`l`).
     const KC: usize;
+    /// A thread's columns come in runs of `RUN` adjacent ones (1 but for [`MmaWarps`], whose
+    /// lanes hold pairs): its column `l` is `c0 + dc * (l / RUN) + l % RUN`.
+    #[doc(hidden)]
+    const RUN: usize = 1;
+    /// The warps of a block are arranged `WARPS_N` to a row of tiles ([`MmaWarps`]), or 0: the
+    /// layout places threads, not warps. When not 0, [`DisjointMatrix::tile`](super::DisjointMatrix::tile)
+    /// only compiles for blocks of a multiple of `32 * WARPS_N` threads.
+    #[doc(hidden)]
+    const WARPS_N: usize = 0;
     /// Where thread `(tx, ty)` of a block of `x × y` threads whose tile is at tile position
     /// `(tr, tc)` writes: `[r0, dr, c0, dc]`, its element `(k, l)` being
-    /// `(r0 + dr * k, c0 + dc * l)`.
+    /// `(r0 + dr * k, c0 + dc * (l / RUN) + l % RUN)`.
     ///
-    /// Non-decreasing in each of `tx`, `ty`, `tr`, `tc` (the launch check of [`Within`] takes
-    /// the thread and block at the far corner for the last row and column written).
+    /// The launch check of [`Within`] takes the thread and block at the far corner for the last
+    /// row and column written: the far-corner thread's last element (`(KR - 1, KC - 1)`) of the
+    /// far-corner block has the largest row and the largest column any thread of the launch
+    /// writes. (For every layout but [`MmaWarps`], `place` is non-decreasing in each of `tx`,
+    /// `ty`, `tr`, `tc`, which implies it; `MmaWarps`' proof is beside its impl.)
     #[doc(hidden)]
     fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4];
     /// Whether the layout is [`Within`] (possibly under [`Transposed`] or [`TransposedTiles`]):
@@ -38,9 +50,47 @@ pub enum Cyclic<const KR: usize = 1, const KC: usize = 1> {}
 pub enum Blocked<const KR: usize, const KC: usize> {}
 
 /// Layout `L` with rows and columns exchanged: where `L` writes `(r, c)`, this writes `(c, r)`
-/// (a naive transpose's output).
+/// (a naive transpose's output). (Not for [`MmaWarps`], whose columns come in pairs: a compile
+/// error.)
 #[derive(Debug)]
 pub struct Transposed<L>(PhantomData<L>);
+
+/// The accumulators of a warp-tiled tensor-core kernel (`mma.sync` m16n8, [`crate::mma`]): each
+/// warp writes `MI × NI` m16n8 accumulator tiles, a `(16·MI) × (8·NI)` block of C, each lane
+/// its elements of them as [`FragC`](crate::mma::FragC) places them.
+///
+/// A block of `x × y` threads is `x·y / 32` warps (thread `(tx, ty)` is lane `(ty·x + tx) % 32`
+/// of warp `(ty·x + tx) / 32`, as `thread_rank() / 32`), arranged in rows of `WN`: warp `w`
+/// writes the warp tile at row `w / WN`, column `w % WN` of its block's tile, which is
+/// `(x·y / 32 / WN) · 16·MI` rows by `WN · 8·NI` columns. The block size must be a multiple of
+/// `32·WN` (else [`DisjointMatrix::tile`](super::DisjointMatrix::tile) does not compile).
+///
+/// A thread's element `(k, l)`, `k < 2·MI`, `l < 2·NI`, is element `i = 2·(k % 2) + l % 2` of
+/// its accumulator for tile `(k / 2, l / 2)`: row `16·(k / 2) + 8·(k % 2) + lane / 4`, column
+/// `8·(l / 2) + 2·(lane % 4) + l % 2` of the warp tile (the m16n8 accumulator's rows `g`, `g + 8`
+/// and columns `2t`, `2t + 1`).
+///
+/// ```
+/// use cohort::prelude::*;
+/// use cohort::matrix::MmaWarps;
+/// use cohort::mma::FragC;
+///
+/// // 8 warps, 2 × 4, each 64 × 32 of a 128 × 128 block tile.
+/// #[kernel]
+/// pub fn store(shape: BlockShape<256>, mut c: DisjointMatrix<f32, MmaWarps<4, 4, 4>, u32>) {
+///     let acc = [[FragC::<f32>::splat(1.0); 4]; 4];
+///     let mut t = c.tile(&shape);
+///     for (mi, row) in acc.iter().enumerate() {
+///         for (ni, f) in row.iter().enumerate() {
+///             for i in 0..4 {
+///                 t.set(2 * mi + i / 2, 2 * ni + i % 2, f.get(i));
+///             }
+///         }
+///     }
+/// }
+/// ```
+#[derive(Debug)]
+pub enum MmaWarps<const MI: usize, const NI: usize, const WN: usize> {}
 
 /// Layout `L`, for launches whose every thread writes inside the matrix: a 1-D or 2-D grid
 /// (`gridDim.z == 1`) that does not overhang it, as CUDA C++ kernels without a bounds check
@@ -79,6 +129,7 @@ mod sealed {
     impl<L: super::Layout> Sealed for super::Transposed<L> {}
     impl<L: super::Layout> Sealed for super::TransposedTiles<L> {}
     impl<L: super::Layout> Sealed for super::Within<L> {}
+    impl<const MI: usize, const NI: usize, const WN: usize> Sealed for super::MmaWarps<MI, NI, WN> {}
 }
 
 // Proof sketch of disjointness, layout by layout (block tile position `(tr, tc)` is one-to-one
@@ -90,6 +141,18 @@ mod sealed {
 // - `TransposedTiles<L>`: `L` applied to the swapped tile position, itself one-to-one.
 // - `Within<L>`: `L`'s map, with the tile position `(blockIdx.y, blockIdx.x)` (`gridDim.z == 1`,
 //   checked at launch, so the general position is that), one-to-one as `L`'s.
+// - `MmaWarps<MI, NI, WN>` (blocks of n = x·y threads, n a multiple of 32·WN, checked at compile
+//   time by `tile`): thread (tx, ty) is t = ty·x + tx < n, one-to-one; lane = t % 32 gives
+//   (g, q) = (lane / 4, lane % 4), warp w = t / 32 gives (wm, wn) = (w / WN, w % WN) with
+//   wm < WM = n / 32 / WN; (t ↦ wm, wn, g, q) is one-to-one. Row = tr·TH + wm·16MI + g + 8k with
+//   k < 2MI, g < 8: (wm, k, g) ↦ wm·16MI + 8k + g is one-to-one onto [0, TH = WM·16MI)
+//   (8k + g is one-to-one onto [0, 16MI)). Column = tc·TW + wn·8NI + 2q + 8(l / 2) + l % 2 with
+//   l < 2NI, q < 4: (wn, l, q) ↦ wn·8NI + 8(l / 2) + 2q + l % 2 is one-to-one onto
+//   [0, TW = WN·8NI). So distinct (tr, tc, t, k, l) write distinct (row, col).
+//   Far corner (the `Within` check): every row is at most tr·TH + TH - 1 and every column at
+//   most tc·TW + TW - 1; thread n - 1 is lane 31 (g = 7, q = 3) of warp n/32 - 1 = (WM - 1,
+//   WN - 1), whose element (2MI - 1, 2NI - 1) is exactly (TH - 1, TW - 1) of its tile: the
+//   far-corner thread's last element is the largest row and column, as `Layout::place` asks.
 impl<const KR: usize, const KC: usize> Layout for Cyclic<KR, KC> {
     const KR: usize = KR;
     const KC: usize = KC;
@@ -110,8 +173,12 @@ impl<const KR: usize, const KC: usize> Layout for Blocked<KR, KC> {
 
 impl<L: Layout> Layout for Transposed<L> {
     const KR: usize = L::KC;
-    const KC: usize = L::KR;
+    const KC: usize = {
+        assert!(L::RUN == 1, "Transposed: the layout's columns come in runs (MmaWarps), which rows cannot");
+        L::KR
+    };
     const WITHIN: bool = L::WITHIN;
+    const WARPS_N: usize = L::WARPS_N;
     #[inline(always)]
     fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4] {
         let [r0, dr, c0, dc] = L::place(tx, ty, x, y, tr, tc);
@@ -123,6 +190,8 @@ impl<L: Layout> Layout for TransposedTiles<L> {
     const KR: usize = L::KR;
     const KC: usize = L::KC;
     const WITHIN: bool = L::WITHIN;
+    const RUN: usize = L::RUN;
+    const WARPS_N: usize = L::WARPS_N;
     #[inline(always)]
     fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4] {
         L::place(tx, ty, x, y, tc, tr)
@@ -133,8 +202,30 @@ impl<L: Layout> Layout for Within<L> {
     const KR: usize = L::KR;
     const KC: usize = L::KC;
     const WITHIN: bool = true;
+    const RUN: usize = L::RUN;
+    const WARPS_N: usize = L::WARPS_N;
     #[inline(always)]
     fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4] {
         L::place(tx, ty, x, y, tr, tc)
+    }
+}
+
+impl<const MI: usize, const NI: usize, const WN: usize> Layout for MmaWarps<MI, NI, WN> {
+    const KR: usize = 2 * MI;
+    const KC: usize = 2 * NI;
+    const RUN: usize = 2;
+    const WARPS_N: usize = {
+        assert!(WN >= 1 && MI >= 1 && NI >= 1, "MmaWarps: at least one warp to a row and one tile each way");
+        WN
+    };
+    #[inline(always)]
+    fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4] {
+        let t = ty * x + tx;
+        let (lane, w) = (t % 32, t / 32);
+        let wm_count = x * y / 32 / WN;
+        let (th, tw) = (wm_count * 16 * MI, WN * 8 * NI);
+        let r0 = tr * th + (w / WN) * 16 * MI + lane / 4;
+        let c0 = tc * tw + (w % WN) * 8 * NI + 2 * (lane % 4);
+        [r0, 8, c0, 8]
     }
 }

@@ -14,6 +14,7 @@
 //! | `out[col * rows + row] = v` (transposed position) | `DisjointMatrix<T, Transposed<Cyclic>>` |
 //! | a block's tile of C, `TM × TN` per thread | `DisjointMatrix<T, Blocked<TM, TN>>` |
 //! | a block's tile written at the transposed tile position | `DisjointMatrix<T, TransposedTiles<…>>` |
+//! | a tensor-core GEMM's accumulators (`mma.sync` m16n8 fragments, `MI × NI` per warp) stored to C | `DisjointMatrix<f32, MmaWarps<MI, NI, WN>>`: `out.tile(&shape).set(2·mi + i / 2, 2·ni + i % 2, acc[mi][ni].get(i))` |
 //!
 //! **Why writes are safe.** A [`DisjointMatrix`] kernel parameter carries its `rows` and `cols`
 //! from the host (the launch passes them, so every thread sees the same), its [`Layout`] is
@@ -33,9 +34,9 @@ mod tests;
 mod write;
 
 pub use index::MatrixIndex;
-pub use layout::{Blocked, Cyclic, Layout, Transposed, TransposedTiles, Within};
+pub use layout::{Blocked, Cyclic, Layout, MmaWarps, Transposed, TransposedTiles, Within};
 pub use read::{FullStrip, FullWindow, Matrix, Point, Strip, Window};
-pub use write::{DisjointMatrix, FullTile, ThreadTile};
+pub use write::{DisjointMatrix, FullTile, RunTile, ThreadTile};
 
 /// [`Window::split`] and [`ThreadTile::split`] return.
 #[derive(Debug)]

@@ -329,6 +329,18 @@ pub struct FullStrip<'a, T, const R: usize, const C: usize, I: MatrixIndex = usi
     _life: PhantomData<&'a [T]>,
 }
 
+impl<T, const R: usize, const C: usize, I: MatrixIndex> FullStrip<'_, T, R, C, I> {
+    /// The next window's first element, the step from one window's first element to the next
+    /// (in elements), the matrix's row length, and the windows left.
+    #[inline(always)]
+    pub(crate) fn span(&self) -> (*const T, usize, usize, usize) {
+        // With windows left, `base` is the offset of the next one's corner, inside the matrix's
+        // slice; with none, the address is only computed (`wrapping_add`), never read.
+        let first = self.data.wrapping_add(self.base.to_usize());
+        (first, self.stride.to_usize(), self.cols.to_usize(), self.left)
+    }
+}
+
 impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> Iterator for FullStrip<'a, T, R, C, I> {
     type Item = FullWindow<'a, T, R, C, I>;
 
@@ -446,6 +458,12 @@ impl<T, const R: usize, const C: usize, I: MatrixIndex> Clone for FullWindow<'_,
 impl<T, const R: usize, const C: usize, I: MatrixIndex> Copy for FullWindow<'_, T, R, C, I> {}
 
 impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullWindow<'a, T, R, C, I> {
+    /// The matrix's row length (its columns), in elements.
+    #[inline(always)]
+    pub(crate) fn row_len(&self) -> usize {
+        self.cols.to_usize()
+    }
+
     /// The address of window element `(i, j)`: the offset `base + i * cols` of its row's first
     /// element, in `I` (for `i < R` that of matrix element `(r0 + i, c0)`, inside the matrix:
     /// less than its element count, which fits `I`, so nothing wraps), then `j` more.
@@ -454,7 +472,7 @@ impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullWindow<'a, T, R,
     /// in `I`) and then `j` more: one row's elements then share one address computation, with
     /// constant columns folded into the load (C++'s `p[-1]`, `p[1]`).
     #[inline(always)]
-    fn element(&self, i: usize, j: usize) -> *const T {
+    pub(crate) fn element(&self, i: usize, j: usize) -> *const T {
         let row = self.base.add_wrapping(I::truncate(i).mul_add_wrapping(self.cols, I::ZERO)).to_usize();
         // SAFETY: for `i < R`, `j < C` (the callers' checks) both offsets are of elements
         // (r0 + i, c0) and (r0 + i, c0 + j) of the window, inside the matrix's slice.

@@ -80,6 +80,12 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
                 L::KR <= 1 << 20 && L::KC <= 1 << 20,
                 "a thread writes at most 2^20 × 2^20 elements of a matrix layout"
             );
+            // A layout of warps (`MmaWarps`) needs whole warps, in whole rows of `WARPS_N`.
+            assert!(
+                L::WARPS_N == 0 || ((X * Y) as usize).is_multiple_of(32 * L::WARPS_N),
+                "MmaWarps: the block's threads must be a multiple of 32 × WN (whole warps, whole rows of warps)"
+            );
+            assert!(L::RUN >= 1 && L::KC % L::RUN == 0, "a layout's columns come in whole runs");
         };
         let (tx, ty) = (shape.x() as usize, shape.y() as usize);
         // gridDim.y <= 65535 and blockIdx < gridDim: `tr` < 2^32, computed in 32 bits. Under
@@ -94,7 +100,7 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
             || (L::KR > 0
                 && L::KC > 0
                 && r0 + dr * (L::KR - 1) < self.rows.to_usize()
-                && c0 + dc * (L::KC - 1) < self.cols.to_usize());
+                && c0 + dc * ((L::KC - 1) / L::RUN) + (L::KC - 1) % L::RUN < self.cols.to_usize());
         ThreadTile { ptr: self.ptr, rows: self.rows, cols: self.cols, r0, dr, c0, dc, full, _life: PhantomData }
     }
 }
@@ -122,11 +128,12 @@ impl<T, L: Layout, I: MatrixIndex> ThreadTile<'_, T, L, I> {
         self.r0 + self.dr * k
     }
 
-    /// The matrix column of this thread's elements `(_, l)`.
+    /// The matrix column of this thread's elements `(_, l)`: `c0 + dc * l` (columns in runs
+    /// of the layout's `RUN` adjacent ones: `c0 + dc * (l / RUN) + l % RUN`).
     #[inline(always)]
     #[must_use]
     pub const fn col(&self, l: usize) -> usize {
-        self.c0 + self.dc * l
+        self.c0 + self.dc * (l / L::RUN) + l % L::RUN
     }
 
     /// Whether every element of this thread's tile lies inside the matrix (computed once).
@@ -207,6 +214,116 @@ impl<'m, T, L: Layout, I: MatrixIndex> ThreadTile<'m, T, L, I> {
     }
 }
 
+impl<T: Copy, L: Layout, I: MatrixIndex> ThreadTile<'_, T, L, I> {
+    /// Writes `v` to this thread's elements `(k, W·j) .. (k, W·j + W)` — run `j` of row `k`, `W`
+    /// being the layout's run of adjacent columns (`L::RUN`: the two columns of an accumulator
+    /// fragment under [`MmaWarps`](super::MmaWarps)) — each if it lies inside the matrix;
+    /// `false` if any was outside. The checked form of [`RunTile::set_run`], so that one body
+    /// serves both.
+    ///
+    /// # Panics
+    /// If `k >= L::KR` or `W·j >= L::KC`; compile error if `W` is not `L::RUN`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn set_run<const W: usize>(&mut self, k: usize, j: usize, v: [T; W]) -> bool {
+        const { assert!(W == L::RUN, "set_run: W must be the layout's run of columns") };
+        let mut all = true;
+        for (i, x) in v.into_iter().enumerate() {
+            all &= self.set(k, W * j + i, x);
+        }
+        all
+    }
+}
+
+impl<'m, T, L: Layout, I: MatrixIndex> ThreadTile<'m, T, L, I> {
+    /// This thread's tile as a [`RunTile`] — a run of `L::RUN` adjacent columns written with one
+    /// vector store (`st.global.v2.f32` for an accumulator's pair), no checks — if it lies
+    /// wholly inside the matrix and every run of it starts at a multiple of the run's size in
+    /// bytes (8 or 16); else itself (checked writes, [`set_run`](Self::set_run) element by
+    /// element). Checked once, here.
+    #[inline(always)]
+    #[must_use]
+    pub fn split_runs(self) -> Split<RunTile<'m, T, L, I>, Self> {
+        let bytes = L::RUN * size_of::<T>();
+        if (bytes == 8 || bytes == 16)
+            && self.full
+            && let Some(at) = self.offset(self.r0, self.c0)
+        {
+            // SAFETY: full: (r0, c0) is inside the matrix, so `at` is in bounds.
+            let ptr = unsafe { self.ptr.add(at) };
+            // Every run starts at the tile's first element plus whole rows (`dr · cols`
+            // elements) and whole steps (`dc`): aligned when these three are.
+            let aligned = (ptr as usize).is_multiple_of(bytes)
+                && (self.cols.to_usize() * size_of::<T>()).is_multiple_of(bytes)
+                && (self.dc * size_of::<T>()).is_multiple_of(bytes);
+            if aligned {
+                let row_step = I::truncate(self.dr).mul_add_wrapping(self.cols, I::ZERO);
+                return Split::Full(RunTile { ptr, row_step, dc: I::truncate(self.dc), _life: PhantomData });
+            }
+        }
+        Split::Edge(self)
+    }
+}
+
+/// A thread's tile inside its matrix whose column runs are aligned for one vector store each
+/// ([`ThreadTile::split_runs`]): [`set_run`](Self::set_run) writes a run with one instruction
+/// and no check (but the constant one on `(k, j)`).
+#[derive(Debug)]
+pub struct RunTile<'m, T, L: Layout, I: MatrixIndex = usize> {
+    /// This thread's element (0, 0).
+    ptr: *mut T,
+    /// Elements from one of its rows to the next (`dr * cols`).
+    row_step: I,
+    dc: I,
+    _life: PhantomData<(&'m mut [T], L)>,
+}
+
+/// 8 bytes as one aligned value: one 8-byte store.
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct Aligned8([u8; 8]);
+
+/// 16 bytes as one aligned value: one 16-byte store.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct Aligned16([u8; 16]);
+
+impl<T: crate::DeviceCopy, L: Layout, I: MatrixIndex> RunTile<'_, T, L, I> {
+    /// Writes `v` to this thread's elements `(k, W·j) .. (k, W·j + W)` (run `j` of row `k`) with
+    /// one aligned store; always `true` (the signature matches [`ThreadTile::set_run`]).
+    ///
+    /// # Panics
+    /// If `k >= L::KR` or `W·j >= L::KC`; compile error if `W` is not `L::RUN`.
+    #[inline(always)]
+    #[track_caller]
+    pub fn set_run<const W: usize>(&mut self, k: usize, j: usize, v: [T; W]) -> bool {
+        const { assert!(W == L::RUN, "set_run: W must be the layout's run of columns") };
+        crate::assert_no_padding::<T>();
+        assert!(k < L::KR && W * j < L::KC, "thread tile index out of bounds");
+        // As `FullTile::offset`, for element (k, W·j): k rows and j steps from (0, 0).
+        let at = I::truncate(k)
+            .mul_add_wrapping(self.row_step, I::ZERO)
+            .add_wrapping(I::truncate(j).mul_add_wrapping(self.dc, I::ZERO))
+            .to_usize();
+        // SAFETY: the whole tile lies inside the matrix and is this thread's alone (how
+        // `split_runs` made this, and the layout), so its elements (k, W·j + i), i < W, are;
+        // they are adjacent (a run), their first aligned to their size, 8 or 16 bytes (checked
+        // by `split_runs` for every run); `v`'s bytes are its `W` values, all initialized
+        // (`DeviceCopy` without padding, asserted above).
+        unsafe {
+            let p = self.ptr.add(at);
+            // Assignments through the pointers (no `Drop` to run): a debug build checks their
+            // alignment, as the GPU does (a misaligned address is a fault there).
+            match W * size_of::<T>() {
+                8 => *p.cast::<Aligned8>() = core::mem::transmute_copy(&v),
+                16 => *p.cast::<Aligned16>() = core::mem::transmute_copy(&v),
+                _ => unreachable!("split_runs makes a RunTile only for runs of 8 or 16 bytes"),
+            }
+        }
+        true
+    }
+}
+
 /// A thread's tile known to lie inside its matrix: writes without checks (but the constant one
 /// on `(k, l)`).
 #[derive(Debug)]
@@ -227,7 +344,7 @@ impl<T, L: Layout, I: MatrixIndex> FullTile<'_, T, L, I> {
     fn offset(&self, k: usize, l: usize) -> usize {
         I::truncate(k)
             .mul_add_wrapping(self.row_step, I::ZERO)
-            .add_wrapping(I::truncate(l).mul_add_wrapping(self.dc, I::ZERO))
+            .add_wrapping(I::truncate(l / L::RUN).mul_add_wrapping(self.dc, I::truncate(l % L::RUN)))
             .to_usize()
     }
 

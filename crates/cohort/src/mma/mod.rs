@@ -10,6 +10,10 @@
 //! | the registers `a0..a3` a lane holds | [`Fragment::get`] / [`Fragment::set`] by element, [`Fragment::element_coords`] says where each sits in the matrix |
 //! | `ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16` | [`ldmatrix_x1`] … [`ldmatrix_x4_trans`] from a [`SharedArray`] tile, each lane naming its row by (row, column) |
 //! | an A / B fragment loaded with `ldmatrix` | [`load_a`], [`load_b`] (B stored K×N), [`load_b_nk`] (B stored N×K) |
+//! | two B fragments (n8 + n8) from one `ldmatrix.x4` | [`load_b_pair`] (K×N), [`load_b_nk_pair`] (N×K) |
+//! | a warp's lane pointer into its slice of a stage (`smem + lane_off`), loads at constant offsets | [`WarpTiles`] (checked once), [`WarpTiles::a`], [`WarpTiles::b_pair`], [`WarpTiles::b_pair_trans`] |
+//! | a GEMM's accumulators to global C, `float2` per lane | a [`DisjointMatrix`](crate::matrix::DisjointMatrix) of layout [`MmaWarps`](crate::matrix::MmaWarps) |
+//! | a multistage `cp.async` pipeline of shared tiles | [`cg::memcpy_async_tile`](crate::cg::memcpy_async_tile), [`cg::commit_async_copies`](crate::cg::commit_async_copies), [`cg::wait_prior`](crate::cg::wait_prior); `kernels-gpu/src/gemm.rs` is the whole GEMM |
 //! | `nvcuda::wmma` | [`wmma`] |
 //!
 //! ## Fragments
@@ -469,18 +473,28 @@ pub fn mma_sync<T: MmaInput<C>, C: AccElement, P: TileParent>(
     Fragment::from_regs(unsafe { T::mma(a.regs, b.regs, c.regs) })
 }
 
-/// The shared address of element (`row`, `col`) of `tile`, for a lane's row of an `ldmatrix`.
+/// The offset in `tile` of element (`row`, `col`), for a lane's row of an `ldmatrix`.
 ///
 /// # Panics
 /// If the 8 elements from (`row`, `col`) are not inside the tile, or their address is not a
 /// multiple of 16 bytes.
 #[inline(always)]
 #[track_caller]
-fn row_addr<T: Half, const R: usize, const C: usize>(tile: &SharedArray<[T; C], R>, row: usize, col: usize) -> u32 {
+fn row_offset<T: Half, const R: usize, const C: usize>(tile: &SharedArray<[T; C], R>, row: usize, col: usize) -> u32 {
+    let _ = tile;
+    // A shared array's bytes are addressed in 32 bits (a larger one is no shared memory).
+    const { assert!(R * C * 2 <= u32::MAX as usize, "ldmatrix: a tile of more than 4 GiB") };
     assert!(row < R && col <= C && 8 <= C - col, "ldmatrix row out of the tile");
-    let addr = tile.addr() + ((row * C + col) * 2) as u32;
-    assert!(addr.is_multiple_of(16), "ldmatrix row address not 16-byte aligned");
-    addr
+    let (r, c) = (row as u32, col as u32);
+    // SAFETY: r < R and c < C, so r · 2C + 2c < 2 R C <= u32::MAX (the constant assertion):
+    // nothing wraps. (Without wrapping LLVM may widen the sum term by term, and fold the
+    // constant part of a fragment's row and column into `ldmatrix`'s immediate offset.)
+    let offset = unsafe { r.unchecked_mul(2 * C as u32).unchecked_add(c.unchecked_mul(2)) };
+    // The array's own address is a multiple of 16 (`SharedArray`'s invariant), so the offset
+    // alone decides: for a row length `C` a multiple of 8 and columns LLVM knows are multiples
+    // of 8, the check folds away.
+    assert!(offset.is_multiple_of(16), "ldmatrix row address not 16-byte aligned");
+    offset
 }
 
 macro_rules! safe_ldmatrix {
@@ -502,11 +516,11 @@ macro_rules! safe_ldmatrix {
             col: usize,
         ) -> [u32; $n] {
             let _ = warp;
-            let addr = row_addr(tile, row, col);
+            let offset = row_offset(tile, row, col);
             crate::check::warp(stringify!($name), u32::MAX);
             // SAFETY: the whole warp is at this call (as in `mma_sync`); this lane's row is 16
             // bytes of `tile`, 16-byte aligned (checked above), and so is every other lane's.
-            unsafe { raw::$raw(addr) }
+            unsafe { raw::$raw(tile.addr() + offset) }
         }
     )*};
 }
@@ -571,6 +585,231 @@ pub fn load_b_nk<T: Half, const R: usize, const C: usize, P: TileParent>(
 ) -> FragB<T> {
     let l = raw::laneid() as usize;
     Fragment::from_regs(ldmatrix_x2(warp, tile, n0 + l % 8, k0 + 8 * ((l / 8) % 2)))
+}
+
+/// The B fragments of two adjacent 16×8 (K×N) blocks, at (`k0`, `n0`) and (`k0`, `n0 + 8`),
+/// of a row-major K×N `tile`: one `ldmatrix.x4.trans` where [`load_b`] twice takes two
+/// `x2.trans`. A warp collective.
+#[inline(always)]
+#[must_use]
+#[track_caller]
+pub fn load_b_pair<T: Half, const R: usize, const C: usize, P: TileParent>(
+    warp: &ThreadBlockTile<32, P>,
+    tile: &SharedArray<[T; C], R>,
+    k0: usize,
+    n0: usize,
+) -> [FragB<T>; 2] {
+    let l = raw::laneid() as usize;
+    // Matrices 0, 1: rows k0..k0 + 16 at n0; 2, 3: the same rows at n0 + 8.
+    let r = ldmatrix_x4_trans(warp, tile, k0 + l % 16, n0 + 8 * (l / 16));
+    [Fragment::from_regs([r[0], r[1]]), Fragment::from_regs([r[2], r[3]])]
+}
+
+/// The B fragments of two adjacent K×N blocks (columns `n0..n0 + 8` and `n0 + 8..n0 + 16`)
+/// from a row-major N×K `tile` (B stored "column-major", the GEMM's "TN" layout), the 16×16
+/// (N×K) block at (`n0`, `k0`): one `ldmatrix.x4` where [`load_b_nk`] twice takes two `x2`. A
+/// warp collective.
+#[inline(always)]
+#[must_use]
+#[track_caller]
+pub fn load_b_nk_pair<T: Half, const R: usize, const C: usize, P: TileParent>(
+    warp: &ThreadBlockTile<32, P>,
+    tile: &SharedArray<[T; C], R>,
+    n0: usize,
+    k0: usize,
+) -> [FragB<T>; 2] {
+    let l = raw::laneid() as usize;
+    // Lane 8m + r supplies row r of matrix m: matrices 0, 1 are rows n0..n0 + 8 at k0 and
+    // k0 + 8 (the first fragment's two registers), 2, 3 the rows n0 + 8..n0 + 16.
+    let r = ldmatrix_x4(warp, tile, n0 + l % 8 + 8 * (l / 16), k0 + 8 * ((l / 8) % 2));
+    [Fragment::from_regs([r[0], r[1]]), Fragment::from_regs([r[2], r[3]])]
+}
+
+/// Which fragments a [`WarpTiles`] loads: its lanes' row pattern and `ldmatrix` form (sealed).
+pub trait TilesKind: tiles_sealed::Sealed {
+    /// The (row, column) lane `lane` supplies for the 16×16 block at (0, 0).
+    #[doc(hidden)]
+    fn lane_row_col(lane: usize) -> (usize, usize);
+}
+
+mod tiles_sealed {
+    pub trait Sealed {}
+    impl Sealed for super::TilesA {}
+    impl Sealed for super::TilesBNk {}
+    impl Sealed for super::TilesBKn {}
+}
+
+/// [`WarpTiles`] of A (row-major M×K): [`WarpTiles::a`].
+#[derive(Clone, Copy, Debug)]
+pub enum TilesA {}
+/// [`WarpTiles`] of B stored N×K (row-major Bᵀ, the GEMM's "TN"): [`WarpTiles::b_pair`].
+#[derive(Clone, Copy, Debug)]
+pub enum TilesBNk {}
+/// [`WarpTiles`] of B stored K×N (row-major): [`WarpTiles::b_pair_trans`].
+#[derive(Clone, Copy, Debug)]
+pub enum TilesBKn {}
+
+impl TilesKind for TilesA {
+    #[inline(always)]
+    fn lane_row_col(l: usize) -> (usize, usize) {
+        // As `load_a`: lanes 0–15 rows 0–15 at column 0, lanes 16–31 at column 8.
+        (l % 16, 8 * (l / 16))
+    }
+}
+impl TilesKind for TilesBNk {
+    #[inline(always)]
+    fn lane_row_col(l: usize) -> (usize, usize) {
+        // As `load_b_nk_pair`.
+        (l % 8 + 8 * (l / 16), 8 * ((l / 8) % 2))
+    }
+}
+impl TilesKind for TilesBKn {
+    #[inline(always)]
+    fn lane_row_col(l: usize) -> (usize, usize) {
+        // As `load_b_pair`.
+        (l % 16, 8 * (l / 16))
+    }
+}
+
+/// A warp's `ROWS × COLS` block of a shared tile, checked once, from which its lanes load
+/// fragments by 16×16 block — a GEMM warp's slice of a pipeline stage, loaded at every step of K.
+///
+/// Each lane keeps the shared address of the row it supplies to `ldmatrix` for block (0, 0);
+/// block (`i`, `j`)'s is that plus a constant when `i` and `j` are (an unrolled loop), which
+/// LLVM folds into the instruction (`ldmatrix [%rd + 1280]`): no check and no address
+/// arithmetic per load in the PTX, as CUDA C++ written with a lane pointer. (ptxas still spends
+/// about three instructions per generic-address `ldmatrix` to form the shared address, where a
+/// `.shared` `ldmatrix` of a 32-bit register takes the offset as an immediate: LLVM's intrinsic
+/// takes a generic pointer here, Rust having no shared-space pointers.) Made by [`WarpTiles::new`]; loads:
+/// [`a`](Self::a) ([`TilesA`]), [`b_pair`](Self::b_pair) ([`TilesBNk`]),
+/// [`b_pair_trans`](Self::b_pair_trans) ([`TilesBKn`]).
+///
+/// ```
+/// # use cohort::prelude::*;
+/// # use cohort::mma::{self, bf16, FragC, TilesA, TilesBNk, WarpTiles};
+/// # fn f(warp: cg::ThreadBlockTile<32>, tiles: SharedArray<[bf16; 40], 256>, acc: &mut [[FragC<f32>; 4]; 4]) {
+/// // This warp's 64 rows of A (rows 0..128 of the tile) and 32 of Bᵀ (rows 128..256), K = 32.
+/// let ta = WarpTiles::<bf16, 64, 32, TilesA>::new(&tiles, 0, 0);
+/// let tb = WarpTiles::<bf16, 32, 32, TilesBNk>::new(&tiles, 128, 0);
+/// for kk in 0..2 {
+///     let a: [_; 4] = core::array::from_fn(|i| ta.a(&warp, i, kk));
+///     let b: [_; 2] = core::array::from_fn(|j| tb.b_pair(&warp, j, kk));
+///     for i in 0..4 {
+///         for j in 0..4 {
+///             acc[i][j] = mma::mma_sync(&warp, &a[i], &b[j / 2][j % 2], &acc[i][j]);
+///         }
+///     }
+/// }
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct WarpTiles<T, const ROWS: usize, const COLS: usize, K> {
+    /// This lane's row of block (0, 0): its generic address.
+    row: u64,
+    /// Bytes from one row of the tile to the next (`2 C`: a constant once inlined).
+    pitch: u32,
+    _p: PhantomData<(T, K)>,
+}
+
+impl<T: Half, const ROWS: usize, const COLS: usize, K: TilesKind> WarpTiles<T, ROWS, COLS, K> {
+    /// Rows `row0 .. row0 + ROWS`, columns `col0 .. col0 + COLS` of `tile` (per lane: not a
+    /// collective).
+    ///
+    /// # Panics
+    /// If the block is not inside the tile, or `col0` is not a multiple of 8 (rows of `ldmatrix`
+    /// start 16-byte aligned). Compile errors: `ROWS` or `COLS` not a multiple of 16, `C` not a
+    /// multiple of 8, a tile of more than 4 GiB.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn new<const R: usize, const C: usize>(tile: &SharedArray<[T; C], R>, row0: usize, col0: usize) -> Self {
+        const {
+            assert!(ROWS.is_multiple_of(16) && COLS.is_multiple_of(16), "WarpTiles: whole 16×16 blocks");
+            assert!(C.is_multiple_of(8), "WarpTiles: rows of the tile must be multiples of 16 bytes");
+            assert!(R * C * 2 <= u32::MAX as usize, "WarpTiles: a tile of more than 4 GiB");
+        };
+        assert!(
+            row0 <= R && ROWS <= R - row0 && col0 <= C && COLS <= C - col0 && col0.is_multiple_of(8),
+            "WarpTiles: the block is not inside the tile, or not 16-byte aligned"
+        );
+        let (r, c) = K::lane_row_col(raw::laneid() as usize);
+        // Inside the block: r < 16 <= ROWS, c + 8 <= 16 <= COLS.
+        let offset = ((row0 + r) * C + col0 + c) * 2;
+        // One `cvta.shared` of the row's shared address (below 2^32: the tile's bytes are):
+        // loads add constants to it (see the type's docs).
+        Self { row: raw::cvta_shared_u64(tile.addr() + offset as u32), pitch: (2 * C) as u32, _p: PhantomData }
+    }
+
+    /// This lane's row for block (`i`, `j`), whose 16 bytes lie in the block `new` checked.
+    ///
+    /// # Panics
+    /// If `i >= ROWS / 16` or `j >= COLS / 16`.
+    #[inline(always)]
+    #[track_caller]
+    fn row_of(&self, i: usize, j: usize) -> u64 {
+        assert!(i < ROWS / 16 && j < COLS / 16, "WarpTiles: block index out of range");
+        self.row + (16 * i) as u64 * u64::from(self.pitch) + (32 * j) as u64
+    }
+}
+
+impl<T: Half, const ROWS: usize, const COLS: usize> WarpTiles<T, ROWS, COLS, TilesA> {
+    /// The A fragment of block (`i`, `k`): rows `16 i ..`, columns `16 k ..` of the block, as
+    /// [`load_a`] (`ldmatrix.x4`). A warp collective (the [module docs](self#convergence)).
+    ///
+    /// # Panics
+    /// If the block index is out of range (for constants, as in an unrolled loop, the check
+    /// folds away).
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn a<P: TileParent>(&self, warp: &ThreadBlockTile<32, P>, i: usize, k: usize) -> FragA<T> {
+        let _ = warp;
+        let row = self.row_of(i, k);
+        crate::check::warp("WarpTiles::a", u32::MAX);
+        // SAFETY: the whole warp is at this call (as in `mma_sync`); each lane's row is 16
+        // bytes inside the block its `new` checked, 16-byte aligned (`row_of`).
+        Fragment::from_regs(unsafe { raw::ldmatrix_x4_generic(row) })
+    }
+}
+
+impl<T: Half, const ROWS: usize, const COLS: usize> WarpTiles<T, ROWS, COLS, TilesBNk> {
+    /// The B fragments of the K×N blocks whose transpose is block (`j`, `k`) of the N×K block:
+    /// columns `16 j .. 16 j + 8` and `16 j + 8 .. 16 j + 16` of B, rows `16 k ..`, as
+    /// [`load_b_nk_pair`] (`ldmatrix.x4`). A warp collective.
+    ///
+    /// # Panics
+    /// If the block index is out of range.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn b_pair<P: TileParent>(&self, warp: &ThreadBlockTile<32, P>, j: usize, k: usize) -> [FragB<T>; 2] {
+        let _ = warp;
+        let row = self.row_of(j, k);
+        crate::check::warp("WarpTiles::b_pair", u32::MAX);
+        // SAFETY: as in `a`.
+        let r = unsafe { raw::ldmatrix_x4_generic(row) };
+        [Fragment::from_regs([r[0], r[1]]), Fragment::from_regs([r[2], r[3]])]
+    }
+}
+
+impl<T: Half, const ROWS: usize, const COLS: usize> WarpTiles<T, ROWS, COLS, TilesBKn> {
+    /// The B fragments of block (`k`, `j`) of the K×N block: rows `16 k ..`, columns
+    /// `16 j .. 16 j + 8` and `16 j + 8 .. 16 j + 16`, as [`load_b_pair`] (`ldmatrix.x4.trans`).
+    /// A warp collective.
+    ///
+    /// # Panics
+    /// If the block index is out of range.
+    #[inline(always)]
+    #[must_use]
+    #[track_caller]
+    pub fn b_pair_trans<P: TileParent>(&self, warp: &ThreadBlockTile<32, P>, k: usize, j: usize) -> [FragB<T>; 2] {
+        let _ = warp;
+        let row = self.row_of(k, j);
+        crate::check::warp("WarpTiles::b_pair_trans", u32::MAX);
+        // SAFETY: as in `a`.
+        let r = unsafe { raw::ldmatrix_x4_trans_generic(row) };
+        [Fragment::from_regs([r[0], r[1]]), Fragment::from_regs([r[2], r[3]])]
+    }
 }
 
 /// Stores this lane's elements of an accumulator to the 16×8 block at (`row0`, `col0`) of a

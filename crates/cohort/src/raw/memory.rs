@@ -220,6 +220,22 @@ pub unsafe fn ld_u32(addr: u64) -> u32 {
 // ---------------------------------------------------------------------------------------------
 // Constant and global memory (module variables)
 
+/// `cvta.shared.u64`: the generic address of shared-space address `addr` (the same value as
+/// [`shared_window_base`]` + addr`, made by one instruction that tells ptxas the address is
+/// shared: a generic `ldmatrix` of it plus a constant then reads through the shared address
+/// plus an immediate offset).
+#[inline(always)]
+#[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn cvta_shared_u64(addr: u32) -> u64 {
+    on_device!("cvta_shared_u64" => {
+        let g: u64;
+        // SAFETY: address arithmetic only.
+        unsafe { asm!("cvta.shared.u64 {g}, {a};", g = out(reg64) g, a = in(reg64) u64::from(addr), options(pure, nomem, nostack)) };
+        g
+    } host => { shared_window_base().wrapping_add(u64::from(addr)) })
+}
+
 /// `cvta.const.u64`: the generic address of constant-space address `addr`.
 #[inline(always)]
 #[must_use]

@@ -144,7 +144,7 @@ pub unsafe fn mma_m16n8k16_f16_f16(a: [u32; 4], b: [u32; 2], c: [u32; 2]) -> [u3
 }
 
 macro_rules! ldmatrix {
-    ($($(#[$m:meta])* $name:ident => $intr:ident, $n:literal, $trans:literal, ($($i:tt),*);)*) => {$(
+    ($($(#[$m:meta])* $name:ident, $at:ident => $intr:ident, $n:literal, $trans:literal, ($($i:tt),*);)*) => {$(
         $(#[$m])*
         ///
         /// Lane `8·m + r` supplies the shared-memory address `row_addr` of row `r` of matrix `m`
@@ -171,6 +171,27 @@ macro_rules! ldmatrix {
                 host::ldmatrix::<$n>(row_addr, $trans)
             })
         }
+
+        #[doc = concat!("[`", stringify!($name), "`] with this lane's row given by its generic address `row` (the")]
+        /// shared window's base plus the row's shared address, [`super::shared_window_base`]):
+        /// a 64-bit register to which LLVM folds constant offsets (`ldmatrix [%rd + 1280]`),
+        /// where a 32-bit shared address would be widened afresh for each call.
+        ///
+        /// # Safety
+        #[doc = concat!("As [`", stringify!($name), "`], for the shared row at `row - shared_window_base()`.")]
+        #[inline(always)]
+        #[must_use]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub unsafe fn $at(row: u64) -> [u32; $n] {
+            on_device!(stringify!($name) => {
+                // SAFETY: the caller's contract (convergence, addresses).
+                let r = unsafe { $intr(row as *const u8) };
+                ldmatrix!(@out r, ($($i),*))
+            } host => {
+                super::mark_instruction();
+                host::ldmatrix::<$n>(row.wrapping_sub(super::shared_window_base()) as u32, $trans)
+            })
+        }
     )*};
     (@out $r:ident, ()) => { [$r] };
     (@out $r:ident, ($($i:tt),+)) => { [$($r.$i),+] };
@@ -178,17 +199,17 @@ macro_rules! ldmatrix {
 
 ldmatrix! {
     /// `ldmatrix.sync.aligned.m8n8.x1.shared.b16` (sm_75+): one 8×8 matrix of 16-bit elements.
-    ldmatrix_x1 => nvvm_ldmatrix_x1, 1, false, ();
+    ldmatrix_x1, ldmatrix_x1_generic => nvvm_ldmatrix_x1, 1, false, ();
     /// `ldmatrix.sync.aligned.m8n8.x2.shared.b16`: two 8×8 matrices.
-    ldmatrix_x2 => nvvm_ldmatrix_x2, 2, false, (0, 1);
+    ldmatrix_x2, ldmatrix_x2_generic => nvvm_ldmatrix_x2, 2, false, (0, 1);
     /// `ldmatrix.sync.aligned.m8n8.x4.shared.b16`: four 8×8 matrices.
-    ldmatrix_x4 => nvvm_ldmatrix_x4, 4, false, (0, 1, 2, 3);
+    ldmatrix_x4, ldmatrix_x4_generic => nvvm_ldmatrix_x4, 4, false, (0, 1, 2, 3);
     /// `ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16`: one 8×8 matrix, transposed.
-    ldmatrix_x1_trans => nvvm_ldmatrix_x1_trans, 1, true, ();
+    ldmatrix_x1_trans, ldmatrix_x1_trans_generic => nvvm_ldmatrix_x1_trans, 1, true, ();
     /// `ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16`: two 8×8 matrices, transposed.
-    ldmatrix_x2_trans => nvvm_ldmatrix_x2_trans, 2, true, (0, 1);
+    ldmatrix_x2_trans, ldmatrix_x2_trans_generic => nvvm_ldmatrix_x2_trans, 2, true, (0, 1);
     /// `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: four 8×8 matrices, transposed.
-    ldmatrix_x4_trans => nvvm_ldmatrix_x4_trans, 4, true, (0, 1, 2, 3);
+    ldmatrix_x4_trans, ldmatrix_x4_trans_generic => nvvm_ldmatrix_x4_trans, 4, true, (0, 1, 2, 3);
 }
 
 /// `cvt.rn.bf16.f32`: `x` rounded to the nearest BF16 (ties to even), as its bits (sm_80+).

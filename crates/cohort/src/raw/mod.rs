@@ -53,7 +53,7 @@
 //! | `fence.sc` / `fence.acq_rel` | [`fence_sc_cta`] …, [`fence_sc`], [`fence_acq_rel`] | `__threadfence()` … |
 //! | `atom`, `red`, `ld.relaxed/acquire`, `st.relaxed/release` | [`atom_add_u32`] …, [`red_add_u32`] …, [`atom_cas_b32`], [`ld_scoped_b32`], [`st_scoped_b32`] … | `atomicAdd` …, `cuda::atomic_ref` |
 //! | `ld.shared`, `st.shared`, `ld.const` | [`ld_shared_b32`] …, [`ld_const_b32`] … | (plain loads of `__shared__` / `__constant__` data) |
-//! | `cvta.shared` of 0, `cvta.const`, `cvta.global` | [`shared_window_base`], [`cvta_const_u64`], [`cvta_global_u64`] | `__cvta_shared_to_generic` … |
+//! | `cvta.shared` (of 0, of an address), `cvta.const`, `cvta.global` | [`shared_window_base`], [`cvta_shared_u64`], [`cvta_const_u64`], [`cvta_global_u64`] | `__cvta_shared_to_generic` … |
 //! | `cp.async.{ca,cg}.shared.global`, `commit_group`, `wait_group`, `wait_all` | [`cp_async_cg_shared_global_16`] …, [`cp_async_wait_group`] | `__pipeline_memcpy_async`, `cg::memcpy_async` |
 //! | `nanosleep.u32` | [`nanosleep`] | `__nanosleep` |
 //! | `griddepcontrol.wait`, `griddepcontrol.launch_dependents` (sm_90) | [`griddepcontrol_wait`], [`griddepcontrol_launch_dependents`] | `cudaGridDependencySynchronize()`, `cudaTriggerProgrammaticLaunchCompletion()` |

@@ -71,9 +71,23 @@ macro_rules! sreg_asm {
     )*};
 }
 
+/// `%laneid`: this thread's lane in its warp, 0..32 — a fact handed to LLVM (`assume`), so
+/// that shared-memory indices made from the lane (an `ldmatrix` row, a fragment's element) have
+/// bounds it can prove and their checks fold away.
+#[inline(always)]
+#[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn laneid() -> u32 {
+    let l = laneid_reg();
+    // SAFETY: `%laneid` is a lane of a 32-lane warp (PTX ISA: "a value in the range 0 to
+    // WARP_SZ-1"); the CPU device's lane ids are too.
+    unsafe { core::hint::assert_unchecked(l < 32) };
+    l
+}
+
 sreg_asm! {
-    /// `%laneid`: this thread's lane in its warp, 0..32.
-    laneid: u32 => "%laneid", reg32, cohort_cpu::lane_id();
+    /// `%laneid`, as read (see [`laneid`]).
+    laneid_reg: u32 => "%laneid", reg32, cohort_cpu::lane_id();
     /// `%warpid`: the hardware warp slot on the SM. It can change during execution; for the
     /// warp's index in its block use [`crate::thread::warp_id`].
     warpid: u32 => "%warpid", reg32, cohort_cpu::warp_id();
