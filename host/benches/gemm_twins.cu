@@ -28,8 +28,12 @@ constexpr int WARPS_N = 4, WTM = BM / (8 / WARPS_N), WTN = BN / WARPS_N, MI = WT
 constexpr int CHUNKS = BM * BK * 2 / 16, PER_THREAD = CHUNKS / THREADS;
 static_assert(CHUNKS % THREADS == 0 && BM == BN, "the copy deals whole chunks to every thread");
 
+// The shared-space address of a generic pointer into shared memory (as CUTLASS's
+// `cast_smem_ptr_to_uint`, without relying on a header's `__cvta_generic_to_shared` under NVRTC).
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+    unsigned r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+    return r;
 }
 
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src) {
@@ -143,8 +147,13 @@ __device__ __forceinline__ void gemm_tn(const T* __restrict__ A, const T* __rest
 #pragma unroll
         for (int n = 0; n < NI; ++n) {
             const unsigned row = m0 + wm * WTM + i * 16 + g, col = n0 + wn * WTN + n * 8 + 2 * t;
-            *reinterpret_cast<float2*>(&C[row * N + col]) = make_float2(acc[i][n][0], acc[i][n][1]);
-            *reinterpret_cast<float2*>(&C[(row + 8) * N + col]) = make_float2(acc[i][n][2], acc[i][n][3]);
+            float2 lo, hi;
+            lo.x = acc[i][n][0];
+            lo.y = acc[i][n][1];
+            hi.x = acc[i][n][2];
+            hi.y = acc[i][n][3];
+            *reinterpret_cast<float2*>(&C[row * N + col]) = lo;
+            *reinterpret_cast<float2*>(&C[(row + 8) * N + col]) = hi;
         }
     }
 }

@@ -205,8 +205,11 @@ pub fn dynamic<T: DeviceCopy>() -> SharedSlice<T> {
 #[track_caller]
 #[must_use]
 pub fn dynamic_array<T: DeviceCopy, const N: usize>() -> SharedArray<T, N> {
+    // In a constant: an array whose size overflows is a compile error, never a wrapped size
+    // that a small launch would pass.
+    let bytes = const { size_of::<T>() * N };
     let all = dynamic::<u8>();
-    assert!(size_of::<T>() * N <= all.len(), "shared::dynamic_array: the launch's dynamic shared memory is smaller");
+    assert!(bytes <= all.len(), "shared::dynamic_array: the launch's dynamic shared memory is smaller");
     // The dynamic window is declared `.align 16` (and on the CPU device starts at 0); the
     // assertion keeps `SharedArray`'s 16-byte alignment a checked fact.
     assert!(all.addr.is_multiple_of(16), "shared::dynamic_array: dynamic shared memory not 16-byte aligned");

@@ -89,6 +89,12 @@ pub struct Transposed<L>(PhantomData<L>);
 ///     }
 /// }
 /// ```
+///
+/// A kernel whose block is not whole rows of warps (`BlockShape<48>` with `MmaWarps<_, _, 1>`:
+/// a warp and a half) does not build, and nor does one that transposes the layout
+/// (`Transposed<MmaWarps<…>>`: its runs of columns would be runs of rows): both are constant
+/// assertions of [`DisjointMatrix::tile`](super::DisjointMatrix::tile) and of `Transposed`,
+/// errors when the kernel is compiled (`cargo build`; `cargo check` does not evaluate them).
 #[derive(Debug)]
 pub enum MmaWarps<const MI: usize, const NI: usize, const WN: usize> {}
 
