@@ -5,7 +5,7 @@
 
 use cohort_algorithms::{Algorithms, Builtin, LessThan, Max, Min, SelectBuiltin, Sum, Temp};
 use cohort_runtime::{DeviceBuffer, LaunchConfig};
-use cohort_test_kernels::algorithms::{self as k, Affine, ITEMS, Mat2, compose, mat_mul};
+use cohort_test_kernels::algorithms::{self as k, Affine, ITEMS, Mat2, Sum3, compose, mat_mul, sum3};
 use cohort_tests::{Context, Ctx, TestResult, check_all, check_all_by, ensure, gpu_only_trial, gpu_trial, rng};
 use libtest_mimic::Trial;
 use rand::Rng;
@@ -17,6 +17,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("algorithms_scan_builtin", scan_builtin),
         gpu_trial("algorithms_reduce_builtin", reduce_builtin),
         gpu_trial("algorithms_user_type_scan", user_type_scan),
+        gpu_trial("algorithms_reduce_elements_straddling_vectors", reduce_straddling),
         gpu_trial("algorithms_scan_wide_slots", scan_wide_slots),
         gpu_trial("algorithms_scan_many_streams", scan_many_streams),
         gpu_trial("algorithms_select_partition", select_partition),
@@ -284,6 +285,29 @@ fn user_type_scan(c: &Ctx) -> TestResult {
             let want = input.iter().fold(id, |x, &y| compose(x, y));
             check_all(&format!("affine reduce, n = {n}"), &one.to_vec().ctx("read")?, &[want])?;
         }
+    }
+    Ok(())
+}
+
+/// A reduction of 12-byte elements (which straddle the 16-byte vectors full tiles are read
+/// as) over many full tiles: every field's sum exact. The vector path once put elements
+/// together from parts of different ones (an argmax over 2^23 elements returned a value as an
+/// index's high word on an H200); such types take the blocked path.
+fn reduce_straddling(c: &Ctx) -> TestResult {
+    let kern = k::sum3::Kernels::load(&c.tests).ctx("load the user's kernels")?;
+    let mut r = rng("algorithms_reduce_elements_straddling_vectors");
+    let s = c.gpu.stream();
+    let mut temp = Temp::new(&c.gpu);
+    for n in [TILE, 5 * TILE + 7, c.pick(300 * TILE + 1, 20 * TILE + 1)] {
+        // Each field in its own range, so a word moved to another field changes a sum.
+        let input: Vec<Sum3> = (0..n)
+            .map(|_| Sum3 { a: r.random_range(1..1000), b: r.random_range(1 << 20..1 << 21), c: r.random::<u32>() | 1 })
+            .collect();
+        let d_in = c.gpu.upload(&input).ctx("upload")?;
+        let mut one = c.gpu.upload(&[Sum3 { a: 7, b: 7, c: 7 }]).ctx("alloc")?;
+        cohort_algorithms::reduce(&kern, s, &d_in, &mut one, Sum3::default(), &mut temp).ctx("reduce")?;
+        let want = input.iter().fold(Sum3::default(), |x, &y| sum3(x, y));
+        check_all(&format!("12-byte triples: reduce, n = {n}"), &one.to_vec().ctx("read")?, &[want])?;
     }
     Ok(())
 }

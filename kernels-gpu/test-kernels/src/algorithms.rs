@@ -109,6 +109,35 @@ cohort_algorithms::algorithm_kernels! {
     }
 }
 
+/// A 12-byte user type (three `u32`s: an element straddles 16-byte vectors), summed field by
+/// field with wrapping arithmetic: associative and commutative.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, DeviceCopy)]
+#[repr(C)]
+pub struct Sum3 {
+    /// Field 0.
+    pub a: u32,
+    /// Field 1.
+    pub b: u32,
+    /// Field 2.
+    pub c: u32,
+}
+
+/// Field-wise wrapping sum.
+#[must_use]
+pub fn sum3(x: Sum3, y: Sum3) -> Sum3 {
+    Sum3 { a: x.a.wrapping_add(y.a), b: x.b.wrapping_add(y.b), c: x.c.wrapping_add(y.c) }
+}
+
+cohort_algorithms::algorithm_kernels! {
+    /// Reductions of 12-byte triples (elements that straddle 16-byte vectors).
+    pub mod sum3 {
+        type T = super::Sum3;
+        op = super::sum3;
+        scan = sum3_scan_tile;
+        reduce = sum3_reduce_tiles;
+    }
+}
+
 macro_rules! block_radix_sort_kernel {
     ($($name:ident: $k:ty;)*) => {$(
         /// Per tile (grid-strided): the keys and their values (`pairs != 0`; else the keys

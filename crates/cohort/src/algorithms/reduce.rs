@@ -40,7 +40,14 @@ pub(super) fn load_full_vectors<T: DeviceCopy, const N: usize>(src: &[T], tile: 
     let bs = thread::block_size() as usize;
     let len = bs * N;
     let base = (tile as usize).checked_mul(len)?;
-    if !(N * size_of::<T>()).is_multiple_of(16) || base > src.len() || src.len() - base < len {
+    // Whole elements per 16-byte vector: an element that straddles two vectors (12, 24 or
+    // 32 bytes) would be put together from parts of different elements (vector `t + k * bs`
+    // is not next to vector `t + (k - 1) * bs`). Such types take the blocked path.
+    let size = size_of::<T>();
+    if size == 0 || size > 16 || !16usize.is_multiple_of(size) {
+        return None;
+    }
+    if !(N * size).is_multiple_of(16) || base > src.len() || src.len() - base < len {
         return None;
     }
     // SAFETY: `base < src.len()` (a full tile lies inside).
