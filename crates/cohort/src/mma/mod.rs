@@ -70,6 +70,9 @@ use crate::shared::SharedArray;
 
 pub mod wmma;
 
+#[cfg(test)]
+mod tests;
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for half::bf16 {}
