@@ -392,14 +392,7 @@ fn split_misuse(c: &Ctx) -> TestResult {
             split_misuse_case(&c.gpu, &c.tests, mode)?;
         } else {
             // On a GPU the report traps, which ends the CUDA context: each case in a child process.
-            let exe = std::env::current_exe().ctx("current_exe")?;
-            let out = cohort_tests::output_within(
-                std::process::Command::new(exe).env(crate::launch::CHILD_ENV, format!("cluster-split-misuse-{mode}")),
-                120,
-            )?;
-            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-            ensure(out.status.success(), || format!("child `cluster-split-misuse-{mode}` failed ({}):\n{text}", out.status))?;
-            println!("{}", text.lines().filter(|l| l.contains("ERROR AS RETURNED")).collect::<Vec<_>>().join("\n"));
+            crate::launch::run_child(&format!("cluster-split-misuse-{mode}"))?;
         }
     }
     let kern = k::cluster_split_misuse::load(&c.tests).ctx("load")?;

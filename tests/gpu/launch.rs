@@ -208,6 +208,18 @@ fn trap_in_child() -> TestResult {
     Ok(())
 }
 
+/// Runs child scenario `which` of this test binary in a process of its own (a GPU trap ends the
+/// process's CUDA context), within 120 s: an `Err` with its output if it failed; else its output,
+/// whose `ERROR AS RETURNED` lines (the errors the scenario checked) are printed.
+pub fn run_child(which: &str) -> Result<String, String> {
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let out = cohort_tests::output_within(std::process::Command::new(exe).env(CHILD_ENV, which), 120)?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    ensure(out.status.success(), || format!("child `{which}` failed ({}):\n{text}", out.status))?;
+    println!("{}", text.lines().filter(|l| l.contains("ERROR AS RETURNED")).collect::<Vec<_>>().join("\n"));
+    Ok(text)
+}
+
 /// Runs a child scenario; returns the exit status.
 pub fn child(which: &str) -> i32 {
     let r = match which {

@@ -268,12 +268,7 @@ fn refusals_two(gpus: &[Gpu]) -> TestResult {
 
 /// Runs a child scenario of this module and checks that it reported the expected `Err`s.
 fn child_expects(which: &str) -> TestResult {
-    let exe = std::env::current_exe().ctx("current_exe")?;
-    let out = cohort_tests::output_within(std::process::Command::new(exe).env(crate::launch::CHILD_ENV, which), 120)?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    ensure(out.status.success(), || format!("child `{which}` failed ({}):\n{text}", out.status))?;
-    println!("{}", text.lines().filter(|l| l.contains("ERROR AS RETURNED")).collect::<Vec<_>>().join("\n"));
-    Ok(())
+    crate::launch::run_child(which).map(drop)
 }
 
 /// Child scenarios (a trap ends the CUDA context, so each runs in a process of its own, on

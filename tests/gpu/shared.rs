@@ -35,15 +35,10 @@ fn memcpy_not_global(c: &Ctx) -> TestResult {
             // Not sticky: the device copies right after.
             memcpy_from_parameter(&c.gpu, &c.tests, &words).ctx("the CPU device right after the panic")?;
         } else {
-            let exe = std::env::current_exe().ctx("current_exe")?;
-            let out =
-                cohort_tests::output_within(std::process::Command::new(exe).env(crate::launch::CHILD_ENV, which), 120)?;
-            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-            ensure(out.status.success(), || format!("child `{which}` failed ({}):\n{text}", out.status))?;
+            let text = crate::launch::run_child(which)?;
             ensure(text.contains("ERROR AS RETURNED"), || {
                 format!("child `{which}` did not report the error:\n{text}")
             })?;
-            println!("{}", text.lines().filter(|l| l.contains("ERROR AS RETURNED")).collect::<Vec<_>>().join("\n"));
         }
     }
     Ok(())

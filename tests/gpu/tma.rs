@@ -181,14 +181,7 @@ fn misuse(c: &Ctx) -> TestResult {
             misuse_case(&c.gpu, &c.tests, which)?;
             misuse_case(&c.gpu, &c.tests, 0).ctx("the CPU device right after the misuse")?;
         } else {
-            let exe = std::env::current_exe().ctx("current_exe")?;
-            let out = cohort_tests::output_within(
-                std::process::Command::new(exe).env(crate::launch::CHILD_ENV, format!("tma-misuse-{which}")),
-                120,
-            )?;
-            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-            ensure(out.status.success(), || format!("child `tma-misuse-{which}` failed ({}):\n{text}", out.status))?;
-            println!("{}", text.lines().filter(|l| l.contains("ERROR AS RETURNED")).collect::<Vec<_>>().join("\n"));
+            crate::launch::run_child(&format!("tma-misuse-{which}"))?;
         }
     }
     Ok(())
