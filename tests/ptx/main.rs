@@ -33,6 +33,12 @@ const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
          indexed array at sm_80 in checked mode; the built-in 4- and 8-byte scans have none (issue 29: wide types)",
     ),
     ("mat2_reduce_tiles", "as mat2_scan_tile"),
+    (
+        "sum3_reduce_tiles",
+        "a 12-byte user type (three u32s, straddling 16-byte vectors, so read blocked): its per-thread items stay an \
+         indexed array at sm_80 in checked mode, as mat2's (issue 29: wide types)",
+    ),
+    ("sum3_scan_tile", "as sum3_reduce_tiles"),
 ];
 
 fn main() {
