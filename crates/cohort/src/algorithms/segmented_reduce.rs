@@ -32,7 +32,7 @@
 //! `offsets[s]` when the segment ends in that chunk; else the fix-up).
 
 use crate::DeviceCopy;
-use crate::block::{self, load_blocked};
+use crate::block::{self, cat, load_blocked};
 use crate::cg::{ReduceOp, ThreadGroup, WarpGroup};
 use crate::slice::DisjointSlice;
 use crate::thread::{self, Scattered};
@@ -74,13 +74,21 @@ unsafe impl<T: DeviceCopy> DeviceCopy for Piece<T> {
     };
 }
 
-/// `a op b`, or `b` without an `a`.
+/// Advances `cnt` past the offsets of `offsets[cnt..c_hi]` at most `i` (ascending offsets: those
+/// starting a segment at or before item `i`); whether it moved, i.e. whether a segment starts at
+/// item `i` when `cnt` was already past item `i - 1`'s.
+///
+/// # Safety
+/// `c_hi <= offsets.len()`.
 #[inline(always)]
-fn cat<T: DeviceCopy, Op: ReduceOp<T>>(op: Op, a: Option<T>, b: T) -> T {
-    match a {
-        Some(a) => op.combine(a, b),
-        None => b,
+unsafe fn passes_offsets(offsets: &[u64], cnt: &mut usize, c_hi: usize, i: usize) -> bool {
+    let mut start = false;
+    // SAFETY: `*cnt < c_hi <= offsets.len()` (the caller's contract).
+    while *cnt < c_hi && unsafe { *offsets.get_unchecked(*cnt) } as usize <= i {
+        *cnt += 1;
+        start = true;
     }
+    start
 }
 
 /// `lo` plus how many of `offsets[lo..hi]` are at most `pos` (for ascending offsets: the
@@ -284,12 +292,8 @@ pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: us
     crate::unroll::<N>(|j| {
         if j < valid {
             let i = q + j;
-            let mut start = false;
-            // SAFETY: `cnt < c_hi <= offsets.len()`.
-            while cnt < c_hi && unsafe { *offsets.get_unchecked(cnt) } as usize <= i {
-                cnt += 1;
-                start = true;
-            }
+            // SAFETY: `c_hi <= offsets.len()`: a count of `offsets` elements (`warp_count_at_most2`).
+            let start = unsafe { passes_offsets(offsets, &mut cnt, c_hi, i) };
             if j == 0 {
                 first_starts = start;
             }
@@ -325,12 +329,8 @@ pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: us
     crate::unroll::<N>(|j| {
         if j < valid {
             let i = q + j;
-            let mut start = false;
-            // SAFETY: `cnt < c_hi <= offsets.len()`.
-            while cnt < c_hi && unsafe { *offsets.get_unchecked(cnt) } as usize <= i {
-                cnt += 1;
-                start = true;
-            }
+            // SAFETY: `c_hi <= offsets.len()`: a count of `offsets` elements (`warp_count_at_most2`).
+            let start = unsafe { passes_offsets(offsets, &mut cnt, c_hi, i) };
             if start {
                 any_start = true;
                 acc = Some(items[j]);

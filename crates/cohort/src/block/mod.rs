@@ -53,7 +53,7 @@ pub use histogram::BlockHistogram;
 pub use load::{load_blocked, load_striped};
 pub use radix_sort::{RadixBits, RadixKey, radix_sort_keys, radix_sort_pairs, rank_digits};
 pub use scan::{ScanPrefix, reduce_items, scan_items, scan_items_with_prefix};
-pub(crate) use scan::{warp_of_block, warp_reduce_ordered};
+pub(crate) use scan::{cat, warp_of_block, warp_reduce_ordered};
 pub use store::{store_blocked, store_blocked_valid, store_striped, store_striped_valid};
 
 #[doc(inline)]

@@ -18,7 +18,7 @@ crate::shared! {
 
 /// `a op b`, or `b` when there is no `a`.
 #[inline(always)]
-fn cat<T: DeviceCopy, Op: ReduceOp<T>>(op: Op, a: Option<T>, b: T) -> T {
+pub(crate) fn cat<T: DeviceCopy, Op: ReduceOp<T>>(op: Op, a: Option<T>, b: T) -> T {
     match a {
         Some(a) => op.combine(a, b),
         None => b,
