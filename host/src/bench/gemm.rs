@@ -239,11 +239,7 @@ pub fn run(args: Args) -> CliResult {
         print_ampere(ampere, peak_tflops);
     }
     let failed = if hopper.is_empty() { Vec::new() } else { print_hopper(&hopper) };
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(fail(format!("{} row(s) failed: {}", failed.len(), failed.join("; "))))
-    }
+    if failed.is_empty() { Ok(()) } else { Err(fail(format!("{} row(s) failed: {}", failed.len(), failed.join("; ")))) }
 }
 
 /// The Ampere table: Rust against its twin and cuBLAS.
@@ -594,11 +590,13 @@ fn print_hopper(rows: &[HopperRow]) -> Vec<String> {
     }
     println!();
     t.print();
-    let peaks: Vec<String> = {
-        let mut p: Vec<f64> = rows.iter().map(|r| r.peak).collect();
-        p.dedup();
-        p.iter().map(|p| format!("{p}")).collect()
-    };
+    let mut peaks: Vec<String> = Vec::new();
+    for r in rows {
+        let p = format!("{}", r.peak);
+        if !peaks.contains(&p) {
+            peaks.push(p);
+        }
+    }
     println!(
         "\nmedians; of peak: against the dense peak of the row's input type ({} TFLOP/s); vs cuBLAS BF16: its time \
          over the row's (above 1: faster). Checks: 4096 sampled elements against f64 CPU dot products of the inputs \
@@ -936,8 +934,9 @@ impl CublasLt {
         let mut last = String::new();
         for out in [sys::cudaDataType::CUDA_R_32F, sys::cudaDataType::CUDA_R_16BF] {
             let e = |what: &'static str| move |err: lt::CublasError| format!("{what}: {err:?}");
-            let desc = lt::create_matmul_desc(sys::cublasComputeType_t::CUBLAS_COMPUTE_32F, sys::cudaDataType::CUDA_R_32F)
-                .map_err(e("cublasLtMatmulDescCreate"))?;
+            let desc =
+                lt::create_matmul_desc(sys::cublasComputeType_t::CUBLAS_COMPUTE_32F, sys::cudaDataType::CUDA_R_32F)
+                    .map_err(e("cublasLtMatmulDescCreate"))?;
             let layouts = [
                 lt::create_matrix_layout(sys::cudaDataType::CUDA_R_8F_E4M3, k as u64, n as u64, k as i64),
                 lt::create_matrix_layout(sys::cudaDataType::CUDA_R_8F_E4M3, k as u64, m as u64, k as i64),
@@ -990,8 +989,8 @@ impl CublasLt {
             };
             let [a, b, d] = plan.layouts;
             // SAFETY: live handle, descriptor, layouts and preference (C and D share a layout).
-            let heuristic = set
-                .and_then(|()| unsafe { lt::get_matmul_algo_heuristic(self.handle, plan.desc, a, b, d, d, pref) });
+            let heuristic =
+                set.and_then(|()| unsafe { lt::get_matmul_algo_heuristic(self.handle, plan.desc, a, b, d, d, pref) });
             // SAFETY: created above, used no more.
             let _ = unsafe { lt::destroy_matmul_pref(pref) };
             match heuristic {
