@@ -211,7 +211,20 @@ pub fn run(args: Args) -> CliResult {
     // above is measured by then.
     if want(Rows::HopperTwin) || want(Rows::HopperRust) {
         for &(m, n, k) in &shapes {
-            let inputs = Inputs::new(&gpu, (m, n, k))?;
+            // After a fault of an earlier row the context is lost: every later row says so.
+            let inputs = match Inputs::new(&gpu, (m, n, k)) {
+                Ok(inputs) => inputs,
+                Err(e) => {
+                    let e = format!("preparing the inputs: {}", why(e));
+                    if want(Rows::HopperTwin) {
+                        hopper.push(HopperRow::new((m, n, k), TWIN_ROW, peak_tflops, Outcome::failed(e.clone())));
+                    }
+                    if want(Rows::HopperRust) {
+                        hopper.push(HopperRow::new((m, n, k), RUST_ROW, peak_tflops, Outcome::failed(e)));
+                    }
+                    continue;
+                }
+            };
             // cuBLAS's C, for the whole-C comparison.
             let reference = match &blas {
                 Ok(blas) => cublas_c(&gpu, blas, &inputs).ok(),
@@ -219,11 +232,11 @@ pub fn run(args: Args) -> CliResult {
             };
             if want(Rows::HopperTwin) {
                 let outcome = hopper_twin(&gpu, &twins, &inputs, reference.as_deref(), reps);
-                hopper.push(HopperRow::new((m, n, k), "CUDA C++ Hopper twin (TMA + wgmma)", peak_tflops, outcome));
+                hopper.push(HopperRow::new((m, n, k), TWIN_ROW, peak_tflops, outcome));
             }
             if want(Rows::HopperRust) {
                 let outcome = hopper_rust(&gpu, &inputs, reference.as_deref(), reps);
-                hopper.push(HopperRow::new((m, n, k), "Rust Hopper (Cohort, gemm_hopper)", peak_tflops, outcome));
+                hopper.push(HopperRow::new((m, n, k), RUST_ROW, peak_tflops, outcome));
             }
         }
     }
@@ -241,6 +254,10 @@ pub fn run(args: Args) -> CliResult {
     let failed = if hopper.is_empty() { Vec::new() } else { print_hopper(&hopper) };
     if failed.is_empty() { Ok(()) } else { Err(fail(format!("{} row(s) failed: {}", failed.len(), failed.join("; ")))) }
 }
+
+/// The Hopper table's names of the Hopper kernels' rows.
+const TWIN_ROW: &str = "CUDA C++ Hopper twin (TMA + wgmma)";
+const RUST_ROW: &str = "Rust Hopper (Cohort, gemm_hopper)";
 
 /// The Ampere table: Rust against its twin and cuBLAS.
 fn print_ampere(rows: Vec<Row>, peak_tflops: f64) {
