@@ -63,7 +63,7 @@ pub enum Bench {
     Managed(managed::Args),
     /// Launches on cudarc's memory and stream: Cohort's typed launch on cudarc slices beside cudarc's launch_builder
     Interop(interop::Args),
-    /// Device-wide algorithms (reduce, scan, select, partition, unique, run-length encode) beside CUB with `--cub`
+    /// Device-wide algorithms (reduce, scan, select, partition, unique, run-length encode, radix sort, histogram, segmented reduce, argmax) beside CUB with `--cub`; `--only` picks some
     Algorithms(algorithms::Args),
 }
 
