@@ -51,6 +51,49 @@ pub fn block_tile_copy(input: &[u64], mut out: DisjointSlice<u64, Striped<ITEMS>
     }
 }
 
+/// Copies `input` to `out` through the coalesced blocked load and store
+/// ([`block::load_blocked_coalesced`], [`block::store_blocked_coalesced_valid`]), tiles
+/// grid-strided over the blocks. With `split != 0` the odd threads use them and the even ones
+/// the per-thread [`block::load_blocked`] / [`block::store_blocked_valid`] in another branch,
+/// so each warp calls the coalesced pair diverged (its per-thread path must be taken).
+fn coalesced_copy<T: DeviceCopy, const N: usize>(
+    input: &[T],
+    out: &mut DisjointSlice<T, Blocked<N>>,
+    split: u32,
+    fill: T,
+) {
+    let tile_len = thread::block_size() as usize * N;
+    let tiles = input.len().div_ceil(tile_len) as u64;
+    for tile in block::tiles(tiles) {
+        let in_tile = input.len().saturating_sub(tile.id() as usize * tile_len);
+        if split != 0 && thread::thread_rank_in_block() % 2 == 0 {
+            let (items, _) = block::load_blocked::<T, N>(input, tile.id(), fill);
+            block::store_blocked_valid(out, &tile, &items, in_tile);
+        } else {
+            let (items, _) = block::load_blocked_coalesced::<T, N>(input, tile.id(), fill);
+            block::store_blocked_coalesced_valid(out, &tile, &items, in_tile);
+        }
+    }
+}
+
+/// [`coalesced_copy`] of `u32`s, 16 a thread.
+#[kernel]
+pub fn block_coalesced_copy_u32(input: &[u32], mut out: DisjointSlice<u32, Blocked<16>>, split: u32) {
+    coalesced_copy(input, &mut out, split, u32::MAX);
+}
+
+/// [`coalesced_copy`] of `u64`s, 8 a thread.
+#[kernel]
+pub fn block_coalesced_copy_u64(input: &[u64], mut out: DisjointSlice<u64, Blocked<8>>, split: u32) {
+    coalesced_copy(input, &mut out, split, u64::MAX);
+}
+
+/// [`coalesced_copy`] of 12-byte [`Sum3`]s, 4 a thread.
+#[kernel]
+pub fn block_coalesced_copy_sum3(input: &[Sum3], mut out: DisjointSlice<Sum3, Blocked<4>>, split: u32) {
+    coalesced_copy(input, &mut out, split, Sum3 { a: 1, b: 2, c: 3 });
+}
+
 /// A user's element type: the affine map `x ↦ a·x + b` on `u32` (wrapping).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, DeviceCopy)]
 #[repr(C)]

@@ -4,7 +4,7 @@ use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::DeviceCopy;
 use crate::atomic::AtomicU64;
-use crate::block::{self, Tile, load_blocked, store_blocked_valid};
+use crate::block::{self, Tile, load_blocked_coalesced, store_blocked_coalesced_valid};
 use crate::cg::{ReduceOp, ThreadBlock, ThreadBlockTile, ThreadGroup, WarpGroup};
 use crate::slice::DisjointSlice;
 use crate::thread::{self, Blocked};
@@ -351,7 +351,7 @@ pub unsafe fn scan_tile<T: DeviceCopy, Op: ReduceOp<T>, const N: usize>(
     // only enter the last tile's aggregate, which no tile reads). A full tile needs none:
     // no load of `input[0]` on its path.
     let fill = if n - id * tile_len >= tile_len { placeholder() } else { input[0] };
-    let (items, _) = load_blocked::<T, N>(input, id as u64, fill);
+    let (items, _) = load_blocked_coalesced::<T, N>(input, id as u64, fill);
     let scanned =
         block::scan_items_with_prefix(&items, op, |warp, aggregate| look_back(warp, &status, id, aggregate, init, op));
     let outs = match init {
@@ -359,5 +359,5 @@ pub unsafe fn scan_tile<T: DeviceCopy, Op: ReduceOp<T>, const N: usize>(
         None => scanned.inclusive(&items, op),
     };
     // Only the input's length: `out` may be longer.
-    store_blocked_valid(out, &tile, &outs, n - id * tile_len);
+    store_blocked_coalesced_valid(out, &tile, &outs, n - id * tile_len);
 }
