@@ -625,6 +625,10 @@ impl Backend for Cpu {
         false
     }
 
+    fn runs_ptx(&self) -> bool {
+        false
+    }
+
     fn load_module(&self, source: &ModuleSource) -> Result<ModuleH, LoadFailure> {
         // Nothing is compiled or linked: device-side launches run on the engine's queue.
         let id = self.next_module.fetch_add(1, Ordering::Relaxed);

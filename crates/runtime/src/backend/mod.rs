@@ -430,6 +430,12 @@ pub(crate) trait Backend: Send + Sync {
     fn links_device_runtime(&self) -> bool {
         true
     }
+    /// Whether kernels run as their PTX here (so a kernel compiled to a marked trap in the
+    /// loaded module, as `wgmma` is outside `sm_90a`, must not be launched); the CPU device
+    /// runs every kernel's host build instead.
+    fn runs_ptx(&self) -> bool {
+        true
+    }
     /// Loads (and, with a device runtime, links) a module.
     fn load_module(&self, source: &ModuleSource) -> Result<ModuleH, LoadFailure>;
     unsafe fn unload_module(&self, module: ModuleH) -> Done;
