@@ -735,6 +735,7 @@ impl Backend for Cpu {
             elem: map.elem_bytes as u32,
             oob_nan: u32::from(map.oob_nan),
             magic: cohort_cpu::TMA_DESC_MAGIC,
+            swizzle: map.swizzle,
         };
         for d in 0..rank {
             desc.dims[d] = map.dims[d];

@@ -245,6 +245,8 @@ pub(crate) struct TiledMap {
     pub(crate) l2_promotion: u32,
     /// Out-of-bounds float elements read as NaN (else zero).
     pub(crate) oob_nan: bool,
+    /// Swizzle span in bytes: 0 (none), 32, 64 or 128.
+    pub(crate) swizzle: u32,
 }
 
 /// An attribute of a memory pool (all 64-bit values).
