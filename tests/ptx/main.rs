@@ -74,6 +74,7 @@ fn main() {
         cpu_trial("ptx_launch_budget_for_exactly_the_launching_kernels", launch_budget_kernels),
         cpu_trial("ptx_golden_dependent_kernels_wait_before_touching_memory", golden_dependent_wait),
         cpu_trial("ptx_golden_async_barrier_one_arrival_per_phase_and_counted_scope", golden_async_barrier),
+        cpu_trial("ptx_wgmma_only_in_sm_90a_elsewhere_a_marked_trap", wgmma_only_in_sm_90a),
     ];
     for set in SETS {
         for m in set.modules {
@@ -110,7 +111,9 @@ fn launch_bounds_hold(ptxas: &std::path::Path, m: &'static PtxModule) -> TestRes
     ensure(capped <= 24, || format!("sm_{}: capped_polynomials uses {capped} registers under a cap of 24", m.arch))?;
     let uncapped_text = m.text_with_nul().replace(".maxnreg 24\n", "");
     let uncapped: &'static str = Box::leak(uncapped_text.into_boxed_str());
-    let uncapped_module: &'static PtxModule = Box::leak(Box::new(PtxModule::new(m.arch, uncapped)));
+    let uncapped_module = PtxModule::new(m.arch, uncapped);
+    let uncapped_module = if m.arch_specific { uncapped_module.with_arch_specific() } else { uncapped_module };
+    let uncapped_module: &'static PtxModule = Box::leak(Box::new(uncapped_module));
     let free = regs(&run_ptxas(ptxas, uncapped_module)?)?;
     ensure(free > 24, || {
         format!("sm_{}: without its cap capped_polynomials uses {free} registers: the test proves nothing", m.arch)
@@ -194,6 +197,45 @@ fn entry_body(m: &PtxModule, name: &str) -> Result<&'static str, String> {
     let rest = &text[start..];
     let end = rest.find("\n}\n").map_or(rest.len(), |e| e + 3);
     Ok(&rest[..end])
+}
+
+/// `gemm_hopper`'s entries: in the `sm_90a` module four back-to-back `m64n256k16` MMAs per
+/// stage, the register split and the TMA loads, and no trap marker; in every other module no
+/// `wgmma` but the marked trap the runtime refuses to launch (`Error::NeedsArchSpecific`). The
+/// kernels crate embeds an `sm_90a` module beside `sm_90`.
+fn wgmma_only_in_sm_90a() -> TestResult {
+    ensure(PTX.modules.iter().any(|m| m.arch_specific && m.arch == 90), || format!("modules: {:?}", PTX.arch_names()))?;
+    for m in PTX.modules {
+        for k in ["gemm_tn_hopper_bf16", "gemm_tn_hopper_f16"] {
+            // To the next function (`entry_body` stops at a `}` line, which inline assembly may hold).
+            let text = m.text();
+            let start = text.find(&format!(".entry {k}(")).ok_or_else(|| format!("{}: no `{k}`", m.arch_name()))?;
+            let rest = &text[start + 1..];
+            let end = [rest.find("\n.visible .entry"), rest.find("\n.func"), rest.find("\n.entry")]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(rest.len());
+            let body = &rest[..end];
+            let marked = body.contains(cohort::raw::NEEDS_SM_90A);
+            if m.arch_specific {
+                let mmas = body.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32").count();
+                ensure(mmas == 4 && !marked, || format!("{} `{k}`: {mmas} MMAs, marked {marked}", m.arch_name()))?;
+                for needle in [
+                    "setmaxnreg.dec.sync.aligned.u32 40",
+                    "setmaxnreg.inc.sync.aligned.u32 232",
+                    "cp.async.bulk.tensor.2d",
+                ] {
+                    ensure(body.contains(needle), || format!("{} `{k}` lacks `{needle}`", m.arch_name()))?;
+                }
+            } else {
+                ensure(marked && !body.contains("wgmma."), || {
+                    format!("{} `{k}`: wgmma outside sm_90a, or no marked trap", m.arch_name())
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The entry's body and every `.func` in the module it calls directly.
@@ -467,7 +509,7 @@ fn classic_no_bounds_checks() -> TestResult {
 /// the fact the writes' safety rests on, checked exhaustively on the CPU for several block
 /// shapes and grids, nested layouts included.
 fn layouts_one_to_one() -> TestResult {
-    use cohort::matrix::{Blocked, Cyclic, Layout, MmaWarps, Transposed, TransposedTiles};
+    use cohort::matrix::{Blocked, Cyclic, Layout, MmaWarps, Transposed, TransposedTiles, Warpgroups};
     fn check<L: Layout>(name: &str) -> TestResult {
         check_blocks::<L>(name, &[(8, 4), (32, 8), (1, 16), (16, 1)])
     }
@@ -479,6 +521,14 @@ fn layouts_one_to_one() -> TestResult {
                     (0..gx).flat_map(move |bx| (0..y).flat_map(move |ty| (0..x).map(move |tx| (by, bx, ty, tx))))
                 }) {
                     let [r0, dr, c0, dc] = L::place(tx, ty, x, y, by, bx);
+                    // Idle threads (`Warpgroups`' producers) are placed past every matrix: they
+                    // write nothing (a layout with them is not `Within`: every write is checked).
+                    if L::IDLE_THREADS && r0 >= 1 << 60 {
+                        ensure((ty * x + tx) / 128 < 4, || {
+                            format!("{name}: a consumer thread placed past the matrix")
+                        })?;
+                        continue;
+                    }
                     for k in 0..L::KR {
                         for l in 0..L::KC {
                             let at = (r0 + dr * k, c0 + dc * (l / L::RUN) + l % L::RUN);
@@ -507,7 +557,11 @@ fn layouts_one_to_one() -> TestResult {
     // other).
     check_blocks::<MmaWarps<4, 4, 4>>("MmaWarps<4, 4, 4>", &[(256, 1), (32, 8), (128, 1)])?;
     check_blocks::<MmaWarps<1, 2, 1>>("MmaWarps<1, 2, 1>", &[(32, 1), (64, 1), (32, 3)])?;
-    check_blocks::<TransposedTiles<MmaWarps<2, 1, 2>>>("TransposedTiles<MmaWarps<2, 1, 2>>", &[(64, 1), (32, 4)])
+    check_blocks::<TransposedTiles<MmaWarps<2, 1, 2>>>("TransposedTiles<MmaWarps<2, 1, 2>>", &[(64, 1), (32, 4)])?;
+    // Warpgroup MMA accumulators, producers first (they write nothing).
+    check_blocks::<Warpgroups<32, 1>>("Warpgroups<32, 1>", &[(384, 1), (128, 3), (256, 1)])?;
+    check_blocks::<Warpgroups<8, 0>>("Warpgroups<8, 0>", &[(128, 1), (256, 1)])?;
+    check_blocks::<TransposedTiles<Warpgroups<4, 2>>>("TransposedTiles<Warpgroups<4, 2>>", &[(512, 1)])
 }
 
 /// The tensor-core GEMM's k-loop (`cohort_kernels::gemm`: from its first `cp.async` to its last
