@@ -37,6 +37,7 @@
 //! | [`print`] | `vprintf` |
 //! | [`fp`] | `sqrt`, `fma`, the `.approx` functions |
 //! | [`mma`] | `mma.sync` (m16n8k16, BF16/F16), `ldmatrix`, `cvt` between `f32` and BF16/F16 |
+//! | [`wgmma`] | `wgmma.fence` / `mma_async` / `commit_group` / `wait_group` (sm_90a), matrix descriptors, `setmaxnreg` |
 //!
 //! | PTX | here | CUDA C++ |
 //! |---|---|---|
@@ -90,6 +91,7 @@ pub mod print;
 pub mod sreg;
 pub mod tma;
 pub mod warp;
+pub mod wgmma;
 
 // The `.approx` instructions computed on the CPU device as a GPU computes them (see `fp`).
 #[cfg(not(target_arch = "nvptx64"))]
@@ -115,3 +117,4 @@ pub use print::*;
 pub use sreg::*;
 pub use tma::*;
 pub use warp::*;
+pub use wgmma::*;
