@@ -114,6 +114,7 @@
 
 mod arg;
 pub mod histogram;
+mod onesweep;
 mod radix_sort;
 mod reduce;
 mod scan;
@@ -127,6 +128,10 @@ pub use histogram::{
 };
 pub use segmented_reduce::{SEG_BLOCK, SEG_BYTES, segmented_reduce_chunk, segmented_reduce_fixup};
 
+pub use onesweep::{
+    ONESWEEP_BLOCK, ONESWEEP_ITEMS, onesweep_hist_len, onesweep_histogram, onesweep_pass, onesweep_smem_bytes,
+    onesweep_state_len,
+};
 pub use radix_sort::{
     RADIX_BITS, RADIX_DIGITS, SORT_BLOCK, SORT_ITEMS, block_tile_range, radix_downsweep, radix_hist_len,
     radix_smem_bytes, radix_upsweep,
