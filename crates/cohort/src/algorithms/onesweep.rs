@@ -77,7 +77,13 @@ crate::shared! {
     static OS_TILE_FIRST: [u32; DIGITS];
     /// Output position of digit `d`'s first key in the tile, minus its first tile position.
     static OS_BASE: [u64; DIGITS];
+    /// The digit of each sorted key of the tile (pairs: the values' positions, without keeping
+    /// them in registers).
+    static OS_DIGITS: [u8; MAX_TILE];
 }
+
+/// The longest tile (the kernels' own).
+const MAX_TILE: usize = ONESWEEP_BLOCK as usize * ONESWEEP_ITEMS;
 
 /// The length (in `u64`s) of a pass's look-back state for `n` keys: the tile counter, then one
 /// slot per (tile, digit).
@@ -188,9 +194,9 @@ fn look_back_stuck(id: usize) -> ! {
 
 /// One tile of an Onesweep pass over bits `bits.begin .. bits.end` (at most 8 bits; the
 /// shift below 64): the keys (and values, when `values` is not empty) of the tile drawn from
-/// `state`'s counter go to their sorted positions in `keys_out` / `values_out`, stable (see the
-/// [module docs](self)). `hist`: the pass's 256 digit totals (the keys' digit counts, e.g. this
-/// pass's words of [`onesweep_histogram`]). `smem_keys` / `smem_values`: shared memory of
+/// `state`'s counter go to their sorted positions in `keys_out` / `values_out`, stable (the
+/// design: `onesweep.rs`; a summary in [`algorithms`](super)). `hist`: the pass's 256 digit
+/// totals (the keys' digit counts, e.g. this pass's words of [`onesweep_histogram`]). `smem_keys` / `smem_values`: shared memory of
 /// `ONESWEEP_BLOCK * N` keys / values each (they may be the same bytes).
 ///
 /// Launch contract (the host API keeps it): blocks of [`ONESWEEP_BLOCK`] threads, at least one
@@ -224,7 +230,7 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
     assert!(width <= super::RADIX_BITS && shift < 64, "onesweep radix sort: a pass sorts at most RADIX_BITS bits");
     let bs = ONESWEEP_BLOCK as usize;
     let tile_len = bs * N;
-    assert!(tile_len < 1 << 16, "onesweep radix sort: a tile holds fewer than 65536 keys");
+    assert!(tile_len <= MAX_TILE, "onesweep radix sort: a tile holds at most ONESWEEP_BLOCK * ONESWEEP_ITEMS keys");
     let n = keys.len();
     let tiles = n.div_ceil(tile_len);
     let pairs = !values.is_empty();
@@ -346,19 +352,22 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
     });
     crate::sync::sync_threads();
     let (kdst, klen) = (keys_out.as_mut_ptr(), keys_out.len());
-    let mut pos = [0usize; N];
+    let sorted_digits = OS_DIGITS.get();
     crate::unroll::<N>(|j| {
         let s = t + j * bs;
         // SAFETY: `s < tile_len <= smem_keys.len()`.
         let key = unsafe { smem_keys.load_unchecked(s) };
         let d = bits.digit(key, shift, width) as usize;
-        pos[j] = bases.load(d).wrapping_add(s as u64) as usize;
-        if s < valid && pos[j] < klen {
+        let pos = bases.load(d).wrapping_add(s as u64) as usize;
+        if pairs {
+            sorted_digits.store(s, d as u8);
+        }
+        if s < valid && pos < klen {
             // SAFETY: in bounds (checked). Disjoint (the caller's contract): sorted key `s` of
             // the tile, with digit `d`, goes to digit `d`'s first output position for this tile
             // plus its place among the tile's keys of digit `d` (`s - tile_first[d]`); each
             // `s` is one thread's.
-            unsafe { kdst.add(pos[j]).write(key) };
+            unsafe { kdst.add(pos).write(key) };
         }
     });
     if pairs {
@@ -384,10 +393,12 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
         let (vdst, vlen) = (values_out.as_mut_ptr(), values_out.len());
         crate::unroll::<N>(|j| {
             let s = t + j * bs;
-            if s < valid && pos[j] < vlen {
+            // The sorted key's digit (stored above, before the barriers), so the key's position.
+            let pos = bases.load(sorted_digits.load(s) as usize).wrapping_add(s as u64) as usize;
+            if s < valid && pos < vlen {
                 // SAFETY: in bounds (checked); disjoint as the key's position. Shared: `s <
                 // tile_len`.
-                unsafe { vdst.add(pos[j]).write(smem_values.load_unchecked(s)) };
+                unsafe { vdst.add(pos).write(smem_values.load_unchecked(s)) };
             }
         });
     }
