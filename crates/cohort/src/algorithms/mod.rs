@@ -32,7 +32,7 @@
 //! | `cub::ScanTileState` | the scan's state: a `&[AtomicU64]` ([`scan_state_len`]) |
 //! | `cub::DeviceSelect::If`, `Flagged`, `Unique`, `DevicePartition::If` | [`select_tile`] (one launch; [`flags_if`], [`flags_unique`], or flags loaded blocked) · `Algorithms::select_if`, `select_flagged`, `unique`, `partition_if` |
 //! | `cub::BlockRadixSort` | [`block::radix_sort_keys`](crate::block::radix_sort_keys), [`block::radix_sort_pairs`](crate::block::radix_sort_pairs) |
-//! | `cub::DeviceRadixSort::SortKeys`, `SortPairs` (+ `Descending`, bit ranges) | [`radix_upsweep`], scan, [`radix_downsweep`] per 8-bit pass · `Algorithms::radix_sort_keys`, `radix_sort_pairs` |
+//! | `cub::DeviceRadixSort::SortKeys`, `SortPairs` (+ `Descending`, bit ranges) | Onesweep: [`onesweep_histogram`] once, [`onesweep_pass`] per 8-bit pass · `Algorithms::radix_sort_keys`, `radix_sort_pairs` (the classic [`radix_upsweep`], scan, [`radix_downsweep`] remain) |
 //! | `cub::DeviceRunLengthEncode::Encode` | [`select_tile`] of the run heads with their offsets, then the lengths (two launches) · `Algorithms::run_length_encode` |
 //! | `cub::BlockHistogram` | [`block::BlockHistogram`](crate::block::BlockHistogram) (shared-memory counters, one copy per warp, merged with one global atomic per bin) |
 //! | `cub::DeviceHistogram::HistogramEven`, `HistogramRange` | [`histogram_even`], [`histogram_range`] (one launch after clearing the output; [`histogram`]) · `Algorithms::histogram_even`, `histogram_range` |
@@ -53,7 +53,16 @@
 //!
 //! # Radix sort
 //!
-//! The classic LSD scheme, [`RADIX_BITS`] (8) bits a pass, each pass stable, three launches a
+//! The host API runs **Onesweep** (the design: `onesweep.rs`):
+//! [`onesweep_histogram`] counts the digits of every pass in one read of the keys, then one
+//! launch per 8-bit pass ranks each tile by the digit (warp multi-split), finds each digit's
+//! output position by a decoupled look-back per digit (one 64-bit status word per tile and
+//! digit, flag and count together; forward progress as the scan's, below) and scatters the tile
+//! through shared memory. [`onesweep_pass`] is `unsafe` as [`select_tile`] is: its positions
+//! are a permutation only when the histogram is the keys' and the state starts zeroed, which
+//! the host API keeps; every write is bounds-checked.
+//!
+//! The device library also keeps the classic LSD scheme, [`RADIX_BITS`] (8) bits a pass, each pass stable, three launches a
 //! pass: [`radix_upsweep`] (each block counts the digits of its tiles: a contiguous range of
 //! tiles per block, [`block_tile_range`], so that block order is input order), an exclusive
 //! sum of the counts in digit-major order (`hist[d * G + b]`; the built-in `u64` scan), which
@@ -114,6 +123,7 @@
 
 mod arg;
 pub mod histogram;
+mod onesweep;
 mod radix_sort;
 mod reduce;
 mod scan;
@@ -127,6 +137,10 @@ pub use histogram::{
 };
 pub use segmented_reduce::{SEG_BLOCK, SEG_BYTES, segmented_reduce_chunk, segmented_reduce_fixup};
 
+pub use onesweep::{
+    ONESWEEP_BLOCK, ONESWEEP_ITEMS, onesweep_hist_len, onesweep_histogram, onesweep_pass, onesweep_smem_bytes,
+    onesweep_state_len,
+};
 pub use radix_sort::{
     RADIX_BITS, RADIX_DIGITS, SORT_BLOCK, SORT_ITEMS, block_tile_range, radix_downsweep, radix_hist_len,
     radix_smem_bytes, radix_upsweep,
