@@ -1,6 +1,6 @@
 //! `cohort bench algorithms`: the device-wide algorithms of `cohort-algorithms` (reduce, scan,
-//! select, partition, unique, run-length encode, radix sort, histogram, segmented reduce,
-//! argmax) beside CUB's, on the same buffers and stream,
+//! scan by key, select, partition, unique, run-length encode, radix sort, histogram, segmented
+//! reduce, argmax) beside CUB's, on the same buffers and stream,
 //! timed in interleaved pairs (medians), as GB/s and as a fraction of DRAM bandwidth (an
 //! H200's 4.8 TB/s by default). CUB comes from `host/benches/algorithms_cub.cu`, built on the
 //! GPU machine as a shared library:
@@ -13,7 +13,8 @@
 //! Without `--cub` only the Rust side runs. Every result of both sides is checked element by
 //! element against the CPU. Inputs (the same for both): `hash(i)` (splitmix64's finalizer)
 //! for reduce and scan; select-if keeps `x < 2^31` (half); select-flagged's flags are
-//! `hash(i) >> 31`; unique and run-length encode see runs of 4 (`hash(i / 4)`); radix sort
+//! `hash(i) >> 31`; unique and run-length encode see runs of 4 (`hash(i / 4)`), and the scans
+//! by key sum `hash(i)` by those keys; radix sort
 //! sorts `hash(i)` (u32 keys) or `hash64(i)` (u64 keys), with the indices `i` as values (the
 //! Rust sort is in place: each timed run starts from a copy of the input made untimed; CUB's
 //! is `DeviceRadixSort::SortKeys` / `SortPairs` from the input to another buffer); the histogram
@@ -91,14 +92,18 @@ enum Algo {
     SegSum1e5 = 15,
     SegSum1e7 = 16,
     ArgMaxF32 = 17,
+    InclusiveByKeyU32 = 18,
+    ExclusiveByKeyU32 = 19,
 }
 
 impl Algo {
-    const ALL: [Algo; 18] = [
+    const ALL: [Algo; 20] = [
         Algo::ReduceU32,
         Algo::ReduceF32,
         Algo::ExclusiveU32,
         Algo::InclusiveU32,
+        Algo::InclusiveByKeyU32,
+        Algo::ExclusiveByKeyU32,
         Algo::SelectIf,
         Algo::SelectFlagged,
         Algo::PartitionIf,
@@ -134,6 +139,8 @@ impl Algo {
             Algo::SegSum1e5 => "segmented sum f32, segments of 10^5 (DeviceSegmentedReduce::Sum)",
             Algo::SegSum1e7 => "segmented sum f32, segments of 10^7 (DeviceSegmentedReduce::Sum)",
             Algo::ArgMaxF32 => "argmax f32 (DeviceReduce::ArgMax)",
+            Algo::InclusiveByKeyU32 => "inclusive sum by key u32, runs of 4 (DeviceScan::InclusiveSumByKey)",
+            Algo::ExclusiveByKeyU32 => "exclusive sum by key u32, runs of 4 (DeviceScan::ExclusiveSumByKey)",
         }
     }
 
@@ -158,6 +165,8 @@ impl Algo {
             Algo::SegSum1e5 => "seg_sum_1e5",
             Algo::SegSum1e7 => "seg_sum_1e7",
             Algo::ArgMaxF32 => "argmax_f32",
+            Algo::InclusiveByKeyU32 => "inclusive_scan_by_key_u32",
+            Algo::ExclusiveByKeyU32 => "exclusive_scan_by_key_u32",
         }
     }
 
@@ -344,6 +353,56 @@ fn check_scan(what: &str, data: &[u32], got: &[u32], inclusive: bool) -> CliResu
             let want = if inclusive { next } else { acc };
             if y != want {
                 return Some((k * CHUNK + j, y, want));
+            }
+            acc = next;
+        }
+        None
+    });
+    match bad {
+        Some((i, y, w)) => Err(fail(format!("{what}: element {i} is {y}, want {w}"))),
+        None => Ok(()),
+    }
+}
+
+/// `got` against the wrapping sums of `data` by `keys` (restarting at every key unlike the one
+/// before; exclusive ones start from 0), chunk by chunk in parallel: each chunk's value since
+/// its last head (and whether it has one), combined in order into each chunk's incoming value.
+fn check_scan_by_key(what: &str, keys: &[u32], data: &[u32], got: &[u32], inclusive: bool) -> CliResult {
+    let n = data.len();
+    if got.len() != n || keys.len() != n {
+        return Err(fail(format!("{what}: {} elements, want {n}", got.len())));
+    }
+    let head = |i: usize| i == 0 || keys[i - 1] != keys[i];
+    let chunks = n.div_ceil(CHUNK);
+    let tails: Vec<(bool, u32)> = (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let (mut has, mut v) = (false, 0u32);
+            for i in k * CHUNK..((k + 1) * CHUNK).min(n) {
+                if head(i) {
+                    (has, v) = (true, 0);
+                }
+                v = v.wrapping_add(data[i]);
+            }
+            (has, v)
+        })
+        .collect();
+    let mut starts = Vec::with_capacity(chunks);
+    let mut acc = 0u32;
+    for (has, v) in tails {
+        starts.push(acc);
+        acc = if has { v } else { acc.wrapping_add(v) };
+    }
+    let bad = (0..chunks).into_par_iter().find_map_first(|k| {
+        let mut acc = starts[k];
+        for i in k * CHUNK..((k + 1) * CHUNK).min(n) {
+            if head(i) {
+                acc = 0;
+            }
+            let next = acc.wrapping_add(data[i]);
+            let want = if inclusive { next } else { acc };
+            if got[i] != want {
+                return Some((i, got[i], want));
             }
             acc = next;
         }
@@ -636,6 +695,8 @@ impl Outs {
             | Algo::SelectFlagged
             | Algo::PartitionIf
             | Algo::Unique
+            | Algo::InclusiveByKeyU32
+            | Algo::ExclusiveByKeyU32
             | Algo::SortKeysU32 => o.a32 = z32(n)?,
             Algo::Rle | Algo::SortPairsU32 => (o.a32, o.b32) = (z32(n)?, z32(n)?),
             Algo::SortKeysU64 => o.a64 = z64(n)?,
@@ -769,7 +830,7 @@ fn bench(gpu: &Gpu, args: Args) -> CliResult {
     }
     table.print();
     println!(
-        "\nbytes: what the algorithm must read and write (reduce 4n; scans 8n; select/unique 4n + 4 per selected, \
+        "\nbytes: what the algorithm must read and write (reduce 4n; scans 8n; scans by key 12n; select/unique 4n + 4 per selected, \
          flagged + n, partition 8n; run-length encode 4n + 8 per run; radix sort one read and one write of the \
          keys and values: 8n u32 keys, 16n u32 pairs and u64 keys, 32n u64 pairs; histogram and argmax 4n; segmented \
          sum 4n + 12 per segment: its offset and sum); every result of both sides checked element by element against \
@@ -853,6 +914,10 @@ impl Ctx<'_> {
                 (inp.data64()?.dev.as_device_ptr().addr(), inp.idx64()?.as_device_ptr().addr(), 32.0 * nf)
             }
             Algo::HistogramU32 => (inp.hist_in()?.dev.as_device_ptr().addr(), 0, 4.0 * nf),
+            // The keys and values read, the values written.
+            Algo::InclusiveByKeyU32 | Algo::ExclusiveByKeyU32 => {
+                (inp.data()?.dev.as_device_ptr().addr(), inp.runs()?.dev.as_device_ptr().addr(), 12.0 * nf)
+            }
             Algo::ReduceF32 | Algo::ArgMaxF32 => (inp.floats()?.dev.as_device_ptr().addr(), 0, 4.0 * nf),
             // The elements, the offsets, the sums.
             Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => (
@@ -904,6 +969,8 @@ impl Ctx<'_> {
                 Algo::ReduceF32 => a.reduce(s, floats(), need(&mut r.f), 0.0, Sum, temp),
                 Algo::ExclusiveU32 => a.exclusive_scan(s, src32(), need(&mut r.a32), 0, Sum, temp),
                 Algo::InclusiveU32 => a.inclusive_scan(s, src32(), need(&mut r.a32), Sum, temp),
+                Algo::InclusiveByKeyU32 => a.inclusive_scan_by_key(s, runs(), src32(), need(&mut r.a32), Sum, temp),
+                Algo::ExclusiveByKeyU32 => a.exclusive_scan_by_key(s, runs(), src32(), need(&mut r.a32), 0, Sum, temp),
                 Algo::SelectIf => a.select_if(s, src32(), LessThan(threshold), need(&mut r.a32), &mut r.count, temp),
                 Algo::SelectFlagged => {
                     let flags = &inp.flags.get().expect("generated above").dev;
@@ -1005,6 +1072,10 @@ impl Ctx<'_> {
             Algo::ExclusiveU32 | Algo::InclusiveU32 => {
                 let out = read(got(&o.a32), n, &mut sc.a32)?;
                 check_scan(&what, &inp.data()?.host, out, algo == Algo::InclusiveU32)
+            }
+            Algo::InclusiveByKeyU32 | Algo::ExclusiveByKeyU32 => {
+                let out = read(got(&o.a32), n, &mut sc.a32)?;
+                check_scan_by_key(&what, &inp.runs()?.host, &inp.data()?.host, out, algo == Algo::InclusiveByKeyU32)
             }
             Algo::SelectIf | Algo::PartitionIf | Algo::SelectFlagged => {
                 let d = &inp.data()?.host;

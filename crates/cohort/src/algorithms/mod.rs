@@ -29,10 +29,12 @@
 //! | `cub::BlockScan` (+ prefix callback) | [`block::scan_items`](crate::block::scan_items), [`block::scan_items_with_prefix`](crate::block::scan_items_with_prefix) |
 //! | `cub::DeviceReduce::Reduce`, `Sum`, `Min`, `Max` | [`reduce_tiles`] (two launches) · `Algorithms::reduce` |
 //! | `cub::DeviceScan::ExclusiveScan`, `InclusiveScan`, `ExclusiveSum` | [`scan_tile`] (one launch) · `Algorithms::exclusive_scan`, `inclusive_scan` |
+//! | `cub::DeviceScan::InclusiveScanByKey`, `ExclusiveScanByKey`, `InclusiveSumByKey`, `ExclusiveSumByKey` | [`scan_by_key_tile`] (one launch; the look-back's tiles with a segment head publish their inclusive prefix at once) · `Algorithms::inclusive_scan_by_key`, `exclusive_scan_by_key` |
 //! | `cub::ScanTileState` | the scan's state: a `&[AtomicU64]` ([`scan_state_len`]) |
 //! | `cub::DeviceSelect::If`, `Flagged`, `Unique`, `DevicePartition::If` | [`select_tile`] (one launch; [`flags_if`], [`flags_unique`], or flags loaded blocked) · `Algorithms::select_if`, `select_flagged`, `unique`, `partition_if` |
 //! | `cub::BlockRadixSort` | [`block::radix_sort_keys`](crate::block::radix_sort_keys), [`block::radix_sort_pairs`](crate::block::radix_sort_pairs) |
 //! | `cub::DeviceRadixSort::SortKeys`, `SortPairs` (+ `Descending`, bit ranges) | Onesweep: [`onesweep_histogram`] once, [`onesweep_pass`] per 8-bit pass · `Algorithms::radix_sort_keys`, `radix_sort_pairs` (the classic [`radix_upsweep`], scan, [`radix_downsweep`] remain) |
+//! | `cub::DeviceMergeSort::SortKeys`, `SortPairs`, `StableSortKeys` (a comparator) | [`merge_sort_tiles`], then per pass [`merge_partition`] and [`merge_tiles`] · `cohort_algorithms::merge_sort_keys`, `merge_sort_pairs` (your type and comparator through `merge_sort_kernels!`), `Algorithms::merge_sort_keys` / `merge_sort_pairs` (built in) |
 //! | `cub::DeviceRunLengthEncode::Encode` | [`select_tile`] of the run heads with their offsets, then the lengths (two launches) · `Algorithms::run_length_encode` |
 //! | `cub::BlockHistogram` | [`block::BlockHistogram`](crate::block::BlockHistogram) (shared-memory counters, one copy per warp, merged with one global atomic per bin) |
 //! | `cub::DeviceHistogram::HistogramEven`, `HistogramRange` | [`histogram_even`], [`histogram_range`] (one launch after clearing the output; [`histogram`]) · `Algorithms::histogram_even`, `histogram_range` |
@@ -123,10 +125,12 @@
 
 mod arg;
 pub mod histogram;
+mod merge_sort;
 mod onesweep;
 mod radix_sort;
 mod reduce;
 mod scan;
+mod scan_by_key;
 pub mod segmented_reduce;
 mod select;
 
@@ -137,6 +141,10 @@ pub use histogram::{
 };
 pub use segmented_reduce::{SEG_BLOCK, SEG_BYTES, segmented_reduce_chunk, segmented_reduce_fixup};
 
+pub use merge_sort::{
+    MERGE_BLOCK, MERGE_MAX_BYTES, merge_items, merge_partition, merge_smem, merge_smem_bytes, merge_sort_tiles,
+    merge_tiles, merge_values_offset,
+};
 pub use onesweep::{
     ONESWEEP_BLOCK, ONESWEEP_ITEMS, onesweep_hist_len, onesweep_histogram, onesweep_pass, onesweep_smem_bytes,
     onesweep_state_len,
@@ -147,4 +155,5 @@ pub use radix_sort::{
 };
 pub use reduce::{REDUCE_BLOCK, REDUCE_ITEMS, reduce_tiles};
 pub use scan::{SCAN_BLOCK, SCAN_ITEMS, scan_state_len, scan_tile};
+pub use scan_by_key::{SCAN_BY_KEY_ITEMS, scan_by_key_tile};
 pub use select::{SELECT_BLOCK, SelectOut, flags_if, flags_unique, select_items, select_state_len, select_tile};
