@@ -69,7 +69,7 @@ pub type Layout = Within<MmaWarps<MI, NI, WARPS_N>>;
 
 /// `C = A · Bᵀ` for A (M×K), B (N×K), C (M×N), as the module docs say. Blocks of 256 threads,
 /// a grid of `(N / 128, M / 128)`, [`SMEM_BYTES`] of dynamic shared memory.
-#[kernel(instances(bf16, f16))]
+#[kernel(instances(bf16, f16), launch_bounds(256))]
 pub fn gemm_tn<T: MmaInput<f32>>(
     shape: BlockShape<256>,
     a: Matrix<T, u32>,
@@ -89,17 +89,21 @@ pub fn gemm_tn<T: MmaInput<f32>>(
         panic!("gemm: M and N must be multiples of 128 and K of 32, the grid inside them")
     };
     // Their tiles' rows are 16-byte aligned global memory: checked once, here.
-    let (mut ta, mut tb) = (cg::AsyncTiles::new(sa), cg::AsyncTiles::new(sb));
-    let steps = ta.len();
+    let (ta, tb) = (cg::AsyncTiles::new(sa), cg::AsyncTiles::new(sb));
+    // Steps of K, in 32 bits (as the twin's `int`): K / BK tiles of each strip (the same
+    // number: A and B have K columns).
+    let steps: u32 = ta.windows().min(tb.windows());
 
-    // Fills stage `s` with the next tiles of A and B (none past K), and closes its group.
-    let mut fill = |s: usize| {
-        ta.copy_next(&shape, &tiles, s * BM);
-        tb.copy_next(&shape, &tiles, STAGES * BM + s * BN);
+    // Fills stage `s` with tile `k` of A and of B (none past K), and closes its group.
+    let fill = |s: usize, k: u32| {
+        if k < steps {
+            ta.copy(&shape, &tiles, s * BM, k);
+            tb.copy(&shape, &tiles, STAGES * BM + s * BN, k);
+        }
         cg::commit_async_copies();
     };
     for s in 0..STAGES - 1 {
-        fill(s);
+        fill(s, s as u32);
     }
 
     // This warp's rows of every stage, WTM of A and WTN of B (N×K), all BK columns: one lane
@@ -111,10 +115,12 @@ pub fn gemm_tn<T: MmaInput<f32>>(
         // Stage kt has landed, for every thread; and every warp is done with stage kt - 1,
         // which the fill below overwrites.
         cg::wait_prior::<{ STAGES as u32 - 2 }>(&block);
-        fill((kt + STAGES - 1) % STAGES);
+        // (No overflow: kt < steps <= K / BK < 2^32 / 32.)
+        let next = kt + STAGES as u32 - 1;
+        fill(next as usize % STAGES, next);
         // Stage kt % STAGES: its blocks of 16 rows start at block BM / 16 · s of A's, BN / 16 · s
         // of B's.
-        let s = kt % STAGES;
+        let s = kt as usize % STAGES;
         let (ba, bb) = (s * BM / 16, s * BN / 16);
         for kk in 0..BK / 16 {
             let fa: [_; MI] = core::array::from_fn(|i| ta.a(&warp, ba + i, kk));
