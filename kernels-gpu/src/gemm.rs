@@ -6,12 +6,14 @@
 //! inputs, FP32 accumulation (`mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}`).
 //!
 //! The design (CUTLASS's sm_80 multistage GEMM):
-//! - a block of 256 threads (8 warps) computes a [`BM`]×[`BN`] tile of C, stepping through K
-//!   [`BK`] at a time; its warps are 2 × 4, each a 64×32 tile of C: 4 × 4 m16n8 accumulators;
+//! - a block of 256 threads (8 warps; `launch_bounds(256)`, as the twin's) computes a
+//!   [`BM`]×[`BN`] tile of C, stepping through K [`BK`] at a time; its warps are 2 × 4, each a
+//!   64×32 tile of C: 4 × 4 m16n8 accumulators;
 //! - a ring of [`STAGES`] shared stages of A's and B's tiles in dynamic shared memory
 //!   ([`shared::dynamic_array`]), rows padded to [`LDS`] elements (80 bytes: `ldmatrix`'s eight
 //!   rows fall on eight different 16-byte bank groups), filled by `cp.async` 16 bytes per thread
-//!   per chunk ([`cg::AsyncTiles`] along A's and B's strips, one `cp.async` group per stage,
+//!   per chunk ([`cg::AsyncTiles::copy`] of tile `k` along A's and B's strips: one check of
+//!   `k < steps` for both, 32-bit addresses; one `cp.async` group per stage,
 //!   [`cg::commit_async_copies`]), `STAGES - 1` tiles ahead of the math
 //!   ([`cg::wait_prior`]`::<STAGES - 2>`: one barrier per step of K);
 //! - per 16 of K, each warp loads its A fragments with `ldmatrix.x4` ([`WarpTiles::a`], as
