@@ -6,12 +6,14 @@
 //! inputs, FP32 accumulation (`mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}`).
 //!
 //! The design (CUTLASS's sm_80 multistage GEMM):
-//! - a block of 256 threads (8 warps) computes a [`BM`]×[`BN`] tile of C, stepping through K
-//!   [`BK`] at a time; its warps are 2 × 4, each a 64×32 tile of C: 4 × 4 m16n8 accumulators;
+//! - a block of 256 threads (8 warps; `launch_bounds(256)`, as the twin's) computes a
+//!   [`BM`]×[`BN`] tile of C, stepping through K [`BK`] at a time; its warps are 2 × 4, each a
+//!   64×32 tile of C: 4 × 4 m16n8 accumulators;
 //! - a ring of [`STAGES`] shared stages of A's and B's tiles in dynamic shared memory
 //!   ([`shared::dynamic_array`]), rows padded to [`LDS`] elements (80 bytes: `ldmatrix`'s eight
 //!   rows fall on eight different 16-byte bank groups), filled by `cp.async` 16 bytes per thread
-//!   per chunk ([`cg::AsyncTiles`] along A's and B's strips, one `cp.async` group per stage,
+//!   per chunk ([`cg::AsyncTiles::copy`] of tile `k` along A's and B's strips: one check of
+//!   `k < steps` for both, 32-bit addresses; one `cp.async` group per stage,
 //!   [`cg::commit_async_copies`]), `STAGES - 1` tiles ahead of the math
 //!   ([`cg::wait_prior`]`::<STAGES - 2>`: one barrier per step of K);
 //! - per 16 of K, each warp loads its A fragments with `ldmatrix.x4` ([`WarpTiles::a`], as
@@ -69,7 +71,7 @@ pub type Layout = Within<MmaWarps<MI, NI, WARPS_N>>;
 
 /// `C = A · Bᵀ` for A (M×K), B (N×K), C (M×N), as the module docs say. Blocks of 256 threads,
 /// a grid of `(N / 128, M / 128)`, [`SMEM_BYTES`] of dynamic shared memory.
-#[kernel(instances(bf16, f16))]
+#[kernel(instances(bf16, f16), launch_bounds(256))]
 pub fn gemm_tn<T: MmaInput<f32>>(
     shape: BlockShape<256>,
     a: Matrix<T, u32>,
@@ -89,17 +91,21 @@ pub fn gemm_tn<T: MmaInput<f32>>(
         panic!("gemm: M and N must be multiples of 128 and K of 32, the grid inside them")
     };
     // Their tiles' rows are 16-byte aligned global memory: checked once, here.
-    let (mut ta, mut tb) = (cg::AsyncTiles::new(sa), cg::AsyncTiles::new(sb));
-    let steps = ta.len();
+    let (ta, tb) = (cg::AsyncTiles::new(sa), cg::AsyncTiles::new(sb));
+    // Steps of K, in 32 bits (as the twin's `int`): K / BK tiles of each strip (the same
+    // number: A and B have K columns).
+    let steps: u32 = ta.windows().min(tb.windows());
 
-    // Fills stage `s` with the next tiles of A and B (none past K), and closes its group.
-    let mut fill = |s: usize| {
-        ta.copy_next(&shape, &tiles, s * BM);
-        tb.copy_next(&shape, &tiles, STAGES * BM + s * BN);
+    // Fills stage `s` with tile `k` of A and of B (none past K), and closes its group.
+    let fill = |s: usize, k: u32| {
+        if k < steps {
+            ta.copy(&shape, &tiles, s * BM, k);
+            tb.copy(&shape, &tiles, STAGES * BM + s * BN, k);
+        }
         cg::commit_async_copies();
     };
     for s in 0..STAGES - 1 {
-        fill(s);
+        fill(s, s as u32);
     }
 
     // This warp's rows of every stage, WTM of A and WTN of B (N×K), all BK columns: one lane
@@ -111,10 +117,12 @@ pub fn gemm_tn<T: MmaInput<f32>>(
         // Stage kt has landed, for every thread; and every warp is done with stage kt - 1,
         // which the fill below overwrites.
         cg::wait_prior::<{ STAGES as u32 - 2 }>(&block);
-        fill((kt + STAGES - 1) % STAGES);
+        // (No overflow: kt < steps <= K / BK < 2^32 / 32.)
+        let next = kt + STAGES as u32 - 1;
+        fill(next as usize % STAGES, next);
         // Stage kt % STAGES: its blocks of 16 rows start at block BM / 16 · s of A's, BN / 16 · s
         // of B's.
-        let s = kt % STAGES;
+        let s = kt as usize % STAGES;
         let (ba, bb) = (s * BM / 16, s * BN / 16);
         for kk in 0..BK / 16 {
             let fa: [_; MI] = core::array::from_fn(|i| ta.a(&warp, ba + i, kk));

@@ -28,6 +28,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("mma_warp_tiles_misuse_is_an_error", warp_tiles_misuse),
         gpu_trial("mma_tile_copy_lands_the_window_in_the_padded_tile", tile_copy),
         gpu_trial("mma_tile_copy_misuse_is_an_error", tile_copy_misuse),
+        gpu_trial("mma_async_tiles_copy_lands_window_k_and_none_past_the_last", async_tiles_copy),
     ]
 }
 
@@ -442,6 +443,41 @@ fn tile_copy(c: &Ctx) -> TestResult {
         let want = tile_copy_want(&a, r0, c0, row0);
         for b in 0..2 {
             check_all(&format!("tile of block {b}, window ({r0}, {c0}) at row {row0}"), &got[64 * b..64 * b + 48], &want)?;
+        }
+    }
+    Ok(())
+}
+
+/// `cg::AsyncTiles::copy(k)` (the GEMM's fill): window `k` of a 32-row strip of a 64 × 40
+/// matrix (five 32 × 8 windows along K) lands in rows `row0 ..`, columns 0..8 of the padded
+/// tile and nothing else changes; `k` past the last window copies nothing and says so; the
+/// strip counts its windows (`windows() == 5`). In two blocks.
+fn async_tiles_copy(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let a: Vec<bf16> = (0..64 * 40).map(|e| bf16::from_f32((e % 1999) as f32 + 0.5)).collect();
+    let da = c.gpu.upload(&a).ctx("a")?;
+    let kern = k::async_tiles_copy::load(&c.tests).ctx("load")?;
+    for (r0, k, row0) in [(0usize, 0usize, 0usize), (32, 4, 16), (7, 2, 5), (13, 1, 0), (0, 5, 0), (32, 7, 16)] {
+        let mut out = c.gpu.upload(&vec![[bf16::ZERO; 24]; 128]).ctx("out")?;
+        let mut res = c.gpu.upload(&[[9u32; 2]; 2]).ctx("res")?;
+        let at = [r0 as u32, k as u32, row0 as u32];
+        kern.launch(&s, LaunchConfig::new(2, 64), da.as_matrix(64, 40).ctx("a")?, at, &mut out, &mut res)
+            .ctx("launch")?;
+        let (got, res) = (out.to_vec().ctx("read")?, res.to_vec().ctx("read res")?);
+        let want: Vec<[bf16; 24]> = (0..48)
+            .map(|r| {
+                std::array::from_fn(|cc| {
+                    if k < 5 && (row0..row0 + 32).contains(&r) && cc < 8 {
+                        a[(r0 + r - row0) * 40 + 8 * k + cc]
+                    } else {
+                        bf16::NEG_ONE
+                    }
+                })
+            })
+            .collect();
+        for b in 0..2 {
+            check_all(&format!("tile of block {b}, window {k} of row {r0} at row {row0}"), &got[64 * b..64 * b + 48], &want)?;
+            ensure(res[b] == [u32::from(k < 5), 5], || format!("block {b}, window {k}: [copied, windows] = {:?}", res[b]))?;
         }
     }
     Ok(())

@@ -87,6 +87,7 @@ fn main() {
     }
     for m in PTX.modules {
         trials.push(ptxas_trial(&format!("ptxas_{}_launch_bounds_hold", m.arch_name()), m, launch_bounds_hold));
+        trials.push(sass_trial(&format!("sass_{}_gemm_k_loop_is_the_twins", m.arch_name()), m, gemm_k_loop_sass));
     }
     libtest_mimic::run(&args, trials).exit();
 }
@@ -156,6 +157,139 @@ fn run_ptxas(ptxas: &std::path::Path, m: &PtxModule) -> Result<Vec<cohort_build:
         return Err(format!("ptxas -arch={} rejected the module:\n{text}", m.arch_name()));
     }
     Ok(cohort_build::parse_ptxas_output(&text))
+}
+
+/// A test of a module's SASS (ptxas, then `nvdisasm` beside it or on `PATH`): ignored with the
+/// reason without them, and for checked-mode builds (`cargo test`'s default: the checks'
+/// warp barriers and calls are in every loop; run with `COHORT_CHECKED=0` or `--release`).
+fn sass_trial(name: &str, m: &'static PtxModule, f: fn(&SassTools, &'static PtxModule) -> TestResult) -> Trial {
+    Trial::ignorable_test(name, move || {
+        if m.text().contains(cohort::raw::SITE_MARKER_NUMBERED) {
+            return Ok(Completion::ignored_with(
+                "the kernels are built in checked mode (COHORT_CHECKED=0 or --release builds them without)",
+            ));
+        }
+        let Some(ptxas) = cohort_build::ptxas_path() else {
+            return Ok(Completion::ignored_with("ptxas not found (set COHORT_PTXAS, or put CUDA's bin on PATH)"));
+        };
+        let beside = ptxas.parent().map(|d| d.join("nvdisasm")).filter(|p| p.is_file());
+        let on_path = std::env::var_os("PATH")
+            .and_then(|p| std::env::split_paths(&p).map(|d| d.join("nvdisasm")).find(|p| p.is_file()));
+        let Some(nvdisasm) = beside.or(on_path) else {
+            return Ok(Completion::ignored_with("nvdisasm not found (pip install nvidia-cuda-nvdisasm==13.2.51)"));
+        };
+        f(&SassTools { ptxas, nvdisasm }, m).map(|()| Completion::Completed).map_err(Failed::from)
+    })
+}
+
+/// The tools of a [`sass_trial`].
+struct SassTools {
+    ptxas: std::path::PathBuf,
+    nvdisasm: std::path::PathBuf,
+}
+
+/// Entry `kernel` of `m` assembled for the module's architecture and disassembled: its
+/// instructions, in order, with their addresses and the addresses of the labels.
+fn sass_of(tools: &SassTools, m: &PtxModule, kernel: &str) -> Result<Sass, String> {
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("cohort-sass-test-{}-{}-{run}", std::process::id(), m.arch_name()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let (ptx, cubin) = (dir.join("module.ptx"), dir.join("module.cubin"));
+    std::fs::write(&ptx, m.text()).map_err(|e| e.to_string())?;
+    let run_tool = |cmd: &mut std::process::Command| -> Result<String, String> {
+        let out = cmd.output().map_err(|e| format!("running {cmd:?}: {e}"))?;
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        if out.status.success() { Ok(text) } else { Err(format!("{cmd:?} failed:\n{text}")) }
+    };
+    let asm = run_tool(
+        std::process::Command::new(&tools.ptxas)
+            .arg(format!("-arch={}", m.arch_name()))
+            .args(["-e", kernel, "-o"])
+            .arg(&cubin)
+            .arg(&ptx),
+    )
+    .and_then(|_| run_tool(std::process::Command::new(&tools.nvdisasm).arg("-c").arg(&cubin)));
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = asm?;
+    let mut sass = Sass::default();
+    let mut pending = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(label) = line.strip_suffix(':').filter(|l| l.starts_with(".L_x_")) {
+            pending.push(label.to_owned());
+        } else if let Some(rest) = line.strip_prefix("/*") {
+            let Some((addr, ins)) = rest.split_once("*/") else { continue };
+            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+            for l in pending.drain(..) {
+                sass.labels.insert(l, addr);
+            }
+            sass.code.push((addr, ins.trim().trim_end_matches(';').trim().to_owned()));
+        }
+    }
+    Ok(sass)
+}
+
+/// A kernel's SASS ([`sass_of`]).
+#[derive(Default)]
+struct Sass {
+    /// (address, instruction) in order.
+    code: Vec<(u64, String)>,
+    labels: std::collections::HashMap<String, u64>,
+}
+
+impl Sass {
+    /// The innermost loop around every instruction whose opcode starts with `op`: the
+    /// instructions from the target of the nearest backward branch that encloses them to that
+    /// branch.
+    fn loop_around(&self, op: &str) -> Option<&[(u64, String)]> {
+        let is = |i: &str| {
+            let w = i.split_whitespace().next().unwrap_or("");
+            // A predicated instruction: `@P0 OPCODE …`.
+            let w = if w.starts_with('@') { i.split_whitespace().nth(1).unwrap_or("") } else { w };
+            w.starts_with(op)
+        };
+        let first = self.code.iter().position(|(_, i)| is(i))?;
+        let last = self.code.iter().rposition(|(_, i)| is(i))?;
+        let (lo, hi) = (self.code[first].0, self.code[last].0);
+        let mut best: Option<(usize, usize)> = None;
+        for (at, (addr, ins)) in self.code.iter().enumerate() {
+            let Some(target) = ins.contains("BRA").then(|| ins.split('`').nth(1)).flatten() else { continue };
+            let Some(&to) = self.labels.get(target.trim_matches(|c| c == '(' || c == ')')) else { continue };
+            if *addr >= hi && to <= lo {
+                let from = self.code.iter().position(|(a, _)| *a == to)?;
+                if best.is_none_or(|(f, t)| at - from < t - f) {
+                    best = Some((from, at));
+                }
+            }
+        }
+        best.map(|(f, t)| &self.code[f..=t])
+    }
+}
+
+/// The tensor-core GEMM's k-loop in SASS has its CUDA C++ twin's shape
+/// (`host/benches/gemm_twins.cu`, whose loop ptxas 13.0 makes 73 instructions at sm_90): 32
+/// `HMMA`, 12 `LDSM` each of one 32-bit register plus an immediate (the `.shared` form of
+/// `ldmatrix`, not a generic address rebuilt in 64 bits per load), four `LDGSTS`, and at most
+/// 80 instructions in all (156 with the generic `ldmatrix` and 64-bit fill addressing before).
+/// No `VOTE`: ptxas deleted every convergence anchor of the inline-asm `ldmatrix`
+/// (`raw::warp::asm_anchor`), which must cost nothing.
+fn gemm_k_loop_sass(tools: &SassTools, m: &'static PtxModule) -> TestResult {
+    for k in ["gemm_tn_bf16", "gemm_tn_f16"] {
+        let sass = sass_of(tools, m, k)?;
+        let body = sass.loop_around("HMMA").ok_or_else(|| format!("{}: `{k}`: no loop around its HMMA", m.arch_name()))?;
+        let count = |op: &str| body.iter().filter(|(_, i)| i.split_whitespace().any(|w| w.starts_with(op))).count();
+        let listing = || body.iter().map(|(a, i)| format!("{a:#06x} {i}")).collect::<Vec<_>>().join("\n");
+        ensure(count("HMMA") == 32 && count("LDSM") == 12 && count("LDGSTS") == 4, || {
+            format!("{}: `{k}`'s k-loop is not 32 HMMA, 12 LDSM, 4 LDGSTS:\n{}", m.arch_name(), listing())
+        })?;
+        ensure(body.len() <= 80, || {
+            format!("{}: `{k}`'s k-loop has {} instructions (its C++ twin's: 73):\n{}", m.arch_name(), body.len(), listing())
+        })?;
+        ensure(!sass.code.iter().any(|(_, i)| i.contains("VOTE")), || {
+            format!("{}: `{k}` keeps a VOTE (an inline-asm convergence anchor ptxas did not delete)", m.arch_name())
+        })?;
+    }
+    Ok(())
 }
 
 /// Test kernels allowed to spill, and why (every library kernel and every other test kernel must not).
@@ -566,8 +700,9 @@ fn layouts_one_to_one() -> TestResult {
 
 /// The tensor-core GEMM's k-loop (`cohort_kernels::gemm`: from its first `cp.async` to its last
 /// `mma.sync`) branches to no panic: every shape, alignment and bounds check of the safe API
-/// is made before it (strips, `AsyncTiles`, `WarpTiles`) or folds away. Its `ldmatrix` read at
-/// lane pointers plus immediate offsets, and it stores C in 8-byte stores.
+/// is made before it (strips, `AsyncTiles`, `WarpTiles`) or folds away. Its `ldmatrix` are the
+/// `.shared` form of 32-bit addresses (lane addresses plus constants, which ptxas folds into
+/// the instruction: `sass_sm_*_gemm_k_loop_is_the_twins`), and it stores C in 8-byte stores.
 fn gemm_k_loop_has_no_checks() -> TestResult {
     for m in PTX.modules {
         for k in ["gemm_tn_bf16", "gemm_tn_f16"] {
@@ -597,9 +732,13 @@ fn gemm_k_loop_has_no_checks() -> TestResult {
             }
             let ldm: Vec<&str> =
                 lines[from..to].iter().copied().filter(|l| l.contains("ldmatrix.sync.aligned.m8n8.x4")).collect();
-            let imm = ldm.iter().filter(|l| l.contains('+')).count();
-            ensure(ldm.len() >= 12 && imm + 2 >= ldm.len(), || {
-                format!("sm_{}: `{k}`: {imm} of its {} ldmatrix read at an immediate offset", m.arch, ldm.len())
+            let shared = ldm.iter().filter(|l| l.contains(".shared.b16") && l.contains("[%r")).count();
+            ensure(ldm.len() >= 12 && shared == ldm.len(), || {
+                format!(
+                    "sm_{}: `{k}`: {shared} of its {} ldmatrix are the .shared form of a 32-bit address",
+                    m.arch,
+                    ldm.len()
+                )
             })?;
             ensure(["st.global.v2", "st.global.b64", "st.global.u64"].iter().any(|st| body.contains(st)), || {
                 format!("sm_{}: `{k}` stores C without 8-byte stores", m.arch)
@@ -667,16 +806,34 @@ fn golden_mutex() -> TestResult {
 
 /// Warp-synchronous operations come from LLVM's convergent NVVM intrinsics, never inline
 /// assembly (which LLVM may move across divergent branches): inline asm in the PTX is marked
-/// by `// begin inline asm`, so no warp op may appear between such markers.
+/// by `// begin inline asm`, so no warp op may appear between such markers. The exceptions,
+/// `ldmatrix` and `stmatrix` (whose intrinsics Rust can only give a generic address), are
+/// inline asm that names its convergence anchor (`raw::warp::asm_anchor`: a convergent
+/// `activemask.b32` of the same basic block, no label between them) in its first line.
 fn golden_convergent() -> TestResult {
     for m in SETS.iter().flat_map(|s| s.modules) {
         let mut in_asm = false;
+        // The register of the last `activemask` of the current basic block.
+        let mut anchor: Option<&str> = None;
+        let mut named: Option<&str> = None;
         for line in m.text().lines() {
             let l = line.trim();
+            if l.ends_with(':') || l.starts_with('}') || l.starts_with(".entry") || l.starts_with(".func") {
+                anchor = None;
+            } else if let Some(reg) = l.strip_prefix("activemask.b32").map(|r| r.trim().trim_end_matches(';')) {
+                anchor = Some(reg);
+            }
             if l.starts_with("// begin inline asm") {
                 in_asm = true;
+                named = None;
             } else if l.starts_with("// end inline asm") {
                 in_asm = false;
+            } else if in_asm && named.is_none() && l.starts_with("// %r") {
+                named = Some(l.trim_start_matches("// ").trim());
+            } else if in_asm && (l.starts_with("ldmatrix") || l.starts_with("stmatrix")) {
+                ensure(named.is_some() && named == anchor, || {
+                    format!("sm_{}: a warp op in inline asm without its convergence anchor ({anchor:?}): {l}", m.arch)
+                })?;
             } else if in_asm {
                 for op in [
                     "shfl.sync",

@@ -345,3 +345,37 @@ pub fn tile_copy(
     let row: [bf16; 24] = core::array::from_fn(|c| if t < 48 { tile.load_at(t, c) } else { bf16::ZERO });
     out.set(thread::index_1d(), row);
 }
+
+/// (Blocks of 64.) `cg::AsyncTiles::copy` of window `at[1]` of the 32-row strip of `a` at row
+/// `at[0]` (windows of 32 × 8 along K) into rows `at[2] ..` of a 48 × 24 shared tile first
+/// filled with `-1`, then the tile's rows to `out[64 b ..]` as `tile_copy`, and thread 0's
+/// `[copied, windows]` to `res[b]`.
+#[kernel]
+pub fn async_tiles_copy(
+    shape: BlockShape<64>,
+    a: Matrix<bf16, u32>,
+    at: [u32; 3],
+    mut out: DisjointSlice<[bf16; 24]>,
+    mut res: DisjointSlice<[u32; 2], PerBlock>,
+) {
+    let block = cg::this_thread_block();
+    let t = shape.rank() as usize;
+    let tile = TC_TILE.get();
+    for e in (t..48 * 24).step_by(64) {
+        tile.store_at(e / 24, e % 24, bf16::NEG_ONE);
+    }
+    block.sync();
+    let [r0, k, row0] = at;
+    let cohort::matrix::Split::Full(strip) = a.row_strip::<32, 8>(r0).split() else {
+        panic!("async_tiles_copy: the strip leaves the matrix")
+    };
+    let tiles = cg::AsyncTiles::new(strip);
+    let copied = tiles.copy(&shape, &tile, row0 as usize, k);
+    cg::commit_async_copies();
+    cg::wait_prior::<0>(&block);
+    let row: [bf16; 24] = core::array::from_fn(|c| if t < 48 { tile.load_at(t, c) } else { bf16::ZERO });
+    out.set(thread::index_1d(), row);
+    if let Some(b) = block.leader_index() {
+        res.set(b, [u32::from(copied), tiles.windows()]);
+    }
+}

@@ -379,7 +379,7 @@ pub fn memcpy_async_tile<
 ) {
     let first = src.element(0, 0);
     check_tiles::<T, R, C, SC>(first, src.row_len(), 0, 1);
-    copy_window(shape, dst, row0, src);
+    copy_window(shape, dst, row0, src, 0);
 }
 
 /// The checks of copies of `count` windows of `R × C`, the first at `first`, each `stride`
@@ -419,7 +419,9 @@ fn check_tiles<T: DeviceCopy, const R: usize, const C: usize, const SC: usize>(
 }
 
 /// [`memcpy_async_tile`] once [`check_tiles`] passed for `src`: only the destination rows are
-/// checked (for `row0` LLVM can bound, a constant comparison that folds away).
+/// checked (for `row0` LLVM can bound, a constant comparison that folds away). The window
+/// copied is the one `offset` elements after `src` (0: `src` itself); the caller guarantees
+/// that it is one [`check_tiles`] passed too, inside the matrix.
 #[inline(always)]
 #[track_caller]
 fn copy_window<
@@ -437,7 +439,10 @@ fn copy_window<
     dst: &SharedArray<[T; SC], SR>,
     row0: usize,
     src: &FullWindow<'_, T, R, C, I>,
+    offset: usize,
 ) {
+    // A shared array's bytes are addressed in 32 bits (a larger one is no shared memory).
+    const { assert!(SR * SC * size_of::<T>() <= u32::MAX as usize, "memcpy_async_tile: a tile of more than 4 GiB") };
     assert!(row0 <= SR && R <= SR - row0, "memcpy_async_tile: rows outside the tile");
     let threads = BlockShape::<X, Y, Z>::THREADS as usize;
     // 16-byte chunks per row, and in all.
@@ -449,10 +454,27 @@ fn copy_window<
         let idx = rank + j * threads;
         if total.is_multiple_of(threads) || idx < total {
             let (r, q) = (idx / per_row, idx % per_row);
-            let d = dst.addr() + ((row0 + r) * SC * size_of::<T>() + 16 * q) as u32;
-            let s = src.element(r, 0) as u64 + 16 * q as u64;
-            // SAFETY: r < R and 16 q < C · size: the 16 bytes at `s` are of row r of the window,
-            // inside the matrix (a full window) and in global memory, 16-byte aligned (both
+            // In 32 bits, as CUDA C++'s `smem_u32` addresses: the offset is below the tile's
+            // size (row0 + r < SR, 16 q < SC · size), a `u32` (the constant assertion). The
+            // thread's part (row r, chunk q) apart from the stage's (row0), so that a k-loop
+            // keeps it in a register and adds the stage's.
+            let pitch = (SC * size_of::<T>()) as u32;
+            let d = dst
+                .addr()
+                .wrapping_add((row0 as u32).wrapping_mul(pitch))
+                .wrapping_add((r as u32).wrapping_mul(pitch).wrapping_add(16 * q as u32));
+            // The chunk's first element in `src` by its offset in the matrix's index type where
+            // chunks start at elements (else by bytes), then `offset` more: a loop-invariant
+            // pointer plus one scaled index (`IMAD.WIDE`) in a k-loop of `AsyncTiles::copy`.
+            let chunk = if 16 % size_of::<T>() == 0 {
+                src.element_flat(r, 16 * q / size_of::<T>()) as u64
+            } else {
+                src.element(r, 0) as u64 + 16 * q as u64
+            };
+            let s = chunk + (offset * size_of::<T>()) as u64;
+            // SAFETY: r < R and 16 q < C · size: the 16 bytes at `s` are of row r of the window
+            // `offset` elements after `src` (`src` itself for 0), inside the matrix (a full
+            // window, the callers' precondition) and in global memory, 16-byte aligned (both
             // checked by `check_tiles`, the callers' precondition); those at `d` are of row
             // `row0 + r` of the tile (row0 + R <= SR, C <= SC), 16-byte aligned (the tile's
             // address is, `SharedArray`'s invariant, and so are its rows and the 16 q).
@@ -517,6 +539,50 @@ impl<'a, T: DeviceCopy, const R: usize, const C: usize, I: MatrixIndex> AsyncTil
         self.strip.len() == 0
     }
 
+    /// Windows not yet copied, in the matrix's index type (`u32` for a `Matrix<T, u32>`): the
+    /// count a k-loop of [`copy`](Self::copy) runs to.
+    #[inline(always)]
+    #[must_use]
+    pub fn windows(&self) -> I {
+        self.strip.len_index()
+    }
+
+    /// [`memcpy_async_tile`] of window `k` counted from the next one (window `k` of the strip
+    /// when no [`copy_next`](Self::copy_next) came before) into rows `row0 .. row0 + R` of
+    /// `dst`, without advancing; `false` (nothing copied) if there is no such window (`k` not
+    /// below [`windows`](Self::windows)). The form of a k-loop that fills stage
+    /// `(k + STAGES - 1) % STAGES` with tile `k + STAGES - 1`: one comparison in `I`, no
+    /// counter per strip.
+    ///
+    /// # Panics
+    /// As [`copy_next`](Self::copy_next).
+    #[inline(always)]
+    #[track_caller]
+    pub fn copy<const X: u32, const Y: u32, const Z: u32, const SR: usize, const SC: usize>(
+        &self,
+        shape: &BlockShape<X, Y, Z>,
+        dst: &SharedArray<[T; SC], SR>,
+        row0: usize,
+        k: I,
+    ) -> bool {
+        const {
+            assert!(C <= SC, "memcpy_async_tile: the window is wider than the tile");
+            assert!(
+                (SC * size_of::<T>()).is_multiple_of(16),
+                "memcpy_async_tile: rows of the tile must be multiples of 16 bytes"
+            );
+        };
+        match self.strip.peek(k) {
+            Some((next, offset)) => {
+                // `new` checked every window of the strip, window k among them: the one
+                // `offset` elements after the next.
+                copy_window(shape, dst, row0, &next, offset);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// [`memcpy_async_tile`] of the strip's next window into rows `row0 .. row0 + R` of `dst`;
     /// `false` (nothing copied) after the last one.
     ///
@@ -542,7 +608,7 @@ impl<'a, T: DeviceCopy, const R: usize, const C: usize, I: MatrixIndex> AsyncTil
         match self.strip.next() {
             Some(w) => {
                 // `new` checked every window of the strip, this one among them.
-                copy_window(shape, dst, row0, &w);
+                copy_window(shape, dst, row0, &w, 0);
                 true
             }
             None => false,

@@ -341,6 +341,32 @@ impl<T, const R: usize, const C: usize, I: MatrixIndex> FullStrip<'_, T, R, C, I
     }
 }
 
+impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullStrip<'a, T, R, C, I> {
+    /// The windows left, as an `I`: lossless, for there are at most as many as the matrix has
+    /// columns (a row strip: windows `C >= 1` wide) or rows (a column strip), which are `I`s.
+    #[inline(always)]
+    pub(crate) fn len_index(&self) -> I {
+        I::truncate(self.left)
+    }
+
+    /// Window `k` counted from the next one (what `nth(k)` would yield), without advancing, as
+    /// the next window and the offset from it to window `k` (`k · stride` elements); `None` if
+    /// `k` is not below [`len_index`](Self::len_index). One comparison and one multiply in
+    /// `I`: a k-loop's "tile `k + STAGES - 1`, if any" without a 64-bit counter per strip, and
+    /// whose chunk addresses are a loop-invariant pointer plus one scaled offset (`IMAD.WIDE`).
+    #[inline(always)]
+    pub(crate) fn peek(&self, k: I) -> Option<(FullWindow<'a, T, R, C, I>, usize)> {
+        if k >= self.len_index() {
+            return None;
+        }
+        // k < left: windows 0 and k are the strip's, inside the matrix (how `split` made
+        // this); window k's corner offset `base + k · stride` is inside the matrix, so `k ·
+        // stride` fits `I` and the wrapping multiply is exact.
+        let next = FullWindow { data: self.data, base: self.base, cols: self.cols, _life: PhantomData };
+        Some((next, k.mul_add_wrapping(self.stride, I::ZERO).to_usize()))
+    }
+}
+
 impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> Iterator for FullStrip<'a, T, R, C, I> {
     type Item = FullWindow<'a, T, R, C, I>;
 
@@ -477,6 +503,18 @@ impl<'a, T, const R: usize, const C: usize, I: MatrixIndex> FullWindow<'a, T, R,
         // SAFETY: for `i < R`, `j < C` (the callers' checks) both offsets are of elements
         // (r0 + i, c0) and (r0 + i, c0 + j) of the window, inside the matrix's slice.
         unsafe { self.data.add(row).add(j) }
+    }
+
+    /// The address of window element `(i, j)` with its whole offset `base + i * cols + j`
+    /// made in `I` (inside the matrix for `i < R`, `j < C`: nothing wraps) and then scaled
+    /// once: `IMAD.WIDE` of a 32-bit index, where [`element`](Self::element) adds a 64-bit
+    /// column (for columns only known at run time, such as a thread's chunk of a row).
+    #[inline(always)]
+    pub(crate) fn element_flat(&self, i: usize, j: usize) -> *const T {
+        let at = self.base.add_wrapping(I::truncate(i).mul_add_wrapping(self.cols, I::truncate(j))).to_usize();
+        // SAFETY: for `i < R`, `j < C` (the callers' checks) the offset is of element
+        // (r0 + i, c0 + j) of the window, inside the matrix's slice.
+        unsafe { self.data.add(at) }
     }
 
     /// Element `(i, j)` of the window.

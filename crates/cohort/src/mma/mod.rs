@@ -677,13 +677,10 @@ impl TilesKind for TilesBKn {
 /// A warp's `ROWS × COLS` block of a shared tile, checked once, from which its lanes load
 /// fragments by 16×16 block — a GEMM warp's slice of a pipeline stage, loaded at every step of K.
 ///
-/// Each lane keeps the shared address of the row it supplies to `ldmatrix` for block (0, 0);
-/// block (`i`, `j`)'s is that plus a constant when `i` and `j` are (an unrolled loop), which
-/// LLVM folds into the instruction (`ldmatrix [%rd + 1280]`): no check and no address
-/// arithmetic per load in the PTX, as CUDA C++ written with a lane pointer. (ptxas still spends
-/// about three instructions per generic-address `ldmatrix` to form the shared address, where a
-/// `.shared` `ldmatrix` of a 32-bit register takes the offset as an immediate: LLVM's intrinsic
-/// takes a generic pointer here, Rust having no shared-space pointers.) Made by [`WarpTiles::new`]; loads:
+/// Each lane keeps the 32-bit shared address of the row it supplies to `ldmatrix` for block
+/// (0, 0); block (`i`, `j`)'s is that plus a constant when `i` and `j` are (an unrolled loop),
+/// which ptxas folds into the instruction (`LDSM [R + 0x500]`): no check and no address
+/// arithmetic per load, as CUDA C++ written with a lane's `smem_u32` address. Made by [`WarpTiles::new`]; loads:
 /// [`a`](Self::a) ([`TilesA`]), [`b_pair`](Self::b_pair) ([`TilesBNk`]),
 /// [`b_pair_trans`](Self::b_pair_trans) ([`TilesBKn`]).
 ///
@@ -707,8 +704,8 @@ impl TilesKind for TilesBKn {
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct WarpTiles<T, const ROWS: usize, const COLS: usize, K> {
-    /// This lane's row of block (0, 0): its generic address.
-    row: u64,
+    /// This lane's row of block (0, 0): its shared address.
+    row: u32,
     /// Bytes from one row of the tile to the next (`2 C`: a constant once inlined).
     pitch: u32,
     _p: PhantomData<(T, K)>,
@@ -736,11 +733,11 @@ impl<T: Half, const ROWS: usize, const COLS: usize, K: TilesKind> WarpTiles<T, R
             "WarpTiles: the block is not inside the tile, or not 16-byte aligned"
         );
         let (r, c) = K::lane_row_col(raw::laneid() as usize);
-        // Inside the block: r < 16 <= ROWS, c + 8 <= 16 <= COLS.
+        // Inside the block: r < 16 <= ROWS, c + 8 <= 16 <= COLS; the offset is below the
+        // tile's size, below 2^32 (the constant assertion), and the tile's address plus its
+        // size is a shared address (a `u32`: `SharedArray`'s invariant), so nothing wraps.
         let offset = ((row0 + r) * C + col0 + c) * 2;
-        // One `cvta.shared` of the row's shared address (below 2^32: the tile's bytes are):
-        // loads add constants to it (see the type's docs).
-        Self { row: raw::cvta_shared_u64(tile.addr() + offset as u32), pitch: (2 * C) as u32, _p: PhantomData }
+        Self { row: tile.addr() + offset as u32, pitch: (2 * C) as u32, _p: PhantomData }
     }
 
     /// This lane's row for block (`i`, `j`), whose 16 bytes lie in the block `new` checked.
@@ -749,9 +746,11 @@ impl<T: Half, const ROWS: usize, const COLS: usize, K: TilesKind> WarpTiles<T, R
     /// If `i >= ROWS / 16` or `j >= COLS / 16`.
     #[inline(always)]
     #[track_caller]
-    fn row_of(&self, i: usize, j: usize) -> u64 {
+    fn row_of(&self, i: usize, j: usize) -> u32 {
         assert!(i < ROWS / 16 && j < COLS / 16, "WarpTiles: block index out of range");
-        self.row + (16 * i) as u64 * u64::from(self.pitch) + (32 * j) as u64
+        // In the block (checked above and by `new`): below the tile's end, a `u32`; the
+        // wrapping forms only spare LLVM the overflow reasoning of the release profile.
+        self.row.wrapping_add((16 * i as u32).wrapping_mul(self.pitch)).wrapping_add(32 * j as u32)
     }
 }
 
@@ -771,7 +770,7 @@ impl<T: Half, const ROWS: usize, const COLS: usize> WarpTiles<T, ROWS, COLS, Til
         crate::check::warp("WarpTiles::a", u32::MAX);
         // SAFETY: the whole warp is at this call (as in `mma_sync`); each lane's row is 16
         // bytes inside the block its `new` checked, 16-byte aligned (`row_of`).
-        Fragment::from_regs(unsafe { raw::ldmatrix_x4_generic(row) })
+        Fragment::from_regs(unsafe { raw::ldmatrix_x4(row) })
     }
 }
 
@@ -790,7 +789,7 @@ impl<T: Half, const ROWS: usize, const COLS: usize> WarpTiles<T, ROWS, COLS, Til
         let row = self.row_of(j, k);
         crate::check::warp("WarpTiles::b_pair", u32::MAX);
         // SAFETY: as in `a`.
-        let r = unsafe { raw::ldmatrix_x4_generic(row) };
+        let r = unsafe { raw::ldmatrix_x4(row) };
         [Fragment::from_regs([r[0], r[1]]), Fragment::from_regs([r[2], r[3]])]
     }
 }
@@ -810,7 +809,7 @@ impl<T: Half, const ROWS: usize, const COLS: usize> WarpTiles<T, ROWS, COLS, Til
         let row = self.row_of(k, j);
         crate::check::warp("WarpTiles::b_pair_trans", u32::MAX);
         // SAFETY: as in `a`.
-        let r = unsafe { raw::ldmatrix_x4_trans_generic(row) };
+        let r = unsafe { raw::ldmatrix_x4_trans(row) };
         [Fragment::from_regs([r[0], r[1]]), Fragment::from_regs([r[2], r[3]])]
     }
 }

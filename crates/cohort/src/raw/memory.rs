@@ -222,8 +222,9 @@ pub unsafe fn ld_u32(addr: u64) -> u32 {
 
 /// `cvta.shared.u64`: the generic address of shared-space address `addr` (the same value as
 /// [`shared_window_base`]` + addr`, made by one instruction that tells ptxas the address is
-/// shared: a generic `ldmatrix` of it plus a constant then reads through the shared address
-/// plus an immediate offset).
+/// shared). A generic access of it still costs ptxas 64-bit address arithmetic per access
+/// (measured for `ldmatrix`: three instructions each); the `.shared` forms of a 32-bit
+/// address, as [`ldmatrix_x4`](super::ldmatrix_x4), take an immediate offset instead.
 #[inline(always)]
 #[must_use]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]

@@ -3,10 +3,15 @@
 //! floats.
 //!
 //! `mma.sync` and `ldmatrix` are warp-wide and `.aligned`: every lane of the warp must execute
-//! **the same instruction**, converged. They are emitted through LLVM's NVVM intrinsics
-//! (`llvm.nvvm.mma.*`, `llvm.nvvm.ldmatrix.*`), which LLVM knows are `convergent` (see
-//! [`crate::raw`]): never moved into, out of, or duplicated across divergent control flow.
-//! The `cvt`s are per-thread arithmetic and inline assembly.
+//! **the same instruction**, converged. `mma.sync` is emitted through LLVM's NVVM intrinsics
+//! (`llvm.nvvm.mma.*`), which LLVM knows are `convergent` (see [`crate::raw`]): never moved
+//! into, out of, or duplicated across divergent control flow. `ldmatrix` is inline assembly
+//! of its `.shared` form with a 32-bit shared address, after a convergence anchor
+//! ([`super::warp::asm_anchor`], whose docs give the argument): LLVM's `ldmatrix` intrinsic
+//! takes an address-space-overloaded pointer, Rust can only pass a generic one, and ptxas then
+//! spends three 64-bit instructions on each load's address where the `.shared` form of a
+//! 32-bit register takes the offset as an immediate (`LDSM [R + 0x500]`, as CUDA C++'s
+//! `asm volatile` `ldmatrix` does). The `cvt`s are per-thread arithmetic and inline assembly.
 //!
 //! Fragments are passed as the registers PTX names (`.b32` words holding two 16-bit values,
 //! the lower-numbered element in the low half; `f32` accumulators). Which lane holds which
@@ -52,18 +57,6 @@ unsafe extern "C" {
     fn nvvm_mma_f16_f32(a0: H2, a1: H2, a2: H2, a3: H2, b0: H2, b1: H2, c0: f32, c1: f32, c2: f32, c3: f32) -> F4;
     #[link_name = "llvm.nvvm.mma.m16n8k16.row.col.f16.f16"]
     fn nvvm_mma_f16_f16(a0: H2, a1: H2, a2: H2, a3: H2, b0: H2, b1: H2, c0: H2, c1: H2) -> H2x2;
-    #[link_name = "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x1.b16"]
-    fn nvvm_ldmatrix_x1(p: *const u8) -> u32;
-    #[link_name = "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16"]
-    fn nvvm_ldmatrix_x2(p: *const u8) -> (u32, u32);
-    #[link_name = "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"]
-    fn nvvm_ldmatrix_x4(p: *const u8) -> (u32, u32, u32, u32);
-    #[link_name = "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x1.trans.b16"]
-    fn nvvm_ldmatrix_x1_trans(p: *const u8) -> u32;
-    #[link_name = "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16"]
-    fn nvvm_ldmatrix_x2_trans(p: *const u8) -> (u32, u32);
-    #[link_name = "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"]
-    fn nvvm_ldmatrix_x4_trans(p: *const u8) -> (u32, u32, u32, u32);
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -144,7 +137,7 @@ pub unsafe fn mma_m16n8k16_f16_f16(a: [u32; 4], b: [u32; 2], c: [u32; 2]) -> [u3
 }
 
 macro_rules! ldmatrix {
-    ($($(#[$m:meta])* $name:ident, $at:ident => $intr:ident, $n:literal, $trans:literal, ($($i:tt),*);)*) => {$(
+    ($($(#[$m:meta])* $name:ident, $n:literal, $trans:literal, $ptx:literal, ($($r:ident),*);)*) => {$(
         $(#[$m])*
         ///
         /// Lane `8·m + r` supplies the shared-memory address `row_addr` of row `r` of matrix `m`
@@ -152,6 +145,10 @@ macro_rules! ldmatrix {
         /// are not read. Lane `l` receives, in word `m`, elements `2·(l % 4)` and
         /// `2·(l % 4) + 1` of row `l / 4` of matrix `m` (with `.trans`: of column `l / 4`, i.e.
         /// rows `2·(l % 4)` and `2·(l % 4) + 1` at column `l / 4`), the first in the low half.
+        ///
+        /// The `.shared` form, of a 32-bit shared address (inline assembly after its convergence
+        /// anchor, [`super::warp::asm_anchor`]): `row + constant` becomes one instruction with
+        /// an immediate offset (`LDSM [R + 0x500]`), as in CUDA C++.
         ///
         /// # Safety
         /// Every lane of the warp executes this same instruction, converged; every address
@@ -162,54 +159,42 @@ macro_rules! ldmatrix {
         #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         pub unsafe fn $name(row_addr: u32) -> [u32; $n] {
             on_device!(stringify!($name) => {
-                let p = super::shared_window_base().wrapping_add(u64::from(row_addr)) as *const u8;
-                // SAFETY: the caller's contract (convergence, addresses).
-                let r = unsafe { $intr(p) };
-                ldmatrix!(@out r, ($($i),*))
+                let anchor = super::warp::asm_anchor();
+                $(let $r: u32;)*
+                // SAFETY: the caller's contract (convergence, addresses); the asm follows its
+                // anchor (see `asm_anchor`: LLVM does not split this call into divergent
+                // copies). Not `pure`: it must not be sunk into a branch or duplicated.
+                unsafe {
+                    asm!(
+                        concat!("// {anchor}\n\t", $ptx),
+                        $($r = lateout(reg32) $r,)*
+                        a = in(reg32) row_addr,
+                        anchor = in(reg32) anchor,
+                        options(readonly, nostack, preserves_flags),
+                    )
+                };
+                [$($r),*]
             } host => {
                 super::mark_instruction();
                 host::ldmatrix::<$n>(row_addr, $trans)
             })
         }
-
-        #[doc = concat!("[`", stringify!($name), "`] with this lane's row given by its generic address `row` (the")]
-        /// shared window's base plus the row's shared address, [`super::shared_window_base`]):
-        /// a 64-bit register to which LLVM folds constant offsets (`ldmatrix [%rd + 1280]`),
-        /// where a 32-bit shared address would be widened afresh for each call.
-        ///
-        /// # Safety
-        #[doc = concat!("As [`", stringify!($name), "`], for the shared row at `row - shared_window_base()`.")]
-        #[inline(always)]
-        #[must_use]
-        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-        pub unsafe fn $at(row: u64) -> [u32; $n] {
-            on_device!(stringify!($name) => {
-                // SAFETY: the caller's contract (convergence, addresses).
-                let r = unsafe { $intr(row as *const u8) };
-                ldmatrix!(@out r, ($($i),*))
-            } host => {
-                super::mark_instruction();
-                host::ldmatrix::<$n>(row.wrapping_sub(super::shared_window_base()) as u32, $trans)
-            })
-        }
     )*};
-    (@out $r:ident, ()) => { [$r] };
-    (@out $r:ident, ($($i:tt),+)) => { [$($r.$i),+] };
 }
 
 ldmatrix! {
     /// `ldmatrix.sync.aligned.m8n8.x1.shared.b16` (sm_75+): one 8×8 matrix of 16-bit elements.
-    ldmatrix_x1, ldmatrix_x1_generic => nvvm_ldmatrix_x1, 1, false, ();
+    ldmatrix_x1, 1, false, "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {{{r0}}}, [{a}];", (r0);
     /// `ldmatrix.sync.aligned.m8n8.x2.shared.b16`: two 8×8 matrices.
-    ldmatrix_x2, ldmatrix_x2_generic => nvvm_ldmatrix_x2, 2, false, (0, 1);
+    ldmatrix_x2, 2, false, "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {{{r0}, {r1}}}, [{a}];", (r0, r1);
     /// `ldmatrix.sync.aligned.m8n8.x4.shared.b16`: four 8×8 matrices.
-    ldmatrix_x4, ldmatrix_x4_generic => nvvm_ldmatrix_x4, 4, false, (0, 1, 2, 3);
+    ldmatrix_x4, 4, false, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [{a}];", (r0, r1, r2, r3);
     /// `ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16`: one 8×8 matrix, transposed.
-    ldmatrix_x1_trans, ldmatrix_x1_trans_generic => nvvm_ldmatrix_x1_trans, 1, true, ();
+    ldmatrix_x1_trans, 1, true, "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {{{r0}}}, [{a}];", (r0);
     /// `ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16`: two 8×8 matrices, transposed.
-    ldmatrix_x2_trans, ldmatrix_x2_trans_generic => nvvm_ldmatrix_x2_trans, 2, true, (0, 1);
+    ldmatrix_x2_trans, 2, true, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {{{r0}, {r1}}}, [{a}];", (r0, r1);
     /// `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: four 8×8 matrices, transposed.
-    ldmatrix_x4_trans, ldmatrix_x4_trans_generic => nvvm_ldmatrix_x4_trans, 4, true, (0, 1, 2, 3);
+    ldmatrix_x4_trans, 4, true, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [{a}];", (r0, r1, r2, r3);
 }
 
 /// `cvt.rn.bf16.f32`: `x` rounded to the nearest BF16 (ties to even), as its bits (sm_80+).

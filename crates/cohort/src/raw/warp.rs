@@ -208,6 +208,40 @@ pub unsafe fn match_all_sync_b64(mask: u32, value: u64) -> (u32, bool) {
     if m == mask { (mask, true) } else { (0, false) }
 }
 
+/// The anchor of a warp-synchronous instruction emitted as inline assembly: LLVM's
+/// `llvm.nvvm.activemask`, whose result the asm names in a PTX comment (`// {anchor}`).
+///
+/// Some warp instructions have no NVVM intrinsic Rust can call in the form that matters:
+/// LLVM's `ldmatrix` / `stmatrix` take an address-space-overloaded pointer, and Rust has only
+/// generic pointers, whose `ldmatrix` costs ptxas 64-bit address arithmetic per load (see
+/// [`super::mma`]). rustc's inline assembly is not `convergent` to LLVM, so such an asm is
+/// emitted **right after this call, in the same basic block, consuming its result**:
+///
+/// - the asm has side effects (never `pure`): LLVM never deletes, merges, speculates, sinks or
+///   hoists it — except hoisting or sinking *identical* code out of both arms of a branch,
+///   which merges two executions into one and so never splits a converged one;
+/// - what remains is duplication of the block that holds it into several paths (jump
+///   threading, SimplifyCFG's threading of a branch over a value known in a predecessor,
+///   loop unswitching, tail duplication); each of these refuses a block holding a convergent
+///   call (LLVM's definition of `convergent`, in IR and in the NVPTX machine instructions,
+///   where `activemask` is `isConvergent`), and this call is one, with side effects, so it is
+///   never removed before code generation;
+/// - the asm cannot leave the anchor's block: it reads the anchor's result (so it is not
+///   hoisted above it), and neither it nor the anchor, both with side effects, is moved
+///   past the other.
+///
+/// ptxas deletes an `activemask` whose result nothing reads (the comment is not a read): the
+/// anchor costs no SASS instruction (checked on `cohort_kernels::gemm`'s SASS by `tests/ptx`).
+/// The PTX test `golden_convergent` checks that every warp instruction emitted as inline
+/// assembly follows its anchor.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[must_use]
+pub(crate) fn asm_anchor() -> u32 {
+    // SAFETY: `activemask` has no preconditions.
+    unsafe { nvvm_activemask() }
+}
+
 /// `activemask.b32` (`__activemask()`): the lanes executing this instruction together.
 #[inline(always)]
 #[must_use]
