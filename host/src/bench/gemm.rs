@@ -835,26 +835,30 @@ unsafe fn launch_hopper_twin(
 
 // --- Cohort's Hopper GEMM ---
 
-/// Cohort's Hopper GEMM (`cohort_kernels::gemm_hopper`, built on another branch): **the place its
-/// row goes**. Once `cohort_kernels::gemm_hopper` is merged, the body is
-///
-/// ```ignore
-/// let (m, n, k) = inputs.shape;
-/// if let Some(why) = hopper_shape(inputs.shape) {
-///     return Outcome::Skipped(why);
-/// }
-/// bf16_row(gpu, inputs, reference, reps, |c| {
-///     cohort_kernels::gemm_hopper::host::launch(gpu.stream(), &inputs.da, &inputs.db, c, m, n, k)
-/// })
-/// ```
-///
-/// (`bf16_row` fills C with NaN, times the launch, and checks C against the CPU and cuBLAS). For
-/// the issue's "≥ 0.97× its own C++ twin" the two are best timed in interleaved pairs
-/// (`timing::paired_ms`, as the Ampere rows are): `hopper_twin` shows how to launch the twin.
-fn hopper_rust(_gpu: &Gpu, _inputs: &Inputs, _reference: Option<&[f32]>, _reps: usize) -> Outcome {
-    Outcome::Skipped(
-        "cohort_kernels::gemm_hopper is not on this branch (hook: `hopper_rust` in host/src/bench/gemm.rs)".into(),
-    )
+/// Cohort's Hopper GEMM (`cohort_kernels::gemm_hopper::gemm_tn_hopper::<bf16>`: TMA + `wgmma`,
+/// warp-specialized, written with the safe API), with its two tensor maps made once (as the
+/// twin's): `bf16_row` fills C with NaN, times the launches, and checks C against the CPU and
+/// cuBLAS.
+fn hopper_rust(gpu: &Gpu, inputs: &Inputs, reference: Option<&[f32]>, reps: usize) -> Outcome {
+    use cohort_kernels::gemm_hopper::{self as gh, host as hh};
+    let (m, n, k) = inputs.shape;
+    if let Some(why) = hopper_shape(inputs.shape) {
+        return Outcome::Skipped(why);
+    }
+    let module = match gpu.load(&PTX) {
+        Ok(module) => module,
+        Err(e) => return Outcome::failed(format!("loading cohort_kernels: {e}")),
+    };
+    let kernel = match <bf16 as hh::Gemm>::load(&module) {
+        Ok(kernel) => kernel,
+        Err(e) => return Outcome::Skipped(format!("gemm_tn_hopper: {e}")),
+    };
+    let maps = hh::map(&inputs.da, m, k, gh::BM).and_then(|a| Ok((a, hh::map(&inputs.db, n, k, gh::BN)?)));
+    let (ma, mb) = match maps {
+        Ok(maps) => maps,
+        Err(e) => return Outcome::failed(format!("tensor maps: {e}")),
+    };
+    bf16_row(gpu, inputs, reference, reps, |c| hh::launch_mapped::<bf16>(&kernel, gpu.stream(), inputs.shape, &ma, &mb, c))
 }
 
 // --- cuBLASLt FP8 ---
