@@ -294,7 +294,7 @@ mod host {
         }
         if passes % 2 == 1 {
             stream.copy(view::<K>(alt_keys, n)?, &mut *keys)?;
-            if let Some(v) = values.as_deref_mut() {
+            if let Some(v) = values {
                 stream.copy(view::<W>(alt_values, n)?, words::<V, W>(v)?)?;
             }
         }
