@@ -276,14 +276,20 @@ impl Sass {
 fn gemm_k_loop_sass(tools: &SassTools, m: &'static PtxModule) -> TestResult {
     for k in ["gemm_tn_bf16", "gemm_tn_f16"] {
         let sass = sass_of(tools, m, k)?;
-        let body = sass.loop_around("HMMA").ok_or_else(|| format!("{}: `{k}`: no loop around its HMMA", m.arch_name()))?;
+        let body =
+            sass.loop_around("HMMA").ok_or_else(|| format!("{}: `{k}`: no loop around its HMMA", m.arch_name()))?;
         let count = |op: &str| body.iter().filter(|(_, i)| i.split_whitespace().any(|w| w.starts_with(op))).count();
         let listing = || body.iter().map(|(a, i)| format!("{a:#06x} {i}")).collect::<Vec<_>>().join("\n");
         ensure(count("HMMA") == 32 && count("LDSM") == 12 && count("LDGSTS") == 4, || {
             format!("{}: `{k}`'s k-loop is not 32 HMMA, 12 LDSM, 4 LDGSTS:\n{}", m.arch_name(), listing())
         })?;
         ensure(body.len() <= 80, || {
-            format!("{}: `{k}`'s k-loop has {} instructions (its C++ twin's: 73):\n{}", m.arch_name(), body.len(), listing())
+            format!(
+                "{}: `{k}`'s k-loop has {} instructions (its C++ twin's: 73):\n{}",
+                m.arch_name(),
+                body.len(),
+                listing()
+            )
         })?;
         ensure(!sass.code.iter().any(|(_, i)| i.contains("VOTE")), || {
             format!("{}: `{k}` keeps a VOTE (an inline-asm convergence anchor ptxas did not delete)", m.arch_name())

@@ -858,7 +858,9 @@ fn hopper_rust(gpu: &Gpu, inputs: &Inputs, reference: Option<&[f32]>, reps: usiz
         Ok(maps) => maps,
         Err(e) => return Outcome::failed(format!("tensor maps: {e}")),
     };
-    bf16_row(gpu, inputs, reference, reps, |c| hh::launch_mapped::<bf16>(&kernel, gpu.stream(), inputs.shape, &ma, &mb, c))
+    bf16_row(gpu, inputs, reference, reps, |c| {
+        hh::launch_mapped::<bf16>(&kernel, gpu.stream(), inputs.shape, &ma, &mb, c)
+    })
 }
 
 // --- cuBLASLt FP8 ---
