@@ -63,15 +63,18 @@ impl Toolchain {
     }
 }
 
-/// `COHORT_ARCHS`, if set: the portable architectures (`sm_80` → 80) and the
-/// architecture-specific ones named explicitly (`sm_90a`).
-pub(crate) fn archs_from_env() -> Result<Option<(Vec<u32>, Vec<Arch>)>, BuildError> {
+/// The portable architectures (`sm_80` → 80) and the architecture-specific ones named
+/// explicitly (`sm_90a`).
+pub(crate) type ArchLists = (Vec<u32>, Vec<Arch>);
+
+/// `COHORT_ARCHS`, if set (see [`ArchLists`]).
+pub(crate) fn archs_from_env() -> Result<Option<ArchLists>, BuildError> {
     let Ok(v) = env::var("COHORT_ARCHS") else { return Ok(None) };
     parse_archs(&v).map(Some)
 }
 
 /// The value of `COHORT_ARCHS` (see [`archs_from_env`]).
-pub(crate) fn parse_archs(v: &str) -> Result<(Vec<u32>, Vec<Arch>), BuildError> {
+pub(crate) fn parse_archs(v: &str) -> Result<ArchLists, BuildError> {
     if v.trim().eq_ignore_ascii_case("native") {
         return native_archs().map(|a| (a, Vec::new()));
     }

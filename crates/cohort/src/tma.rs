@@ -50,7 +50,7 @@
 //!
 //! **Swizzled maps.** A map made with a swizzle (`TensorMapSpec::swizzle`) loads only into a tile
 //! whose type carries the same [`Swizzle`]: a [`wgmma::Tile`](crate::wgmma::Tile)
-//! (`AsyncBarrier::tensor_load_tile`, or a [`wgmma::TmaPipeline`](crate::wgmma::TmaPipeline)'s
+//! (`AsyncBarrier::tensor_load_tile`, or a [`wgmma::PipelineStatic`](crate::wgmma::PipelineStatic)'s
 //! stages), checked against the map's header at the call; a plain [`SharedSlice`] refuses it.
 //!
 //! Not supported yet: interleaved maps, element strides other than 1, im2col, multicast to a

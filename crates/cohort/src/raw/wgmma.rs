@@ -197,12 +197,11 @@ macro_rules! wgmma_acc {
                     // SAFETY: the caller's contract.
                     unsafe {
                         asm!(
-                            "{{",
-                            ".reg .pred p;",
-                            "setp.ne.b32 p, {sd}, 0;",
-                            concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.bf16.bf16 {{{", $first, "}" $(, ", {", $i, "}")*,
-                                "}}, {da}, {db}, p, 1, 1, 0, 0;"),
-                            "}}",
+                            // One line: a `}` alone on a line would read as the end of the
+                            // function to text tools that cut entries out of the PTX.
+                            concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n", $n,
+                                "k16.f32.bf16.bf16 {{{", $first, "}" $(, ", {", $i, "}")*,
+                                "}}, {da}, {db}, p, 1, 1, 0, 0; }}"),
                             inout(reg32) self[$first], $(inout(reg32) self[$i],)*
                             da = in(reg64) a, db = in(reg64) b, sd = in(reg32) u32::from(scale_d),
                             options(nostack)
@@ -224,12 +223,11 @@ macro_rules! wgmma_acc {
                     // SAFETY: the caller's contract.
                     unsafe {
                         asm!(
-                            "{{",
-                            ".reg .pred p;",
-                            "setp.ne.b32 p, {sd}, 0;",
-                            concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.f16.f16 {{{", $first, "}" $(, ", {", $i, "}")*,
-                                "}}, {da}, {db}, p, 1, 1, 0, 0;"),
-                            "}}",
+                            // One line: a `}` alone on a line would read as the end of the
+                            // function to text tools that cut entries out of the PTX.
+                            concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0; wgmma.mma_async.sync.aligned.m64n", $n,
+                                "k16.f32.f16.f16 {{{", $first, "}" $(, ", {", $i, "}")*,
+                                "}}, {da}, {db}, p, 1, 1, 0, 0; }}"),
                             inout(reg32) self[$first], $(inout(reg32) self[$i],)*
                             da = in(reg64) a, db = in(reg64) b, sd = in(reg32) u32::from(scale_d),
                             options(nostack)

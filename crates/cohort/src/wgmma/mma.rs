@@ -4,45 +4,10 @@
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 
-use super::tile::TileShape;
-use super::{Tile, Warpgroup};
+use super::tile::{MmaElement, TileShape};
+use super::{Brand, Tile, Warpgroup};
 use crate::raw::{self, WgmmaAcc};
 use crate::tma::Swizzle;
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for half::bf16 {}
-    impl Sealed for half::f16 {}
-}
-
-/// The input element types of `wgmma` with `f32` accumulators: [`bf16`](half::bf16) and
-/// [`f16`](struct@half::f16) (sealed).
-pub trait MmaElement: crate::mma::Half + crate::tma::TensorElement + sealed::Sealed + 'static {
-    #[doc(hidden)]
-    /// `acc = A · Bᵀ + (scale_d ? acc : 0)`.
-    ///
-    /// # Safety
-    /// As [`WgmmaAcc::mma_bf16`].
-    unsafe fn mma<A: WgmmaAcc>(acc: &mut A, a: u64, b: u64, scale_d: bool);
-}
-
-impl MmaElement for half::bf16 {
-    #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-    unsafe fn mma<A: WgmmaAcc>(acc: &mut A, a: u64, b: u64, scale_d: bool) {
-        // SAFETY: forwarded to the caller.
-        unsafe { acc.mma_bf16(a, b, scale_d) }
-    }
-}
-
-impl MmaElement for half::f16 {
-    #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-    unsafe fn mma<A: WgmmaAcc>(acc: &mut A, a: u64, b: u64, scale_d: bool) {
-        // SAFETY: forwarded to the caller.
-        unsafe { acc.mma_f16(a, b, scale_d) }
-    }
-}
 
 mod shape_sealed {
     pub trait Sealed {}
@@ -212,7 +177,8 @@ impl<T: MmaElement, const RA: usize, const CA: usize, SA: Swizzle, const RB: usi
 #[derive(Debug)]
 pub struct OperandTiles<'g, O, S> {
     o: &'g O,
-    _brand: PhantomData<(fn(&'g ()) -> &'g (), S)>,
+    _brand: Brand<'g>,
+    _s: PhantomData<S>,
 }
 
 /// A descriptor of 64 rows of A or N rows of B and 16 of K of a group's tile (`'g`: the
@@ -220,7 +186,8 @@ pub struct OperandTiles<'g, O, S> {
 #[derive(Clone, Copy, Debug)]
 pub struct Desc<'g, T> {
     desc: u64,
-    _p: PhantomData<(fn(&'g ()) -> &'g (), T)>,
+    _brand: Brand<'g>,
+    _t: PhantomData<T>,
 }
 
 impl<'g, O: Operands, S: Shape> OperandTiles<'g, O, S> {
@@ -234,7 +201,7 @@ impl<'g, O: Operands, S: Shape> OperandTiles<'g, O, S> {
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     #[must_use]
     pub fn a(&self, r0: usize, k0: usize) -> Desc<'g, O::Elem> {
-        Desc { desc: self.o.__a().__descriptor(r0, k0, 64), _p: PhantomData }
+        Desc { desc: self.o.__a().__descriptor(r0, k0, 64), _brand: PhantomData, _t: PhantomData }
     }
 
     /// The descriptor of B's rows `r0 .. r0 + N` (N: the MMAs' shape) and K `k0 .. k0 + 16`.
@@ -246,7 +213,7 @@ impl<'g, O: Operands, S: Shape> OperandTiles<'g, O, S> {
     #[must_use]
     pub fn b(&self, r0: usize, k0: usize) -> Desc<'g, O::Elem> {
         const { assert!(S::N <= <O::B as TileShape>::ROWS, "wgmma: B's tile has fewer rows than the MMA's N") };
-        Desc { desc: self.o.__b().__descriptor(r0, k0, S::N), _p: PhantomData }
+        Desc { desc: self.o.__b().__descriptor(r0, k0, S::N), _brand: PhantomData, _t: PhantomData }
     }
 
     /// The operands (to read elements of the tiles).
@@ -360,7 +327,10 @@ impl<'s, S: Shape> MmaScope<'s, S> {
         crate::check::warpgroup("MmaScope::issue");
         // SAFETY: converged (the check); sm_90a; the registers are operands.
         unsafe { self.acc.fence() };
-        f(&OperandTiles { o: &operands, _brand: PhantomData }, &mut Issue { acc: &mut self.acc, _brand: PhantomData });
+        f(
+            &OperandTiles { o: &operands, _brand: PhantomData, _s: PhantomData },
+            &mut Issue { acc: &mut self.acc, _brand: PhantomData },
+        );
         // SAFETY: converged (the check above, nothing between diverges: `f` is the warpgroup's).
         unsafe { raw::wgmma_commit_group() };
         self.committed = self.committed.wrapping_add(1);
@@ -375,9 +345,9 @@ impl<'s, S: Shape> MmaScope<'s, S> {
     pub fn retire<O>(&mut self, group: Group<'s, O>) -> O {
         let newer = self.committed.wrapping_sub(group.seq);
         crate::check::warpgroup("MmaScope::retire");
-        // SAFETY (each arm): converged (the check); sm_90a; the registers are operands. With
-        // `newer` groups committed after this one, waiting until at most `min(newer, 3)` are
-        // pending waits for this one.
+        // With `newer` groups committed after this one, waiting until at most `min(newer, 3)`
+        // are pending waits for this one.
+        // SAFETY: (each arm) converged (the check); sm_90a; the registers are operands.
         unsafe {
             match newer {
                 0 => self.acc.wait::<0>(),

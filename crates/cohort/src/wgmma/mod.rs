@@ -70,7 +70,7 @@
 //! asks `cohort-build` for that module (`Builder::arch_specific(&[90])`); the runtime loads it on
 //! a 9.0 device, and refuses to launch these kernels from any other module
 //! (`Error::NeedsArchSpecific`). On the CPU device every MMA is computed when issued, from the
-//! shared memory its descriptors address (see [`raw::wgmma`](crate::raw::wgmma)), and TMA loads
+//! shared memory its descriptors address (see [`raw::wgmma`]), and TMA loads
 //! land swizzled as the copy engine lands them: a layout mismatch fails there too.
 
 mod mma;
@@ -78,12 +78,12 @@ mod pipeline;
 mod tile;
 
 pub use mma::{
-    Accumulator, Desc, Group, Issue, MmaElement, MmaScope, N8, N16, N32, N64, N128, N256, OperandTiles, Operands, Shape,
+    Accumulator, Desc, Group, Issue, MmaScope, N8, N16, N32, N64, N128, N256, OperandTiles, Operands, Shape,
 };
 pub use pipeline::{
     Consumer, KeepRegisters, Loaded, PipelineStatic, Producer, RegisterPlan, Slot, SplitRegisters, Stage,
 };
-pub use tile::{Tile, TileShape};
+pub use tile::{MmaElement, Tile, TileShape};
 
 pub use crate::tma::{NoSwizzle, Swizzle, Swizzle32B, Swizzle64B, Swizzle128B};
 
@@ -155,6 +155,9 @@ pub fn sync_tile_stores(block: &ThreadBlock) {
     raw::fence_proxy_async_shared();
     crate::sync::sync_threads();
 }
+
+/// An invariant lifetime brand (one per scope or group: a value of another does not fit).
+pub(crate) type Brand<'a> = core::marker::PhantomData<fn(&'a ()) -> &'a ()>;
 
 /// Ends the kernel for a misused `wgmma` facility (see
 /// [`CheckKind::WgmmaMisuse`](crate::panic::CheckKind::WgmmaMisuse)).

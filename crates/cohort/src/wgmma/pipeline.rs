@@ -10,7 +10,7 @@ use core::panic::Location;
 
 use super::mma::{Operands, operands_sealed};
 use super::tile::{Key, TileShape, check_load};
-use super::{Warpgroup, fail};
+use super::{Brand, Warpgroup, fail};
 use crate::cg::ThreadBlock;
 use crate::raw;
 use crate::shared::SharedStatic;
@@ -118,7 +118,8 @@ pub struct Producer<'p, A, B, const STAGES: usize> {
     bars: u32,
     ring: u32,
     issued: &'p Cell<u32>,
-    _p: PhantomData<(fn(&'p ()) -> &'p (), A, B)>,
+    _brand: Brand<'p>,
+    _t: PhantomData<(A, B)>,
 }
 
 /// A consumer thread's handle: acquires stages in ring order ([`acquire`](Self::acquire)).
@@ -128,7 +129,8 @@ pub struct Consumer<'p, A, B, const STAGES: usize> {
     ring: u32,
     next: u32,
     index: u32,
-    _p: PhantomData<(fn(&'p ()) -> &'p (), A, B)>,
+    _brand: Brand<'p>,
+    _t: PhantomData<(A, B)>,
 }
 
 /// Where one tile of the stage being filled goes: [`load`](Self::load) it (once: it is
@@ -137,7 +139,8 @@ pub struct Consumer<'p, A, B, const STAGES: usize> {
 pub struct Slot<'f, A> {
     addr: u32,
     bar: u32,
-    _p: PhantomData<(fn(&'f ()) -> &'f (), A)>,
+    _brand: Brand<'f>,
+    _t: PhantomData<A>,
 }
 
 /// The receipt of one tile load of a fill (only [`Slot::load`] makes one; `'f`: the fill's brand).
@@ -274,11 +277,11 @@ impl<const STAGES: usize, const WORDS: usize> PipelineStatic<STAGES, WORDS> {
         if group == 0 {
             Regs::__producer();
             if rank < 32 {
-                producer(Producer { bars, ring, issued: &issued, _p: PhantomData });
+                producer(Producer { bars, ring, issued: &issued, _brand: PhantomData, _t: PhantomData });
             }
         } else {
             Regs::__consumer();
-            consumer(Consumer { bars, ring, next: 0, index: group - 1, _p: PhantomData });
+            consumer(Consumer { bars, ring, next: 0, index: group - 1, _brand: PhantomData, _t: PhantomData });
         }
         // Every load lands before the barriers are retired and the ring is left: the producer
         // warp waits for the last fill of each stage (whatever the consumers did).
@@ -329,8 +332,8 @@ impl<'p, A: TileShape, B: TileShape<Elem = A::Elem>, const STAGES: usize> Produc
         }
         let at = self.ring + s * (A::BYTES + B::BYTES) as u32;
         let _receipts = f(
-            Slot { addr: at, bar: full, _p: PhantomData },
-            Slot { addr: at + A::BYTES as u32, bar: full, _p: PhantomData },
+            Slot { addr: at, bar: full, _brand: PhantomData, _t: PhantomData },
+            Slot { addr: at + A::BYTES as u32, bar: full, _brand: PhantomData, _t: PhantomData },
         );
         self.issued.set(i + 1);
     }

@@ -3,11 +3,46 @@
 
 use core::marker::PhantomData;
 
-use super::MmaElement;
 use crate::cg::{AsyncBarrier, Transfer};
 use crate::raw;
+use crate::raw::WgmmaAcc;
 use crate::shared::SharedSlice;
 use crate::tma::{Swizzle, TensorMap};
+
+mod element_sealed {
+    pub trait Sealed {}
+    impl Sealed for half::bf16 {}
+    impl Sealed for half::f16 {}
+}
+
+/// The input element types of `wgmma` with `f32` accumulators: [`bf16`](half::bf16) and
+/// [`f16`](struct@half::f16) (sealed).
+pub trait MmaElement: crate::mma::Half + crate::tma::TensorElement + element_sealed::Sealed + 'static {
+    #[doc(hidden)]
+    /// `acc = A · Bᵀ + (scale_d ? acc : 0)`.
+    ///
+    /// # Safety
+    /// As [`WgmmaAcc::mma_bf16`].
+    unsafe fn mma<A: WgmmaAcc>(acc: &mut A, a: u64, b: u64, scale_d: bool);
+}
+
+impl MmaElement for half::bf16 {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn mma<A: WgmmaAcc>(acc: &mut A, a: u64, b: u64, scale_d: bool) {
+        // SAFETY: forwarded to the caller.
+        unsafe { acc.mma_bf16(a, b, scale_d) }
+    }
+}
+
+impl MmaElement for half::f16 {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn mma<A: WgmmaAcc>(acc: &mut A, a: u64, b: u64, scale_d: bool) {
+        // SAFETY: forwarded to the caller.
+        unsafe { acc.mma_f16(a, b, scale_d) }
+    }
+}
 
 /// `R` rows of `C` elements of `T` (`bf16`, `f16`) in shared memory, K-major, laid out as a
 /// `wgmma` descriptor of swizzle `S` reads them (see the [module docs](super#tiles-and-swizzles)):
