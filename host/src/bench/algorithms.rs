@@ -378,11 +378,12 @@ fn check_scan_by_key(what: &str, keys: &[u32], data: &[u32], got: &[u32], inclus
         .into_par_iter()
         .map(|k| {
             let (mut has, mut v) = (false, 0u32);
-            for i in k * CHUNK..((k + 1) * CHUNK).min(n) {
+            let start = k * CHUNK;
+            for (i, &x) in data.iter().enumerate().take(((k + 1) * CHUNK).min(n)).skip(start) {
                 if head(i) {
                     (has, v) = (true, 0);
                 }
-                v = v.wrapping_add(data[i]);
+                v = v.wrapping_add(x);
             }
             (has, v)
         })
