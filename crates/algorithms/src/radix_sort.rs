@@ -162,7 +162,7 @@ mod host {
 
     /// The values' storage as the kernels' value word: `u32` or `u64` (any 4- or 8-byte
     /// `DeviceCopy` is moved as its bytes).
-    trait Word: DeviceCopy {
+    pub(crate) trait Word: DeviceCopy {
         fn down<K: DeviceCopy>(k: &SortKernels<K>) -> &DownFn<K, Self>;
     }
     impl Word for u32 {
@@ -197,11 +197,11 @@ mod host {
 
     /// The sort's passes: keys (and values, moved as `W`s) in place, through the temporary
     /// storage.
-    fn sort<K: SortBuiltin, V: DeviceCopy, W: Word>(
+    pub(crate) fn sort<K: SortBuiltin, W: Word>(
         algos: &crate::Algorithms,
         stream: &Stream,
-        keys: &mut DeviceBuffer<K>,
-        mut values: Option<&mut DeviceBuffer<V>>,
+        mut keys: DeviceViewMut<'_, K>,
+        mut values: Option<DeviceViewMut<'_, W>>,
         bits: RadixBits,
         temp: &mut Temp,
     ) -> Result<()> {
@@ -248,42 +248,31 @@ mod host {
                 // passes the other way.
                 let from_user = p % 2 == 0;
                 {
-                    let src = if from_user { keys.slice(..) } else { view::<K>(alt_keys, n)? };
+                    let src = if from_user { keys.as_view() } else { view::<K>(alt_keys, n)? };
                     (k.up)(stream, cfg, src, hist, shift, width, desc)?;
                 }
                 exclusive_scan(&algos.sum_u64, stream, hist, hist_scan, 0, &mut scan_temp)?;
                 let cfg = cfg.with_shared_mem(smem);
                 if from_user {
                     let kout = view_mut::<K>(alt_keys, n)?;
-                    match values.as_deref_mut() {
+                    match values.as_mut() {
                         Some(v) => {
-                            let vin = words::<V, W>(v)?;
+                            let vin = v.as_view();
                             let vout = view_mut::<W>(alt_values, n)?;
-                            down(
-                                stream,
-                                cfg,
-                                keys.slice(..),
-                                vin.as_view(),
-                                hist_scan,
-                                kout,
-                                vout,
-                                shift,
-                                width,
-                                desc,
-                            )?;
+                            down(stream, cfg, keys.as_view(), vin, hist_scan, kout, vout, shift, width, desc)?;
                         }
                         None => {
                             let vin = dummy.slice(..0).cast::<W>().ok_or_else(align)?;
                             let vout = view_mut::<W>(alt_values, 0)?;
-                            down(stream, cfg, keys.slice(..), vin, hist_scan, kout, vout, shift, width, desc)?;
+                            down(stream, cfg, keys.as_view(), vin, hist_scan, kout, vout, shift, width, desc)?;
                         }
                     }
                 } else {
                     let kin = view::<K>(alt_keys, n)?;
-                    match values.as_deref_mut() {
+                    match values.as_mut() {
                         Some(v) => {
                             let vin = view::<W>(alt_values, n)?;
-                            let vout = words::<V, W>(v)?;
+                            let vout = v.slice_mut(..);
                             down(stream, cfg, kin, vin, hist_scan, keys.slice_mut(..), vout, shift, width, desc)?;
                         }
                         None => {
@@ -295,9 +284,9 @@ mod host {
                 }
             }
             if passes % 2 == 1 {
-                stream.copy(view::<K>(alt_keys, n)?, &mut *keys)?;
-                if let Some(v) = values.as_deref_mut() {
-                    stream.copy(view::<W>(alt_values, n)?, words::<V, W>(v)?)?;
+                stream.copy(view::<K>(alt_keys, n)?, &mut keys)?;
+                if let Some(v) = values.as_mut() {
+                    stream.copy(view::<W>(alt_values, n)?, v)?;
                 }
             }
             Ok(())
@@ -324,7 +313,7 @@ mod host {
             bits: RadixBits,
             temp: &mut Temp,
         ) -> Result<()> {
-            sort::<K, u32, u32>(self, stream, keys, None, bits, temp)
+            sort::<K, u32>(self, stream, keys.slice_mut(..), None, bits, temp)
         }
 
         /// [`radix_sort_keys`](Self::radix_sort_keys) moving `values[i]` with `keys[i]` (CUB's
@@ -343,8 +332,8 @@ mod host {
             temp: &mut Temp,
         ) -> Result<()> {
             match size_of::<V>() {
-                4 => sort::<K, V, u32>(self, stream, keys, Some(values), bits, temp),
-                8 => sort::<K, V, u64>(self, stream, keys, Some(values), bits, temp),
+                4 => sort::<K, u32>(self, stream, keys.slice_mut(..), Some(words::<V, u32>(values)?), bits, temp),
+                8 => sort::<K, u64>(self, stream, keys.slice_mut(..), Some(words::<V, u64>(values)?), bits, temp),
                 s => Err(Error::Argument(format!("radix sort: values of {s} bytes (4 or 8 are built in)"))),
             }
         }
