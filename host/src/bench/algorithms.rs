@@ -395,11 +395,12 @@ fn check_scan_by_key(what: &str, keys: &[u32], data: &[u32], got: &[u32], inclus
         .into_par_iter()
         .map(|k| {
             let (mut has, mut v) = (false, 0u32);
-            for i in k * CHUNK..((k + 1) * CHUNK).min(n) {
-                if head(i) {
+            let lo = k * CHUNK;
+            for (i, &x) in data[lo..(lo + CHUNK).min(n)].iter().enumerate() {
+                if head(lo + i) {
                     (has, v) = (true, 0);
                 }
-                v = v.wrapping_add(data[i]);
+                v = v.wrapping_add(x);
             }
             (has, v)
         })
