@@ -17,8 +17,11 @@
 // n/len + 1 offsets, long long, in through `flags`; the sums into `out`), 17
 // DeviceReduce::ArgMax f32 (the CCCL 3 overload with separate outputs: the value into out[0],
 // the index, a long long, into `num`), 18 DeviceScan::InclusiveSumByKey u32 keys (in through
-// `flags`) / u32 values (`in`) into `out`, 19 DeviceScan::ExclusiveSumByKey likewise. Sizes are
-// `int` (CUB's usual offsets).
+// `flags`) / u32 values (`in`) into `out`, 19 DeviceScan::ExclusiveSumByKey likewise, 20
+// DeviceMergeSort::SortKeysCopy u32 keys (`a < b`) from `in` to `out`, 21
+// DeviceMergeSort::SortPairsCopy u64 keys / u64 values (the values in through `flags`, out through
+// `out2`), 22/23 DeviceSegmentedSort::StableSortKeys u32 with segments of 10^3 / 10^5 elements
+// (offsets as for 14-16) from `in` to `out`. Sizes are `int` (CUB's usual offsets).
 // Outputs: `out` (and `out2`: run lengths, sorted values), `num` a long long (selected / runs);
 // a reduction's result is out[0] (its bits, for f32).
 #include <cub/cub.cuh>
@@ -33,8 +36,18 @@ struct LessThan {
 
 constexpr unsigned kThreshold = 1u << 31;
 
-// The segment length of segmented-reduce algo 14, 15 or 16.
-constexpr int segment_length(int algo) { return algo == 14 ? 1000 : algo == 15 ? 100000 : 10000000; }
+// The segment length of segmented-reduce algo 14, 15 or 16, segmented-sort algo 22 or 23.
+constexpr int segment_length(int algo) {
+    return algo == 14 || algo == 22 ? 1000 : algo == 15 || algo == 23 ? 100000 : 10000000;
+}
+
+// The merge sort's comparator: the natural order.
+struct Less {
+    template <class T>
+    __host__ __device__ bool operator()(const T& a, const T& b) const {
+        return a < b;
+    }
+};
 
 // One call of `algo`: with temp == nullptr, CUB's size query (temp_bytes set); else the run.
 cudaError_t call(int algo, const void* in, const void* flags, void* out, void* out2, void* num, int n, void* temp,
@@ -88,6 +101,20 @@ cudaError_t call(int algo, const void* in, const void* flags, void* out, void* o
     case 19:
         return cub::DeviceScan::ExclusiveSumByKey(temp, temp_bytes, static_cast<const unsigned*>(flags), u_in, u_out, n,
                                                   ::cuda::std::equal_to<>{}, s);
+    case 20:
+        return cub::DeviceMergeSort::SortKeysCopy(temp, temp_bytes, u_in, u_out, n, Less{}, s);
+    case 21:
+        return cub::DeviceMergeSort::SortPairsCopy(
+            temp, temp_bytes, static_cast<const unsigned long long*>(in), static_cast<const unsigned long long*>(flags),
+            static_cast<unsigned long long*>(out), static_cast<unsigned long long*>(out2), n, Less{}, s);
+    case 22:
+    case 23: {
+        const int len = segment_length(algo);
+        const int segments = (n + len - 1) / len;
+        auto offsets = static_cast<const long long*>(flags);
+        return cub::DeviceSegmentedSort::StableSortKeys(temp, temp_bytes, u_in, u_out, n, segments, offsets,
+                                                        offsets ? offsets + 1 : nullptr, s);
+    }
     default: return cudaErrorInvalidValue;
     }
 }

@@ -70,7 +70,7 @@ where
     let n = keys.len();
     let s = c.gpu.stream();
     let mut want: Vec<(K, u32)> = keys.iter().copied().zip(0..).collect();
-    want.sort_by(|x, y| x.0.cmp(&y.0));
+    want.sort_by_key(|x| x.0);
     let want_keys: Vec<K> = want.iter().map(|p| p.0).collect();
     let mut d = c.gpu.upload(keys).ctx("upload")?;
     a.merge_sort_keys(s, &mut d, temp).ctx("merge sort keys")?;

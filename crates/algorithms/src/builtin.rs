@@ -33,6 +33,7 @@ pub struct Algorithms {
     pub(crate) histogram: crate::histogram::HistogramSet,
     pub(crate) segmented: crate::segmented::SegmentedSet,
     pub(crate) arg: crate::arg::ArgSet,
+    pub(crate) seg_sort: crate::segmented_sort::SegSortSet,
     /// The device's SMs (grids of a few blocks per SM).
     pub(crate) sms: u32,
     /// Shared memory a block gets without opting in, bytes.
@@ -218,6 +219,7 @@ impl Algorithms {
             histogram: crate::histogram::HistogramSet::load(&m)?,
             segmented: crate::segmented::SegmentedSet::load(&m)?,
             arg: crate::arg::ArgSet::load(&m)?,
+            seg_sort: crate::segmented_sort::SegSortSet::load(&m)?,
             sms: gpu.info().sms,
             smem_per_block: gpu.info().shared_per_block,
         })

@@ -101,6 +101,10 @@ pub struct Temp {
     pub(crate) arg: Option<DeviceBuffer<u8>>,
     /// Merge sort: each pass's cuts of the runs at the tile boundaries.
     pub(crate) splits: Option<DeviceBuffer<u64>>,
+    /// Segmented sort: the positions, the keys' copy (bytes), the positions' segment groups.
+    pub(crate) seg_perm: Option<DeviceBuffer<u8>>,
+    pub(crate) seg_keys: Option<DeviceBuffer<u8>>,
+    pub(crate) seg_ids: Option<DeviceBuffer<u32>>,
 }
 
 impl Temp {
@@ -122,6 +126,9 @@ impl Temp {
             seg_tail: None,
             arg: None,
             splits: None,
+            seg_perm: None,
+            seg_keys: None,
+            seg_ids: None,
         }
     }
 
@@ -143,6 +150,9 @@ impl Temp {
             + bytes(&self.seg_head)
             + bytes(&self.seg_tail)
             + bytes(&self.arg)
+            + bytes(&self.seg_perm)
+            + bytes(&self.seg_keys)
+            + 4 * self.seg_ids.as_ref().map_or(0, DeviceBuffer::len)
     }
 
     pub(crate) fn grow<'a, T: DeviceCopy>(

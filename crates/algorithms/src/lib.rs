@@ -33,6 +33,7 @@
 //! | unique, run-length encode | `DeviceSelect::Unique`, `DeviceRunLengthEncode::Encode` | `Algorithms::unique`, `run_length_encode` | as select-if |
 //! | radix sort | `DeviceRadixSort::SortKeys` / `SortPairs` (+ `Descending`, `begin_bit`/`end_bit`) | `Algorithms::radix_sort_keys` / `radix_sort_pairs` with [`RadixBits`] (stable; LSD, 8 bits a pass) | keys `u32 u64 i32 i64 f32 f64`; values any 4- or 8-byte type |
 //! | merge sort | `DeviceMergeSort::SortKeys` / `SortPairs` / `StableSortKeys` (a comparator) | [`Algorithms::merge_sort_keys`] / [`merge_sort_pairs`](Algorithms::merge_sort_pairs) (stable; `<`) | keys `u32 u64`; values any 4- or 8-byte type |
+//! | segmented sort | `DeviceSegmentedSort::SortKeys` / `SortPairs` / `StableSort*` | `Algorithms::segmented_sort_keys` / `segmented_sort_pairs` (offsets as segmented reduce's; stable; any `RadixBits`; two radix sorts and a gather) | as radix sort |
 //! | histogram | `DeviceHistogram::HistogramEven` / `HistogramRange` | `Algorithms::histogram_even` / `histogram_range` (`u32` counts; bins privatized per warp in shared memory) | samples `u8 u16 u32 i32` (levels `i64`), `f32` (levels `f32`; NaN never counted) |
 //! | segmented reduce | `DeviceSegmentedReduce::Reduce` / `Sum` / `Min` / `Max` | `Algorithms::segmented_reduce` (offsets `offsets[s]..offsets[s + 1]`; work cut by elements, so huge and tiny segments run alike) | as reduce |
 //! | argmin / argmax | `DeviceReduce::ArgMin` / `ArgMax` | `Algorithms::arg_min` / `arg_max` (first position; NaN wins) | `u32 i32 u64 i64 f32 f64` |
@@ -70,6 +71,8 @@ pub use cohort::algorithms::{ArgPair, ArgValue, HistogramSample};
 pub use segmented::{SegmentedBuiltin, SegmentedKernels};
 #[cfg(feature = "builtin")]
 mod radix_sort;
+#[cfg(feature = "builtin")]
+mod segmented_sort;
 pub use cohort::block::{RadixBits, RadixKey};
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 pub use radix_sort::{SortBuiltin, SortKernels};

@@ -169,7 +169,7 @@ mod host {
 
     /// The values' storage as the kernels' value word: `u32` or `u64` (any 4- or 8-byte
     /// `DeviceCopy` is moved as its bytes).
-    trait Word: DeviceCopy {
+    pub(crate) trait Word: DeviceCopy {
         fn pass<K: DeviceCopy>(k: &SortKernels<K>) -> &PassFn<K, Self>;
     }
     impl Word for u32 {
@@ -205,11 +205,11 @@ mod host {
     /// The sort: the digit counts of every pass (one launch), then one launch per pass (after
     /// clearing its look-back state), keys (and values, moved as `W`s) ping-ponging between the
     /// caller's buffers and the temporary storage.
-    fn sort<K: SortBuiltin, V: DeviceCopy, W: Word>(
+    pub(crate) fn sort<K: SortBuiltin, W: Word>(
         algos: &crate::Algorithms,
         stream: &Stream,
-        keys: &mut DeviceBuffer<K>,
-        mut values: Option<&mut DeviceBuffer<V>>,
+        mut keys: DeviceViewMut<'_, K>,
+        mut values: Option<DeviceViewMut<'_, W>>,
         bits: RadixBits,
         temp: &mut Temp,
     ) -> Result<()> {
@@ -252,7 +252,7 @@ mod host {
         let desc = bits.descending as u32;
         // The counts of every pass, from one read of the keys.
         stream.fill_bytes(hist.slice_mut(..hist_len), 0)?;
-        (k.hist)(stream, LaunchConfig::new(hist_grid as u32, ONESWEEP_BLOCK), keys.slice(..), hist, begin, end, desc)?;
+        (k.hist)(stream, LaunchConfig::new(hist_grid as u32, ONESWEEP_BLOCK), keys.as_view(), hist, begin, end, desc)?;
         let cfg = LaunchConfig::new(pass_grid, ONESWEEP_BLOCK).with_shared_mem(smem);
         for p in 0..passes {
             let shift = begin + p * RADIX_BITS;
@@ -264,24 +264,24 @@ mod host {
             // the other way.
             if p % 2 == 0 {
                 let kout = view_mut::<K>(alt_keys, n)?;
-                match values.as_deref_mut() {
+                match values.as_mut() {
                     Some(v) => {
-                        let vin = words::<V, W>(v)?;
+                        let vin = v.as_view();
                         let vout = view_mut::<W>(alt_values, n)?;
-                        pass(stream, cfg, keys.slice(..), vin.as_view(), ph, state, kout, vout, shift, width, desc)?;
+                        pass(stream, cfg, keys.as_view(), vin, ph, state, kout, vout, shift, width, desc)?;
                     }
                     None => {
                         let vin = dummy.slice(..0).cast::<W>().ok_or_else(align)?;
                         let vout = view_mut::<W>(alt_values, 0)?;
-                        pass(stream, cfg, keys.slice(..), vin, ph, state, kout, vout, shift, width, desc)?;
+                        pass(stream, cfg, keys.as_view(), vin, ph, state, kout, vout, shift, width, desc)?;
                     }
                 }
             } else {
                 let kin = view::<K>(alt_keys, n)?;
-                match values.as_deref_mut() {
+                match values.as_mut() {
                     Some(v) => {
                         let vin = view::<W>(alt_values, n)?;
-                        let vout = words::<V, W>(v)?;
+                        let vout = v.slice_mut(..);
                         pass(stream, cfg, kin, vin, ph, state, keys.slice_mut(..), vout, shift, width, desc)?;
                     }
                     None => {
@@ -293,9 +293,9 @@ mod host {
             }
         }
         if passes % 2 == 1 {
-            stream.copy(view::<K>(alt_keys, n)?, &mut *keys)?;
-            if let Some(v) = values {
-                stream.copy(view::<W>(alt_values, n)?, words::<V, W>(v)?)?;
+            stream.copy(view::<K>(alt_keys, n)?, &mut keys)?;
+            if let Some(v) = values.as_mut() {
+                stream.copy(view::<W>(alt_values, n)?, v)?;
             }
         }
         Ok(())
@@ -319,7 +319,7 @@ mod host {
             bits: RadixBits,
             temp: &mut Temp,
         ) -> Result<()> {
-            sort::<K, u32, u32>(self, stream, keys, None, bits, temp)
+            sort::<K, u32>(self, stream, keys.slice_mut(..), None, bits, temp)
         }
 
         /// [`radix_sort_keys`](Self::radix_sort_keys) moving `values[i]` with `keys[i]` (CUB's
@@ -338,8 +338,8 @@ mod host {
             temp: &mut Temp,
         ) -> Result<()> {
             match size_of::<V>() {
-                4 => sort::<K, V, u32>(self, stream, keys, Some(values), bits, temp),
-                8 => sort::<K, V, u64>(self, stream, keys, Some(values), bits, temp),
+                4 => sort::<K, u32>(self, stream, keys.slice_mut(..), Some(words::<V, u32>(values)?), bits, temp),
+                8 => sort::<K, u64>(self, stream, keys.slice_mut(..), Some(words::<V, u64>(values)?), bits, temp),
                 s => Err(Error::Argument(format!("radix sort: values of {s} bytes (4 or 8 are built in)"))),
             }
         }

@@ -20,7 +20,8 @@
 //! is `DeviceRadixSort::SortKeys` / `SortPairs` from the input to another buffer); the histogram
 //! counts `hash(i) >> 8` (every sample in one of 256 even bins of `[0, 2^24)`); the segmented
 //! reduce sums the reduce's floats in segments of 10^3, 10^5 and 10^7 elements (the last one
-//! shorter); argmax looks for the first largest of those floats (each value occurs ~16 times at
+//! shorter); the merge sorts sort what the radix sorts do, by `a < b`; the segmented sorts sort
+//! `hash(i)` in segments of 10^3 and 10^5 (the offsets as the segmented reduce's); argmax looks for the first largest of those floats (each value occurs ~16 times at
 //! 2^28). The Rust side also runs on the CPU device (`COHORT_DEVICE=cpu`, small `--sizes`), as a
 //! smoke test.
 //!
@@ -94,10 +95,14 @@ enum Algo {
     ArgMaxF32 = 17,
     InclusiveByKeyU32 = 18,
     ExclusiveByKeyU32 = 19,
+    MergeKeysU32 = 20,
+    MergePairsU64 = 21,
+    SegSortKeys1e3 = 22,
+    SegSortKeys1e5 = 23,
 }
 
 impl Algo {
-    const ALL: [Algo; 20] = [
+    const ALL: [Algo; 24] = [
         Algo::ReduceU32,
         Algo::ReduceF32,
         Algo::ExclusiveU32,
@@ -113,6 +118,10 @@ impl Algo {
         Algo::SortPairsU32,
         Algo::SortKeysU64,
         Algo::SortPairsU64,
+        Algo::MergeKeysU32,
+        Algo::MergePairsU64,
+        Algo::SegSortKeys1e3,
+        Algo::SegSortKeys1e5,
         Algo::HistogramU32,
         Algo::SegSum1e3,
         Algo::SegSum1e5,
@@ -141,6 +150,10 @@ impl Algo {
             Algo::ArgMaxF32 => "argmax f32 (DeviceReduce::ArgMax)",
             Algo::InclusiveByKeyU32 => "inclusive sum by key u32, runs of 4 (DeviceScan::InclusiveSumByKey)",
             Algo::ExclusiveByKeyU32 => "exclusive sum by key u32, runs of 4 (DeviceScan::ExclusiveSumByKey)",
+            Algo::MergeKeysU32 => "merge sort keys u32, a < b (DeviceMergeSort::SortKeysCopy)",
+            Algo::MergePairsU64 => "merge sort pairs u64 → u64, a < b (DeviceMergeSort::SortPairsCopy)",
+            Algo::SegSortKeys1e3 => "segmented sort keys u32, segments of 10^3 (DeviceSegmentedSort::StableSortKeys)",
+            Algo::SegSortKeys1e5 => "segmented sort keys u32, segments of 10^5 (DeviceSegmentedSort::StableSortKeys)",
         }
     }
 
@@ -167,14 +180,18 @@ impl Algo {
             Algo::ArgMaxF32 => "argmax_f32",
             Algo::InclusiveByKeyU32 => "inclusive_scan_by_key_u32",
             Algo::ExclusiveByKeyU32 => "exclusive_scan_by_key_u32",
+            Algo::MergeKeysU32 => "merge_sort_keys_u32",
+            Algo::MergePairsU64 => "merge_sort_pairs_u64",
+            Algo::SegSortKeys1e3 => "seg_sort_keys_1e3",
+            Algo::SegSortKeys1e5 => "seg_sort_keys_1e5",
         }
     }
 
     /// The segment length of a segmented reduce.
     fn segment(self) -> Option<usize> {
         match self {
-            Algo::SegSum1e3 => Some(1_000),
-            Algo::SegSum1e5 => Some(100_000),
+            Algo::SegSum1e3 | Algo::SegSortKeys1e3 => Some(1_000),
+            Algo::SegSum1e5 | Algo::SegSortKeys1e5 => Some(100_000),
             Algo::SegSum1e7 => Some(10_000_000),
             _ => None,
         }
@@ -378,9 +395,9 @@ fn check_scan_by_key(what: &str, keys: &[u32], data: &[u32], got: &[u32], inclus
         .into_par_iter()
         .map(|k| {
             let (mut has, mut v) = (false, 0u32);
-            let start = k * CHUNK;
-            for (i, &x) in data.iter().enumerate().take(((k + 1) * CHUNK).min(n)).skip(start) {
-                if head(i) {
+            let lo = k * CHUNK;
+            for (i, &x) in data[lo..(lo + CHUNK).min(n)].iter().enumerate() {
+                if head(lo + i) {
                     (has, v) = (true, 0);
                 }
                 v = v.wrapping_add(x);
@@ -519,6 +536,24 @@ fn check_pairs<K: SortKey, V: Copy + Into<u64> + Sync>(
             values[i].into(),
             keys[i]
         ))),
+        None => Ok(()),
+    }
+}
+
+/// One side's segmented sort against the CPU: each segment of `got` the sorted keys of the same
+/// segment of `data` (segments in parallel).
+fn check_segmented_sort(what: &str, data: &[u32], offsets: &[u64], got: &[u32]) -> CliResult {
+    if got.len() != data.len() {
+        return Err(fail(format!("{what}: {} elements, want {}", got.len(), data.len())));
+    }
+    let bad = offsets.par_windows(2).enumerate().find_map_first(|(k, w)| {
+        let (b, e) = (w[0] as usize, w[1] as usize);
+        let mut want = data[b..e].to_vec();
+        want.sort_unstable();
+        want.iter().zip(&got[b..e]).position(|(x, y)| x != y).map(|i| (k, b + i, got[b + i], want[i]))
+    });
+    match bad {
+        Some((k, i, g, w)) => Err(fail(format!("{what}: element {i} (segment {k}) is {g}, want {w}"))),
         None => Ok(()),
     }
 }
@@ -698,10 +733,13 @@ impl Outs {
             | Algo::Unique
             | Algo::InclusiveByKeyU32
             | Algo::ExclusiveByKeyU32
+            | Algo::MergeKeysU32
+            | Algo::SegSortKeys1e3
+            | Algo::SegSortKeys1e5
             | Algo::SortKeysU32 => o.a32 = z32(n)?,
             Algo::Rle | Algo::SortPairsU32 => (o.a32, o.b32) = (z32(n)?, z32(n)?),
             Algo::SortKeysU64 => o.a64 = z64(n)?,
-            Algo::SortPairsU64 => (o.a64, o.b64) = (z64(n)?, z64(n)?),
+            Algo::SortPairsU64 | Algo::MergePairsU64 => (o.a64, o.b64) = (z64(n)?, z64(n)?),
             Algo::HistogramU32 => o.a32 = z32(256)?,
             Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => o.f = Some(gpu.zeroed::<f32>(segments.max(1))?),
         }
@@ -833,7 +871,7 @@ fn bench(gpu: &Gpu, args: Args) -> CliResult {
     println!(
         "\nbytes: what the algorithm must read and write (reduce 4n; scans 8n; scans by key 12n; select/unique 4n + 4 per selected, \
          flagged + n, partition 8n; run-length encode 4n + 8 per run; radix sort one read and one write of the \
-         keys and values: 8n u32 keys, 16n u32 pairs and u64 keys, 32n u64 pairs; histogram and argmax 4n; segmented \
+         keys and values: 8n u32 keys, 16n u32 pairs and u64 keys, 32n u64 pairs (merge sorts alike; segmented sorts 8n and the offsets); histogram and argmax 4n; segmented \
          sum 4n + 12 per segment: its offset and sum); every result of both sides checked element by element against \
          the CPU (f32 sums within 1e-5 relative)"
     );
@@ -898,10 +936,16 @@ impl Ctx<'_> {
                 let per_run = if algo == Algo::Rle { 8.0 } else { 4.0 };
                 (r.dev.as_device_ptr().addr(), 0, 4.0 * nf + per_run * heads)
             }
-            Algo::SortKeysU32 => {
+            Algo::SortKeysU32 | Algo::MergeKeysU32 => {
                 inp.sorted32()?;
                 (inp.data()?.dev.as_device_ptr().addr(), 0, 8.0 * nf)
             }
+            // The keys read and written, the offsets.
+            Algo::SegSortKeys1e3 | Algo::SegSortKeys1e5 => (
+                inp.data()?.dev.as_device_ptr().addr(),
+                d_off.as_device_ptr().addr(),
+                8.0 * nf + 8.0 * offsets.len() as f64,
+            ),
             Algo::SortPairsU32 => {
                 inp.sorted32()?;
                 (inp.data()?.dev.as_device_ptr().addr(), inp.idx32()?.as_device_ptr().addr(), 16.0 * nf)
@@ -910,7 +954,7 @@ impl Ctx<'_> {
                 inp.sorted64()?;
                 (inp.data64()?.dev.as_device_ptr().addr(), 0, 16.0 * nf)
             }
-            Algo::SortPairsU64 => {
+            Algo::SortPairsU64 | Algo::MergePairsU64 => {
                 inp.sorted64()?;
                 (inp.data64()?.dev.as_device_ptr().addr(), inp.idx64()?.as_device_ptr().addr(), 32.0 * nf)
             }
@@ -944,12 +988,12 @@ impl Ctx<'_> {
             if p == Phase::Prep {
                 // The sort is in place: each run starts from the input (untimed).
                 return match algo {
-                    Algo::SortKeysU32 => s.copy(src32(), need(&mut r.a32)),
+                    Algo::SortKeysU32 | Algo::MergeKeysU32 => s.copy(src32(), need(&mut r.a32)),
                     Algo::SortPairsU32 => s
                         .copy(src32(), need(&mut r.a32))
                         .and_then(|()| s.copy(idx32.expect("generated above"), need(&mut r.b32))),
                     Algo::SortKeysU64 => s.copy(src64(), need(&mut r.a64)),
-                    Algo::SortPairsU64 => s
+                    Algo::SortPairsU64 | Algo::MergePairsU64 => s
                         .copy(src64(), need(&mut r.a64))
                         .and_then(|()| s.copy(idx64.expect("generated above"), need(&mut r.b64))),
                     _ => Ok(()),
@@ -963,6 +1007,11 @@ impl Ctx<'_> {
                     a.radix_sort_pairs(s, need(&mut r.a32), need(&mut r.b32), RadixBits::all::<u32>(), temp)
                 }
                 Algo::SortKeysU64 => a.radix_sort_keys(s, need(&mut r.a64), RadixBits::all::<u64>(), temp),
+                Algo::MergeKeysU32 => a.merge_sort_keys(s, need(&mut r.a32), temp),
+                Algo::MergePairsU64 => a.merge_sort_pairs(s, need(&mut r.a64), need(&mut r.b64), temp),
+                Algo::SegSortKeys1e3 | Algo::SegSortKeys1e5 => {
+                    a.segmented_sort_keys(s, src32(), need(&mut r.a32), &d_off, RadixBits::all::<u32>(), temp)
+                }
                 Algo::SortPairsU64 => {
                     a.radix_sort_pairs(s, need(&mut r.a64), need(&mut r.b64), RadixBits::all::<u64>(), temp)
                 }
@@ -1001,14 +1050,14 @@ impl Ctx<'_> {
                 // Keys out through `out` (values through `out2`); an f32 result (sum, argmax
                 // value, segment sums) through `out`; counts and the argmax index through `num`.
                 let out = match algo {
-                    Algo::SortKeysU64 | Algo::SortPairsU64 => addr(&mut c.a64),
+                    Algo::SortKeysU64 | Algo::SortPairsU64 | Algo::MergePairsU64 => addr(&mut c.a64),
                     Algo::ReduceF32 | Algo::ArgMaxF32 | Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => {
                         addr(&mut c.f)
                     }
                     _ => addr(&mut c.a32),
                 };
                 let out2 = match algo {
-                    Algo::SortPairsU64 => addr(&mut c.b64),
+                    Algo::SortPairsU64 | Algo::MergePairsU64 => addr(&mut c.b64),
                     _ => addr(&mut c.b32),
                 };
                 let call = CubCall {
@@ -1107,15 +1156,19 @@ impl Ctx<'_> {
                     lens,
                 )
             }
-            Algo::SortKeysU32 | Algo::SortPairsU32 => {
+            Algo::SegSortKeys1e3 | Algo::SegSortKeys1e5 => {
                 let keys = read(got(&o.a32), n, &mut sc.a32)?;
-                if algo == Algo::SortKeysU32 {
+                check_segmented_sort(&what, &inp.data()?.host, offsets, keys)
+            }
+            Algo::SortKeysU32 | Algo::SortPairsU32 | Algo::MergeKeysU32 => {
+                let keys = read(got(&o.a32), n, &mut sc.a32)?;
+                if algo != Algo::SortPairsU32 {
                     return same(&what, keys, inp.sorted32()?);
                 }
                 let values = read(got(&o.b32), n, &mut sc.b32)?;
                 check_pairs(&what, &inp.data()?.host, inp.sorted32()?, keys, values)
             }
-            Algo::SortKeysU64 | Algo::SortPairsU64 => {
+            Algo::SortKeysU64 | Algo::SortPairsU64 | Algo::MergePairsU64 => {
                 let keys = read(got(&o.a64), n, &mut sc.a64)?;
                 if algo == Algo::SortKeysU64 {
                     return same(&what, keys, inp.sorted64()?);
