@@ -280,7 +280,12 @@ fn gemm_k_loop_sass(tools: &SassTools, m: &'static PtxModule) -> TestResult {
             format!("sm_{}: `{k}`'s k-loop is not 32 HMMA, 12 LDSM, 4 LDGSTS:\n{}", m.arch, listing())
         })?;
         ensure(body.len() <= 80, || {
-            format!("sm_{}: `{k}`'s k-loop has {} instructions (its C++ twin's: 73):\n{}", m.arch, body.len(), listing())
+            format!(
+                "sm_{}: `{k}`'s k-loop has {} instructions (its C++ twin's: 73):\n{}",
+                m.arch,
+                body.len(),
+                listing()
+            )
         })?;
         ensure(!sass.code.iter().any(|(_, i)| i.contains("VOTE")), || {
             format!("sm_{}: `{k}` keeps a VOTE (an inline-asm convergence anchor ptxas did not delete)", m.arch)
