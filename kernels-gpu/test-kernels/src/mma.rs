@@ -523,7 +523,13 @@ cohort::shared! {
 ///   `at[0] + 8 (m % 2) ..`, column `at[1] + 8 (m / 2)`;
 /// then thread `t < 48` writes row `t` of both tiles' bits to `out[t]` as `[f16 row, bf16 row]`.
 #[kernel]
-pub fn stmatrix_store(shape: BlockShape<64>, c: &[f32], at: [u32; 2], which: u32, mut out: DisjointSlice<[[u16; 24]; 2]>) {
+pub fn stmatrix_store(
+    shape: BlockShape<64>,
+    c: &[f32],
+    at: [u32; 2],
+    which: u32,
+    mut out: DisjointSlice<[[u16; 24]; 2]>,
+) {
     let block = cg::this_thread_block();
     let warp = cg::tiled_partition::<32>(&block);
     let t = shape.rank() as usize;
@@ -557,7 +563,10 @@ pub fn stmatrix_store(shape: BlockShape<64>, c: &[f32], at: [u32; 2], which: u32
     block.sync();
     let row = |k: usize| -> [[u16; 24]; 2] {
         if k < 48 {
-            [core::array::from_fn(|j| tile.load_at(k, j).to_bits()), core::array::from_fn(|j| tile_b.load_at(k, j).to_bits())]
+            [
+                core::array::from_fn(|j| tile.load_at(k, j).to_bits()),
+                core::array::from_fn(|j| tile_b.load_at(k, j).to_bits()),
+            ]
         } else {
             [[0; 24]; 2]
         }

@@ -310,7 +310,8 @@ pub mod soft {
         let sign = ((bits >> 24) & 0x80) as u8;
         let field = ((bits >> 23) & 0xff) as i32;
         // |x| = sig · 2^(e - 23): a normal's implicit bit, or a subnormal's exponent -126.
-        let (sig, e) = if field == 0 { (bits & 0x7f_ffff, -126) } else { ((bits & 0x7f_ffff) | 0x80_0000, field - 127) };
+        let (sig, e) =
+            if field == 0 { (bits & 0x7f_ffff, -126) } else { ((bits & 0x7f_ffff) | 0x80_0000, field - 127) };
         // The FP8 quantum at |x|: 2^(max(e, 1 - bias) - m) (the subnormals share the smallest
         // normal binade's). q = |x| / quantum, rounded to nearest even.
         let shift = (23 + e.max(1 - bias) - m as i32 - e) as u32;
