@@ -720,15 +720,13 @@ safe_stmatrix! {
 /// warp collective.
 #[inline(always)]
 #[track_caller]
-pub fn store_c_stmatrix<T: Half, A: AccElement, const R: usize, const C: usize, P: TileParent>(
+pub fn store_c_stmatrix<T: Half, A: AccElement + Into<f32>, const R: usize, const C: usize, P: TileParent>(
     warp: &ThreadBlockTile<32, P>,
     frag: &FragC<A>,
     tile: &SharedArray<[T; C], R>,
     row0: usize,
     col0: usize,
-) where
-    A: Into<f32>,
-{
+) {
     let pack = |i: usize| {
         let (lo, hi) = (T::from_f32(frag.get(i).into()), T::from_f32(frag.get(i + 1).into()));
         u32::from(lo.to_bits()) | u32::from(hi.to_bits()) << 16
