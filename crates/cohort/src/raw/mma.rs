@@ -7,7 +7,7 @@
 //! (`llvm.nvvm.mma.*`), which LLVM knows are `convergent` (see [`crate::raw`]): never moved
 //! into, out of, or duplicated across divergent control flow. `ldmatrix` is inline assembly
 //! of its `.shared` form with a 32-bit shared address, after a convergence anchor
-//! ([`super::warp::asm_anchor`], whose docs give the argument): LLVM's `ldmatrix` intrinsic
+//! (`raw::warp::asm_anchor`, device code only, whose docs give the argument): LLVM's `ldmatrix` intrinsic
 //! takes an address-space-overloaded pointer, Rust can only pass a generic one, and ptxas then
 //! spends three 64-bit instructions on each load's address where the `.shared` form of a
 //! 32-bit register takes the offset as an immediate (`LDSM [R + 0x500]`, as CUDA C++'s
@@ -147,7 +147,7 @@ macro_rules! ldmatrix {
         /// rows `2·(l % 4)` and `2·(l % 4) + 1` at column `l / 4`), the first in the low half.
         ///
         /// The `.shared` form, of a 32-bit shared address (inline assembly after its convergence
-        /// anchor, [`super::warp::asm_anchor`]): `row + constant` becomes one instruction with
+        /// anchor, `raw::warp::asm_anchor`): `row + constant` becomes one instruction with
         /// an immediate offset (`LDSM [R + 0x500]`), as in CUDA C++.
         ///
         /// # Safety
