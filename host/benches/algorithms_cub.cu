@@ -16,7 +16,9 @@
 // segments of 10^3 / 10^5 / 10^7 elements (the last one shorter: ceil(n / len) segments; the
 // n/len + 1 offsets, long long, in through `flags`; the sums into `out`), 17
 // DeviceReduce::ArgMax f32 (the CCCL 3 overload with separate outputs: the value into out[0],
-// the index, a long long, into `num`). Sizes are `int` (CUB's usual offsets).
+// the index, a long long, into `num`), 18 DeviceScan::InclusiveSumByKey u32 keys (in through
+// `flags`) / u32 values (`in`) into `out`, 19 DeviceScan::ExclusiveSumByKey likewise. Sizes are
+// `int` (CUB's usual offsets).
 // Outputs: `out` (and `out2`: run lengths, sorted values), `num` a long long (selected / runs);
 // a reduction's result is out[0] (its bits, for f32).
 #include <cub/cub.cuh>
@@ -80,6 +82,12 @@ cudaError_t call(int algo, const void* in, const void* flags, void* out, void* o
     case 17:
         return cub::DeviceReduce::ArgMax(temp, temp_bytes, static_cast<const float*>(in), static_cast<float*>(out),
                                          count, static_cast<long long>(n), s);
+    case 18:
+        return cub::DeviceScan::InclusiveSumByKey(temp, temp_bytes, static_cast<const unsigned*>(flags), u_in, u_out, n,
+                                                  ::cuda::std::equal_to<>{}, s);
+    case 19:
+        return cub::DeviceScan::ExclusiveSumByKey(temp, temp_bytes, static_cast<const unsigned*>(flags), u_in, u_out, n,
+                                                  ::cuda::std::equal_to<>{}, s);
     default: return cudaErrorInvalidValue;
     }
 }

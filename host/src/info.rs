@@ -6,11 +6,7 @@ use cohort_runtime::{Gpu, Module};
 use crate::util::{CliError, CliResult, Table};
 
 pub fn run() -> CliResult {
-    println!(
-        "embedded PTX of `{}`: {}",
-        PTX.crate_name,
-        PTX.archs().iter().map(|a| format!("sm_{a}")).collect::<Vec<_>>().join(", ")
-    );
+    println!("embedded PTX of `{}`: {}", PTX.crate_name, PTX.arch_names().join(", "));
     let gpus = match Gpu::count() {
         Ok(n) if n > 0 => n,
         Ok(_) => {
@@ -53,8 +49,8 @@ pub fn run() -> CliResult {
 fn print_build_resources() {
     for m in PTX.modules {
         println!(
-            "\nsm_{} kernels ({}):",
-            m.arch,
+            "\n{} kernels ({}):",
+            m.arch_name(),
             m.ptxas.map_or("ptxas did not run at build time".to_string(), |v| format!("checked by {v}"))
         );
         let mut t = Table::new(&["kernel", "registers", "shared B", "stack B", "spills B"]).numeric(1..5);
@@ -77,8 +73,8 @@ fn print_build_resources() {
 fn print_kernels(module: &Module) -> CliResult {
     let ptx = module.ptx();
     println!(
-        "  loaded sm_{} PTX; kernels (registers, shared memory and local memory as the driver compiled them):",
-        ptx.arch
+        "  loaded {} PTX; kernels (registers, shared memory and local memory as the driver compiled them):",
+        ptx.arch_name()
     );
     let mut t =
         Table::new(&["kernel", "registers", "static shared B", "local B", "max block", "ptxas: regs / stack / spills"])

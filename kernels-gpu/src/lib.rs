@@ -14,6 +14,7 @@
 //! | [`obvious`] | the classic kernels written the obvious way (plain slice and shared-array indexing), beside C++ twins |
 //! | [`multi`] | `cohort multi-grid`, `cohort bench multi-grid`: the multi-grid Jacobi solver and barrier-latency kernel |
 //! | [`gemm`] | `cohort bench gemm`: the Ampere-style tensor-core GEMM (`mma.sync`, `ldmatrix`, a 4-stage `cp.async` pipeline), BF16 and F16 |
+//! | [`gemm_hopper`] | `cohort bench gemm`: the Hopper GEMM (TMA, `wgmma` m64n256k16, a warp-specialized 4-stage ring; `sm_90a`), BF16 and F16 |
 //! | [`clusters`] | `cohort bench clusters`: the distributed-shared-memory histogram, a cluster reduction, a stencil with its halo from neighbour blocks |
 //! | [`bench`](mod@bench) | `cohort bench`: the Rust halves of the side-by-side benchmarks |
 
@@ -29,6 +30,7 @@ pub mod checks;
 pub mod classic;
 pub mod clusters;
 pub mod gemm;
+pub mod gemm_hopper;
 pub mod memory;
 pub mod multi;
 pub mod obvious;

@@ -3,5 +3,6 @@
 //! are always built in checked mode, so that every GPU test also shows checked mode reports no
 //! false divergence, and the divergence tests find it (`COHORT_CHECKED=0` still overrides).
 fn main() {
-    cohort_build::Builder::for_build_script().checked(true).build_or_exit();
+    // sm_90a beside sm_90: the `wgmma` test kernels (Hopper's warpgroup MMA exists only there).
+    cohort_build::Builder::for_build_script().checked(true).arch_specific(&[90]).build_or_exit();
 }

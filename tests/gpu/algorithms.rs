@@ -14,6 +14,7 @@ pub fn trials() -> Vec<Trial> {
     vec![
         gpu_trial("algorithms_block_tile_scan_and_reduce", block_tile_scan),
         gpu_trial("algorithms_block_exchange_copy", block_exchange_copy),
+        gpu_trial("algorithms_block_coalesced_copy", block_coalesced_copy),
         gpu_trial("algorithms_scan_builtin", scan_builtin),
         gpu_trial("algorithms_reduce_builtin", reduce_builtin),
         gpu_trial("algorithms_user_type_scan", user_type_scan),
@@ -84,6 +85,51 @@ fn block_exchange_copy(c: &Ctx) -> TestResult {
         let cfg = LaunchConfig::new(n.div_ceil(tile).min(2) as u32, bs as u32).with_shared_mem((tile * 8) as u32);
         f.launch(c.gpu.stream(), cfg, &d_in, &mut out).ctx("launch")?;
         check_all(&format!("blocked → striped copy, n = {n}"), &out.to_vec().ctx("out")?, &input)?;
+    }
+    Ok(())
+}
+
+/// The coalesced blocked load and store (warp exchange through shared memory) copy every
+/// element to where it was: whole and partial tiles, several tiles a block, items of 4, 8 and
+/// 12 bytes, a block too large for the staging (per-thread path), and warps that call them
+/// diverged (per-thread path).
+fn block_coalesced_copy(c: &Ctx) -> TestResult {
+    let mut r = rng("algorithms_block_coalesced_copy");
+    let (f32s, f64s, f3) = (
+        k::block_coalesced_copy_u32::load(&c.tests).ctx("load")?,
+        k::block_coalesced_copy_u64::load(&c.tests).ctx("load")?,
+        k::block_coalesced_copy_sum3::load(&c.tests).ctx("load")?,
+    );
+    for (bs, split) in [(256u32, 0u32), (256, 1), (128, 0), (512, 0)] {
+        for tiles_x in [(0usize, 1usize), (1, 0), (1, 7), (3, 0), (5, 9)] {
+            // u32, 16 a thread
+            let tile = bs as usize * 16;
+            let n = tiles_x.0 * tile + tiles_x.1;
+            let input: Vec<u32> = (0..n).map(|_| r.random()).collect();
+            let d_in = c.gpu.upload(&input).ctx("upload")?;
+            let mut out = c.gpu.upload(&vec![0x5a5a_5a5a_u32; n]).ctx("alloc")?;
+            let cfg = LaunchConfig::new(n.div_ceil(tile).clamp(1, 2) as u32, bs);
+            f32s.launch(c.gpu.stream(), cfg, &d_in, &mut out, split).ctx("launch")?;
+            check_all(&format!("u32 copy, block {bs}, split {split}, n = {n}"), &out.to_vec().ctx("out")?, &input)?;
+            // u64, 8 a thread
+            let tile = bs as usize * 8;
+            let n = tiles_x.0 * tile + tiles_x.1;
+            let input: Vec<u64> = (0..n).map(|_| r.random()).collect();
+            let d_in = c.gpu.upload(&input).ctx("upload")?;
+            let mut out = c.gpu.upload(&vec![0x5a5a_5a5a_5a5a_5a5a_u64; n]).ctx("alloc")?;
+            let cfg = LaunchConfig::new(n.div_ceil(tile).clamp(1, 2) as u32, bs);
+            f64s.launch(c.gpu.stream(), cfg, &d_in, &mut out, split).ctx("launch")?;
+            check_all(&format!("u64 copy, block {bs}, split {split}, n = {n}"), &out.to_vec().ctx("out")?, &input)?;
+            // Sum3 (12 bytes), 4 a thread
+            let tile = bs as usize * 4;
+            let n = tiles_x.0 * tile + tiles_x.1;
+            let input: Vec<Sum3> = (0..n).map(|_| Sum3 { a: r.random(), b: r.random(), c: r.random() }).collect();
+            let d_in = c.gpu.upload(&input).ctx("upload")?;
+            let mut out = c.gpu.upload(&vec![Sum3 { a: 7, b: 7, c: 7 }; n]).ctx("alloc")?;
+            let cfg = LaunchConfig::new(n.div_ceil(tile).clamp(1, 2) as u32, bs);
+            f3.launch(c.gpu.stream(), cfg, &d_in, &mut out, split).ctx("launch")?;
+            check_all(&format!("Sum3 copy, block {bs}, split {split}, n = {n}"), &out.to_vec().ctx("out")?, &input)?;
+        }
     }
     Ok(())
 }

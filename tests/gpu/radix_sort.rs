@@ -24,6 +24,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("radix_sort_pairs_stable", pairs_stable),
         gpu_trial("radix_sort_bit_ranges", bit_ranges),
         gpu_trial("radix_sort_many_streams", many_streams),
+        gpu_trial("radix_sort_onesweep_look_back", onesweep_look_back),
         gpu_only_trial(
             "radix_sort_past_2_pow_32",
             "2^32 + 1 keys (34 GB of device memory); run with --include-ignored on a big GPU",
@@ -330,6 +331,33 @@ fn bit_ranges(c: &Ctx) -> TestResult {
     }
     let keys: Vec<i64> = (0..n).map(|_| r.random()).collect();
     check_sort(c, &a, &mut temp, "i64 bit range", &keys, RadixBits { begin: 40, end: 64, descending: true }, true)
+}
+
+/// The Onesweep passes' look-back across many tiles, where it is longest and most uneven: all
+/// keys equal (one digit gets every key: each tile's count of it is the tile's length, and
+/// every other digit's is zero), sorted and reverse sorted (each tile a few digits), few
+/// distinct keys, random; sizes around the pass kernel's tile (`ONESWEEP_BLOCK *
+/// ONESWEEP_ITEMS`) and many tiles; pairs carrying indices (stability across tiles), u32 and
+/// u64 keys, ascending and descending.
+fn onesweep_look_back(c: &Ctx) -> TestResult {
+    use cohort::algorithms::{ONESWEEP_BLOCK, ONESWEEP_ITEMS};
+    let tile = ONESWEEP_BLOCK as usize * ONESWEEP_ITEMS;
+    let mut r = rng("radix_sort_onesweep_look_back");
+    let a = Algorithms::load(&c.gpu).ctx("load")?;
+    let mut temp = Temp::new(&c.gpu);
+    let mut ns = vec![tile - 1, tile, tile + 1, 9 * tile + 17];
+    ns.extend(c.pick(vec![1000 * tile + 1, (1 << 23) + 5], vec![]));
+    for n in ns {
+        for desc in [false, true] {
+            for (what, keys) in inputs::<u32>(&mut r, n, |x| x as u32) {
+                check_sort(c, &a, &mut temp, what, &keys, RadixBits { begin: 0, end: 32, descending: desc }, true)?;
+            }
+        }
+        for (what, keys) in inputs::<u64>(&mut r, n, |x| x) {
+            check_sort(c, &a, &mut temp, what, &keys, RadixBits::all::<u64>(), true)?;
+        }
+    }
+    Ok(())
 }
 
 /// Sorts on several streams at once, each with its own temporary storage.

@@ -138,8 +138,9 @@ fn load_3d(c: &Ctx) -> TestResult {
 }
 
 /// Maps the host refuses, each an `Err` naming the field: one that overruns its buffer, a
-/// store map whose rows overlap (two blocks' boxes would share elements), swizzle, element
-/// strides, a box whose rows are not 16-byte multiples.
+/// store map whose rows overlap (two blocks' boxes would share elements), a swizzled store map,
+/// a swizzled box whose rows exceed the span, element strides, a box whose rows are not 16-byte
+/// multiples.
 fn refused(c: &Ctx) -> TestResult {
     let mut b = c.gpu.upload(&vec![1.0f32; 64 * 64]).ctx("upload")?;
     let field = |r: cohort_runtime::Result<()>, want: &str| -> TestResult {
@@ -154,10 +155,25 @@ fn refused(c: &Ctx) -> TestResult {
     )?;
     // The same overlapping strides are fine for loads (nothing is written).
     TensorMap::<f32, 2>::new(&b, TensorMapSpec::new([64, 32], [16, 16]).strides(&[128])).ctx("overlapping loads")?;
+    // Swizzled load maps are taken (they load into `wgmma::Tile`s of their swizzle), but not
+    // swizzled store maps, nor a box whose rows exceed the swizzle's span.
+    TensorMap::<f32, 2>::new(
+        &b,
+        TensorMapSpec::new([64, 64], [32, 32]).swizzle(cohort_runtime::tensor_map::Swizzle::B128),
+    )
+    .ctx("a swizzled load map")?;
+    field(
+        TensorMapMut::<f32, 2>::new(
+            &mut b,
+            TensorMapSpec::new([64, 64], [32, 32]).swizzle(cohort_runtime::tensor_map::Swizzle::B128),
+        )
+        .map(drop),
+        "swizzle",
+    )?;
     field(
         TensorMap::<f32, 2>::new(
             &b,
-            TensorMapSpec::new([64, 64], [32, 32]).swizzle(cohort_runtime::tensor_map::Swizzle::B128),
+            TensorMapSpec::new([64, 64], [64, 32]).swizzle(cohort_runtime::tensor_map::Swizzle::B128),
         )
         .map(drop),
         "swizzle",

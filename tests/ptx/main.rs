@@ -74,19 +74,20 @@ fn main() {
         cpu_trial("ptx_launch_budget_for_exactly_the_launching_kernels", launch_budget_kernels),
         cpu_trial("ptx_golden_dependent_kernels_wait_before_touching_memory", golden_dependent_wait),
         cpu_trial("ptx_golden_async_barrier_one_arrival_per_phase_and_counted_scope", golden_async_barrier),
+        cpu_trial("ptx_wgmma_only_in_sm_90a_elsewhere_a_marked_trap", wgmma_only_in_sm_90a),
     ];
     for set in SETS {
         for m in set.modules {
             trials.push(ptxas_trial(
-                &format!("ptxas_{}_sm_{}_assembles_without_spills", set.crate_name, m.arch),
+                &format!("ptxas_{}_{}_assembles_without_spills", set.crate_name, m.arch_name()),
                 m,
                 assemble,
             ));
         }
     }
     for m in PTX.modules {
-        trials.push(ptxas_trial(&format!("ptxas_sm_{}_launch_bounds_hold", m.arch), m, launch_bounds_hold));
-        trials.push(sass_trial(&format!("sass_sm_{}_gemm_k_loop_is_the_twins", m.arch), m, gemm_k_loop_sass));
+        trials.push(ptxas_trial(&format!("ptxas_{}_launch_bounds_hold", m.arch_name()), m, launch_bounds_hold));
+        trials.push(sass_trial(&format!("sass_{}_gemm_k_loop_is_the_twins", m.arch_name()), m, gemm_k_loop_sass));
     }
     libtest_mimic::run(&args, trials).exit();
 }
@@ -111,7 +112,9 @@ fn launch_bounds_hold(ptxas: &std::path::Path, m: &'static PtxModule) -> TestRes
     ensure(capped <= 24, || format!("sm_{}: capped_polynomials uses {capped} registers under a cap of 24", m.arch))?;
     let uncapped_text = m.text_with_nul().replace(".maxnreg 24\n", "");
     let uncapped: &'static str = Box::leak(uncapped_text.into_boxed_str());
-    let uncapped_module: &'static PtxModule = Box::leak(Box::new(PtxModule::new(m.arch, uncapped)));
+    let uncapped_module = PtxModule::new(m.arch, uncapped);
+    let uncapped_module = if m.arch_specific { uncapped_module.with_arch_specific() } else { uncapped_module };
+    let uncapped_module: &'static PtxModule = Box::leak(Box::new(uncapped_module));
     let free = regs(&run_ptxas(ptxas, uncapped_module)?)?;
     ensure(free > 24, || {
         format!("sm_{}: without its cap capped_polynomials uses {free} registers: the test proves nothing", m.arch)
@@ -133,14 +136,14 @@ fn ptxas_trial(name: &str, m: &'static PtxModule, f: fn(&std::path::Path, &'stat
 fn run_ptxas(ptxas: &std::path::Path, m: &PtxModule) -> Result<Vec<cohort_build::KernelResources>, String> {
     static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("cohort-ptx-test-{}-{}-{run}", std::process::id(), m.arch));
+    let dir = std::env::temp_dir().join(format!("cohort-ptx-test-{}-{}-{run}", std::process::id(), m.arch_name()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let file = dir.join(format!("module.sm_{}.ptx", m.arch));
+    let file = dir.join(format!("module.{}.ptx", m.arch_name()));
     std::fs::write(&file, m.text()).map_err(|e| e.to_string())?;
     // A module that calls the device runtime is assembled as relocatable code: its
     // `__cudaCDP2*` calls are resolved when the runtime links it with libcudadevrt.
     let out = std::process::Command::new(ptxas)
-        .arg(format!("-arch=sm_{}", m.arch))
+        .arg(format!("-arch={}", m.arch_name()))
         .args(m.needs_device_runtime().then_some("-c"))
         .arg("-v")
         .arg("-o")
@@ -151,7 +154,7 @@ fn run_ptxas(ptxas: &std::path::Path, m: &PtxModule) -> Result<Vec<cohort_build:
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let _ = std::fs::remove_dir_all(&dir);
     if !out.status.success() {
-        return Err(format!("ptxas -arch=sm_{} rejected the module:\n{text}", m.arch));
+        return Err(format!("ptxas -arch={} rejected the module:\n{text}", m.arch_name()));
     }
     Ok(cohort_build::parse_ptxas_output(&text))
 }
@@ -190,7 +193,7 @@ struct SassTools {
 fn sass_of(tools: &SassTools, m: &PtxModule, kernel: &str) -> Result<Sass, String> {
     static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("cohort-sass-test-{}-{}-{run}", std::process::id(), m.arch));
+    let dir = std::env::temp_dir().join(format!("cohort-sass-test-{}-{}-{run}", std::process::id(), m.arch_name()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let (ptx, cubin) = (dir.join("module.ptx"), dir.join("module.cubin"));
     std::fs::write(&ptx, m.text()).map_err(|e| e.to_string())?;
@@ -201,7 +204,7 @@ fn sass_of(tools: &SassTools, m: &PtxModule, kernel: &str) -> Result<Sass, Strin
     };
     let asm = run_tool(
         std::process::Command::new(&tools.ptxas)
-            .arg(format!("-arch=sm_{}", m.arch))
+            .arg(format!("-arch={}", m.arch_name()))
             .args(["-e", kernel, "-o"])
             .arg(&cubin)
             .arg(&ptx),
@@ -273,22 +276,23 @@ impl Sass {
 fn gemm_k_loop_sass(tools: &SassTools, m: &'static PtxModule) -> TestResult {
     for k in ["gemm_tn_bf16", "gemm_tn_f16"] {
         let sass = sass_of(tools, m, k)?;
-        let body = sass.loop_around("HMMA").ok_or_else(|| format!("sm_{}: `{k}`: no loop around its HMMA", m.arch))?;
+        let body =
+            sass.loop_around("HMMA").ok_or_else(|| format!("{}: `{k}`: no loop around its HMMA", m.arch_name()))?;
         let count = |op: &str| body.iter().filter(|(_, i)| i.split_whitespace().any(|w| w.starts_with(op))).count();
         let listing = || body.iter().map(|(a, i)| format!("{a:#06x} {i}")).collect::<Vec<_>>().join("\n");
         ensure(count("HMMA") == 32 && count("LDSM") == 12 && count("LDGSTS") == 4, || {
-            format!("sm_{}: `{k}`'s k-loop is not 32 HMMA, 12 LDSM, 4 LDGSTS:\n{}", m.arch, listing())
+            format!("{}: `{k}`'s k-loop is not 32 HMMA, 12 LDSM, 4 LDGSTS:\n{}", m.arch_name(), listing())
         })?;
         ensure(body.len() <= 80, || {
             format!(
-                "sm_{}: `{k}`'s k-loop has {} instructions (its C++ twin's: 73):\n{}",
-                m.arch,
+                "{}: `{k}`'s k-loop has {} instructions (its C++ twin's: 73):\n{}",
+                m.arch_name(),
                 body.len(),
                 listing()
             )
         })?;
         ensure(!sass.code.iter().any(|(_, i)| i.contains("VOTE")), || {
-            format!("sm_{}: `{k}` keeps a VOTE (an inline-asm convergence anchor ptxas did not delete)", m.arch)
+            format!("{}: `{k}` keeps a VOTE (an inline-asm convergence anchor ptxas did not delete)", m.arch_name())
         })?;
     }
     Ok(())
@@ -335,6 +339,45 @@ fn entry_body(m: &PtxModule, name: &str) -> Result<&'static str, String> {
     Ok(&rest[..end])
 }
 
+/// `gemm_hopper`'s entries: in the `sm_90a` module four back-to-back `m64n256k16` MMAs per
+/// stage, the register split and the TMA loads, and no trap marker; in every other module no
+/// `wgmma` but the marked trap the runtime refuses to launch (`Error::NeedsArchSpecific`). The
+/// kernels crate embeds an `sm_90a` module beside `sm_90`.
+fn wgmma_only_in_sm_90a() -> TestResult {
+    ensure(PTX.modules.iter().any(|m| m.arch_specific && m.arch == 90), || format!("modules: {:?}", PTX.arch_names()))?;
+    for m in PTX.modules {
+        for k in ["gemm_tn_hopper_bf16", "gemm_tn_hopper_f16"] {
+            // To the next function (`entry_body` stops at a `}` line, which inline assembly may hold).
+            let text = m.text();
+            let start = text.find(&format!(".entry {k}(")).ok_or_else(|| format!("{}: no `{k}`", m.arch_name()))?;
+            let rest = &text[start + 1..];
+            let end = [rest.find("\n.visible .entry"), rest.find("\n.func"), rest.find("\n.entry")]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(rest.len());
+            let body = &rest[..end];
+            let marked = body.contains(cohort::raw::NEEDS_SM_90A);
+            if m.arch_specific {
+                let mmas = body.matches("wgmma.mma_async.sync.aligned.m64n256k16.f32").count();
+                ensure(mmas == 4 && !marked, || format!("{} `{k}`: {mmas} MMAs, marked {marked}", m.arch_name()))?;
+                for needle in [
+                    "setmaxnreg.dec.sync.aligned.u32 40",
+                    "setmaxnreg.inc.sync.aligned.u32 232",
+                    "cp.async.bulk.tensor.2d",
+                ] {
+                    ensure(body.contains(needle), || format!("{} `{k}` lacks `{needle}`", m.arch_name()))?;
+                }
+            } else {
+                ensure(marked && !body.contains("wgmma."), || {
+                    format!("{} `{k}`: wgmma outside sm_90a, or no marked trap", m.arch_name())
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The entry's body and every `.func` in the module it calls directly.
 fn entry_and_callees(m: &PtxModule, name: &str) -> Result<String, String> {
     let body = entry_body(m, name)?;
@@ -359,8 +402,8 @@ fn every_arch_embedded() -> TestResult {
     let archs = PTX.archs();
     ensure(archs.contains(&80) && archs.contains(&90), || format!("embedded architectures: {archs:?}"))?;
     for m in PTX.modules {
-        ensure(m.text().contains(&format!(".target sm_{}", m.arch)), || {
-            format!("module for sm_{} targets something else", m.arch)
+        ensure(m.text().contains(&format!(".target {}", m.arch_name())), || {
+            format!("module for {} targets something else", m.arch_name())
         })?;
         ensure(m.text_with_nul().ends_with('\0'), || "PTX is not NUL-terminated".into())?;
         ensure(m.kernels().contains(&"vector_add"), || format!("sm_{}: no vector_add", m.arch))?;
@@ -369,10 +412,14 @@ fn every_arch_embedded() -> TestResult {
 }
 
 fn selection() -> TestResult {
-    let pick = |cc| PTX.select(cc).map(|m| m.arch);
-    ensure(pick(90) == Some(90), || format!("cc 9.0 -> {:?}", pick(90)))?;
-    ensure(pick(89) == Some(80), || format!("cc 8.9 -> {:?}", pick(89)))?;
-    ensure(pick(120) == Some(90), || format!("cc 12.0 -> {:?}", pick(120)))?;
+    let pick = |cc| PTX.select(cc).map(|m| m.arch_name());
+    // The kernels crate builds sm_90a beside sm_90 (Hopper's wgmma GEMM): a 9.0 device loads it,
+    // no other does.
+    let want90 = if PTX.modules.iter().any(|m| m.arch_specific) { "sm_90a" } else { "sm_90" };
+    ensure(pick(90).as_deref() == Some(want90), || format!("cc 9.0 -> {:?}", pick(90)))?;
+    ensure(pick(89).as_deref() == Some("sm_80"), || format!("cc 8.9 -> {:?}", pick(89)))?;
+    ensure(pick(100).as_deref() == Some("sm_90"), || format!("cc 10.0 -> {:?}", pick(100)))?;
+    ensure(pick(120).as_deref() == Some("sm_90"), || format!("cc 12.0 -> {:?}", pick(120)))?;
     ensure(pick(75).is_none(), || format!("cc 7.5 -> {:?}", pick(75)))
 }
 
@@ -602,7 +649,7 @@ fn classic_no_bounds_checks() -> TestResult {
 /// the fact the writes' safety rests on, checked exhaustively on the CPU for several block
 /// shapes and grids, nested layouts included.
 fn layouts_one_to_one() -> TestResult {
-    use cohort::matrix::{Blocked, Cyclic, Layout, MmaWarps, Transposed, TransposedTiles};
+    use cohort::matrix::{Blocked, Cyclic, Layout, MmaWarps, Transposed, TransposedTiles, Warpgroups};
     fn check<L: Layout>(name: &str) -> TestResult {
         check_blocks::<L>(name, &[(8, 4), (32, 8), (1, 16), (16, 1)])
     }
@@ -614,6 +661,14 @@ fn layouts_one_to_one() -> TestResult {
                     (0..gx).flat_map(move |bx| (0..y).flat_map(move |ty| (0..x).map(move |tx| (by, bx, ty, tx))))
                 }) {
                     let [r0, dr, c0, dc] = L::place(tx, ty, x, y, by, bx);
+                    // Idle threads (`Warpgroups`' producers) are placed past every matrix: they
+                    // write nothing (a layout with them is not `Within`: every write is checked).
+                    if L::IDLE_THREADS && r0 >= 1 << 60 {
+                        ensure((ty * x + tx) / 128 < 4, || {
+                            format!("{name}: a consumer thread placed past the matrix")
+                        })?;
+                        continue;
+                    }
                     for k in 0..L::KR {
                         for l in 0..L::KC {
                             let at = (r0 + dr * k, c0 + dc * (l / L::RUN) + l % L::RUN);
@@ -642,7 +697,11 @@ fn layouts_one_to_one() -> TestResult {
     // other).
     check_blocks::<MmaWarps<4, 4, 4>>("MmaWarps<4, 4, 4>", &[(256, 1), (32, 8), (128, 1)])?;
     check_blocks::<MmaWarps<1, 2, 1>>("MmaWarps<1, 2, 1>", &[(32, 1), (64, 1), (32, 3)])?;
-    check_blocks::<TransposedTiles<MmaWarps<2, 1, 2>>>("TransposedTiles<MmaWarps<2, 1, 2>>", &[(64, 1), (32, 4)])
+    check_blocks::<TransposedTiles<MmaWarps<2, 1, 2>>>("TransposedTiles<MmaWarps<2, 1, 2>>", &[(64, 1), (32, 4)])?;
+    // Warpgroup MMA accumulators, producers first (they write nothing).
+    check_blocks::<Warpgroups<32, 1>>("Warpgroups<32, 1>", &[(384, 1), (128, 3), (256, 1)])?;
+    check_blocks::<Warpgroups<8, 0>>("Warpgroups<8, 0>", &[(128, 1), (256, 1)])?;
+    check_blocks::<TransposedTiles<Warpgroups<4, 2>>>("TransposedTiles<Warpgroups<4, 2>>", &[(512, 1)])
 }
 
 /// The tensor-core GEMM's k-loop (`cohort_kernels::gemm`: from its first `cp.async` to its last

@@ -27,14 +27,18 @@
 //! | reduce | `DeviceReduce::Reduce` / `Sum` / `Min` / `Max` | [`Algorithms::reduce`] | [`Sum`] of `u32 i32 u64 i64 f32 f64`; [`Min`], [`Max`] of `u32 i32 f32` |
 //! | exclusive scan | `DeviceScan::ExclusiveScan` / `ExclusiveSum` | [`Algorithms::exclusive_scan`] | as reduce |
 //! | inclusive scan | `DeviceScan::InclusiveScan` / `InclusiveSum` | [`Algorithms::inclusive_scan`] | as reduce |
+//! | scan by key | `DeviceScan::InclusiveScanByKey` / `ExclusiveScanByKey` / `InclusiveSumByKey` / `ExclusiveSumByKey` | [`Algorithms::inclusive_scan_by_key`] / [`exclusive_scan_by_key`](Algorithms::exclusive_scan_by_key) (single pass; a segment is a run of keys equal by `==`) | [`Sum`] of `u32 i32 u64 i64 f32 f64` by `u32` or `u64` keys |
 //! | select-if / partition-if | `DeviceSelect::If` / `DevicePartition::If` | `Algorithms::select_if` / `partition_if` with [`LessThan`] | `u32 i32 u64 f32` |
 //! | select-flagged | `DeviceSelect::Flagged` | `Algorithms::select_flagged` (`u8` flags) | as select-if |
 //! | unique, run-length encode | `DeviceSelect::Unique`, `DeviceRunLengthEncode::Encode` | `Algorithms::unique`, `run_length_encode` | as select-if |
 //! | radix sort | `DeviceRadixSort::SortKeys` / `SortPairs` (+ `Descending`, `begin_bit`/`end_bit`) | `Algorithms::radix_sort_keys` / `radix_sort_pairs` with [`RadixBits`] (stable; LSD, 8 bits a pass) | keys `u32 u64 i32 i64 f32 f64`; values any 4- or 8-byte type |
+//! | merge sort | `DeviceMergeSort::SortKeys` / `SortPairs` / `StableSortKeys` (a comparator) | [`Algorithms::merge_sort_keys`] / [`merge_sort_pairs`](Algorithms::merge_sort_pairs) (stable; `<`) | keys `u32 u64`; values any 4- or 8-byte type |
 //! | histogram | `DeviceHistogram::HistogramEven` / `HistogramRange` | `Algorithms::histogram_even` / `histogram_range` (`u32` counts; bins privatized per warp in shared memory) | samples `u8 u16 u32 i32` (levels `i64`), `f32` (levels `f32`; NaN never counted) |
 //! | segmented reduce | `DeviceSegmentedReduce::Reduce` / `Sum` / `Min` / `Max` | `Algorithms::segmented_reduce` (offsets `offsets[s]..offsets[s + 1]`; work cut by elements, so huge and tiny segments run alike) | as reduce |
 //! | argmin / argmax | `DeviceReduce::ArgMin` / `ArgMax` | `Algorithms::arg_min` / `arg_max` (first position; NaN wins) | `u32 i32 u64 i64 f32 f64` |
 //! | your type / op | a C++ functor and a template instantiation | [`algorithm_kernels!`] in your kernels crate, then [`reduce`], [`exclusive_scan`], [`inclusive_scan`] | any `DeviceCopy` of at most 32 bytes, any associative op |
+//! | your key type and comparator, merge sort | `DeviceMergeSort` with a C++ comparator | [`merge_sort_kernels!`], then [`merge_sort_keys`], [`merge_sort_pairs`] | keys and values any `DeviceCopy`, at most 192 bytes together |
+//! | your key / value / op, by key | as above | [`scan_by_key_kernels!`], then [`inclusive_scan_by_key`], [`exclusive_scan_by_key`] | keys any `DeviceCopy + PartialEq`; values a `DeviceCopy` of at most 24 bytes (size a multiple of 4) |
 
 #![no_std]
 #![cfg_attr(all(feature = "builtin", target_arch = "nvptx64"), feature(abi_ptx))]
@@ -77,7 +81,7 @@ pub use host::*;
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
 mod builtin;
 #[cfg(all(feature = "builtin", not(target_arch = "nvptx64")))]
-pub use builtin::{Algorithms, Builtin};
+pub use builtin::{Algorithms, Builtin, ByKeyBuiltin, MergeBuiltin};
 
 #[doc(hidden)]
 pub mod __private {
@@ -220,6 +224,275 @@ macro_rules! algorithm_kernels {
     };
 }
 
+/// Instantiates the single-pass **scan by key** (CUB's `DeviceScan::InclusiveScanByKey` /
+/// `ExclusiveScanByKey`) for one key type, value type and operator, in the calling (kernels)
+/// crate: one `#[kernel]` with the name given and, on the host, `Kernels`, which
+/// [`inclusive_scan_by_key`] and [`exclusive_scan_by_key`] launch. Keys: any `DeviceCopy +
+/// PartialEq` (a segment is a run of consecutive keys equal by `==`); values: a `DeviceCopy` of
+/// at most 24 bytes whose size is a multiple of 4; the operator: associative. No `unsafe` and no
+/// C++ on the user's side.
+///
+/// ```ignore
+/// cohort_algorithms::scan_by_key_kernels! {
+///     /// Affine maps composed within runs of equal `u64` keys.
+///     pub mod affine_by_key {
+///         type K = u64;
+///         type T = super::Affine;
+///         op = super::compose;
+///         kernel = affine_scan_by_key_tile;
+///     }
+/// }
+/// // host: let k = affine_by_key::Kernels::load(&module)?;
+/// //       cohort_algorithms::inclusive_scan_by_key(&k, stream, &keys, &values, &mut out, &mut temp)?;
+/// ```
+///
+/// The kernel is private to the module: only the host functions, which size and clear the
+/// look-back's storage, launch it.
+#[macro_export]
+macro_rules! scan_by_key_kernels {
+    (
+        $(#[$m:meta])*
+        $vis:vis mod $name:ident {
+            type K = $k:ty;
+            type T = $t:ty;
+            op = $op:expr;
+            kernel = $kern:ident;
+        }
+    ) => {
+        $(#[$m])*
+        $vis mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            use $crate::__private::cohort;
+
+            /// The key type.
+            pub type Key = $k;
+            /// The value type.
+            pub type Elem = $t;
+
+            /// One tile of the single-pass scan by key (`SCAN_BY_KEY_ITEMS` = 8 items a thread).
+            #[cohort::kernel]
+            fn $kern(
+                keys: &[$k],
+                input: &[$t],
+                mut out: cohort::slice::DisjointSlice<$t, cohort::thread::Blocked<8>>,
+                state: &[cohort::atomic::AtomicU64],
+                init: $t,
+                exclusive: u32,
+            ) {
+                let init = if exclusive != 0 { ::core::option::Option::Some(init) } else { ::core::option::Option::None };
+                // SAFETY: this kernel writes `out` nowhere else.
+                unsafe { cohort::algorithms::scan_by_key_tile::<$k, $t, _, 8>(keys, input, &mut out, state, init, $op) }
+            }
+
+            /// The loaded kernel, for [`inclusive_scan_by_key`]($crate::inclusive_scan_by_key)
+            /// and [`exclusive_scan_by_key`]($crate::exclusive_scan_by_key).
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[derive(Debug)]
+            pub struct Kernels {
+                scan: $kern,
+            }
+
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl Kernels {
+                /// Finds the kernel in `module` (the calling crate's PTX, loaded).
+                ///
+                /// # Errors
+                /// As a kernel's `load`.
+                pub fn load(
+                    module: &$crate::__private::cohort_runtime::Module,
+                ) -> ::core::result::Result<Self, $crate::__private::cohort_runtime::Error> {
+                    ::core::result::Result::Ok(Self { scan: $kern::load(module)? })
+                }
+            }
+
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::ScanByKeyKernels<$k, $t> for Kernels {
+                fn launch_scan_by_key(
+                    &self,
+                    stream: &$crate::__private::cohort_runtime::Stream,
+                    config: $crate::__private::cohort_runtime::LaunchConfig,
+                    keys: &$crate::__private::cohort_runtime::DeviceBuffer<$k>,
+                    input: &$crate::__private::cohort_runtime::DeviceBuffer<$t>,
+                    out: &mut $crate::__private::cohort_runtime::DeviceBuffer<$t>,
+                    state: &mut $crate::__private::cohort_runtime::DeviceBuffer<u64>,
+                    init: $t,
+                    exclusive: bool,
+                ) -> ::core::result::Result<(), $crate::__private::cohort_runtime::Error> {
+                    self.scan.launch(stream, config, keys, input, out, state, init, exclusive as u32)
+                }
+            }
+        }
+    };
+}
+
+/// Instantiates the stable **merge sort with a comparator** (CUB's `DeviceMergeSort::SortKeys`
+/// / `SortPairs`) for one key type, value type and comparator, in the calling (kernels) crate:
+/// three `#[kernel]`s with the names given and, on the host, `Kernels`, which
+/// [`merge_sort_keys`] and [`merge_sort_pairs`] launch. `less(&a, &b)` must be a strict weak
+/// order (`a < b`); one that is not gives unspecified output values, never an access out of
+/// bounds. Keys and values: any `DeviceCopy`, at most 192 bytes together (for keys alone, give
+/// `type V = u32;`). No `unsafe` and no C++ on the user's side.
+///
+/// ```ignore
+/// #[derive(Clone, Copy, Debug, PartialEq, cohort::DeviceCopy)]
+/// #[repr(C)]
+/// pub struct Point { pub x: f32, pub y: f32 }
+///
+/// cohort_algorithms::merge_sort_kernels! {
+///     /// Points by distance from the origin.
+///     pub mod by_norm {
+///         type K = super::Point;
+///         type V = u32;
+///         less = |a: &super::Point, b: &super::Point| a.x * a.x + a.y * a.y < b.x * b.x + b.y * b.y;
+///         tiles = by_norm_tiles;
+///         partition = by_norm_partition;
+///         merge = by_norm_merge;
+///     }
+/// }
+/// // host: let k = by_norm::Kernels::load(&module)?;
+/// //       cohort_algorithms::merge_sort_keys(&k, stream, &mut points, &mut temp)?;
+/// ```
+///
+/// The kernels are private to the module: only the host functions, which run the partition
+/// before each merge pass in the same stream, launch them.
+#[macro_export]
+macro_rules! merge_sort_kernels {
+    (
+        $(#[$m:meta])*
+        $vis:vis mod $name:ident {
+            type K = $k:ty;
+            type V = $v:ty;
+            less = $less:expr;
+            tiles = $tiles:ident;
+            partition = $part:ident;
+            merge = $merge:ident;
+        }
+    ) => {
+        $(#[$m])*
+        $vis mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            use $crate::__private::cohort;
+
+            /// The key type.
+            pub type Key = $k;
+            /// The value type.
+            pub type Value = $v;
+
+            /// Sorts each tile (see `cohort::algorithms::merge_sort_tiles`).
+            #[cohort::kernel]
+            fn $tiles(
+                keys: &[$k],
+                values: &[$v],
+                mut keys_out: cohort::slice::DisjointSlice<$k, cohort::thread::Scattered>,
+                mut values_out: cohort::slice::DisjointSlice<$v, cohort::thread::Scattered>,
+            ) {
+                const N: usize = cohort::algorithms::merge_items::<$k, $v>();
+                let (sk, sv) = cohort::algorithms::merge_smem::<$k, $v>();
+                // SAFETY: this kernel writes its outputs nowhere else.
+                unsafe {
+                    cohort::algorithms::merge_sort_tiles::<$k, $v, _, N>(
+                        keys, values, &mut keys_out, &mut values_out, $less, &sk, &sv,
+                    )
+                }
+            }
+
+            /// A merge pass's cuts (see `cohort::algorithms::merge_partition`).
+            #[cohort::kernel]
+            fn $part(keys: &[$k], width: u64, tile: u64, mut splits: cohort::slice::DisjointSlice<u64>) {
+                cohort::algorithms::merge_partition::<$k, _>(keys, width as usize, tile as usize, &mut splits, $less)
+            }
+
+            /// A merge pass (see `cohort::algorithms::merge_tiles`).
+            #[cohort::kernel]
+            fn $merge(
+                keys: &[$k],
+                values: &[$v],
+                splits: &[u64],
+                width: u64,
+                mut keys_out: cohort::slice::DisjointSlice<$k, cohort::thread::Scattered>,
+                mut values_out: cohort::slice::DisjointSlice<$v, cohort::thread::Scattered>,
+            ) {
+                const N: usize = cohort::algorithms::merge_items::<$k, $v>();
+                let (sk, sv) = cohort::algorithms::merge_smem::<$k, $v>();
+                // SAFETY: this kernel writes its outputs nowhere else.
+                unsafe {
+                    cohort::algorithms::merge_tiles::<$k, $v, _, N>(
+                        keys, values, splits, width as usize, &mut keys_out, &mut values_out, $less, &sk, &sv,
+                    )
+                }
+            }
+
+            /// The loaded kernels, for [`merge_sort_keys`]($crate::merge_sort_keys) and
+            /// [`merge_sort_pairs`]($crate::merge_sort_pairs).
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[derive(Debug)]
+            pub struct Kernels {
+                tiles: $tiles,
+                part: $part,
+                merge: $merge,
+            }
+
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl Kernels {
+                /// Finds the kernels in `module` (the calling crate's PTX, loaded).
+                ///
+                /// # Errors
+                /// As a kernel's `load`.
+                pub fn load(
+                    module: &$crate::__private::cohort_runtime::Module,
+                ) -> ::core::result::Result<Self, $crate::__private::cohort_runtime::Error> {
+                    ::core::result::Result::Ok(Self {
+                        tiles: $tiles::load(module)?,
+                        part: $part::load(module)?,
+                        merge: $merge::load(module)?,
+                    })
+                }
+            }
+
+            #[cfg(not(target_arch = "nvptx64"))]
+            impl $crate::MergeSortKernels<$k, $v> for Kernels {
+                fn launch_tiles(
+                    &self,
+                    stream: &$crate::__private::cohort_runtime::Stream,
+                    config: $crate::__private::cohort_runtime::LaunchConfig,
+                    keys: $crate::__private::cohort_runtime::DeviceView<'_, $k>,
+                    values: $crate::__private::cohort_runtime::DeviceView<'_, $v>,
+                    keys_out: $crate::__private::cohort_runtime::DeviceViewMut<'_, $k>,
+                    values_out: $crate::__private::cohort_runtime::DeviceViewMut<'_, $v>,
+                ) -> ::core::result::Result<(), $crate::__private::cohort_runtime::Error> {
+                    self.tiles.launch(stream, config, keys, values, keys_out, values_out)
+                }
+                fn launch_partition(
+                    &self,
+                    stream: &$crate::__private::cohort_runtime::Stream,
+                    config: $crate::__private::cohort_runtime::LaunchConfig,
+                    keys: $crate::__private::cohort_runtime::DeviceView<'_, $k>,
+                    width: u64,
+                    tile: u64,
+                    splits: &mut $crate::__private::cohort_runtime::DeviceBuffer<u64>,
+                ) -> ::core::result::Result<(), $crate::__private::cohort_runtime::Error> {
+                    self.part.launch(stream, config, keys, width, tile, splits)
+                }
+                fn launch_merge(
+                    &self,
+                    stream: &$crate::__private::cohort_runtime::Stream,
+                    config: $crate::__private::cohort_runtime::LaunchConfig,
+                    keys: $crate::__private::cohort_runtime::DeviceView<'_, $k>,
+                    values: $crate::__private::cohort_runtime::DeviceView<'_, $v>,
+                    splits: &$crate::__private::cohort_runtime::DeviceBuffer<u64>,
+                    width: u64,
+                    keys_out: $crate::__private::cohort_runtime::DeviceViewMut<'_, $k>,
+                    values_out: $crate::__private::cohort_runtime::DeviceViewMut<'_, $v>,
+                ) -> ::core::result::Result<(), $crate::__private::cohort_runtime::Error> {
+                    self.merge.launch(stream, config, keys, values, splits, width, keys_out, values_out)
+                }
+            }
+        }
+    };
+}
+
 /// The built-in kernels (feature `builtin`), one module per type and operator.
 #[cfg(feature = "builtin")]
 macro_rules! builtin_kernels {
@@ -241,4 +514,53 @@ builtin_kernels! {
     max_u32: u32, Max, scan_max_u32, reduce_max_u32;
     max_i32: i32, Max, scan_max_i32, reduce_max_i32;
     max_f32: f32, Max, scan_max_f32, reduce_max_f32;
+}
+
+/// The built-in scan-by-key kernels (feature `builtin`): [`Sum`] by `u32` or `u64` keys.
+#[cfg(feature = "builtin")]
+macro_rules! builtin_by_key {
+    ($($name:ident: $k:ty, $t:ty, $op:ident, $kern:ident;)*) => {$(
+        scan_by_key_kernels! { #[doc(hidden)] pub mod $name { type K = $k; type T = $t; op = crate::$op; kernel = $kern; } }
+    )*};
+}
+#[cfg(feature = "builtin")]
+builtin_by_key! {
+    by_u32_sum_u32: u32, u32, Sum, scan_by_u32_sum_u32;
+    by_u32_sum_i32: u32, i32, Sum, scan_by_u32_sum_i32;
+    by_u32_sum_u64: u32, u64, Sum, scan_by_u32_sum_u64;
+    by_u32_sum_i64: u32, i64, Sum, scan_by_u32_sum_i64;
+    by_u32_sum_f32: u32, f32, Sum, scan_by_u32_sum_f32;
+    by_u32_sum_f64: u32, f64, Sum, scan_by_u32_sum_f64;
+    by_u64_sum_u32: u64, u32, Sum, scan_by_u64_sum_u32;
+    by_u64_sum_i32: u64, i32, Sum, scan_by_u64_sum_i32;
+    by_u64_sum_u64: u64, u64, Sum, scan_by_u64_sum_u64;
+    by_u64_sum_i64: u64, i64, Sum, scan_by_u64_sum_i64;
+    by_u64_sum_f32: u64, f32, Sum, scan_by_u64_sum_f32;
+    by_u64_sum_f64: u64, f64, Sum, scan_by_u64_sum_f64;
+}
+
+/// The built-in merge sort kernels (feature `builtin`): `u32` and `u64` keys in their natural
+/// order, values moved as 4- or 8-byte words.
+#[cfg(feature = "builtin")]
+macro_rules! builtin_merge {
+    ($($name:ident: $k:ty, $v:ty, $tiles:ident, $part:ident, $merge:ident;)*) => {$(
+        merge_sort_kernels! {
+            #[doc(hidden)]
+            pub mod $name {
+                type K = $k;
+                type V = $v;
+                less = |a: &$k, b: &$k| *a < *b;
+                tiles = $tiles;
+                partition = $part;
+                merge = $merge;
+            }
+        }
+    )*};
+}
+#[cfg(feature = "builtin")]
+builtin_merge! {
+    merge_u32_v32: u32, u32, merge_tiles_u32_v32, merge_part_u32_v32, merge_pass_u32_v32;
+    merge_u32_v64: u32, u64, merge_tiles_u32_v64, merge_part_u32_v64, merge_pass_u32_v64;
+    merge_u64_v32: u64, u32, merge_tiles_u64_v32, merge_part_u64_v32, merge_pass_u64_v32;
+    merge_u64_v64: u64, u64, merge_tiles_u64_v64, merge_part_u64_v64, merge_pass_u64_v64;
 }

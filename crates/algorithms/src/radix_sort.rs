@@ -1,50 +1,53 @@
 //! The built-in radix sort (feature `builtin`): keys `u32 u64 i32 i64 f32 f64`, with values of
-//! any 4- or 8-byte type, over [`cohort::algorithms::radix_upsweep`] and
-//! [`radix_downsweep`]; per key type an upsweep kernel and a downsweep per value width (the
-//! 4-byte one also sorts keys alone).
+//! any 4- or 8-byte type, Onesweep ([`cohort::algorithms::onesweep_histogram`] once, then
+//! [`onesweep_pass`] per 8-bit pass); per key type a histogram kernel and a pass kernel per
+//! value width (the 4-byte one also sorts keys alone).
 
-use cohort::algorithms::{SORT_ITEMS, radix_downsweep, radix_upsweep};
+use cohort::algorithms::{ONESWEEP_BLOCK, ONESWEEP_ITEMS, onesweep_histogram, onesweep_pass};
 use cohort::atomic::AtomicU64;
 use cohort::block::RadixBits;
 use cohort::slice::DisjointSlice;
 use cohort::thread::Scattered;
 
 macro_rules! sort_kernels {
-    ($($k:ty => $up:ident, $down32:ident, $down64:ident;)*) => {$(
-        /// The digit counts of one pass (see `radix_upsweep`).
+    ($($k:ty => $hist:ident, $pass32:ident, $pass64:ident;)*) => {$(
+        /// The digit counts of every pass (see `onesweep_histogram`).
         #[cohort::kernel]
-        fn $up(keys: &[$k], hist: &[AtomicU64], shift: u32, width: u32, descending: u32) {
-            let bits = RadixBits { begin: shift, end: shift.saturating_add(width), descending: descending != 0 };
-            radix_upsweep::<$k, SORT_ITEMS>(keys, hist, bits)
+        fn $hist(keys: &[$k], hist: &[AtomicU64], begin: u32, end: u32, descending: u32) {
+            let bits = RadixBits { begin, end, descending: descending != 0 };
+            onesweep_histogram::<$k, ONESWEEP_ITEMS>(keys, hist, bits)
         }
 
-        sort_kernels!(@down $k, $down32, u32);
-        sort_kernels!(@down $k, $down64, u64);
+        sort_kernels!(@pass $k, $pass32, u32);
+        sort_kernels!(@pass $k, $pass64, u64);
     )*};
-    (@down $k:ty, $down:ident, $v:ty) => {
-        /// The scatter of one pass (see `radix_downsweep`); keys alone when `values` is empty.
+    (@pass $k:ty, $pass:ident, $v:ty) => {
+        /// One pass (see `onesweep_pass`); keys alone when `values` is empty.
         #[cohort::kernel]
         #[allow(clippy::too_many_arguments)]
-        fn $down(
+        fn $pass(
             keys: &[$k],
             values: &[$v],
-            offsets: &[u64],
+            hist: &[u64],
+            state: &[AtomicU64],
             mut keys_out: DisjointSlice<$k, Scattered>,
             mut values_out: DisjointSlice<$v, Scattered>,
             shift: u32,
             width: u32,
             descending: u32,
         ) {
-            const TILE: usize = cohort::algorithms::SORT_BLOCK as usize * SORT_ITEMS;
+            const TILE: usize = ONESWEEP_BLOCK as usize * ONESWEEP_ITEMS;
             let bits = RadixBits { begin: shift, end: shift.saturating_add(width), descending: descending != 0 };
+            // Keys, then values, in the same bytes (`onesweep_smem_bytes`).
             let smem_keys = cohort::shared::dynamic::<$k>().sub(0, TILE);
-            let smem_values = cohort::shared::dynamic::<$v>().sub(TILE * size_of::<$k>() / size_of::<$v>(), TILE);
-            // SAFETY: the host API launches this right after the upsweep of the same keys,
-            // bits and grid and the exclusive scan of its histogram into `offsets`, all in one
-            // stream, and this kernel writes its outputs nowhere else.
+            let smem_values = cohort::shared::dynamic::<$v>().sub(0, TILE);
+            // SAFETY: the host API launches this with `hist` the digit counts of the keys it
+            // sorts (from the histogram kernel in the same stream; every pass's input holds the
+            // same keys), `state` cleared just before in the same stream and used by this
+            // launch alone, and this kernel writes its outputs nowhere else.
             unsafe {
-                radix_downsweep::<$k, $v, SORT_ITEMS>(
-                    keys, values, offsets, &mut keys_out, &mut values_out, bits, &smem_keys, &smem_values,
+                onesweep_pass::<$k, $v, ONESWEEP_ITEMS>(
+                    keys, values, hist, state, &mut keys_out, &mut values_out, bits, &smem_keys, &smem_values,
                 )
             }
         }
@@ -52,12 +55,12 @@ macro_rules! sort_kernels {
 }
 
 sort_kernels! {
-    u32 => sort_up_u32, sort_down_u32_v32, sort_down_u32_v64;
-    u64 => sort_up_u64, sort_down_u64_v32, sort_down_u64_v64;
-    i32 => sort_up_i32, sort_down_i32_v32, sort_down_i32_v64;
-    i64 => sort_up_i64, sort_down_i64_v32, sort_down_i64_v64;
-    f32 => sort_up_f32, sort_down_f32_v32, sort_down_f32_v64;
-    f64 => sort_up_f64, sort_down_f64_v32, sort_down_f64_v64;
+    u32 => sort_hist_u32, sort_pass_u32_v32, sort_pass_u32_v64;
+    u64 => sort_hist_u64, sort_pass_u64_v32, sort_pass_u64_v64;
+    i32 => sort_hist_i32, sort_pass_i32_v32, sort_pass_i32_v64;
+    i64 => sort_hist_i64, sort_pass_i64_v32, sort_pass_i64_v64;
+    f32 => sort_hist_f32, sort_pass_f32_v32, sort_pass_f32_v64;
+    f64 => sort_hist_f64, sort_pass_f64_v32, sort_pass_f64_v64;
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -69,29 +72,33 @@ mod host {
     use std::format;
 
     use cohort::DeviceCopy;
-    use cohort::algorithms::{RADIX_BITS, SORT_BLOCK, SORT_ITEMS, radix_hist_len, radix_smem_bytes};
+    use cohort::algorithms::{
+        ONESWEEP_BLOCK, ONESWEEP_ITEMS, RADIX_BITS, RADIX_DIGITS, onesweep_hist_len, onesweep_smem_bytes,
+        onesweep_state_len,
+    };
     use cohort::block::{RadixBits, RadixKey};
     use cohort_runtime::{DeviceBuffer, DeviceView, DeviceViewMut, Error, LaunchConfig, Module, Stream};
 
-    use crate::host::{Result, Temp, exclusive_scan};
+    use crate::host::{Result, Temp};
 
     /// Elements per tile of the sort kernels.
-    const TILE: usize = SORT_BLOCK as usize * SORT_ITEMS;
-    /// Blocks of a pass at most (each takes a contiguous range of tiles).
-    const SORT_GRID: usize = 1024;
+    const TILE: usize = ONESWEEP_BLOCK as usize * ONESWEEP_ITEMS;
+    /// Blocks of the histogram kernel at most (each takes a contiguous range of tiles).
+    const HIST_GRID: usize = 1024;
 
-    type UpFn<K> = Box<
+    type HistFn<K> = Box<
         dyn Fn(&Stream, LaunchConfig, DeviceView<'_, K>, &mut DeviceBuffer<u64>, u32, u32, u32) -> Result<()>
             + Send
             + Sync,
     >;
-    type DownFn<K, V> = Box<
+    type PassFn<K, V> = Box<
         dyn Fn(
                 &Stream,
                 LaunchConfig,
                 DeviceView<'_, K>,
                 DeviceView<'_, V>,
-                &DeviceBuffer<u64>,
+                DeviceView<'_, u64>,
+                &mut DeviceBuffer<u64>,
                 DeviceViewMut<'_, K>,
                 DeviceViewMut<'_, V>,
                 u32,
@@ -104,9 +111,9 @@ mod host {
 
     /// The loaded sort kernels of one key type.
     pub struct SortKernels<K: DeviceCopy> {
-        up: UpFn<K>,
-        down32: DownFn<K, u32>,
-        down64: DownFn<K, u64>,
+        hist: HistFn<K>,
+        pass32: PassFn<K, u32>,
+        pass64: PassFn<K, u64>,
     }
 
     impl<K: DeviceCopy> std::fmt::Debug for SortKernels<K> {
@@ -122,7 +129,7 @@ mod host {
     }
 
     macro_rules! loaders {
-        ($($t:ty => $field:ident, $up:ident, $down32:ident, $down64:ident;)*) => {
+        ($($t:ty => $field:ident, $hist:ident, $pass32:ident, $pass64:ident;)*) => {
             /// The sort kernels of every built-in key type.
             #[derive(Debug)]
             pub(crate) struct SortSet {
@@ -132,13 +139,13 @@ mod host {
                 pub(crate) fn load(m: &Module) -> Result<Self> {
                     Ok(Self {
                         $($field: {
-                            let up = super::$up::load(m)?;
-                            let d32 = super::$down32::load(m)?;
-                            let d64 = super::$down64::load(m)?;
+                            let h = super::$hist::load(m)?;
+                            let p32 = super::$pass32::load(m)?;
+                            let p64 = super::$pass64::load(m)?;
                             SortKernels {
-                                up: Box::new(move |s, c, k, h, sh, w, d| up.launch(s, c, k, h, sh, w, d)),
-                                down32: Box::new(move |s, c, k, v, o, ko, vo, sh, w, d| d32.launch(s, c, k, v, o, ko, vo, sh, w, d)),
-                                down64: Box::new(move |s, c, k, v, o, ko, vo, sh, w, d| d64.launch(s, c, k, v, o, ko, vo, sh, w, d)),
+                                hist: Box::new(move |s, c, k, h2, b, e, d| h.launch(s, c, k, h2, b, e, d)),
+                                pass32: Box::new(move |s, c, k, v, h, st, ko, vo, sh, w, d| p32.launch(s, c, k, v, h, st, ko, vo, sh, w, d)),
+                                pass64: Box::new(move |s, c, k, v, h, st, ko, vo, sh, w, d| p64.launch(s, c, k, v, h, st, ko, vo, sh, w, d)),
                             }
                         },)*
                     })
@@ -152,27 +159,27 @@ mod host {
         };
     }
     loaders! {
-        u32 => u32s, sort_up_u32, sort_down_u32_v32, sort_down_u32_v64;
-        u64 => u64s, sort_up_u64, sort_down_u64_v32, sort_down_u64_v64;
-        i32 => i32s, sort_up_i32, sort_down_i32_v32, sort_down_i32_v64;
-        i64 => i64s, sort_up_i64, sort_down_i64_v32, sort_down_i64_v64;
-        f32 => f32s, sort_up_f32, sort_down_f32_v32, sort_down_f32_v64;
-        f64 => f64s, sort_up_f64, sort_down_f64_v32, sort_down_f64_v64;
+        u32 => u32s, sort_hist_u32, sort_pass_u32_v32, sort_pass_u32_v64;
+        u64 => u64s, sort_hist_u64, sort_pass_u64_v32, sort_pass_u64_v64;
+        i32 => i32s, sort_hist_i32, sort_pass_i32_v32, sort_pass_i32_v64;
+        i64 => i64s, sort_hist_i64, sort_pass_i64_v32, sort_pass_i64_v64;
+        f32 => f32s, sort_hist_f32, sort_pass_f32_v32, sort_pass_f32_v64;
+        f64 => f64s, sort_hist_f64, sort_pass_f64_v32, sort_pass_f64_v64;
     }
 
     /// The values' storage as the kernels' value word: `u32` or `u64` (any 4- or 8-byte
     /// `DeviceCopy` is moved as its bytes).
     trait Word: DeviceCopy {
-        fn down<K: DeviceCopy>(k: &SortKernels<K>) -> &DownFn<K, Self>;
+        fn pass<K: DeviceCopy>(k: &SortKernels<K>) -> &PassFn<K, Self>;
     }
     impl Word for u32 {
-        fn down<K: DeviceCopy>(k: &SortKernels<K>) -> &DownFn<K, u32> {
-            &k.down32
+        fn pass<K: DeviceCopy>(k: &SortKernels<K>) -> &PassFn<K, u32> {
+            &k.pass32
         }
     }
     impl Word for u64 {
-        fn down<K: DeviceCopy>(k: &SortKernels<K>) -> &DownFn<K, u64> {
-            &k.down64
+        fn pass<K: DeviceCopy>(k: &SortKernels<K>) -> &PassFn<K, u64> {
+            &k.pass64
         }
     }
 
@@ -195,8 +202,9 @@ mod host {
             .ok_or_else(|| Error::Argument("radix sort: the values are not aligned for their width".into()))
     }
 
-    /// The sort's passes: keys (and values, moved as `W`s) in place, through the temporary
-    /// storage.
+    /// The sort: the digit counts of every pass (one launch), then one launch per pass (after
+    /// clearing its look-back state), keys (and values, moved as `W`s) ping-ponging between the
+    /// caller's buffers and the temporary storage.
     fn sort<K: SortBuiltin, V: DeviceCopy, W: Word>(
         algos: &crate::Algorithms,
         stream: &Stream,
@@ -217,102 +225,89 @@ mod host {
             return Ok(());
         }
         let tiles = n.div_ceil(TILE);
-        let grid = tiles.min(SORT_GRID);
-        // A block's digit counters are `u32`: its share of the keys stays below 2^32.
-        if tiles.div_ceil(grid).saturating_mul(TILE) >= 1 << 32 {
-            return Err(Error::Argument(format!("radix sort: {n} keys are too many for {SORT_GRID} blocks")));
+        let hist_grid = tiles.min(HIST_GRID);
+        // The histogram kernel's block counters are `u32` (a block's share below 2^32), and the
+        // pass kernel packs a digit's total above 16 bits of a `u64` (below 2^46 keys).
+        if tiles.div_ceil(hist_grid).saturating_mul(TILE) >= 1 << 32 || n >= 1 << 46 {
+            return Err(Error::Argument(format!("radix sort: {n} keys are too many (2^42 at most)")));
         }
+        let pass_grid = u32::try_from(tiles)
+            .ok()
+            .filter(|&t| t < (1 << 31))
+            .ok_or_else(|| Error::Argument(format!("radix sort: {n} keys are more than 2^31 tiles")))?;
         let k = K::kernels(algos);
-        let down = W::down(k);
-        let smem = u32::try_from(radix_smem_bytes::<K, W>(TILE))
+        let pass = W::pass(k);
+        let smem = u32::try_from(onesweep_smem_bytes::<K, W>(TILE))
             .map_err(|_| Error::Argument("radix sort: the key type is too large".into()))?;
-        let cfg = LaunchConfig::new(grid as u32, SORT_BLOCK);
-        let words_len = radix_hist_len(grid);
+        let hist_len = onesweep_hist_len::<K>(bits);
+        let state_len = onesweep_state_len(n, TILE);
         let pairs = values.is_some();
-        // The histogram's scan has storage of its own (the scan's state, kept in `temp`).
-        let mut scan_temp = Temp::new(&temp.gpu);
-        scan_temp.state = temp.state.take();
         let Temp { gpu, sort_keys, sort_values, hist, hist_scan, dummy64, .. } = temp;
         let alt_keys = Temp::grow(gpu, sort_keys, n * size_of::<K>())?;
         let alt_values = Temp::grow(gpu, sort_values, if pairs { n * size_of::<W>() } else { 8 })?;
         let dummy = Temp::grow(gpu, dummy64, 1)?;
-        let hist = Temp::grow(gpu, hist, words_len)?;
-        let hist_scan = Temp::grow(gpu, hist_scan, hist.len())?;
+        let hist = Temp::grow(gpu, hist, hist_len)?;
+        let state = Temp::grow(gpu, hist_scan, state_len)?;
         let align = || Error::Argument("radix sort: an empty view did not cast".into());
-        let result = (|| {
-            for p in 0..passes {
-                let shift = begin + p * RADIX_BITS;
-                let width = (end - shift).min(RADIX_BITS);
-                let desc = bits.descending as u32;
-                // Even passes read the caller's buffers and write the temporary ones; odd
-                // passes the other way.
-                let from_user = p % 2 == 0;
-                {
-                    let src = if from_user { keys.slice(..) } else { view::<K>(alt_keys, n)? };
-                    (k.up)(stream, cfg, src, hist, shift, width, desc)?;
-                }
-                exclusive_scan(&algos.sum_u64, stream, hist, hist_scan, 0, &mut scan_temp)?;
-                let cfg = cfg.with_shared_mem(smem);
-                if from_user {
-                    let kout = view_mut::<K>(alt_keys, n)?;
-                    match values.as_deref_mut() {
-                        Some(v) => {
-                            let vin = words::<V, W>(v)?;
-                            let vout = view_mut::<W>(alt_values, n)?;
-                            down(
-                                stream,
-                                cfg,
-                                keys.slice(..),
-                                vin.as_view(),
-                                hist_scan,
-                                kout,
-                                vout,
-                                shift,
-                                width,
-                                desc,
-                            )?;
-                        }
-                        None => {
-                            let vin = dummy.slice(..0).cast::<W>().ok_or_else(align)?;
-                            let vout = view_mut::<W>(alt_values, 0)?;
-                            down(stream, cfg, keys.slice(..), vin, hist_scan, kout, vout, shift, width, desc)?;
-                        }
+        let desc = bits.descending as u32;
+        // The counts of every pass, from one read of the keys.
+        stream.fill_bytes(hist.slice_mut(..hist_len), 0)?;
+        (k.hist)(stream, LaunchConfig::new(hist_grid as u32, ONESWEEP_BLOCK), keys.slice(..), hist, begin, end, desc)?;
+        let cfg = LaunchConfig::new(pass_grid, ONESWEEP_BLOCK).with_shared_mem(smem);
+        for p in 0..passes {
+            let shift = begin + p * RADIX_BITS;
+            let width = (end - shift).min(RADIX_BITS);
+            let ph = hist.slice(p as usize * RADIX_DIGITS..(p as usize + 1) * RADIX_DIGITS);
+            // The look-back's contract: the counter and every slot zero before the launch.
+            stream.fill_bytes(state.slice_mut(..state_len), 0)?;
+            // Even passes read the caller's buffers and write the temporary ones; odd passes
+            // the other way.
+            if p % 2 == 0 {
+                let kout = view_mut::<K>(alt_keys, n)?;
+                match values.as_deref_mut() {
+                    Some(v) => {
+                        let vin = words::<V, W>(v)?;
+                        let vout = view_mut::<W>(alt_values, n)?;
+                        pass(stream, cfg, keys.slice(..), vin.as_view(), ph, state, kout, vout, shift, width, desc)?;
                     }
-                } else {
-                    let kin = view::<K>(alt_keys, n)?;
-                    match values.as_deref_mut() {
-                        Some(v) => {
-                            let vin = view::<W>(alt_values, n)?;
-                            let vout = words::<V, W>(v)?;
-                            down(stream, cfg, kin, vin, hist_scan, keys.slice_mut(..), vout, shift, width, desc)?;
-                        }
-                        None => {
-                            let vin = dummy.slice(..0).cast::<W>().ok_or_else(align)?;
-                            let vout = view_mut::<W>(alt_values, 0)?;
-                            down(stream, cfg, kin, vin, hist_scan, keys.slice_mut(..), vout, shift, width, desc)?;
-                        }
+                    None => {
+                        let vin = dummy.slice(..0).cast::<W>().ok_or_else(align)?;
+                        let vout = view_mut::<W>(alt_values, 0)?;
+                        pass(stream, cfg, keys.slice(..), vin, ph, state, kout, vout, shift, width, desc)?;
+                    }
+                }
+            } else {
+                let kin = view::<K>(alt_keys, n)?;
+                match values.as_deref_mut() {
+                    Some(v) => {
+                        let vin = view::<W>(alt_values, n)?;
+                        let vout = words::<V, W>(v)?;
+                        pass(stream, cfg, kin, vin, ph, state, keys.slice_mut(..), vout, shift, width, desc)?;
+                    }
+                    None => {
+                        let vin = dummy.slice(..0).cast::<W>().ok_or_else(align)?;
+                        let vout = view_mut::<W>(alt_values, 0)?;
+                        pass(stream, cfg, kin, vin, ph, state, keys.slice_mut(..), vout, shift, width, desc)?;
                     }
                 }
             }
-            if passes % 2 == 1 {
-                stream.copy(view::<K>(alt_keys, n)?, &mut *keys)?;
-                if let Some(v) = values.as_deref_mut() {
-                    stream.copy(view::<W>(alt_values, n)?, words::<V, W>(v)?)?;
-                }
+        }
+        if passes % 2 == 1 {
+            stream.copy(view::<K>(alt_keys, n)?, &mut *keys)?;
+            if let Some(v) = values {
+                stream.copy(view::<W>(alt_values, n)?, words::<V, W>(v)?)?;
             }
-            Ok(())
-        })();
-        temp.state = scan_temp.state.take();
-        result
+        }
+        Ok(())
     }
 
     impl crate::Algorithms {
         /// Sorts `keys` in place by `bits` (CUB's `DeviceRadixSort::SortKeys` /
         /// `SortKeysDescending` with `begin_bit`, `end_bit`): stable, key order as
         /// [`cohort::block::radix_sort`] documents it (floats: `-NaN < -inf < … < -0.0 < +0.0 <
-        /// … < +inf < +NaN`). Per 8-bit pass three launches (digit counts, their scan, the
-        /// scatter), ping-ponging through `temp` (a copy back after an odd number of passes),
-        /// all in `stream`. `RadixBits::all::<K>()` sorts by every bit.
+        /// … < +inf < +NaN`). Onesweep: one launch counts the digits of every pass, then one
+        /// launch per 8-bit pass (rank, decoupled look-back per digit, scatter), ping-ponging
+        /// through `temp` (a copy back after an odd number of passes), all in `stream`. `RadixBits::all::<K>()` sorts by every bit.
         ///
         /// # Errors
         /// A launch or driver failure; more keys than the kernels' counters hold (past

@@ -21,6 +21,9 @@ pub(crate) fn generate_rust(built: &Built) -> String {
             m.arch,
             m.path.display().to_string()
         ));
+        if m.arch_specific {
+            s.push_str("            .with_arch_specific()\n");
+        }
         if let Some(v) = &m.ptxas {
             s.push_str(&format!("            .with_ptxas({v:?})\n"));
         }

@@ -15,6 +15,16 @@
 //! or [`Builder::archs`] to change; `COHORT_ARCHS=native` builds only for the GPUs `nvidia-smi`
 //! reports on the building machine, half the device build on a one-GPU machine):
 //!
+//! **Architecture-specific modules (`sm_90a`).** Hopper's warpgroup MMA (`wgmma`) exists only
+//! in `.target sm_90a` PTX, which runs on compute capability 9.0 exactly (not on 10.x or 12.x).
+//! A crate whose kernels use it asks for such a module with [`Builder::arch_specific`]`(&[90])`:
+//! whenever `sm_90` is built (by default, `COHORT_ARCHS`, `native`), `sm_90a` is built beside it
+//! — a third device build of that crate only, so crates that do not ask pay nothing.
+//! `COHORT_ARCHS=…,sm_90a` asks for it for every crate. The runtime loads the `sm_90a` module on
+//! a 9.0 device and never elsewhere (`cohort_runtime::PtxSet::select`); in the other modules
+//! the device library compiles `wgmma` to a marked trap, and the runtime refuses to launch a
+//! kernel that reaches one (`Error::NeedsArchSpecific`), so a kernel never runs without it.
+//!
 //! 1. checks the toolchain: a nightly `rustc` with the `rust-src`, `llvm-tools` and
 //!    `llvm-bitcode-linker` components, else fails naming the command that fixes it;
 //! 2. runs `cargo rustc --lib --crate-type cdylib --release --target nvptx64-nvidia-cuda
@@ -121,11 +131,65 @@ pub fn rust_toolchain_toml() -> String {
 /// Architectures built when nothing else is asked for.
 pub const DEFAULT_ARCHS: &[u32] = &[80, 90];
 
+/// One architecture a module is built for: `sm_90` (`arch_specific: false`) or `sm_90a`
+/// (`true`: PTX with the architecture's own instructions, which runs only on a device of
+/// exactly this compute capability).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Arch {
+    /// Compute capability × 10 (`90`).
+    pub sm: u32,
+    /// The `a` suffix (`sm_90a`).
+    pub arch_specific: bool,
+}
+
+impl Arch {
+    /// `sm_<sm>`.
+    #[must_use]
+    pub const fn portable(sm: u32) -> Self {
+        Self { sm, arch_specific: false }
+    }
+
+    /// `sm_<sm>a`.
+    #[must_use]
+    pub const fn specific(sm: u32) -> Self {
+        Self { sm, arch_specific: true }
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sm_{}{}", self.sm, if self.arch_specific { "a" } else { "" })
+    }
+}
+
+/// The modules to build: each portable architecture of `portable`, followed by its
+/// architecture-specific twin when `specific` names it, then the specific ones asked for
+/// explicitly (`COHORT_ARCHS=sm_90a`) that are not there yet; each once.
+pub(crate) fn targets(portable: &[u32], specific: &[u32], explicit: &[Arch]) -> Vec<Arch> {
+    let mut out: Vec<Arch> = Vec::new();
+    let mut push = |a: Arch| {
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    };
+    for &sm in portable {
+        push(Arch::portable(sm));
+        if specific.contains(&sm) {
+            push(Arch::specific(sm));
+        }
+    }
+    for &a in explicit {
+        push(a);
+    }
+    out
+}
+
 /// Builds one kernels crate to PTX.
 #[derive(Clone, Debug)]
 pub struct Builder {
     crate_dir: PathBuf,
     archs: Vec<u32>,
+    specific: Vec<u32>,
     out_dir: Option<PathBuf>,
     target_dir: Option<PathBuf>,
     rustflags: Vec<String>,
@@ -149,6 +213,8 @@ pub enum PtxasMode {
 pub struct PtxModule {
     /// Compute capability × 10 (`80` for `sm_80`).
     pub arch: u32,
+    /// Built for `sm_<arch>a` (see [`Arch`]).
+    pub arch_specific: bool,
     /// Path of the `.ptx` file.
     pub path: PathBuf,
     /// What `ptxas -v` reported per kernel (empty when ptxas did not run).
@@ -251,6 +317,7 @@ impl Builder {
         Self {
             crate_dir: crate_dir.as_ref().to_path_buf(),
             archs: DEFAULT_ARCHS.to_vec(),
+            specific: Vec::new(),
             out_dir: None,
             target_dir: None,
             rustflags: Vec::new(),
@@ -273,6 +340,15 @@ impl Builder {
     #[must_use]
     pub fn archs(mut self, archs: &[u32]) -> Self {
         self.archs = archs.to_vec();
+        self
+    }
+
+    /// Architecture-specific modules this crate's kernels need (`&[90]`: `sm_90a`, for Hopper's
+    /// `wgmma`): each is built whenever its portable architecture is (by default, by
+    /// `COHORT_ARCHS`, by `native`). See the crate docs.
+    #[must_use]
+    pub fn arch_specific(mut self, archs: &[u32]) -> Self {
+        self.specific = archs.to_vec();
         self
     }
 
@@ -391,7 +467,8 @@ impl Builder {
     /// # Errors
     /// See [`BuildError`].
     pub fn build(&self) -> Result<Built, BuildError> {
-        let archs = archs_from_env()?.unwrap_or_else(|| self.archs.clone());
+        let (portable, explicit) = archs_from_env()?.unwrap_or_else(|| (self.archs.clone(), Vec::new()));
+        let archs = targets(&portable, &self.specific, &explicit);
         if archs.is_empty() {
             return Err(BuildError::Other("no architectures to build (COHORT_ARCHS is empty)".into()));
         }
@@ -433,19 +510,19 @@ impl Builder {
                 let _lock = lock_dir(&target_root)?;
                 let ptx = self.build_arch(&tc, &crate_dir, &lib_name, arch, &target_root, &mut warned)?;
                 let text = fs::read(&ptx).map_err(|e| BuildError::Other(format!("reading {}: {e}", ptx.display())))?;
-                check_target(&text, arch, &ptx)?;
+                check_target(&text, &arch.to_string(), &ptx)?;
                 let deps = read_dep_info(&ptx.with_extension("d"), &tc.sysroot);
                 (ptx, text, deps)
             };
             if let Some(stem) = ptx.file_stem() {
                 lib_name = stem.to_string_lossy().into_owned();
             }
-            let dest = out_dir.join(format!("{lib_name}.sm_{arch}.ptx"));
+            let dest = out_dir.join(format!("{lib_name}.{arch}.ptx"));
             let text = String::from_utf8(text)
-                .map_err(|e| BuildError::Other(format!("{} (sm_{arch}) is not UTF-8: {e}", ptx.display())))?;
+                .map_err(|e| BuildError::Other(format!("{} ({arch}) is not UTF-8: {e}", ptx.display())))?;
             let text = number_site_markers(&text)
                 .and_then(|(text, _)| apply_launch_bounds(&text))
-                .map_err(|e| BuildError::Other(format!("{} (sm_{arch}): {e}", ptx.display())))?
+                .map_err(|e| BuildError::Other(format!("{} ({arch}): {e}", ptx.display())))?
                 .0
                 .into_bytes();
             write_if_changed(&dest, &text)
@@ -472,13 +549,20 @@ impl Builder {
             }
             let (resources, version) = match &ptxas {
                 Some(bin) => {
-                    let (res, ver) = ptxas::run(bin, &dest, arch, &out_dir, needs_devrt)
-                        .map_err(|message| BuildError::Ptxas { arch, message })?;
+                    let (res, ver) = ptxas::run(bin, &dest, &arch.to_string(), &out_dir, needs_devrt)
+                        .map_err(|message| BuildError::Ptxas { arch: arch.sm, message })?;
                     (res, Some(ver))
                 }
                 None => (Vec::new(), None),
             };
-            modules.push(PtxModule { arch, path: dest, resources, ptxas: version, needs_device_runtime: needs_devrt });
+            modules.push(PtxModule {
+                arch: arch.sm,
+                arch_specific: arch.arch_specific,
+                path: dest,
+                resources,
+                ptxas: version,
+                needs_device_runtime: needs_devrt,
+            });
         }
         Ok(Built { lib_name, modules, sources, device_runtime })
     }
@@ -499,11 +583,14 @@ impl Builder {
         tc: &Toolchain,
         crate_dir: &Path,
         lib_name: &str,
-        arch: u32,
+        target: Arch,
         dir: &Path,
         warned: &mut Vec<String>,
     ) -> Result<PathBuf, BuildError> {
-        let mut flags = vec![format!("-Ctarget-cpu=sm_{arch}")];
+        let arch = target.sm;
+        // `-Ctarget-cpu=sm_90a`: `.target sm_90a`, and `cfg(target_feature = "sm_90a")` in the
+        // device library (which compiles `wgmma` only then).
+        let mut flags = vec![format!("-Ctarget-cpu={target}")];
         // Newer PTX ISAs than rustc's defaults (7.0 for sm_80, 7.8 for sm_90): sm_80's
         // `mbarrier.test_wait.parity` needs 7.1; sm_90's bulk copies and
         // `mbarrier.arrive.expect_tx` 8.0, the tensor map's `fence.proxy.tensormap` 8.3, and

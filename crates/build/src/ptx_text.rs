@@ -145,17 +145,17 @@ pub fn apply_launch_bounds(ptx: &str) -> Result<(String, u32), String> {
     Ok((out, n))
 }
 
-/// `Err` unless the PTX was built for `arch` (its `.target sm_XX` directive): the shared device
-/// directory never hands one architecture's module to another.
-pub(crate) fn check_target(ptx: &[u8], arch: u32, path: &Path) -> Result<(), BuildError> {
+/// `Err` unless the PTX was built for `arch` (`sm_90`, `sm_90a`: its `.target` directive): the
+/// shared device directory never hands one architecture's module to another.
+pub(crate) fn check_target(ptx: &[u8], arch: &str, path: &Path) -> Result<(), BuildError> {
     let text = String::from_utf8_lossy(ptx);
     let target = text.lines().find_map(|l| l.trim_start().strip_prefix(".target"));
     let first = target.and_then(|t| t.split([' ', ',', '\t']).find(|w| !w.is_empty()));
-    if first == Some(format!("sm_{arch}").as_str()) {
+    if first == Some(arch) {
         return Ok(());
     }
     Err(BuildError::Other(format!(
-        "{} is not sm_{arch} PTX (its .target is {:?}): the device build wrote another module than asked",
+        "{} is not {arch} PTX (its .target is {:?}): the device build wrote another module than asked",
         path.display(),
         target.map(str::trim)
     )))

@@ -52,13 +52,13 @@ pub fn find() -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-/// Assembles `ptx` for `sm_<arch>`; returns the per-kernel report and ptxas' version line.
+/// Assembles `ptx` for `arch` (`sm_90`, `sm_90a`); returns the per-kernel report and ptxas' version line.
 /// `relocatable`: as relocatable code (`-c`), for PTX that calls functions defined elsewhere
 /// (the device runtime), which the driver links at load.
 pub fn run(
     bin: &Path,
     ptx: &Path,
-    arch: u32,
+    arch: &str,
     scratch: &Path,
     relocatable: bool,
 ) -> Result<(Vec<KernelResources>, String), String> {
@@ -69,7 +69,7 @@ pub fn run(
         .unwrap_or_default();
     let cubin = scratch.join(format!("{}.cubin", ptx.file_stem().and_then(|s| s.to_str()).unwrap_or("module")));
     let out = Command::new(bin)
-        .arg(format!("-arch=sm_{arch}"))
+        .arg(format!("-arch={arch}"))
         .args(relocatable.then_some("-c"))
         .arg("-v")
         .arg("-o")

@@ -6,7 +6,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{BuildError, rust_toolchain_toml};
+use crate::{Arch, BuildError, rust_toolchain_toml};
 
 pub(crate) struct Toolchain {
     pub(crate) cargo: PathBuf,
@@ -63,23 +63,42 @@ impl Toolchain {
     }
 }
 
-pub(crate) fn archs_from_env() -> Result<Option<Vec<u32>>, BuildError> {
+/// The portable architectures (`sm_80` → 80) and the architecture-specific ones named
+/// explicitly (`sm_90a`).
+pub(crate) type ArchLists = (Vec<u32>, Vec<Arch>);
+
+/// `COHORT_ARCHS`, if set (see [`ArchLists`]).
+pub(crate) fn archs_from_env() -> Result<Option<ArchLists>, BuildError> {
     let Ok(v) = env::var("COHORT_ARCHS") else { return Ok(None) };
+    parse_archs(&v).map(Some)
+}
+
+/// The value of `COHORT_ARCHS` (see [`archs_from_env`]).
+pub(crate) fn parse_archs(v: &str) -> Result<ArchLists, BuildError> {
     if v.trim().eq_ignore_ascii_case("native") {
-        return native_archs().map(Some);
+        return native_archs().map(|a| (a, Vec::new()));
     }
-    let mut out = Vec::new();
+    let (mut portable, mut specific) = (Vec::new(), Vec::new());
     for part in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let num = part.trim_start_matches("sm_").trim_start_matches("compute_");
+        let (num, a) = match num.strip_suffix('a') {
+            Some(n) => (n, true),
+            None => (num, false),
+        };
         let n: u32 = num
             .parse()
             .map_err(|_| BuildError::Other(format!("COHORT_ARCHS: `{part}` is not an architecture like sm_80")))?;
         if n < 70 {
             return Err(BuildError::Other(format!("COHORT_ARCHS: sm_{n} is below sm_70, the oldest Cohort supports")));
         }
-        out.push(n);
+        if a && n != 90 {
+            return Err(BuildError::Other(format!(
+                "COHORT_ARCHS: `{part}`: the only architecture-specific target Cohort builds is sm_90a"
+            )));
+        }
+        if a { specific.push(Arch::specific(n)) } else { portable.push(n) }
     }
-    Ok(Some(out))
+    Ok((portable, specific))
 }
 
 /// `COHORT_ARCHS=native`: the architectures of the GPUs of the building machine, as

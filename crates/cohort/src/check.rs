@@ -206,6 +206,65 @@ pub(crate) fn block_uniform<const N: usize>(op: &'static str, args: [u64; N]) {
     let _ = (op, args);
 }
 
+#[cfg(any(all(cohort_checked, target_arch = "nvptx64"), not(target_arch = "nvptx64")))]
+crate::shared! {
+    /// Each warp's call for the warpgroup check (one word per warp of a block of up to 1024
+    /// threads).
+    static WARPGROUP_SITES: [u64; 32];
+}
+
+/// Checks (in checked mode on a GPU, and always on the CPU device) that the four warps of this
+/// thread's warpgroup (threads `128 g .. 128 g + 128` of the block) are all at this call of
+/// `op`, converged: a warp at another call ends the launch with
+/// [`CheckKind::WgmmaMisuse`](crate::panic::CheckKind::WgmmaMisuse) code 5. Every thread of
+/// the warpgroup must call it (it is made of named barriers `15 - g` for 128 threads); a warp
+/// that never comes hangs it on a GPU (the CPU device reports the deadlock). Without checked
+/// mode on a GPU it is empty.
+#[inline(always)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+pub(crate) fn warpgroup(op: &'static str) {
+    #[cfg(any(all(cohort_checked, target_arch = "nvptx64"), not(target_arch = "nvptx64")))]
+    {
+        // Each warp converged at one call first (warp-level check; the CPU device checks this
+        // at the warp collectives of the instructions themselves).
+        warp(op, u32::MAX);
+        let rank = crate::thread::thread_rank_in_block();
+        let (warp_no, lane) = (rank / 32, rank % 32);
+        let group = warp_no / 4;
+        let id = 15 - group % 8;
+        // SAFETY: the 128 threads of this warpgroup reach the three barriers of this check
+        // (the caller's contract: a warpgroup collective), from whichever call they are at (the
+        // non-aligned form allows different instructions).
+        unsafe { crate::raw::barrier_sync_named(id, 128) };
+        #[cfg(target_arch = "nvptx64")]
+        let call = u64::from(crate::raw::site_marker());
+        #[cfg(not(target_arch = "nvptx64"))]
+        let call = core::panic::Location::caller() as *const core::panic::Location<'static> as u64;
+        let sites = WARPGROUP_SITES.get();
+        if lane == 0 {
+            sites.store(warp_no as usize % 32, call);
+        }
+        // SAFETY: as above.
+        unsafe { crate::raw::barrier_sync_named(id, 128) };
+        let first = (4 * group) as usize % 32;
+        let differs = (0..4).find(|&w| sites.load(first + w) != call);
+        // SAFETY: as above: no warp stores its next call before all four compared.
+        unsafe { crate::raw::barrier_sync_named(id, 128) };
+        if let Some(w) = differs {
+            crate::panic::fail_check(
+                crate::panic::CheckKind::WgmmaMisuse,
+                op,
+                5,
+                w as u32,
+                core::panic::Location::caller(),
+                None,
+            );
+        }
+    }
+    #[cfg(not(any(all(cohort_checked, target_arch = "nvptx64"), not(target_arch = "nvptx64"))))]
+    let _ = op;
+}
+
 /// How long a checked wait (a grid sync for the other blocks, a phase change for the block's
 /// threads) lasts before it reports them missing.
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]

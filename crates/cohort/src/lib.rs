@@ -65,6 +65,7 @@
 //! | 7 | [`tma`] | the Tensor Memory Accelerator: tensor maps as parameters, tile loads completing on an asynchronous barrier, stores of the boxes a block owns | safe |
 //! | 7 | [`block`] | CUB's `Block*` layer: tiles of several items per thread, loads, stores, exchanges, reduce and scan over items | safe |
 //! | 8 | [`launch`], `abi` | the kernel interface: parameters as the host passes them, typed device-side launches | safe |
+//! | 8 | [`wgmma`] | Hopper's warpgroup MMA (sm_90a): swizzled operand tiles, accumulators owned while MMAs run, the warp-specialized TMA pipeline | safe |
 //! | 9 | [`algorithms`] | the device-wide algorithms' kernel bodies (CUB's `Device*` agents): reduce, single-pass scan with decoupled look-back | safe |
 //!
 //! ## On the CPU device
@@ -140,6 +141,7 @@ pub mod thread;
 pub mod tma;
 mod unroll;
 pub mod vec;
+pub mod wgmma;
 
 /// The CPU engine, for the host entries `#[kernel]` generates (`__cohort_cpu_<entry>`).
 #[cfg(not(target_arch = "nvptx64"))]

@@ -112,11 +112,25 @@ pub enum CheckKind {
     /// 9, a TMA copy's shared tile not 128-byte aligned (number 2: its address); 10, a
     /// block-wide copy whose arguments in this thread (number 2: its rank) differ from thread
     /// 0's (checked mode and the CPU device); 11, a TMA load whose innermost coordinate (number
-    /// 2) is not at a multiple of 16 bytes.
+    /// 2) is not at a multiple of 16 bytes; 12, a TMA load of a swizzled map (number 2: its
+    /// span) into a plain tile, which has no swizzle in its type; 13, a TMA load into a
+    /// `wgmma::Tile` whose swizzle differs from the map's (number 2: the map's span); 14, a TMA
+    /// load into a `wgmma::Tile` whose shape is not the map's box (number 2: the box's rows).
     AsyncBarrierMisuse = 14,
     /// A split cluster barrier misused (`ClusterGroup::barrier_arrive`): number 1, `cluster.sync()`
     /// while this thread's split arrival is not waited for; 2, a second `barrier_arrive` then.
     ClusterSplitMisuse = 15,
+    /// Hopper's warpgroup MMA or its TMA pipeline misused (`cohort::wgmma`): number 1, a
+    /// warpgroup in a block whose size (number 2) is not a multiple of 128; 2, a pipeline in a
+    /// block whose size (number 2) is not 128 × (1 + consumer warpgroups); 3, a pipeline whose
+    /// stages do not fit in the launch's dynamic shared memory (number 2: the bytes it needs); 4,
+    /// a consumer that acquired every stage of the ring without releasing one (its next acquire
+    /// would wait forever); 5, the threads of a warpgroup at different calls (checked mode and
+    /// the CPU device; number 2: the warp of the warpgroup that differs); 6, a descriptor or an
+    /// element outside its tile (number 2: the row); 7, a pipeline scope entered again while
+    /// live; 8, a tile not 1024-byte aligned (number 2: its address); 9, a group retired
+    /// keeping more groups in flight than were committed after it (number 2: how many were).
+    WgmmaMisuse = 16,
 }
 
 impl CheckKind {
@@ -139,6 +153,7 @@ impl CheckKind {
             13 => Some(Self::AsyncBarrier),
             14 => Some(Self::AsyncBarrierMisuse),
             15 => Some(Self::ClusterSplitMisuse),
+            16 => Some(Self::WgmmaMisuse),
             _ => None,
         }
     }
@@ -363,6 +378,23 @@ impl core::fmt::Display for CheckText<'_> {
                      element size must be one: the tensor memory accelerator traps on other coordinates)",
                     self.b as i32
                 ),
+                12 => write!(
+                    f,
+                    "`{op}`: the tensor map is swizzled ({} bytes) and the tile is a plain shared slice, whose \
+                     readers do not follow a swizzle: load it into a `wgmma::Tile` of that swizzle",
+                    self.b
+                ),
+                13 => write!(
+                    f,
+                    "`{op}`: the tensor map's swizzle ({} bytes; 0: none) is not the tile's (its type's `Swizzle`)",
+                    self.b
+                ),
+                14 => write!(
+                    f,
+                    "`{op}`: the tensor map's box ({} rows) is not the tile's shape (a box of [C, R] fills a tile \
+                     of R rows of C elements)",
+                    self.b
+                ),
                 10 => write!(
                     f,
                     "`{op}`: thread {} of the block passed other arguments (destination, source or coordinates) \
@@ -376,6 +408,53 @@ impl core::fmt::Display for CheckText<'_> {
                      scope (it expects an arrival from every thread of the block, and would wait forever)",
                     self.b
                 ),
+            },
+            CheckKind::WgmmaMisuse => match self.a {
+                1 => write!(
+                    f,
+                    "`{op}`: a warpgroup is 4 whole warps (128 threads) of the block, whose size ({}) is not a \
+                     multiple of 128",
+                    self.b
+                ),
+                2 => write!(
+                    f,
+                    "`{op}`: the pipeline's block must be one producer warpgroup and its consumer warpgroups, 128 \
+                     threads each; it has {} threads",
+                    self.b
+                ),
+                3 => write!(
+                    f,
+                    "`{op}`: the pipeline's stages need {} bytes of dynamic shared memory (1024-byte aligned: ask \
+                     for 1 KiB more than the stages), more than the launch gave",
+                    self.b
+                ),
+                4 => write!(
+                    f,
+                    "`{op}`: this consumer holds every stage of the ring ({}) without releasing one; its next \
+                     acquire would wait forever (release a stage before acquiring the next)",
+                    self.b
+                ),
+                5 => write!(
+                    f,
+                    "divergence: `{op}` is a warpgroup collective, and warp {} of this warpgroup is at another \
+                     call (all 128 threads of the warpgroup must make the same call, converged)",
+                    self.b
+                ),
+                6 => write!(
+                    f,
+                    "`{op}`: rows or columns from ({}) outside the tile (a descriptor covers 64 rows of A or N of B \
+                     and 16 of K, at multiples of 8 rows and 16 of K)",
+                    self.b
+                ),
+                7 => write!(f, "`{op}`: the pipeline's scope was entered again while it is live"),
+                8 => write!(f, "`{op}`: a wgmma tile at shared address {:#x} is not 1024-byte aligned", self.b),
+                9 => write!(
+                    f,
+                    "`{op}`: only {} group(s) were committed after this one: waiting until that many are pending \
+                     would not cover it (use `retire`)",
+                    self.b
+                ),
+                _ => write!(f, "`{op}`: misused (code {})", self.a),
             },
             CheckKind::MultiGrid => write!(
                 f,

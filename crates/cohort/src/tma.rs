@@ -48,8 +48,13 @@
 //! `tensor_store`) when issued, element by element with the same clipping and fill; a load
 //! completes its bytes on the barrier's model.
 //!
-//! Not supported yet: swizzled and interleaved maps, element strides other than 1, im2col,
-//! multicast to a cluster, reductions into global memory (`cp.reduce.async.bulk.tensor`).
+//! **Swizzled maps.** A map made with a swizzle (`TensorMapSpec::swizzle`) loads only into a tile
+//! whose type carries the same [`Swizzle`]: a [`wgmma::Tile`](crate::wgmma::Tile)
+//! (`AsyncBarrier::tensor_load_tile`, or a [`wgmma::PipelineStatic`](crate::wgmma::PipelineStatic)'s
+//! stages), checked against the map's header at the call; a plain [`SharedSlice`] refuses it.
+//!
+//! Not supported yet: interleaved maps, element strides other than 1, im2col, multicast to a
+//! cluster, reductions into global memory (`cp.reduce.async.bulk.tensor`).
 
 use core::cell::Cell;
 use core::marker::PhantomData;
@@ -77,6 +82,70 @@ pub struct TensorMapHeader {
     pub box_dims: [u32; MAX_RANK],
     /// Boxes per dimension: `ceil(dim / box)` (the rest 1).
     pub boxes: [u32; MAX_RANK],
+    /// The map's swizzle span in bytes: 0 (none), 32, 64 or 128 ([`Swizzle::SPAN`]).
+    pub swizzle: u32,
+}
+
+mod swizzle_sealed {
+    pub trait Sealed {}
+    impl Sealed for super::NoSwizzle {}
+    impl Sealed for super::Swizzle32B {}
+    impl Sealed for super::Swizzle64B {}
+    impl Sealed for super::Swizzle128B {}
+}
+
+/// How a tile's bytes are arranged in shared memory: a swizzle mode, as a type (sealed), so that
+/// a tile's type says its layout and everything that reads or writes it (a TMA load, a `wgmma`
+/// descriptor, a thread's element access) follows it — they cannot disagree.
+///
+/// With a swizzle of `SPAN` bytes (32, 64, 128) the byte at unswizzled shared address `a` is
+/// kept at `a ^ (((a >> 7) & m) << 4)` (`m` = 1, 3, 7): within every 8 rows of `SPAN` bytes the
+/// 16-byte chunks of a row are permuted by the row ([`raw::swizzle_address`]). The copy engine
+/// (`CU_TENSOR_MAP_SWIZZLE_{32B,64B,128B}`) and `wgmma`'s descriptors (layout types 3, 2, 1)
+/// compute the same function of the address bits, which is why a swizzled tile is 1024-byte
+/// aligned (every pattern's period divides 1024).
+pub trait Swizzle: swizzle_sealed::Sealed + 'static {
+    /// The swizzle span in bytes (0: none), as a map's header records it.
+    const SPAN: u32;
+    /// `wgmma`'s layout type for it (0 none, 1 128-byte, 2 64-byte, 3 32-byte).
+    const WGMMA_MODE: u32;
+    /// The width of a row of the tile's atoms, bytes: `SPAN`, or 16 without swizzle (an
+    /// unswizzled `wgmma` operand is made of 8 × 16-byte core matrices).
+    const ATOM_BYTES: u32;
+}
+
+/// No swizzle: rows land as they are (for a `wgmma` tile: 8 × 16-byte core matrices).
+#[derive(Clone, Copy, Debug)]
+pub enum NoSwizzle {}
+/// 32-byte swizzle (`CU_TENSOR_MAP_SWIZZLE_32B`).
+#[derive(Clone, Copy, Debug)]
+pub enum Swizzle32B {}
+/// 64-byte swizzle (`CU_TENSOR_MAP_SWIZZLE_64B`).
+#[derive(Clone, Copy, Debug)]
+pub enum Swizzle64B {}
+/// 128-byte swizzle (`CU_TENSOR_MAP_SWIZZLE_128B`): what a fast GEMM's tiles of 64 BF16 per row use.
+#[derive(Clone, Copy, Debug)]
+pub enum Swizzle128B {}
+
+impl Swizzle for NoSwizzle {
+    const SPAN: u32 = 0;
+    const WGMMA_MODE: u32 = 0;
+    const ATOM_BYTES: u32 = 16;
+}
+impl Swizzle for Swizzle32B {
+    const SPAN: u32 = 32;
+    const WGMMA_MODE: u32 = 3;
+    const ATOM_BYTES: u32 = 32;
+}
+impl Swizzle for Swizzle64B {
+    const SPAN: u32 = 64;
+    const WGMMA_MODE: u32 = 2;
+    const ATOM_BYTES: u32 = 64;
+}
+impl Swizzle for Swizzle128B {
+    const SPAN: u32 = 128;
+    const WGMMA_MODE: u32 = 1;
+    const ATOM_BYTES: u32 = 128;
 }
 
 /// Element types a tensor map can describe, with their `CUtensorMapDataType`.
@@ -103,7 +172,7 @@ macro_rules! tensor_element {
 }
 tensor_element! {
     u8 => 0, false; i8 => 0, false; u16 => 1, false; i16 => 1, false; u32 => 2, false; i32 => 3, false;
-    u64 => 4, false; i64 => 5, false; f32 => 7, true; f64 => 8, true;
+    u64 => 4, false; i64 => 5, false; half::f16 => 6, true; f32 => 7, true; f64 => 8, true; half::bf16 => 9, true;
 }
 
 /// A read-only tensor map as a kernel parameter: box loads into shared memory
@@ -174,9 +243,16 @@ macro_rules! map_common {
                 core::array::from_fn(|d| h.boxes[d])
             }
 
+            /// The map's swizzle span in bytes (0: none; see [`Swizzle`]).
+            #[inline(always)]
+            #[must_use]
+            pub fn swizzle_span(&self) -> u32 {
+                self.header().swizzle
+            }
+
             /// The map's fence, once per thread, before its first copy through it.
             #[inline(always)]
-            fn fence_once(&self) {
+            pub(crate) fn fence_once(&self) {
                 if !self.fenced.get() {
                     // SAFETY: `map` is a 256-byte aligned map in global memory (`from_raw`).
                     unsafe { raw::fence_proxy_tensormap_acquire(self.map) };
@@ -188,6 +264,12 @@ macro_rules! map_common {
             #[inline(always)]
             #[track_caller]
             fn check_tile(&self, tile: &SharedSlice<T>, op: &'static str) -> u32 {
+                // A plain tile has no swizzle in its type: a swizzled map's box would land in a
+                // layout its readers do not follow (load it into a `wgmma::Tile` of that
+                // swizzle instead).
+                if self.swizzle_span() != 0 {
+                    crate::cg::async_barrier_fail_with(12, self.swizzle_span(), op);
+                }
                 let want = self.box_elements() * size_of::<T>();
                 let have = tile.len() * size_of::<T>();
                 if have != want {
@@ -206,6 +288,14 @@ macro_rules! map_common {
     )*};
 }
 map_common!(TensorMap, TensorMapMut);
+
+impl<T: TensorElement, const RANK: usize> TensorMap<'_, T, RANK> {
+    /// The map's device address (for the raw copies of `wgmma` tiles).
+    #[inline(always)]
+    pub(crate) fn addr(&self) -> u64 {
+        self.map
+    }
+}
 
 impl<T: TensorElement, const RANK: usize> TensorMapMut<'_, T, RANK> {
     /// The coordinates of the `k`-th box this block owns: box number

@@ -195,7 +195,7 @@ pub use sched::{ReduxOp, ShflMode};
 pub use shared::{
     GARBAGE, SHARED_CAPACITY, check_in_shared_window, dynamic_shared, shared_access, shared_static, shared_window,
 };
-pub use tma::{TMA_DESC_MAGIC, TMA_MAX_RANK, TensorMapDesc, tensor_load, tensor_store};
+pub use tma::{TMA_DESC_MAGIC, TMA_MAX_RANK, TensorMapDesc, swizzled_offset, tensor_load, tensor_store};
 pub use vars::{VarTable, module_var, with_module_vars};
 
 /// A three-dimensional extent or index (CUDA's `dim3`), x fastest.

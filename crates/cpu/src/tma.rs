@@ -6,8 +6,12 @@
 //! The GPU's rules, kept: the box starts at signed 32-bit coordinates (element indices, innermost
 //! dimension first) and may lie partly or wholly outside the tensor; a load fills the elements
 //! outside with zeros (or NaN, `oob_nan`), a store skips them. The tile is dense, dimension 0
-//! fastest. The caller (`cohort::raw`) completes the barrier's transaction count with the whole
-//! box's bytes, as the hardware does (out-of-bounds elements count).
+//! fastest — then swizzled when the map says so (`swizzle`: 32, 64 or 128 bytes): the byte at
+//! dense offset `o` of the tile lands at `o ^ (((o >> 7) & m) << 4)` (`m` = 1, 3, 7), the
+//! 16-byte chunk bits XORed with the row bits, as the copy engine does for a tile whose address
+//! is a multiple of the pattern's period (`cohort` requires 1024 bytes). The caller
+//! (`cohort::raw`) completes the barrier's transaction count with the whole box's bytes, as the
+//! hardware does (out-of-bounds elements count).
 
 /// The most dimensions a tensor map has.
 pub const TMA_MAX_RANK: usize = 5;
@@ -35,6 +39,21 @@ pub struct TensorMapDesc {
     pub oob_nan: u32,
     /// [`TMA_DESC_MAGIC`].
     pub magic: u32,
+    /// The swizzle span in bytes: 0 (none), 32, 64 or 128 (`CU_TENSOR_MAP_SWIZZLE_*`).
+    pub swizzle: u32,
+}
+
+/// Where the byte at dense offset `off` of a tile lands under swizzle `span` (0, 32, 64, 128
+/// bytes): its 16-byte chunk bits (4..) XORed with the bits from 7 up (one, two or three bits).
+#[must_use]
+pub const fn swizzled_offset(off: usize, span: u32) -> usize {
+    let mask = match span {
+        32 => 1,
+        64 => 3,
+        128 => 7,
+        _ => 0,
+    };
+    off ^ (((off >> 7) & mask) << 4)
 }
 
 const _: () = assert!(size_of::<TensorMapDesc>() == 128);
@@ -97,8 +116,12 @@ pub unsafe fn tensor_load(desc: &TensorMapDesc, coords: &[i32], dst: *mut u8) {
     };
     let fill = if desc.oob_nan != 0 { nan.to_le_bytes() } else { [0; 8] };
     desc.each(coords, |off, src| {
-        // SAFETY: the caller's contract: `off + elem` is inside the tile, and `src` an element of
-        // the tensor.
+        // An element (at most 8 bytes, at a multiple of its size) never straddles a 16-byte
+        // chunk, and the swizzle permutes chunks within the tile's bytes.
+        let off = swizzled_offset(off, desc.swizzle);
+        // SAFETY: the caller's contract: `off + elem` is inside the tile (a permutation of its
+        // chunks when swizzled, for a tile of whole 1024-byte periods or less within one), and
+        // `src` an element of the tensor.
         unsafe {
             match src {
                 Some(a) => core::ptr::copy_nonoverlapping(a as usize as *const u8, dst.add(off), elem),
@@ -117,6 +140,7 @@ pub unsafe fn tensor_load(desc: &TensorMapDesc, coords: &[i32], dst: *mut u8) {
 pub unsafe fn tensor_store(desc: &TensorMapDesc, coords: &[i32], src: *const u8) {
     let elem = desc.elem as usize;
     desc.each(coords, |off, dst| {
+        let off = swizzled_offset(off, desc.swizzle);
         if let Some(a) = dst {
             // SAFETY: the caller's contract.
             unsafe { core::ptr::copy_nonoverlapping(src.add(off), a as usize as *mut u8, elem) }
@@ -138,6 +162,7 @@ mod tests {
             elem: 4,
             oob_nan: 0,
             magic: TMA_DESC_MAGIC,
+            swizzle: 0,
         }
     }
 
@@ -181,5 +206,35 @@ mod tests {
         want[2 * 5 + 3] = 1.0;
         want[2 * 5 + 4] = 2.0;
         assert_eq!(m, want);
+    }
+
+    /// A 128-byte-swizzled load of a 16 × 64 box of 16-bit elements (128-byte rows): element
+    /// (r, c) lands in 16-byte chunk `(c / 8) ^ (r % 8)` of row r, and a store reads it back
+    /// from there (every element distinct, so a wrong permutation cannot pass).
+    #[test]
+    fn tma_swizzled_load_and_store_permute_chunks() {
+        let (cols, rows) = (64u64, 16u64);
+        let m: Vec<u16> = (0..cols * rows).map(|i| i as u16 + 1).collect();
+        let mut d = desc2(m.as_ptr() as u64, cols, rows, [64, 16]);
+        (d.elem, d.strides[0], d.strides[1]) = (2, 2, cols * 2);
+        for (span, mask) in [(128u32, 7usize), (64, 3), (32, 1)] {
+            d.swizzle = span;
+            let mut tile = vec![0u16; 64 * 16];
+            // SAFETY: the description is of `m`; the tile holds the box.
+            unsafe { tensor_load(&d, &[0, 0], tile.as_mut_ptr().cast()) };
+            for r in 0..16usize {
+                for c in 0..64usize {
+                    let o = r * 128 + c * 2;
+                    let at = (o ^ (((o >> 7) & mask) << 4)) / 2;
+                    assert_eq!(tile[at], m[r * 64 + c], "swizzle {span}: ({r}, {c})");
+                }
+            }
+            let mut back = vec![0u16; (cols * rows) as usize];
+            let mut s = d;
+            s.base = back.as_mut_ptr() as u64;
+            // SAFETY: the description is of `back`, which nothing else touches.
+            unsafe { tensor_store(&s, &[0, 0], tile.as_ptr().cast()) };
+            assert_eq!(back, m, "swizzle {span}: a store unswizzles");
+        }
     }
 }

@@ -48,6 +48,19 @@ pub enum Error {
         /// The architectures that were embedded.
         available: Vec<u32>,
     },
+    /// The kernel uses instructions of an architecture-specific target (Hopper's `wgmma`,
+    /// `sm_90a`) that the loaded module was not built for: there the device library compiled
+    /// them to a trap, so the kernel is refused instead of launched.
+    NeedsArchSpecific {
+        /// The kernels crate.
+        crate_name: &'static str,
+        /// The kernel.
+        kernel: String,
+        /// The loaded module's architecture (`sm_90`).
+        loaded: String,
+        /// The device's compute capability × 10.
+        compute_capability: u32,
+    },
     /// The driver rejected a PTX module (its JIT log is included).
     ModuleLoad {
         /// The kernels crate.
@@ -338,6 +351,20 @@ impl fmt::Display for Error {
                 compute_capability / 10,
                 compute_capability % 10,
                 available.iter().map(|a| format!("sm_{a}")).collect::<Vec<_>>().join(", ")
+            ),
+            Error::NeedsArchSpecific { crate_name, kernel, loaded, compute_capability } => write!(
+                f,
+                "kernel `{kernel}` of `{crate_name}` uses Hopper's warpgroup MMA (wgmma), which exists only in sm_90a \
+                 PTX for a device of compute capability 9.0; the loaded module is {loaded} on a device of compute \
+                 capability {}.{}, where it was compiled to a trap{}",
+                compute_capability / 10,
+                compute_capability % 10,
+                if *compute_capability == 90 {
+                    ": build the crate's sm_90a module (`Builder::arch_specific(&[90])` in its build.rs, or \
+                     COHORT_ARCHS=sm_90,sm_90a)"
+                } else {
+                    " (sm_90a PTX runs on no other GPU)"
+                }
             ),
             Error::NoDeviceRuntime { crate_name, arch } => write!(
                 f,

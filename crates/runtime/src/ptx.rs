@@ -35,6 +35,10 @@ pub struct PtxSet {
 pub struct PtxModule {
     /// Compute capability × 10 it was built for (`-Ctarget-cpu=sm_XX`).
     pub arch: u32,
+    /// Built for `sm_<arch>a` (`-Ctarget-cpu=sm_90a`: PTX with the architecture's own
+    /// instructions, Hopper's `wgmma`), which runs only on a device of compute capability
+    /// `arch` exactly: [`PtxSet::select`] picks it there and nowhere else.
+    pub arch_specific: bool,
     /// The PTX text, ending with a NUL (for `cuModuleLoadData`). Not public, so that safe code
     /// cannot hand the driver a string without one: see [`PtxModule::new`].
     pub(crate) ptx: &'static str,
@@ -70,17 +74,29 @@ pub struct KernelResources {
 }
 
 impl PtxSet {
-    /// The module for a device of compute capability `cc` (× 10): the highest architecture
-    /// that is not above it.
+    /// The module for a device of compute capability `cc` (× 10): the architecture-specific
+    /// module of exactly `cc` (`sm_90a` on a 9.0 device) if there is one, else the highest
+    /// portable architecture that is not above `cc`. An architecture-specific module is never
+    /// chosen for another compute capability (its PTX does not run there).
     #[must_use]
     pub fn select(&self, cc: u32) -> Option<&'static PtxModule> {
-        self.modules.iter().filter(|m| m.arch <= cc).max_by_key(|m| m.arch)
+        self.modules
+            .iter()
+            .find(|m| m.arch_specific && m.arch == cc)
+            .or_else(|| self.modules.iter().filter(|m| !m.arch_specific && m.arch <= cc).max_by_key(|m| m.arch))
     }
 
-    /// The architectures embedded.
+    /// The architectures embedded (an architecture-specific module's number too: see
+    /// [`PtxSet::arch_names`]).
     #[must_use]
     pub fn archs(&self) -> Vec<u32> {
         self.modules.iter().map(|m| m.arch).collect()
+    }
+
+    /// The modules' architectures by name (`sm_80`, `sm_90`, `sm_90a`).
+    #[must_use]
+    pub fn arch_names(&self) -> Vec<String> {
+        self.modules.iter().map(PtxModule::arch_name).collect()
     }
 }
 
@@ -122,7 +138,20 @@ impl PtxModule {
         if let Some(why) = nul_problem(ptx) {
             panic!("{}", why);
         }
-        Self { arch, ptx, ptxas: None, resources: &[], device_runtime: None }
+        Self { arch, arch_specific: false, ptx, ptxas: None, resources: &[], device_runtime: None }
+    }
+
+    /// The same, built for `sm_<arch>a` (see [`PtxModule::arch_specific`]).
+    #[must_use]
+    pub const fn with_arch_specific(mut self) -> Self {
+        self.arch_specific = true;
+        self
+    }
+
+    /// The architecture by name: `sm_90`, or `sm_90a` for an architecture-specific module.
+    #[must_use]
+    pub fn arch_name(&self) -> String {
+        format!("sm_{}{}", self.arch, if self.arch_specific { "a" } else { "" })
     }
 
     /// The same, with the device runtime library (`libcudadevrt.a`) it is to be linked with.
@@ -390,6 +419,29 @@ mod tests {
             PtxModule::new(90, concat!(".version 8.0\n.target sm_90\n", "\0")).with_resources(&[]),
         ],
     };
+
+    static WITH_90A: PtxSet = PtxSet {
+        crate_name: "k",
+        modules: &[
+            PtxModule::new(80, concat!(".target sm_80\n", "\0")),
+            PtxModule::new(90, concat!(".target sm_90\n", "\0")),
+            PtxModule::new(90, concat!(".target sm_90a\n", "\0")).with_arch_specific(),
+        ],
+    };
+
+    #[test]
+    fn arch_specific_modules_only_on_their_exact_compute_capability() {
+        let pick = |cc| WITH_90A.select(cc).map(PtxModule::arch_name);
+        assert_eq!(pick(90).as_deref(), Some("sm_90a"));
+        // Never elsewhere: 10.0 and 12.0 take the portable sm_90, 8.9 the sm_80.
+        assert_eq!(pick(100).as_deref(), Some("sm_90"));
+        assert_eq!(pick(120).as_deref(), Some("sm_90"));
+        assert_eq!(pick(89).as_deref(), Some("sm_80"));
+        assert_eq!(pick(75), None);
+        assert_eq!(WITH_90A.arch_names(), ["sm_80", "sm_90", "sm_90a"]);
+        // Without one, 9.0 takes sm_90.
+        assert_eq!(GENERATED.select(90).map(PtxModule::arch_name).as_deref(), Some("sm_90"));
+    }
 
     #[test]
     fn generated_statics_keep_their_fields() {

@@ -30,9 +30,15 @@
 //! and its safety argument are in `cohort::tma`.
 //!
 //! On top of [`TensorMapSpec::check`] a map refuses what the device side does not support or
-//! rely on: a GPU below compute capability 9.0 (where the copies would trap), swizzle, element strides other than 1, dimensions past 2^31 elements (coordinates
-//! are signed 32-bit), and for a store map strides that let two boxes overlap (each dimension's
-//! stride at least the bytes of the dimensions inside it).
+//! rely on: a GPU below compute capability 9.0 (where the copies would trap), swizzled store maps,
+//! element strides other than 1, dimensions past 2^31 elements (coordinates are signed 32-bit),
+//! and for a store map strides that let two boxes overlap (each dimension's stride at least the
+//! bytes of the dimensions inside it).
+//!
+//! **Swizzled loads.** A load map with a [`Swizzle`] records its span in the header; the device
+//! loads its boxes only into `cohort::wgmma::Tile`s of the same swizzle type, whose box must be
+//! the tile (checked at the call), and a plain shared slice refuses it. The box's inner row
+//! (`boxDim[0]` × element size) must not exceed the span (the driver's rule, checked here).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -330,8 +336,11 @@ fn encode<T: TensorElement, const RANK: usize>(
         |e: TensorMapError| Error::Argument(format!("{}: {e}", if store { "TensorMapMut" } else { "TensorMap" }));
     spec.check(elem, T::FLOAT, buffer.num_bytes() as u64, ptr).map_err(refuse)?;
     let rule = |field: String, rule: String| refuse(TensorMapError { field, rule });
-    if spec.swizzle != Swizzle::None {
-        return Err(rule("swizzle".into(), "swizzled maps are not supported by Cohort's device side yet".into()));
+    if spec.swizzle != Swizzle::None && store {
+        return Err(rule(
+            "swizzle".into(),
+            "a store map's box is read from a plain tile: swizzled store maps are not supported by Cohort yet".into(),
+        ));
     }
     for (i, &e) in spec.element_strides.iter().enumerate() {
         if e != 1 {
@@ -368,7 +377,9 @@ fn encode<T: TensorElement, const RANK: usize>(
             extent = s * spec.dims[i];
         }
     }
-    let mut header = TensorMapHeader { box_dims: [1; cohort::tma::MAX_RANK], boxes: [1; cohort::tma::MAX_RANK] };
+    let swizzle = spec.swizzle.span().unwrap_or(0) as u32;
+    let mut header =
+        TensorMapHeader { box_dims: [1; cohort::tma::MAX_RANK], boxes: [1; cohort::tma::MAX_RANK], swizzle };
     for d in 0..RANK {
         header.box_dims[d] = spec.box_dims[d];
         header.boxes[d] = spec.dims[d].div_ceil(u64::from(spec.box_dims[d])) as u32;
@@ -398,6 +409,7 @@ fn encode<T: TensorElement, const RANK: usize>(
             L2Promotion::B256 => 256,
         },
         oob_nan: spec.oob_fill == OobFill::Nan,
+        swizzle,
     };
     map.dims[..RANK].copy_from_slice(&spec.dims);
     map.strides[..RANK].copy_from_slice(&strides);
@@ -411,7 +423,7 @@ fn encode<T: TensorElement, const RANK: usize>(
         fault => fault.into_error("encoding a tensor map".into()),
     })?;
     bytes[..128].copy_from_slice(&encoded);
-    // SAFETY: `TensorMapHeader` is 40 bytes of `u32`s.
+    // SAFETY: `TensorMapHeader` is 44 bytes of `u32`s.
     let head: [u8; size_of::<TensorMapHeader>()] = unsafe { std::mem::transmute(header) };
     bytes[HEADER_OFFSET..HEADER_OFFSET + head.len()].copy_from_slice(&head);
     DeviceBuffer::from_slice(&gpu, &bytes)

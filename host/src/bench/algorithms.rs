@@ -1,19 +1,20 @@
 //! `cohort bench algorithms`: the device-wide algorithms of `cohort-algorithms` (reduce, scan,
-//! select, partition, unique, run-length encode, radix sort, histogram, segmented reduce,
-//! argmax) beside CUB's, on the same buffers and stream,
+//! scan by key, select, partition, unique, run-length encode, radix sort, histogram, segmented
+//! reduce, argmax) beside CUB's, on the same buffers and stream,
 //! timed in interleaved pairs (medians), as GB/s and as a fraction of DRAM bandwidth (an
 //! H200's 4.8 TB/s by default). CUB comes from `host/benches/algorithms_cub.cu`, built on the
 //! GPU machine as a shared library:
 //!
 //! ```text
 //! nvcc -O3 -arch=sm_90 -std=c++17 -shared -Xcompiler -fPIC -o libalgorithms_cub.so host/benches/algorithms_cub.cu
-//! cohort bench algorithms --cub ./libalgorithms_cub.so
+//! cohort bench algorithms --cub ./libalgorithms_cub.so [--sizes 28] [--only sort,scan]
 //! ```
 //!
 //! Without `--cub` only the Rust side runs. Every result of both sides is checked element by
 //! element against the CPU. Inputs (the same for both): `hash(i)` (splitmix64's finalizer)
 //! for reduce and scan; select-if keeps `x < 2^31` (half); select-flagged's flags are
-//! `hash(i) >> 31`; unique and run-length encode see runs of 4 (`hash(i / 4)`); radix sort
+//! `hash(i) >> 31`; unique and run-length encode see runs of 4 (`hash(i / 4)`), and the scans
+//! by key sum `hash(i)` by those keys; radix sort
 //! sorts `hash(i)` (u32 keys) or `hash64(i)` (u64 keys), with the indices `i` as values (the
 //! Rust sort is in place: each timed run starts from a copy of the input made untimed; CUB's
 //! is `DeviceRadixSort::SortKeys` / `SortPairs` from the input to another buffer); the histogram
@@ -22,11 +23,29 @@
 //! shorter); argmax looks for the first largest of those floats (each value occurs ~16 times at
 //! 2^28). The Rust side also runs on the CPU device (`COHORT_DEVICE=cpu`, small `--sizes`), as a
 //! smoke test.
+//!
+//! **Time.** The host side is linear and parallel (rayon), so that 2^28 elements of every
+//! algorithm take well under a minute on a 16-core GPU machine: inputs are generated in parallel
+//! and only when an algorithm selected by `--only` needs them; the sort references are one
+//! parallel sort of the keys per key type, shared by the keys and pairs rows, and a pairs result
+//! is checked in one pass (every value is the index of an input key equal to its key, and equal
+//! keys keep ascending indices — with keys equal to the sorted input, that makes the values the
+//! stable permutation); the scans, compactions, run lengths, histogram, segment sums and argmax
+//! are checked chunk by chunk in parallel from chunk totals; results are read back into reused
+//! host buffers. Each row is printed (and flushed) as soon as it is measured and checked, with
+//! a progress line per algorithm on stderr (the start, then the seconds of its inputs, timed
+//! runs and checks), so a run cut short still leaves its figures; the table is printed again at
+//! the end. A failed check marks its row and the run goes on (the command fails at the end).
 
+use std::cell::OnceCell;
 use std::ffi::c_void;
+use std::fmt::Debug;
+use std::io::Write as _;
+use std::time::Instant;
 
 use cohort_algorithms::{Algorithms, LessThan, RadixBits, Sum, Temp};
 use cohort_runtime::{DeviceBuffer, Gpu, Stream};
+use rayon::prelude::*;
 
 use crate::timing::{Paired, Phase, median_ms, paired_ms};
 use crate::util::{CliError, CliResult, Table};
@@ -46,6 +65,10 @@ pub struct Args {
     /// CUB's side: the shared library built from host/benches/algorithms_cub.cu (see the module docs)
     #[arg(long, value_name = "LIB")]
     pub cub: Option<std::path::PathBuf>,
+    /// Only the algorithms whose short name contains one of these (e.g. `sort`, `scan`, `u64`,
+    /// `seg_sum_1e7`; an unknown one lists the names)
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub only: Vec<String>,
 }
 
 /// The algorithms, in the CUB library's numbering.
@@ -69,14 +92,18 @@ enum Algo {
     SegSum1e5 = 15,
     SegSum1e7 = 16,
     ArgMaxF32 = 17,
+    InclusiveByKeyU32 = 18,
+    ExclusiveByKeyU32 = 19,
 }
 
 impl Algo {
-    const ALL: [Algo; 18] = [
+    const ALL: [Algo; 20] = [
         Algo::ReduceU32,
         Algo::ReduceF32,
         Algo::ExclusiveU32,
         Algo::InclusiveU32,
+        Algo::InclusiveByKeyU32,
+        Algo::ExclusiveByKeyU32,
         Algo::SelectIf,
         Algo::SelectFlagged,
         Algo::PartitionIf,
@@ -112,6 +139,34 @@ impl Algo {
             Algo::SegSum1e5 => "segmented sum f32, segments of 10^5 (DeviceSegmentedReduce::Sum)",
             Algo::SegSum1e7 => "segmented sum f32, segments of 10^7 (DeviceSegmentedReduce::Sum)",
             Algo::ArgMaxF32 => "argmax f32 (DeviceReduce::ArgMax)",
+            Algo::InclusiveByKeyU32 => "inclusive sum by key u32, runs of 4 (DeviceScan::InclusiveSumByKey)",
+            Algo::ExclusiveByKeyU32 => "exclusive sum by key u32, runs of 4 (DeviceScan::ExclusiveSumByKey)",
+        }
+    }
+
+    /// The short name `--only` matches.
+    fn id(self) -> &'static str {
+        match self {
+            Algo::ReduceU32 => "reduce_u32",
+            Algo::ReduceF32 => "reduce_f32",
+            Algo::ExclusiveU32 => "exclusive_scan_u32",
+            Algo::InclusiveU32 => "inclusive_scan_u32",
+            Algo::SelectIf => "select_if",
+            Algo::SelectFlagged => "select_flagged",
+            Algo::PartitionIf => "partition_if",
+            Algo::Unique => "unique",
+            Algo::Rle => "run_length_encode",
+            Algo::SortKeysU32 => "sort_keys_u32",
+            Algo::SortPairsU32 => "sort_pairs_u32",
+            Algo::SortKeysU64 => "sort_keys_u64",
+            Algo::SortPairsU64 => "sort_pairs_u64",
+            Algo::HistogramU32 => "histogram_even",
+            Algo::SegSum1e3 => "seg_sum_1e3",
+            Algo::SegSum1e5 => "seg_sum_1e5",
+            Algo::SegSum1e7 => "seg_sum_1e7",
+            Algo::ArgMaxF32 => "argmax_f32",
+            Algo::InclusiveByKeyU32 => "inclusive_scan_by_key_u32",
+            Algo::ExclusiveByKeyU32 => "exclusive_scan_by_key_u32",
         }
     }
 
@@ -124,10 +179,23 @@ impl Algo {
             _ => None,
         }
     }
+}
 
-    fn is_sort(self) -> bool {
-        matches!(self, Algo::SortKeysU32 | Algo::SortPairsU32 | Algo::SortKeysU64 | Algo::SortPairsU64)
+/// The algorithms `only` names (every one when empty), in the table's order.
+fn selected(only: &[String]) -> CliResult<Vec<Algo>> {
+    if only.is_empty() {
+        return Ok(Algo::ALL.to_vec());
     }
+    for pat in only {
+        if !Algo::ALL.iter().any(|a| a.id().contains(pat.as_str())) {
+            let names: Vec<&str> = Algo::ALL.iter().map(|a| a.id()).collect();
+            return Err(CliError::Usage(format!(
+                "--only {pat}: no algorithm's name contains it; the names: {}",
+                names.join(", ")
+            )));
+        }
+    }
+    Ok(Algo::ALL.into_iter().filter(|a| only.iter().any(|p| a.id().contains(p.as_str()))).collect())
 }
 
 type TempBytes = unsafe extern "C" fn(i32, i64) -> i64;
@@ -162,9 +230,20 @@ impl Cub {
         };
         Ok(Self { _lib: lib, temp_bytes, run })
     }
+
+    /// The temporary storage (bytes) the largest of `algos` needs for `n` elements.
+    fn temp_bytes(&self, algos: &[Algo], n: usize) -> CliResult<usize> {
+        let mut most = 1;
+        for &a in algos {
+            // SAFETY: a size query (no device work).
+            let b = unsafe { (self.temp_bytes)(a as i32, n as i64) };
+            most = most.max(usize::try_from(b).map_err(|_| fail(format!("CUB {a:?}: no size for {n} elements")))?);
+        }
+        Ok(most)
+    }
 }
 
-/// A CUB call's buffers (device addresses) and its stream.
+/// A CUB call's buffers (device addresses; 0 where the algorithm takes none) and its stream.
 struct CubCall {
     algo: Algo,
     input: u64,
@@ -205,10 +284,7 @@ impl CubCall {
 
 /// splitmix64's finalizer of `i`, low 32 bits.
 fn hash(i: u64) -> u32 {
-    let mut x = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (x ^ (x >> 31)) as u32
+    hash64(i) as u32
 }
 
 /// splitmix64's finalizer of `i`, all 64 bits.
@@ -219,42 +295,492 @@ fn hash64(i: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// The reduce's floats: `hash(i)`'s top 24 bits as a fraction of 2^24 (exact in f32).
+fn float_of(i: u64) -> f32 {
+    (hash(i) >> 8) as f32 / (1 << 24) as f32
+}
+
 fn fail(msg: String) -> CliError {
     CliError::Failed(msg)
 }
 
-/// The first index where `got` differs from `want`, as an error naming `what`.
-fn same<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) -> CliResult {
+/// Elements per chunk of the parallel checks.
+const CHUNK: usize = 1 << 16;
+
+/// `f(i)` for `i` in `0..n`, in parallel.
+fn par_gen<T: Send>(n: usize, f: impl Fn(u64) -> T + Sync + Send) -> Vec<T> {
+    (0..n as u64).into_par_iter().map(f).collect()
+}
+
+/// How many `i` in `0..n` satisfy `f`, in parallel.
+fn par_count(n: usize, f: impl Fn(usize) -> bool + Sync + Send) -> usize {
+    (0..n).into_par_iter().filter(|&i| f(i)).count()
+}
+
+/// The first index where `got` differs from `want`, as an error naming `what` (in parallel).
+fn same<T: PartialEq + Debug + Sync>(what: &str, got: &[T], want: &[T]) -> CliResult {
     if got.len() != want.len() {
         return Err(fail(format!("{what}: {} elements, want {}", got.len(), want.len())));
     }
-    match got.iter().zip(want).position(|(a, b)| a != b) {
+    match got.par_iter().zip(want).position_first(|(a, b)| a != b) {
         Some(i) => Err(fail(format!("{what}: element {i} is {:?}, want {:?}", got[i], want[i]))),
         None => Ok(()),
     }
 }
 
+/// Wrapping sum of `x`, in parallel.
+fn par_sum(x: &[u32]) -> u32 {
+    x.par_iter().fold(|| 0u32, |a, &v| a.wrapping_add(v)).reduce(|| 0, u32::wrapping_add)
+}
+
+/// `got` against the wrapping prefix sums of `data` (inclusive or exclusive), chunk by chunk in
+/// parallel from the chunks' totals.
+fn check_scan(what: &str, data: &[u32], got: &[u32], inclusive: bool) -> CliResult {
+    if got.len() != data.len() {
+        return Err(fail(format!("{what}: {} elements, want {}", got.len(), data.len())));
+    }
+    let totals: Vec<u32> = data.par_chunks(CHUNK).map(par_sum_seq).collect();
+    let mut starts = Vec::with_capacity(totals.len());
+    let mut acc = 0u32;
+    for t in totals {
+        starts.push(acc);
+        acc = acc.wrapping_add(t);
+    }
+    let bad = data.par_chunks(CHUNK).zip(got.par_chunks(CHUNK)).enumerate().find_map_first(|(k, (d, g))| {
+        let mut acc = starts[k];
+        for (j, (&x, &y)) in d.iter().zip(g).enumerate() {
+            let next = acc.wrapping_add(x);
+            let want = if inclusive { next } else { acc };
+            if y != want {
+                return Some((k * CHUNK + j, y, want));
+            }
+            acc = next;
+        }
+        None
+    });
+    match bad {
+        Some((i, y, w)) => Err(fail(format!("{what}: element {i} is {y}, want {w}"))),
+        None => Ok(()),
+    }
+}
+
+/// `got` against the wrapping sums of `data` by `keys` (restarting at every key unlike the one
+/// before; exclusive ones start from 0), chunk by chunk in parallel: each chunk's value since
+/// its last head (and whether it has one), combined in order into each chunk's incoming value.
+fn check_scan_by_key(what: &str, keys: &[u32], data: &[u32], got: &[u32], inclusive: bool) -> CliResult {
+    let n = data.len();
+    if got.len() != n || keys.len() != n {
+        return Err(fail(format!("{what}: {} elements, want {n}", got.len())));
+    }
+    let head = |i: usize| i == 0 || keys[i - 1] != keys[i];
+    let chunks = n.div_ceil(CHUNK);
+    let tails: Vec<(bool, u32)> = (0..chunks)
+        .into_par_iter()
+        .map(|k| {
+            let (mut has, mut v) = (false, 0u32);
+            let start = k * CHUNK;
+            for (i, &x) in data.iter().enumerate().take(((k + 1) * CHUNK).min(n)).skip(start) {
+                if head(i) {
+                    (has, v) = (true, 0);
+                }
+                v = v.wrapping_add(x);
+            }
+            (has, v)
+        })
+        .collect();
+    let mut starts = Vec::with_capacity(chunks);
+    let mut acc = 0u32;
+    for (has, v) in tails {
+        starts.push(acc);
+        acc = if has { v } else { acc.wrapping_add(v) };
+    }
+    let bad = (0..chunks).into_par_iter().find_map_first(|k| {
+        let mut acc = starts[k];
+        for i in k * CHUNK..((k + 1) * CHUNK).min(n) {
+            if head(i) {
+                acc = 0;
+            }
+            let next = acc.wrapping_add(data[i]);
+            let want = if inclusive { next } else { acc };
+            if got[i] != want {
+                return Some((i, got[i], want));
+            }
+            acc = next;
+        }
+        None
+    });
+    match bad {
+        Some((i, y, w)) => Err(fail(format!("{what}: element {i} is {y}, want {w}"))),
+        None => Ok(()),
+    }
+}
+
+fn par_sum_seq(c: &[u32]) -> u32 {
+    c.iter().fold(0u32, |a, &v| a.wrapping_add(v))
+}
+
+/// What a compaction keeps and where: `keep(i)`, and the value it writes for `i`.
+struct Compaction<'a> {
+    n: usize,
+    keep: &'a (dyn Fn(usize) -> bool + Sync),
+    value: &'a (dyn Fn(usize) -> u32 + Sync),
+    /// A partition: the rejected ones after the kept ones, from the back (`out[n - 1 - r]` is
+    /// the `r`-th rejected).
+    partition: bool,
+}
+
+/// One side's compaction result against `c`: the count, `out[..count]` the kept values in
+/// order (`out` the whole output for a partition), and with `lens` each kept element's run
+/// length (the distance to the next kept element, or to the end). Chunk by chunk in parallel
+/// from the chunks' kept counts.
+fn check_compaction(what: &str, c: &Compaction<'_>, count: u64, out: &[u32], lens: Option<&[u32]>) -> CliResult {
+    let n = c.n;
+    let chunks = n.div_ceil(CHUNK);
+    let kept: Vec<usize> = (0..chunks)
+        .into_par_iter()
+        .map(|k| (k * CHUNK..((k + 1) * CHUNK).min(n)).filter(|&i| (c.keep)(i)).count())
+        .collect();
+    let total: usize = kept.iter().sum();
+    if count != total as u64 {
+        return Err(fail(format!("{what}: count {count}, want {total}")));
+    }
+    let need = if c.partition { n } else { total };
+    if out.len() < need || lens.is_some_and(|l| l.len() < total) {
+        return Err(fail(format!("{what}: {} outputs read back, want {need}", out.len())));
+    }
+    let mut starts = Vec::with_capacity(chunks);
+    let mut acc = 0;
+    for &k in &kept {
+        starts.push(acc);
+        acc += k;
+    }
+    let bad = (0..chunks).into_par_iter().find_map_first(|k| {
+        let (mut j, lo, hi) = (starts[k], k * CHUNK, ((k + 1) * CHUNK).min(n));
+        for i in lo..hi {
+            if (c.keep)(i) {
+                let want = (c.value)(i);
+                if out[j] != want {
+                    return Some(format!("output {j} is {}, want {want} (input {i})", out[j]));
+                }
+                if let Some(lens) = lens {
+                    let end = (i + 1..n).find(|&e| (c.keep)(e)).unwrap_or(n);
+                    let want = (end - i) as u32;
+                    if lens[j] != want {
+                        return Some(format!("run {j}'s length is {}, want {want}", lens[j]));
+                    }
+                }
+                j += 1;
+            } else if c.partition {
+                let at = n - 1 - (i - j);
+                let want = (c.value)(i);
+                if out[at] != want {
+                    return Some(format!("output {at} is {}, want {want} (rejected input {i})", out[at]));
+                }
+            }
+        }
+        None
+    });
+    match bad {
+        Some(m) => Err(fail(format!("{what}: {m}"))),
+        None => Ok(()),
+    }
+}
+
+/// A sort's keys and values for [`check_pairs`].
+trait SortKey: Copy + Ord + Debug + Send + Sync {}
+impl SortKey for u32 {}
+impl SortKey for u64 {}
+
+/// One side's sorted pairs: `keys` equal to `sorted` (the input's keys, sorted), and every
+/// value the index of an input key equal to its key, ascending among equal keys. With the keys
+/// right, that makes the values exactly the stable permutation: the `c` values of a key that
+/// occurs `c` times are `c` ascending indices of input elements with that key, so all of them,
+/// in input order. One parallel pass (the lookups `data[v]` are the only gathers).
+fn check_pairs<K: SortKey, V: Copy + Into<u64> + Sync>(
+    what: &str,
+    data: &[K],
+    sorted: &[K],
+    keys: &[K],
+    values: &[V],
+) -> CliResult {
+    same(what, keys, sorted)?;
+    if values.len() != keys.len() {
+        return Err(fail(format!("{what} values: {} elements, want {}", values.len(), keys.len())));
+    }
+    let bad = (0..keys.len()).into_par_iter().find_first(|&i| {
+        let v: u64 = values[i].into();
+        let from_key = usize::try_from(v).ok().and_then(|v| data.get(v)).is_some_and(|k| *k == keys[i]);
+        let stable = i == 0 || keys[i - 1] != keys[i] || values[i - 1].into() < v;
+        !(from_key && stable)
+    });
+    match bad {
+        Some(i) => Err(fail(format!(
+            "{what} values: value {i} is {} (key {:?}): not the stable order's index",
+            values[i].into(),
+            keys[i]
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// One input array, on the host (for the checks) and on the device.
+struct Input<T: cohort::DeviceCopy> {
+    host: Vec<T>,
+    dev: DeviceBuffer<T>,
+}
+
+/// The inputs of one size, generated (in parallel) and uploaded when first needed.
+struct Inputs<'g> {
+    gpu: &'g Gpu,
+    n: usize,
+    data: OnceCell<Input<u32>>,
+    floats: OnceCell<Input<f32>>,
+    runs: OnceCell<Input<u32>>,
+    flags: OnceCell<Input<u8>>,
+    data64: OnceCell<Input<u64>>,
+    hist_in: OnceCell<Input<u32>>,
+    idx32: OnceCell<DeviceBuffer<u32>>,
+    idx64: OnceCell<DeviceBuffer<u64>>,
+    /// The sort references: the keys sorted (one parallel sort per key type).
+    sorted32: OnceCell<Vec<u32>>,
+    sorted64: OnceCell<Vec<u64>>,
+}
+
+/// `cell`'s value, made by `f` the first time.
+fn lazy<T>(cell: &OnceCell<T>, f: impl FnOnce() -> CliResult<T>) -> CliResult<&T> {
+    if let Some(v) = cell.get() {
+        return Ok(v);
+    }
+    let v = f()?;
+    Ok(cell.get_or_init(|| v))
+}
+
+impl<'g> Inputs<'g> {
+    fn new(gpu: &'g Gpu, n: usize) -> Self {
+        Self {
+            gpu,
+            n,
+            data: OnceCell::new(),
+            floats: OnceCell::new(),
+            runs: OnceCell::new(),
+            flags: OnceCell::new(),
+            data64: OnceCell::new(),
+            hist_in: OnceCell::new(),
+            idx32: OnceCell::new(),
+            idx64: OnceCell::new(),
+            sorted32: OnceCell::new(),
+            sorted64: OnceCell::new(),
+        }
+    }
+
+    fn make<T: cohort::DeviceCopy + Send>(&self, f: impl Fn(u64) -> T + Sync + Send) -> CliResult<Input<T>> {
+        let host = par_gen(self.n, f);
+        let dev = self.gpu.upload(&host)?;
+        Ok(Input { host, dev })
+    }
+
+    /// `hash(i)`.
+    fn data(&self) -> CliResult<&Input<u32>> {
+        lazy(&self.data, || self.make(hash))
+    }
+    /// [`float_of`]`(i)`.
+    fn floats(&self) -> CliResult<&Input<f32>> {
+        lazy(&self.floats, || self.make(float_of))
+    }
+    /// `hash(i / 4)`: runs of 4.
+    fn runs(&self) -> CliResult<&Input<u32>> {
+        lazy(&self.runs, || self.make(|i| hash(i / 4)))
+    }
+    /// `hash(i) >> 31`.
+    fn flags(&self) -> CliResult<&Input<u8>> {
+        lazy(&self.flags, || self.make(|i| (hash(i) >> 31) as u8))
+    }
+    /// `hash64(i)`.
+    fn data64(&self) -> CliResult<&Input<u64>> {
+        lazy(&self.data64, || self.make(hash64))
+    }
+    /// `hash(i) >> 8`: every sample in one of the 256 bins of `[0, 2^24)`.
+    fn hist_in(&self) -> CliResult<&Input<u32>> {
+        lazy(&self.hist_in, || self.make(|i| hash(i) >> 8))
+    }
+    /// The indices `i` (a sort's values), on the device only.
+    fn idx32(&self) -> CliResult<&DeviceBuffer<u32>> {
+        lazy(&self.idx32, || Ok(self.gpu.upload(&par_gen(self.n, |i| i as u32))?))
+    }
+    fn idx64(&self) -> CliResult<&DeviceBuffer<u64>> {
+        lazy(&self.idx64, || Ok(self.gpu.upload(&par_gen(self.n, |i| i))?))
+    }
+    fn sorted32(&self) -> CliResult<&[u32]> {
+        let data = self.data()?;
+        lazy(&self.sorted32, || {
+            let mut v = data.host.clone();
+            v.par_sort_unstable();
+            Ok(v)
+        })
+        .map(Vec::as_slice)
+    }
+    fn sorted64(&self) -> CliResult<&[u64]> {
+        let data = self.data64()?;
+        lazy(&self.sorted64, || {
+            let mut v = data.host.clone();
+            v.par_sort_unstable();
+            Ok(v)
+        })
+        .map(Vec::as_slice)
+    }
+}
+
+/// Host buffers results are read back into, reused across algorithms (allocating and faulting
+/// in a fresh GiB per read-back costs more than the copy).
+#[derive(Default)]
+struct Scratch {
+    a32: Vec<u32>,
+    b32: Vec<u32>,
+    a64: Vec<u64>,
+    b64: Vec<u64>,
+}
+
+/// The first `len` elements of `buf`, read into `host` (grown as needed).
+fn read<'h, T: cohort::DeviceCopy + Default + Send + Sync>(
+    buf: &DeviceBuffer<T>,
+    len: usize,
+    host: &'h mut Vec<T>,
+) -> CliResult<&'h [T]> {
+    if host.len() < len {
+        host.clear();
+        host.par_extend(rayon::iter::repeat_n(T::default(), len));
+    }
+    buf.slice(..len).copy_to(&mut host[..len])?;
+    Ok(&host[..len])
+}
+
+/// One side's (Rust's or CUB's) outputs of one algorithm: only those it writes are allocated.
+struct Outs {
+    /// Scans, compactions, run heads, sorted u32 keys, the histogram.
+    a32: Option<DeviceBuffer<u32>>,
+    /// Run lengths, sorted u32 values.
+    b32: Option<DeviceBuffer<u32>>,
+    /// Sorted u64 keys.
+    a64: Option<DeviceBuffer<u64>>,
+    /// Sorted u64 values.
+    b64: Option<DeviceBuffer<u64>>,
+    /// The f32 sum or argmax value (one), the segment sums.
+    f: Option<DeviceBuffer<f32>>,
+    /// The number selected, the argmax's index.
+    count: DeviceBuffer<u64>,
+}
+
+fn addr<T: cohort::DeviceCopy>(b: &mut Option<DeviceBuffer<T>>) -> u64 {
+    b.as_mut().map_or(0, |b| b.as_device_ptr_mut().addr())
+}
+
+fn got<T: cohort::DeviceCopy>(b: &Option<DeviceBuffer<T>>) -> &DeviceBuffer<T> {
+    b.as_ref().expect("allocated for this algorithm by Outs::new")
+}
+
+fn need<T: cohort::DeviceCopy>(b: &mut Option<DeviceBuffer<T>>) -> &mut DeviceBuffer<T> {
+    b.as_mut().expect("allocated for this algorithm by Outs::new")
+}
+
+impl Outs {
+    fn new(gpu: &Gpu, algo: Algo, n: usize, segments: usize) -> CliResult<Self> {
+        let z32 = |len: usize| gpu.zeroed::<u32>(len).map(Some);
+        let z64 = |len: usize| gpu.zeroed::<u64>(len).map(Some);
+        let mut o = Outs { a32: None, b32: None, a64: None, b64: None, f: None, count: gpu.zeroed::<u64>(1)? };
+        match algo {
+            Algo::ReduceU32 => o.a32 = z32(1)?,
+            Algo::ReduceF32 | Algo::ArgMaxF32 => o.f = Some(gpu.zeroed::<f32>(1)?),
+            Algo::ExclusiveU32
+            | Algo::InclusiveU32
+            | Algo::SelectIf
+            | Algo::SelectFlagged
+            | Algo::PartitionIf
+            | Algo::Unique
+            | Algo::InclusiveByKeyU32
+            | Algo::ExclusiveByKeyU32
+            | Algo::SortKeysU32 => o.a32 = z32(n)?,
+            Algo::Rle | Algo::SortPairsU32 => (o.a32, o.b32) = (z32(n)?, z32(n)?),
+            Algo::SortKeysU64 => o.a64 = z64(n)?,
+            Algo::SortPairsU64 => (o.a64, o.b64) = (z64(n)?, z64(n)?),
+            Algo::HistogramU32 => o.a32 = z32(256)?,
+            Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => o.f = Some(gpu.zeroed::<f32>(segments.max(1))?),
+        }
+        Ok(o)
+    }
+}
+
+/// One measured row.
 struct Row {
     name: String,
     n: usize,
     bytes: f64,
     rust: f64,
     cub: Option<Paired>,
+    /// The first failed check, if any.
+    failed: Option<String>,
+}
+
+const HEAD: [&str; 7] =
+    ["algorithm", "n", "Rust", "CUB", "CUB / Rust (speed) [quartiles]", "Rust of DRAM", "CUB of DRAM"];
+
+impl Row {
+    fn cells(&self, dram_tbs: f64) -> Vec<String> {
+        let gbs = |ms: f64| self.bytes / ms / 1e6;
+        let (cub_t, ratio, cub_frac) = match &self.cub {
+            Some(p) => (
+                format!("{:.3} ms ({:.0} GB/s)", p.b, gbs(p.b)),
+                p.ratio_text(),
+                format!("{:.2}", gbs(p.b) / (dram_tbs * 1e3)),
+            ),
+            None => ("—".into(), "—".into(), "—".into()),
+        };
+        let name = match &self.failed {
+            Some(_) => format!("{} — CHECK FAILED", self.name),
+            None => self.name.clone(),
+        };
+        vec![
+            name,
+            format!("2^{}", self.n.trailing_zeros()),
+            format!("{:.3} ms ({:.0} GB/s)", self.rust, gbs(self.rust)),
+            cub_t,
+            ratio,
+            format!("{:.2}", gbs(self.rust) / (dram_tbs * 1e3)),
+            cub_frac,
+        ]
+    }
+}
+
+/// Prints `line` to stdout at once (a run cut short keeps it).
+fn emit(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
 }
 
 pub fn run(args: Args) -> CliResult {
-    let Args { sizes, reps, dram_tbs, cub } = args;
     let gpu = Gpu::from_env()?;
+    bench(&gpu, args)
+}
+
+fn bench(gpu: &Gpu, args: Args) -> CliResult {
+    let Args { sizes, reps, dram_tbs, cub, only } = args;
+    let algos_run = selected(&only)?;
     if gpu.is_cpu() && cub.is_some() {
         return Err(CliError::Usage("--cub needs a GPU (the CPU device runs the Rust side only)".into()));
     }
     if sizes.iter().any(|&s| s > 31) {
         return Err(CliError::Usage("--sizes: powers of two up to 31 (CUB's side takes `int` sizes)".into()));
     }
-    println!("{}", gpu.info());
+    let start = Instant::now();
+    emit(&gpu.info().to_string());
     let cub = cub.as_deref().map(Cub::load).transpose()?;
-    let algos = Algorithms::load(&gpu)?;
-    println!(
+    let algos = Algorithms::load(gpu)?;
+    eprintln!(
+        "[{:.1} s] loaded the algorithms' kernels{}",
+        start.elapsed().as_secs_f64(),
+        if cub.is_some() { " and CUB" } else { "" }
+    );
+    emit(&format!(
         "cohort-algorithms{}; {reps} timed runs of each (medians{}); DRAM {dram_tbs} TB/s\n",
         if cub.is_some() { " beside CUB (same buffers, same stream)" } else { " alone (no --cub)" },
         if cub.is_some() {
@@ -262,453 +788,520 @@ pub fn run(args: Args) -> CliResult {
         } else {
             ""
         },
-    );
+    ));
+    emit(&format!("| {} |", HEAD.join(" | ")));
+    emit(&format!("|{}", "---|".repeat(HEAD.len())));
     let mut rows = Vec::new();
+    let total = sizes.len() * algos_run.len();
     for &log in &sizes {
         let n = 1usize << log;
-        bench_size(&gpu, &algos, cub.as_ref(), n, reps, &mut rows)?;
-    }
-    let head = ["algorithm", "n", "Rust", "CUB", "CUB / Rust (speed) [quartiles]", "Rust of DRAM", "CUB of DRAM"];
-    let mut table = Table::new(&head).numeric(1..head.len());
-    let gbs = |bytes: f64, ms: f64| bytes / ms / 1e6;
-    for r in rows {
-        let (cub_t, ratio, cub_frac) = match &r.cub {
-            Some(p) => (
-                format!("{:.3} ms ({:.0} GB/s)", p.b, gbs(r.bytes, p.b)),
-                p.ratio_text(),
-                format!("{:.2}", gbs(r.bytes, p.b) / (dram_tbs * 1e3)),
-            ),
-            None => ("—".into(), "—".into(), "—".into()),
+        let mut ctx = Ctx {
+            gpu,
+            algos: &algos,
+            cub: cub.as_ref(),
+            cub_temp: None,
+            temp: Temp::new(gpu),
+            inputs: Inputs::new(gpu, n),
+            scratch: Scratch::default(),
+            n,
+            reps,
         };
-        table.row(vec![
-            r.name,
-            format!("2^{}", r.n.trailing_zeros()),
-            format!("{:.3} ms ({:.0} GB/s)", r.rust, gbs(r.bytes, r.rust)),
-            cub_t,
-            ratio,
-            format!("{:.2}", gbs(r.bytes, r.rust) / (dram_tbs * 1e3)),
-            cub_frac,
-        ]);
+        if let Some(c) = &cub {
+            ctx.cub_temp = Some(gpu.zeroed::<u8>(c.temp_bytes(&algos_run, n)?)?);
+        }
+        for &algo in &algos_run {
+            eprintln!("[{}/{total}] [{:.1} s] 2^{log} {} …", rows.len() + 1, start.elapsed().as_secs_f64(), algo.id());
+            let (row, phases) = ctx.one(algo)?;
+            emit(&format!("| {} |", row.cells(dram_tbs).join(" | ")));
+            eprintln!(
+                "    inputs and references {:.2} s · timed runs {:.2} s · checks {:.2} s{}",
+                phases[0],
+                phases[1],
+                phases[2],
+                row.failed.as_deref().map(|f| format!(" · CHECK FAILED: {f}")).unwrap_or_default()
+            );
+            rows.push(row);
+        }
+    }
+    eprintln!("[{:.1} s] done", start.elapsed().as_secs_f64());
+    println!();
+    let mut table = Table::new(&HEAD).numeric(1..HEAD.len());
+    for r in &rows {
+        table.row(r.cells(dram_tbs));
     }
     table.print();
     println!(
-        "\nbytes: what the algorithm must read and write (reduce 4n; scans 8n; select/unique 4n + 4 per selected, \
+        "\nbytes: what the algorithm must read and write (reduce 4n; scans 8n; scans by key 12n; select/unique 4n + 4 per selected, \
          flagged + n, partition 8n; run-length encode 4n + 8 per run; radix sort one read and one write of the \
          keys and values: 8n u32 keys, 16n u32 pairs and u64 keys, 32n u64 pairs; histogram and argmax 4n; segmented \
          sum 4n + 12 per segment: its offset and sum); every result of both sides checked element by element against \
          the CPU (f32 sums within 1e-5 relative)"
     );
+    let failed: Vec<String> = rows
+        .iter()
+        .filter_map(|r| r.failed.as_ref().map(|f| format!("2^{} {}: {f}", r.n.trailing_zeros(), r.name)))
+        .collect();
+    if !failed.is_empty() {
+        return Err(fail(format!("{} checks failed:\n{}", failed.len(), failed.join("\n"))));
+    }
     Ok(())
 }
 
-#[allow(clippy::too_many_lines)]
-fn bench_size(gpu: &Gpu, a: &Algorithms, cub: Option<&Cub>, n: usize, reps: usize, rows: &mut Vec<Row>) -> CliResult {
-    let s = gpu.stream();
-    let data: Vec<u32> = (0..n as u64).map(hash).collect();
-    let floats: Vec<f32> = data.iter().map(|&x| (x >> 8) as f32 / (1 << 24) as f32).collect();
-    let runs: Vec<u32> = (0..n as u64).map(|i| hash(i / 4)).collect();
-    let flags: Vec<u8> = data.iter().map(|&x| (x >> 31) as u8).collect();
-    let d_data = gpu.upload(&data)?;
-    let d_floats = gpu.upload(&floats)?;
-    let d_runs = gpu.upload(&runs)?;
-    let d_flags = gpu.upload(&flags)?;
-    let mut out = gpu.zeroed::<u32>(n)?;
-    let mut out_c = gpu.zeroed::<u32>(n)?;
-    let mut out2 = gpu.zeroed::<u32>(n)?;
-    let mut out2_c = gpu.zeroed::<u32>(n)?;
-    let mut count = gpu.zeroed::<u64>(1)?;
-    let mut count_c = gpu.zeroed::<u64>(1)?;
-    let mut sum_f32 = gpu.zeroed::<f32>(1)?;
-    let mut temp = Temp::new(gpu);
-    // Radix sort: the u64 keys, the values (indices), each side's outputs.
-    let data64: Vec<u64> = (0..n as u64).map(hash64).collect();
-    let idx32: Vec<u32> = (0..n as u32).collect();
-    let idx64: Vec<u64> = (0..n as u64).collect();
-    let d_data64 = gpu.upload(&data64)?;
-    let d_idx32 = gpu.upload(&idx32)?;
-    let d_idx64 = gpu.upload(&idx64)?;
-    let mut sk32 = gpu.zeroed::<u32>(n)?;
-    let mut sv32 = gpu.zeroed::<u32>(n)?;
-    let mut sk64 = gpu.zeroed::<u64>(n)?;
-    let mut sv64 = gpu.zeroed::<u64>(n)?;
-    let mut ck32 = gpu.zeroed::<u32>(n)?;
-    let mut cv32 = gpu.zeroed::<u32>(n)?;
-    let mut ck64 = gpu.zeroed::<u64>(n)?;
-    let mut cv64 = gpu.zeroed::<u64>(n)?;
-    let cub_temp_bytes =
-        // SAFETY: a size query (no device work).
-        cub.map(|c| Algo::ALL.iter().map(|&x| unsafe { (c.temp_bytes)(x as i32, n as i64) }).max().unwrap_or(0));
-    let mut cub_temp = match cub_temp_bytes {
-        Some(b) => Some(gpu.zeroed::<u8>((b.max(1)) as usize)?),
-        None => None,
-    };
-    let threshold = 1u32 << 31;
-    // Histogram: every sample in one of the 256 bins of [0, 2^24).
-    let hist_in: Vec<u32> = data.iter().map(|&x| x >> 8).collect();
-    let d_hist_in = gpu.upload(&hist_in)?;
-    let mut hist = gpu.zeroed::<u32>(256)?;
-    let mut hist_c = gpu.zeroed::<u32>(256)?;
-    // Argmax: the index and value of each side (CUB's value goes to `out_c[0]`, its index to
-    // `count_c`).
-    let mut arg_idx = gpu.zeroed::<u64>(1)?;
-    let mut arg_val = gpu.zeroed::<f32>(1)?;
+/// One size's state: the inputs, the storage, the read-back buffers.
+struct Ctx<'g> {
+    gpu: &'g Gpu,
+    algos: &'g Algorithms,
+    cub: Option<&'g Cub>,
+    cub_temp: Option<DeviceBuffer<u8>>,
+    temp: Temp,
+    inputs: Inputs<'g>,
+    scratch: Scratch,
+    n: usize,
+    reps: usize,
+}
 
-    for algo in Algo::ALL {
-        // Segmented reduce: the offsets `min(i * len, n)` and each side's sums.
+impl Ctx<'_> {
+    /// Measures and checks `algo`: its row, and the seconds of its inputs (and references),
+    /// its timed runs and its checks.
+    #[allow(clippy::too_many_lines)]
+    fn one(&mut self, algo: Algo) -> CliResult<(Row, [f64; 3])> {
+        let t0 = Instant::now();
+        let (gpu, a, n, inp) = (self.gpu, self.algos, self.n, &self.inputs);
+        let s = gpu.stream();
+        let nf = n as f64;
+        let threshold = 1u32 << 31;
+        // The inputs this algorithm reads (generated and uploaded now if not yet), its bytes.
         let offsets: Vec<u64> = match algo.segment() {
             Some(len) => (0..=n.div_ceil(len)).map(|i| (i * len).min(n) as u64).collect(),
             None => vec![0],
         };
         let segments = offsets.len() - 1;
         let d_off = gpu.upload(&offsets)?;
-        let mut seg_out = gpu.zeroed::<f32>(segments.max(1))?;
-        let mut seg_out_c = gpu.zeroed::<f32>(segments.max(1))?;
-        // References.
-        let (input_addr, bytes): (u64, f64);
-        let nf = n as f64;
-        match algo {
-            Algo::HistogramU32 => input_addr = d_hist_in.as_device_ptr().addr(),
-            Algo::ReduceF32 | Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 | Algo::ArgMaxF32 => {
-                input_addr = d_floats.as_device_ptr().addr()
+        let (input_addr, flags_addr, bytes) = match algo {
+            Algo::ReduceU32 => (inp.data()?.dev.as_device_ptr().addr(), 0, 4.0 * nf),
+            Algo::ExclusiveU32 | Algo::InclusiveU32 | Algo::PartitionIf => {
+                (inp.data()?.dev.as_device_ptr().addr(), 0, 8.0 * nf)
             }
-            Algo::Unique | Algo::Rle => input_addr = d_runs.as_device_ptr().addr(),
-            Algo::SortKeysU64 | Algo::SortPairsU64 => input_addr = d_data64.as_device_ptr().addr(),
-            _ => input_addr = d_data.as_device_ptr().addr(),
-        }
-        let selected = data.iter().filter(|&&x| x < threshold).count() as f64;
-        let flagged = flags.iter().filter(|&&f| f != 0).count() as f64;
-        let run_count = runs.iter().enumerate().filter(|&(i, x)| i == 0 || runs[i - 1] != *x).count() as f64;
-        bytes = match algo {
-            Algo::ReduceU32 | Algo::ReduceF32 => 4.0 * nf,
-            Algo::ExclusiveU32 | Algo::InclusiveU32 | Algo::PartitionIf => 8.0 * nf,
-            Algo::SelectIf => 4.0 * nf + 4.0 * selected,
-            Algo::SelectFlagged => 5.0 * nf + 4.0 * flagged,
-            Algo::Unique => 4.0 * nf + 4.0 * run_count,
-            Algo::Rle => 4.0 * nf + 8.0 * run_count,
-            Algo::SortKeysU32 => 8.0 * nf,
-            Algo::SortPairsU32 | Algo::SortKeysU64 => 16.0 * nf,
-            Algo::SortPairsU64 => 32.0 * nf,
-            Algo::HistogramU32 | Algo::ArgMaxF32 => 4.0 * nf,
+            Algo::SelectIf => {
+                let d = inp.data()?;
+                let selected = par_count(n, |i| d.host[i] < threshold);
+                (d.dev.as_device_ptr().addr(), 0, 4.0 * nf + 4.0 * selected as f64)
+            }
+            Algo::SelectFlagged => {
+                let f = inp.flags()?;
+                let flagged = par_count(n, |i| f.host[i] != 0);
+                (inp.data()?.dev.as_device_ptr().addr(), f.dev.as_device_ptr().addr(), 5.0 * nf + 4.0 * flagged as f64)
+            }
+            Algo::Unique | Algo::Rle => {
+                let r = inp.runs()?;
+                let heads = par_count(n, |i| i == 0 || r.host[i - 1] != r.host[i]) as f64;
+                let per_run = if algo == Algo::Rle { 8.0 } else { 4.0 };
+                (r.dev.as_device_ptr().addr(), 0, 4.0 * nf + per_run * heads)
+            }
+            Algo::SortKeysU32 => {
+                inp.sorted32()?;
+                (inp.data()?.dev.as_device_ptr().addr(), 0, 8.0 * nf)
+            }
+            Algo::SortPairsU32 => {
+                inp.sorted32()?;
+                (inp.data()?.dev.as_device_ptr().addr(), inp.idx32()?.as_device_ptr().addr(), 16.0 * nf)
+            }
+            Algo::SortKeysU64 => {
+                inp.sorted64()?;
+                (inp.data64()?.dev.as_device_ptr().addr(), 0, 16.0 * nf)
+            }
+            Algo::SortPairsU64 => {
+                inp.sorted64()?;
+                (inp.data64()?.dev.as_device_ptr().addr(), inp.idx64()?.as_device_ptr().addr(), 32.0 * nf)
+            }
+            Algo::HistogramU32 => (inp.hist_in()?.dev.as_device_ptr().addr(), 0, 4.0 * nf),
+            // The keys and values read, the values written.
+            Algo::InclusiveByKeyU32 | Algo::ExclusiveByKeyU32 => {
+                (inp.data()?.dev.as_device_ptr().addr(), inp.runs()?.dev.as_device_ptr().addr(), 12.0 * nf)
+            }
+            Algo::ReduceF32 | Algo::ArgMaxF32 => (inp.floats()?.dev.as_device_ptr().addr(), 0, 4.0 * nf),
             // The elements, the offsets, the sums.
-            Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => 4.0 * nf + 12.0 * segments as f64 + 8.0,
+            Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => (
+                inp.floats()?.dev.as_device_ptr().addr(),
+                d_off.as_device_ptr().addr(),
+                4.0 * nf + 12.0 * segments as f64 + 8.0,
+            ),
         };
+        let mut r = Outs::new(gpu, algo, n, segments)?;
+        let mut c = match self.cub {
+            Some(_) => Some(Outs::new(gpu, algo, n, segments)?),
+            None => None,
+        };
+        let t1 = Instant::now();
+
+        // The Rust side.
+        let temp = &mut self.temp;
         let mut rust = |p: Phase| -> cohort_runtime::Result<()> {
+            let (data, data64) = (inp.data.get(), inp.data64.get());
+            let (idx32, idx64) = (inp.idx32.get(), inp.idx64.get());
+            let src32 = || &data.expect("generated above").dev;
+            let src64 = || &data64.expect("generated above").dev;
             if p == Phase::Prep {
                 // The sort is in place: each run starts from the input (untimed).
                 return match algo {
-                    Algo::SortKeysU32 => s.copy(&d_data, &mut sk32),
-                    Algo::SortPairsU32 => s.copy(&d_data, &mut sk32).and_then(|()| s.copy(&d_idx32, &mut sv32)),
-                    Algo::SortKeysU64 => s.copy(&d_data64, &mut sk64),
-                    Algo::SortPairsU64 => s.copy(&d_data64, &mut sk64).and_then(|()| s.copy(&d_idx64, &mut sv64)),
+                    Algo::SortKeysU32 => s.copy(src32(), need(&mut r.a32)),
+                    Algo::SortPairsU32 => s
+                        .copy(src32(), need(&mut r.a32))
+                        .and_then(|()| s.copy(idx32.expect("generated above"), need(&mut r.b32))),
+                    Algo::SortKeysU64 => s.copy(src64(), need(&mut r.a64)),
+                    Algo::SortPairsU64 => s
+                        .copy(src64(), need(&mut r.a64))
+                        .and_then(|()| s.copy(idx64.expect("generated above"), need(&mut r.b64))),
                     _ => Ok(()),
                 };
             }
+            let floats = || &inp.floats.get().expect("generated above").dev;
+            let runs = || &inp.runs.get().expect("generated above").dev;
             match algo {
-                Algo::SortKeysU32 => a.radix_sort_keys(s, &mut sk32, RadixBits::all::<u32>(), &mut temp),
-                Algo::SortPairsU32 => a.radix_sort_pairs(s, &mut sk32, &mut sv32, RadixBits::all::<u32>(), &mut temp),
-                Algo::SortKeysU64 => a.radix_sort_keys(s, &mut sk64, RadixBits::all::<u64>(), &mut temp),
-                Algo::SortPairsU64 => a.radix_sort_pairs(s, &mut sk64, &mut sv64, RadixBits::all::<u64>(), &mut temp),
-                Algo::ReduceU32 => a.reduce(s, &d_data, &mut out, 0, Sum, &mut temp),
-                Algo::ReduceF32 => a.reduce(s, &d_floats, &mut sum_f32, 0.0, Sum, &mut temp),
-                Algo::ExclusiveU32 => a.exclusive_scan(s, &d_data, &mut out, 0, Sum, &mut temp),
-                Algo::InclusiveU32 => a.inclusive_scan(s, &d_data, &mut out, Sum, &mut temp),
-                Algo::SelectIf => a.select_if(s, &d_data, LessThan(threshold), &mut out, &mut count, &mut temp),
-                Algo::SelectFlagged => a.select_flagged(s, &d_data, &d_flags, &mut out, &mut count, &mut temp),
-                Algo::PartitionIf => a.partition_if(s, &d_data, LessThan(threshold), &mut out, &mut count, &mut temp),
-                Algo::Unique => a.unique(s, &d_runs, &mut out, &mut count, &mut temp),
-                Algo::Rle => a.run_length_encode(s, &d_runs, &mut out, &mut out2, &mut count, &mut temp),
-                Algo::HistogramU32 => a.histogram_even(s, &d_hist_in, &mut hist, 257, 0, 1 << 24),
-                Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => {
-                    a.segmented_reduce(s, &d_floats, &d_off, &mut seg_out, 0.0, Sum, &mut temp)
+                Algo::SortKeysU32 => a.radix_sort_keys(s, need(&mut r.a32), RadixBits::all::<u32>(), temp),
+                Algo::SortPairsU32 => {
+                    a.radix_sort_pairs(s, need(&mut r.a32), need(&mut r.b32), RadixBits::all::<u32>(), temp)
                 }
-                Algo::ArgMaxF32 => a.arg_max(s, &d_floats, &mut arg_idx, &mut arg_val, &mut temp),
+                Algo::SortKeysU64 => a.radix_sort_keys(s, need(&mut r.a64), RadixBits::all::<u64>(), temp),
+                Algo::SortPairsU64 => {
+                    a.radix_sort_pairs(s, need(&mut r.a64), need(&mut r.b64), RadixBits::all::<u64>(), temp)
+                }
+                Algo::ReduceU32 => a.reduce(s, src32(), need(&mut r.a32), 0, Sum, temp),
+                Algo::ReduceF32 => a.reduce(s, floats(), need(&mut r.f), 0.0, Sum, temp),
+                Algo::ExclusiveU32 => a.exclusive_scan(s, src32(), need(&mut r.a32), 0, Sum, temp),
+                Algo::InclusiveU32 => a.inclusive_scan(s, src32(), need(&mut r.a32), Sum, temp),
+                Algo::InclusiveByKeyU32 => a.inclusive_scan_by_key(s, runs(), src32(), need(&mut r.a32), Sum, temp),
+                Algo::ExclusiveByKeyU32 => a.exclusive_scan_by_key(s, runs(), src32(), need(&mut r.a32), 0, Sum, temp),
+                Algo::SelectIf => a.select_if(s, src32(), LessThan(threshold), need(&mut r.a32), &mut r.count, temp),
+                Algo::SelectFlagged => {
+                    let flags = &inp.flags.get().expect("generated above").dev;
+                    a.select_flagged(s, src32(), flags, need(&mut r.a32), &mut r.count, temp)
+                }
+                Algo::PartitionIf => {
+                    a.partition_if(s, src32(), LessThan(threshold), need(&mut r.a32), &mut r.count, temp)
+                }
+                Algo::Unique => a.unique(s, runs(), need(&mut r.a32), &mut r.count, temp),
+                Algo::Rle => a.run_length_encode(s, runs(), need(&mut r.a32), need(&mut r.b32), &mut r.count, temp),
+                Algo::HistogramU32 => a.histogram_even(
+                    s,
+                    &inp.hist_in.get().expect("generated above").dev,
+                    need(&mut r.a32),
+                    257,
+                    0,
+                    1 << 24,
+                ),
+                Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => {
+                    a.segmented_reduce(s, floats(), &d_off, need(&mut r.f), 0.0, Sum, temp)
+                }
+                Algo::ArgMaxF32 => a.arg_max(s, floats(), &mut r.count, need(&mut r.f), temp),
             }
         };
-        let t = match (cub, &mut cub_temp) {
-            (Some(c), Some(ct)) => {
-                // Radix sort: the values in through `flags`, out through `out2`.
-                let (flags_addr, out_addr, out2_addr) = match algo {
-                    Algo::SortKeysU32 | Algo::SortPairsU32 => (
-                        d_idx32.as_device_ptr().addr(),
-                        ck32.as_device_ptr_mut().addr(),
-                        cv32.as_device_ptr_mut().addr(),
-                    ),
-                    Algo::SortKeysU64 | Algo::SortPairsU64 => (
-                        d_idx64.as_device_ptr().addr(),
-                        ck64.as_device_ptr_mut().addr(),
-                        cv64.as_device_ptr_mut().addr(),
-                    ),
-                    Algo::HistogramU32 => (
-                        d_flags.as_device_ptr().addr(),
-                        hist_c.as_device_ptr_mut().addr(),
-                        out2_c.as_device_ptr_mut().addr(),
-                    ),
-                    // The offsets in through `flags`, the sums out through `out`.
-                    Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => (
-                        d_off.as_device_ptr().addr(),
-                        seg_out_c.as_device_ptr_mut().addr(),
-                        out2_c.as_device_ptr_mut().addr(),
-                    ),
-                    _ => (
-                        d_flags.as_device_ptr().addr(),
-                        out_c.as_device_ptr_mut().addr(),
-                        out2_c.as_device_ptr_mut().addr(),
-                    ),
+        let t = match (self.cub, &mut self.cub_temp, &mut c) {
+            (Some(cub), Some(ct), Some(c)) => {
+                // Keys out through `out` (values through `out2`); an f32 result (sum, argmax
+                // value, segment sums) through `out`; counts and the argmax index through `num`.
+                let out = match algo {
+                    Algo::SortKeysU64 | Algo::SortPairsU64 => addr(&mut c.a64),
+                    Algo::ReduceF32 | Algo::ArgMaxF32 | Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => {
+                        addr(&mut c.f)
+                    }
+                    _ => addr(&mut c.a32),
+                };
+                let out2 = match algo {
+                    Algo::SortPairsU64 => addr(&mut c.b64),
+                    _ => addr(&mut c.b32),
                 };
                 let call = CubCall {
                     algo,
                     input: input_addr,
                     flags: flags_addr,
-                    out: out_addr,
-                    out2: out2_addr,
-                    num: count_c.as_device_ptr_mut().addr(),
+                    out,
+                    out2,
+                    num: c.count.as_device_ptr_mut().addr(),
                     n,
                     temp: ct.as_device_ptr_mut().addr(),
                     temp_bytes: ct.len(),
                 };
-                let cub_side = |p: Phase| if p == Phase::Prep { Ok(()) } else { call.run(c, s) };
-                let t = paired_ms(gpu, 2, reps, &mut rust, cub_side)?;
+                let cub_side = |p: Phase| if p == Phase::Prep { Ok(()) } else { call.run(cub, s) };
+                let t = paired_ms(gpu, 2, self.reps, &mut rust, cub_side)?;
                 (t.a, Some(t))
             }
-            _ => (median_ms(gpu, 2, reps, &mut rust)?, None),
+            _ => (median_ms(gpu, 2, self.reps, &mut rust)?, None),
         };
         drop(rust);
-        if let Some(check) = extra_check(algo, &hist_in, &floats, &offsets) {
-            check(
-                &Extra { hist: &hist, seg: &seg_out, arg_index: arg_idx.to_vec()?[0], arg_value: arg_val.to_vec()?[0] },
-                "Rust",
-            )?;
-            if cub.is_some() {
-                s.synchronize()?;
-                let c = Extra {
-                    hist: &hist_c,
-                    seg: &seg_out_c,
-                    arg_index: count_c.to_vec()?[0],
-                    arg_value: f32::from_bits(out_c.to_vec()?[0]),
+        s.synchronize()?;
+        let t2 = Instant::now();
+
+        let mut failed = self.check(algo, &offsets, &r, "Rust").err();
+        if let Some(c) = &c
+            && failed.is_none()
+        {
+            failed = self.check(algo, &offsets, c, "CUB").err();
+        }
+        let failed = match failed {
+            None => None,
+            Some(CliError::Failed(m)) => Some(m),
+            Some(e) => return Err(e),
+        };
+        let t3 = Instant::now();
+        let row = Row { name: algo.name().into(), n, bytes, rust: t.0, cub: t.1, failed };
+        let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
+        Ok((row, [secs(t0, t1), secs(t1, t2), secs(t2, t3)]))
+    }
+
+    /// One side's result of `algo` against the CPU, element by element (f32 sums within 1e-5
+    /// relative).
+    fn check(&mut self, algo: Algo, offsets: &[u64], o: &Outs, who: &str) -> CliResult {
+        let what = format!("{who} {}", algo.name());
+        let (inp, n, sc) = (&self.inputs, self.n, &mut self.scratch);
+        let count = o.count.to_vec()?[0];
+        let threshold = 1u32 << 31;
+        let close = |g: f32, want: f64| (f64::from(g) - want).abs() <= 1e-5 * want.abs().max(1.0);
+        match algo {
+            Algo::ReduceU32 => {
+                let want = par_sum(&inp.data()?.host);
+                same(&what, &got(&o.a32).to_vec()?, &[want])
+            }
+            Algo::ReduceF32 => {
+                let want: f64 = inp.floats()?.host.par_iter().map(|&x| f64::from(x)).sum();
+                let g = got(&o.f).to_vec()?[0];
+                if !close(g, want) {
+                    return Err(fail(format!("{what}: {g}, want {want} (within 1e-5 relative)")));
+                }
+                Ok(())
+            }
+            Algo::ExclusiveU32 | Algo::InclusiveU32 => {
+                let out = read(got(&o.a32), n, &mut sc.a32)?;
+                check_scan(&what, &inp.data()?.host, out, algo == Algo::InclusiveU32)
+            }
+            Algo::InclusiveByKeyU32 | Algo::ExclusiveByKeyU32 => {
+                let out = read(got(&o.a32), n, &mut sc.a32)?;
+                check_scan_by_key(&what, &inp.runs()?.host, &inp.data()?.host, out, algo == Algo::InclusiveByKeyU32)
+            }
+            Algo::SelectIf | Algo::PartitionIf | Algo::SelectFlagged => {
+                let d = &inp.data()?.host;
+                let flags = if algo == Algo::SelectFlagged { Some(&inp.flags()?.host) } else { None };
+                let keep = |i: usize| match flags {
+                    Some(f) => f[i] != 0,
+                    None => d[i] < threshold,
                 };
-                check(&c, "CUB")?;
+                let value = |i: usize| d[i];
+                let partition = algo == Algo::PartitionIf;
+                // A selection's output past its count is not written: read only what counts.
+                let len = if partition { n } else { usize::try_from(count).unwrap_or(usize::MAX).min(n) };
+                let out = read(got(&o.a32), len, &mut sc.a32)?;
+                check_compaction(&what, &Compaction { n, keep: &keep, value: &value, partition }, count, out, None)
             }
-            rows.push(Row { name: algo.name().into(), n, bytes, rust: t.0, cub: t.1 });
-            continue;
-        }
-        if algo.is_sort() {
-            let mut sides = vec![(&sk32, &sv32, &sk64, &sv64, "Rust")];
-            if cub.is_some() {
-                s.synchronize()?;
-                sides.push((&ck32, &cv32, &ck64, &cv64, "CUB"));
+            Algo::Unique | Algo::Rle => {
+                let runs = &inp.runs()?.host;
+                let keep = |i: usize| i == 0 || runs[i - 1] != runs[i];
+                let value = |i: usize| runs[i];
+                let len = usize::try_from(count).unwrap_or(usize::MAX).min(n);
+                let out = read(got(&o.a32), len, &mut sc.a32)?;
+                let lens = if algo == Algo::Rle { Some(read(got(&o.b32), len, &mut sc.b32)?) } else { None };
+                check_compaction(
+                    &what,
+                    &Compaction { n, keep: &keep, value: &value, partition: false },
+                    count,
+                    out,
+                    lens,
+                )
             }
-            check_sort(algo, &data, &data64, &sides)?;
-            rows.push(Row { name: algo.name().into(), n, bytes, rust: t.0, cub: t.1 });
-            continue;
-        }
-        let input = Inputs { data: &data, floats: &floats, runs: &runs, flags: &flags, threshold };
-        let f = sum_f32.to_vec()?[0];
-        check(algo, &input, Outputs { out: &out, out2: &out2, count: &count, sum_f32: f }, "Rust")?;
-        if cub.is_some() {
-            s.synchronize()?;
-            let f = f32::from_bits(out_c.to_vec()?[0]);
-            check(algo, &input, Outputs { out: &out_c, out2: &out2_c, count: &count_c, sum_f32: f }, "CUB")?;
-        }
-        rows.push(Row { name: algo.name().into(), n, bytes, rust: t.0, cub: t.1 });
-    }
-    Ok(())
-}
-
-/// One side's sort outputs: u32 keys, u32 values, u64 keys, u64 values, the side's name.
-type SortOut<'a> =
-    (&'a DeviceBuffer<u32>, &'a DeviceBuffer<u32>, &'a DeviceBuffer<u64>, &'a DeviceBuffer<u64>, &'a str);
-
-/// Each side's radix sort result against a stable CPU sort of the keys with their indices:
-/// the (key, index) pairs are distinct, so an unstable sort of them is the stable order of the
-/// keys (and sorts 2^28 of them in seconds, where sorting indices by a looked-up key took
-/// minutes of cache misses).
-fn check_sort(algo: Algo, data: &[u32], data64: &[u64], sides: &[SortOut<'_>]) -> CliResult {
-    match algo {
-        Algo::SortKeysU32 | Algo::SortPairsU32 => {
-            let mut pairs: Vec<(u32, u32)> = data.iter().zip(0u32..).map(|(&k, i)| (k, i)).collect();
-            pairs.sort_unstable();
-            let (keys, idx): (Vec<u32>, Vec<u32>) = pairs.into_iter().unzip();
-            for &(k32, v32, _, _, who) in sides {
-                let what = format!("{who} {}", algo.name());
-                same(&what, &k32.to_vec()?, &keys)?;
-                if algo == Algo::SortPairsU32 {
-                    same(&format!("{what} values"), &v32.to_vec()?, &idx)?;
+            Algo::SortKeysU32 | Algo::SortPairsU32 => {
+                let keys = read(got(&o.a32), n, &mut sc.a32)?;
+                if algo == Algo::SortKeysU32 {
+                    return same(&what, keys, inp.sorted32()?);
+                }
+                let values = read(got(&o.b32), n, &mut sc.b32)?;
+                check_pairs(&what, &inp.data()?.host, inp.sorted32()?, keys, values)
+            }
+            Algo::SortKeysU64 | Algo::SortPairsU64 => {
+                let keys = read(got(&o.a64), n, &mut sc.a64)?;
+                if algo == Algo::SortKeysU64 {
+                    return same(&what, keys, inp.sorted64()?);
+                }
+                let values = read(got(&o.b64), n, &mut sc.b64)?;
+                check_pairs(&what, &inp.data64()?.host, inp.sorted64()?, keys, values)
+            }
+            Algo::HistogramU32 => {
+                let want = inp
+                    .hist_in()?
+                    .host
+                    .par_chunks(CHUNK)
+                    .map(|c| {
+                        let mut h = vec![0u32; 256];
+                        for &x in c {
+                            h[(x >> 16) as usize] += 1;
+                        }
+                        h
+                    })
+                    .reduce(
+                        || vec![0u32; 256],
+                        |mut a, b| {
+                            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                            a
+                        },
+                    );
+                same(&what, &got(&o.a32).to_vec()?, &want)
+            }
+            Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => {
+                let floats = &inp.floats()?.host;
+                let sums = got(&o.f).to_vec()?;
+                let bad = offsets.par_windows(2).enumerate().find_map_first(|(k, w)| {
+                    let want: f64 = floats[w[0] as usize..w[1] as usize].iter().map(|&x| f64::from(x)).sum();
+                    (!close(sums[k], want)).then_some((k, sums[k], want))
+                });
+                match bad {
+                    Some((k, g, w)) => {
+                        Err(fail(format!("{what}: segment {k} is {g}, want {w} (within 1e-5 relative)")))
+                    }
+                    None => Ok(()),
                 }
             }
-        }
-        _ => {
-            let mut pairs: Vec<(u64, u64)> = data64.iter().zip(0u64..).map(|(&k, i)| (k, i)).collect();
-            pairs.sort_unstable();
-            let (keys, idx): (Vec<u64>, Vec<u64>) = pairs.into_iter().unzip();
-            for &(_, _, k64, v64, who) in sides {
-                let what = format!("{who} {}", algo.name());
-                same(&what, &k64.to_vec()?, &keys)?;
-                if algo == Algo::SortPairsU64 {
-                    same(&format!("{what} values"), &v64.to_vec()?, &idx)?;
+            Algo::ArgMaxF32 => {
+                let floats = &inp.floats()?.host;
+                // The first largest (no NaN among the inputs).
+                let best = |x: (usize, f32), y: (usize, f32)| {
+                    if y.1 > x.1 || (y.1 == x.1 && y.0 < x.0) { y } else { x }
+                };
+                let (bi, bv) = floats.par_iter().copied().enumerate().reduce(|| (usize::MAX, f32::NEG_INFINITY), best);
+                let value = got(&o.f).to_vec()?[0];
+                if count != bi as u64 || value.to_bits() != bv.to_bits() {
+                    return Err(fail(format!("{what}: ({count}, {value}), want ({bi}, {bv})")));
                 }
+                Ok(())
             }
         }
-    }
-    Ok(())
-}
-
-/// The inputs both sides saw.
-struct Inputs<'a> {
-    data: &'a [u32],
-    floats: &'a [f32],
-    runs: &'a [u32],
-    flags: &'a [u8],
-    threshold: u32,
-}
-
-/// One side's outputs (the f32 sum read back).
-struct Outputs<'a> {
-    out: &'a DeviceBuffer<u32>,
-    out2: &'a DeviceBuffer<u32>,
-    count: &'a DeviceBuffer<u64>,
-    sum_f32: f32,
-}
-
-/// One side's result of `algo` against the CPU, element by element.
-fn check(algo: Algo, i: &Inputs<'_>, o: Outputs<'_>, who: &str) -> CliResult {
-    let what = format!("{who} {}", algo.name());
-    let Inputs { data, floats, runs, flags, threshold } = *i;
-    let Outputs { out, out2, count, sum_f32 } = o;
-    let count_is = |want: usize| -> CliResult {
-        let got = count.to_vec()?[0];
-        if got != want as u64 {
-            return Err(fail(format!("{what}: count {got}, want {want}")));
-        }
-        Ok(())
-    };
-    match algo {
-        Algo::ReduceU32 => {
-            let want = data.iter().fold(0u32, |a, &x| a.wrapping_add(x));
-            same(&what, &out.to_vec()?[..1], &[want])
-        }
-        Algo::ReduceF32 => {
-            let want: f64 = floats.iter().map(|&x| f64::from(x)).sum();
-            let got = f64::from(sum_f32);
-            if (got - want).abs() > 1e-5 * want.abs().max(1.0) {
-                return Err(fail(format!("{what}: {got}, want {want} (within 1e-5 relative)")));
-            }
-            Ok(())
-        }
-        Algo::ExclusiveU32 | Algo::InclusiveU32 => {
-            let mut acc = 0u32;
-            let want: Vec<u32> = data
-                .iter()
-                .map(|&x| {
-                    let e = acc;
-                    acc = acc.wrapping_add(x);
-                    if algo == Algo::ExclusiveU32 { e } else { acc }
-                })
-                .collect();
-            same(&what, &out.to_vec()?, &want)
-        }
-        Algo::SelectIf | Algo::PartitionIf => {
-            let mut want: Vec<u32> = data.iter().copied().filter(|&x| x < threshold).collect();
-            count_is(want.len())?;
-            let k = want.len();
-            if algo == Algo::PartitionIf {
-                want.extend(data.iter().copied().filter(|&x| x >= threshold).rev());
-                same(&what, &out.to_vec()?, &want)
-            } else {
-                same(&what, &out.to_vec()?[..k], &want)
-            }
-        }
-        Algo::SelectFlagged => {
-            let want: Vec<u32> = data.iter().zip(flags).filter(|(_, f)| **f != 0).map(|(x, _)| *x).collect();
-            count_is(want.len())?;
-            same(&what, &out.to_vec()?[..want.len()], &want)
-        }
-        Algo::Unique | Algo::Rle => {
-            let mut heads = Vec::new();
-            let mut lens: Vec<u32> = Vec::new();
-            for (i, &x) in runs.iter().enumerate() {
-                if i == 0 || runs[i - 1] != x {
-                    heads.push(x);
-                    lens.push(0);
-                }
-                *lens.last_mut().expect("a run") += 1;
-            }
-            count_is(heads.len())?;
-            same(&what, &out.to_vec()?[..heads.len()], &heads)?;
-            if algo == Algo::Rle {
-                same(&format!("{what} lengths"), &out2.to_vec()?[..lens.len()], &lens)?;
-            }
-            Ok(())
-        }
-        // Checked by `check_sort` and `extra_check`.
-        Algo::SortKeysU32
-        | Algo::SortPairsU32
-        | Algo::SortKeysU64
-        | Algo::SortPairsU64
-        | Algo::HistogramU32
-        | Algo::SegSum1e3
-        | Algo::SegSum1e5
-        | Algo::SegSum1e7
-        | Algo::ArgMaxF32 => Ok(()),
     }
 }
 
-/// One side's outputs of the histogram, segmented reduce and argmax (the argmax read back).
-struct Extra<'a> {
-    hist: &'a DeviceBuffer<u32>,
-    seg: &'a DeviceBuffer<f32>,
-    arg_index: u64,
-    arg_value: f32,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bench runs on the CPU device (every algorithm, two sizes, its checks passing), and
+    /// `--only` picks by name.
+    #[test]
+    fn bench_runs_and_checks_on_the_cpu_device() {
+        let gpu = Gpu::cpu().expect("the CPU device");
+        let args = Args { sizes: vec![10, 13], reps: 1, dram_tbs: 4.8, cub: None, only: vec![] };
+        bench(&gpu, args).expect("every check passes");
+        assert_eq!(selected(&["sort_pairs".into()]).unwrap(), [Algo::SortPairsU32, Algo::SortPairsU64]);
+        assert_eq!(selected(&["seg".into(), "argmax".into()]).unwrap().len(), 4);
+        assert!(matches!(selected(&["nope".into()]), Err(CliError::Usage(_))));
+    }
+
+    /// The checks catch what they must: a swapped pair of equal keys' values (unstable), a
+    /// value pointing at another key, a wrong scan element, a compaction's wrong count, element
+    /// and run length, a partition's rejected element.
+    #[test]
+    fn the_checks_catch_wrong_results() {
+        let data = [5u32, 3, 5, 1, 3, 5];
+        let mut sorted = data.to_vec();
+        sorted.sort_unstable();
+        let (keys, good) = (sorted.clone(), [3u32, 1, 4, 0, 2, 5]);
+        check_pairs("ok", &data, &sorted, &keys, &good).unwrap();
+        check_pairs("unstable", &data, &sorted, &keys, &[3u32, 4, 1, 0, 2, 5]).unwrap_err();
+        check_pairs("other key", &data, &sorted, &keys, &[3u32, 1, 4, 0, 2, 1]).unwrap_err();
+        check_pairs("past the end", &data, &sorted, &keys, &[3u32, 1, 4, 0, 2, 9]).unwrap_err();
+        check_pairs("keys", &data, &sorted, &[1, 3, 3, 5, 5, 3], &good).unwrap_err();
+
+        let n = 3 * CHUNK + 17;
+        let data: Vec<u32> = par_gen(n, hash);
+        let mut acc = 0u32;
+        let mut incl: Vec<u32> = data
+            .iter()
+            .map(|&x| {
+                acc = acc.wrapping_add(x);
+                acc
+            })
+            .collect();
+        check_scan("ok", &data, &incl, true).unwrap();
+        incl[2 * CHUNK + 5] ^= 1;
+        check_scan("bad", &data, &incl, true).unwrap_err();
+
+        let runs: Vec<u32> = (0..n as u64).map(|i| hash(i / 3)).collect();
+        let keep = |i: usize| i == 0 || runs[i - 1] != runs[i];
+        let value = |i: usize| runs[i];
+        let c = Compaction { n, keep: &keep, value: &value, partition: false };
+        let heads: Vec<u32> = (0..n).filter(|&i| keep(i)).map(value).collect();
+        let mut lens: Vec<u32> = vec![3; heads.len()];
+        *lens.last_mut().unwrap() = (n - 3 * (heads.len() - 1)) as u32;
+        let k = heads.len() as u64;
+        check_compaction("ok", &c, k, &heads, Some(&lens)).unwrap();
+        check_compaction("count", &c, k - 1, &heads, Some(&lens)).unwrap_err();
+        let mut bad = heads.clone();
+        bad[CHUNK] ^= 1;
+        check_compaction("element", &c, k, &bad, Some(&lens)).unwrap_err();
+        lens[7] = 2;
+        check_compaction("length", &c, k, &heads, Some(&lens)).unwrap_err();
+
+        let keep = |i: usize| data[i] < 1 << 31;
+        let value = |i: usize| data[i];
+        let p = Compaction { n, keep: &keep, value: &value, partition: true };
+        let mut out: Vec<u32> = data.iter().copied().filter(|&x| x < 1 << 31).collect();
+        let k = out.len() as u64;
+        out.extend(data.iter().copied().filter(|&x| x >= 1 << 31).rev());
+        check_compaction("ok", &p, k, &out, None).unwrap();
+        out[n - 2] ^= 1;
+        check_compaction("rejected", &p, k, &out, None).unwrap_err();
+    }
 }
 
-/// The check of `algo`'s result against the CPU if it is one of the histogram, segmented reduce
-/// and argmax (sums within 1e-5 relative, the rest exactly).
-#[allow(clippy::type_complexity)]
-fn extra_check<'a>(
-    algo: Algo,
-    hist_in: &'a [u32],
-    floats: &'a [f32],
-    offsets: &'a [u64],
-) -> Option<Box<dyn Fn(&Extra<'_>, &str) -> CliResult + 'a>> {
-    match algo {
-        Algo::HistogramU32 => Some(Box::new(move |o: &Extra<'_>, who: &str| {
-            let mut want = vec![0u32; 256];
-            for &x in hist_in {
-                want[(x >> 16) as usize] += 1;
-            }
-            same(&format!("{who} {}", algo.name()), &o.hist.to_vec()?, &want)
-        })),
-        Algo::SegSum1e3 | Algo::SegSum1e5 | Algo::SegSum1e7 => Some(Box::new(move |o: &Extra<'_>, who: &str| {
-            let got = o.seg.to_vec()?;
-            for (k, w) in offsets.windows(2).enumerate() {
-                let want: f64 = floats[w[0] as usize..w[1] as usize].iter().map(|&x| f64::from(x)).sum();
-                let g = f64::from(got[k]);
-                if (g - want).abs() > 1e-5 * want.abs().max(1.0) {
-                    return Err(fail(format!(
-                        "{who} {}: segment {k} is {g}, want {want} (within 1e-5 relative)",
-                        algo.name()
-                    )));
-                }
-            }
-            Ok(())
-        })),
-        Algo::ArgMaxF32 => Some(Box::new(move |o: &Extra<'_>, who: &str| {
-            let mut best = 0;
-            for (k, &x) in floats.iter().enumerate() {
-                if x > floats[best] {
-                    best = k;
-                }
-            }
-            if o.arg_index != best as u64 || o.arg_value.to_bits() != floats[best].to_bits() {
-                return Err(fail(format!(
-                    "{who} {}: ({}, {}), want ({best}, {})",
-                    algo.name(),
-                    o.arg_index,
-                    o.arg_value,
-                    floats[best]
-                )));
-            }
-            Ok(())
-        })),
-        _ => None,
+/// The host side's phases at `2^LOG` elements (default 24), timed without a GPU: `LOG=26 cargo
+/// test --release -p cohort-host --bin cohort -- --ignored host_phases --nocapture`.
+#[cfg(test)]
+mod timing_probe {
+    use super::*;
+
+    #[test]
+    #[ignore = "a timing probe, not a test"]
+    fn host_phases() {
+        let log: u32 = std::env::var("LOG").map(|v| v.parse().unwrap()).unwrap_or(24);
+        let n = 1usize << log;
+        let gpu = Gpu::cpu().unwrap();
+        let inp = Inputs::new(&gpu, n);
+        let t = Instant::now();
+        inp.data().unwrap();
+        eprintln!("data {:?}", t.elapsed());
+        let t = Instant::now();
+        inp.data64().unwrap();
+        eprintln!("data64 {:?}", t.elapsed());
+        let t = Instant::now();
+        let s32 = inp.sorted32().unwrap();
+        eprintln!("sorted32 {:?}", t.elapsed());
+        let t = Instant::now();
+        let s64 = inp.sorted64().unwrap();
+        eprintln!("sorted64 {:?}", t.elapsed());
+        let mut p: Vec<(u64, u64)> = inp.data64().unwrap().host.iter().copied().zip(0..).collect();
+        p.par_sort_unstable();
+        let v: Vec<u64> = p.iter().map(|x| x.1).collect();
+        let t = Instant::now();
+        check_pairs("x", &inp.data64().unwrap().host, s64, s64, &v).unwrap();
+        eprintln!("check_pairs64 {:?}", t.elapsed());
+        let t = Instant::now();
+        same("x", s32, s32).unwrap();
+        eprintln!("same32 {:?}", t.elapsed());
+        let d = &inp.data().unwrap().host;
+        let mut acc = 0u32;
+        let incl: Vec<u32> = d
+            .iter()
+            .map(|&x| {
+                acc = acc.wrapping_add(x);
+                acc
+            })
+            .collect();
+        let t = Instant::now();
+        check_scan("x", d, &incl, true).unwrap();
+        eprintln!("check_scan {:?}", t.elapsed());
+        let keep = |i: usize| d[i] < 1 << 31;
+        let value = |i: usize| d[i];
+        let c = Compaction { n, keep: &keep, value: &value, partition: true };
+        let mut out: Vec<u32> = d.iter().copied().filter(|&x| x < 1 << 31).collect();
+        let k = out.len() as u64;
+        out.extend(d.iter().copied().filter(|&x| x >= 1 << 31).rev());
+        let t = Instant::now();
+        check_compaction("x", &c, k, &out, None).unwrap();
+        eprintln!("check_partition {:?}", t.elapsed());
     }
 }

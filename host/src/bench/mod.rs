@@ -41,7 +41,7 @@ pub enum Bench {
     Atomics(atomics::Args),
     /// Transposes, SGEMMs and a Jacobi stencil, safe Rust vs CUDA C++ and cuBLAS
     Kernels(kernels::Args),
-    /// The tensor-core GEMM (mma.sync, ldmatrix, a 4-stage cp.async pipeline; BF16/F16 in, f32 out) vs its CUDA C++ twin and cuBLAS
+    /// Tensor-core GEMMs: the mma.sync GEMM (BF16/F16 in, f32 out) vs its CUDA C++ twin and cuBLAS; cuBLAS BF16, the C++ Hopper twin (TMA + wgmma) and cuBLASLt FP8
     Gemm(gemm::Args),
     /// The same kernels written the obvious way (slice and shared-array indexing) vs their C++ twins, as fractions of the GPU's limits
     Obvious(obvious::Args),
@@ -63,7 +63,7 @@ pub enum Bench {
     Managed(managed::Args),
     /// Launches on cudarc's memory and stream: Cohort's typed launch on cudarc slices beside cudarc's launch_builder
     Interop(interop::Args),
-    /// Device-wide algorithms (reduce, scan, select, partition, unique, run-length encode) beside CUB with `--cub`
+    /// Device-wide algorithms (reduce, scan, select, partition, unique, run-length encode, radix sort, histogram, segmented reduce, argmax) beside CUB with `--cub`; `--only` picks some
     Algorithms(algorithms::Args),
 }
 

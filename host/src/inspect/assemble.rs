@@ -7,14 +7,21 @@ use std::process::Command;
 use crate::tools;
 use crate::util::{CliError, CliResult};
 
-/// Runs `ptxas -v` on `ptx` for `sm_<arch>` into `dir/<kernel>.cubin`; returns ptxas' report
+/// The `-arch` a device of compute capability `arch` assembles module `m` for: the module's
+/// own for an architecture-specific module (`sm_90a` PTX assembles only as `sm_90a`), else
+/// `sm_<arch>`.
+pub(super) fn target(arch: u32, m: &cohort_runtime::PtxModule) -> String {
+    if m.arch_specific { m.arch_name() } else { format!("sm_{arch}") }
+}
+
+/// Runs `ptxas -v` on `ptx` for `arch` (`sm_90`, `sm_90a`) into `dir/<kernel>.cubin`; returns ptxas' report
 /// for `kernel`, or its error output. `relocatable` (`-c`): when the module the PTX comes from
 /// calls the device runtime (kernels that launch kernels), as the build and the driver's link
 /// compile it — whole-program code would get other registers.
 pub(super) fn assemble(
     ptxas: &Path,
     ptx: &str,
-    arch: u32,
+    arch: &str,
     relocatable: bool,
     kernel: &str,
     dir: &Path,
@@ -22,7 +29,7 @@ pub(super) fn assemble(
     let src = dir.join(format!("{kernel}.ptx"));
     std::fs::write(&src, ptx).map_err(|e| format!("{}: {e}", src.display()))?;
     let out = Command::new(ptxas)
-        .arg(format!("-arch=sm_{arch}"))
+        .arg(format!("-arch={arch}"))
         .args(relocatable.then_some("-c"))
         .arg("-v")
         .arg("-o")

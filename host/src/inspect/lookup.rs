@@ -73,7 +73,7 @@ pub fn find_kernel(
 }
 
 pub(super) fn archs_text(set: &PtxSet) -> String {
-    set.archs().iter().map(|a| format!("sm_{a}")).collect::<Vec<_>>().join(", ")
+    set.arch_names().join(", ")
 }
 
 /// The GPU named by `COHORT_DEVICE`, if there is one (no driver or no device: `None`).

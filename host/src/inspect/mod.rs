@@ -52,9 +52,11 @@ pub struct SassArgs {
     pub arch: Option<u32>,
 }
 
-/// `sm_90`, `sm90` or `90` → 90.
+/// `sm_90`, `sm90` or `90` → 90; `sm_90a` → 90 too (a 9.0 device loads the `sm_90a` module when
+/// one is embedded).
 pub fn parse_arch(v: &str) -> Result<u32, String> {
     let digits = v.trim().trim_start_matches("sm_").trim_start_matches("sm");
+    let digits = digits.strip_suffix('a').unwrap_or(digits);
     match digits.parse::<u32>() {
         Ok(n) if (10..=1000).contains(&n) => Ok(n),
         _ => Err(format!("`{v}` is not an architecture like sm_90")),

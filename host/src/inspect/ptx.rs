@@ -1,7 +1,7 @@
 //! `cohort ptx`: the entry and what it uses (or the whole module), headed by its resource use
 //! (ptxas' at build time or now, the driver's on a GPU).
 
-use super::assemble::{Scratch, assemble, embedded_resources_line, resources_line};
+use super::assemble::{Scratch, assemble, embedded_resources_line, resources_line, target};
 use super::cut::{extract_entry, mark_entry};
 use super::lookup::{archs_text, find_kernel, gpu_here};
 use super::{EMBEDDED, PtxArgs};
@@ -39,10 +39,10 @@ pub fn ptx(args: PtxArgs) -> CliResult {
             Some((ptxas, _)) => {
                 let scratch = Scratch::new("ptx")?;
                 let text = extracted.as_deref().unwrap_or(m.text());
-                match assemble(&ptxas, text, found.arch, m.needs_device_runtime(), k, &scratch.0) {
+                match assemble(&ptxas, text, &target(found.arch, m), m.needs_device_runtime(), k, &scratch.0) {
                     Ok(r) => head.push(format!(
-                        "ptxas -arch=sm_{} ({}): {}",
-                        found.arch,
+                        "ptxas -arch={} ({}): {}",
+                        target(found.arch, m),
                         ptxas.display(),
                         resources_line(&r)
                     )),

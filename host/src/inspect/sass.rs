@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use super::assemble::{Scratch, assemble, get_tool, resources_line};
+use super::assemble::{Scratch, assemble, get_tool, resources_line, target};
 use super::cut::extract_entry;
 use super::lookup::{find_kernel, gpu_here};
 use super::{EMBEDDED, SassArgs};
@@ -32,13 +32,19 @@ pub fn sass(args: SassArgs) -> CliResult {
     let scratch = Scratch::new("sass")?;
     // The entry alone (its cubin holds only it and its callees); else the whole module.
     let (report, whole) = match extract_entry(m.text(), k)
-        .map(|t| assemble(&ptxas, &t, found.arch, m.needs_device_runtime(), k, &scratch.0))
+        .map(|t| assemble(&ptxas, &t, &target(found.arch, m), m.needs_device_runtime(), k, &scratch.0))
     {
         Some(Ok(r)) => (r, false),
         _ => (
-            assemble(&ptxas, m.text(), found.arch, m.needs_device_runtime(), k, &scratch.0).map_err(|e| {
-                CliError::Failed(format!("ptxas could not assemble {}'s sm_{} PTX:\n{e}", found.set.crate_name, m.arch))
-            })?,
+            assemble(&ptxas, m.text(), &target(found.arch, m), m.needs_device_runtime(), k, &scratch.0).map_err(
+                |e| {
+                    CliError::Failed(format!(
+                        "ptxas could not assemble {}'s {} PTX:\n{e}",
+                        found.set.crate_name,
+                        m.arch_name()
+                    ))
+                },
+            )?,
             true,
         ),
     };

@@ -198,7 +198,7 @@ fn ptx_every_embedded_kernel_extract_assembles() {
         for m in set.modules {
             for k in m.kernels() {
                 let text = extract_entry(m.text(), k).unwrap();
-                let r = assemble(&ptxas, &text, m.arch, m.needs_device_runtime(), k, &dir.0)
+                let r = assemble(&ptxas, &text, &m.arch_name(), m.needs_device_runtime(), k, &dir.0)
                     .unwrap_or_else(|e| panic!("{k} (sm_{}): ptxas refused the extract:\n{e}", m.arch));
                 // The same code as in the whole module: the same report as at build time.
                 if let Some(b) = m.resources_of(k) {

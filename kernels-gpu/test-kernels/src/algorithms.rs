@@ -51,6 +51,49 @@ pub fn block_tile_copy(input: &[u64], mut out: DisjointSlice<u64, Striped<ITEMS>
     }
 }
 
+/// Copies `input` to `out` through the coalesced blocked load and store
+/// ([`block::load_blocked_coalesced`], [`block::store_blocked_coalesced_valid`]), tiles
+/// grid-strided over the blocks. With `split != 0` the odd threads use them and the even ones
+/// the per-thread [`block::load_blocked`] / [`block::store_blocked_valid`] in another branch,
+/// so each warp calls the coalesced pair diverged (its per-thread path must be taken).
+fn coalesced_copy<T: DeviceCopy, const N: usize>(
+    input: &[T],
+    out: &mut DisjointSlice<T, Blocked<N>>,
+    split: u32,
+    fill: T,
+) {
+    let tile_len = thread::block_size() as usize * N;
+    let tiles = input.len().div_ceil(tile_len) as u64;
+    for tile in block::tiles(tiles) {
+        let in_tile = input.len().saturating_sub(tile.id() as usize * tile_len);
+        if split != 0 && thread::thread_rank_in_block() % 2 == 0 {
+            let (items, _) = block::load_blocked::<T, N>(input, tile.id(), fill);
+            block::store_blocked_valid(out, &tile, &items, in_tile);
+        } else {
+            let (items, _) = block::load_blocked_coalesced::<T, N>(input, tile.id(), fill);
+            block::store_blocked_coalesced_valid(out, &tile, &items, in_tile);
+        }
+    }
+}
+
+/// [`coalesced_copy`] of `u32`s, 16 a thread.
+#[kernel]
+pub fn block_coalesced_copy_u32(input: &[u32], mut out: DisjointSlice<u32, Blocked<16>>, split: u32) {
+    coalesced_copy(input, &mut out, split, u32::MAX);
+}
+
+/// [`coalesced_copy`] of `u64`s, 8 a thread.
+#[kernel]
+pub fn block_coalesced_copy_u64(input: &[u64], mut out: DisjointSlice<u64, Blocked<8>>, split: u32) {
+    coalesced_copy(input, &mut out, split, u64::MAX);
+}
+
+/// [`coalesced_copy`] of 12-byte [`Sum3`]s, 4 a thread.
+#[kernel]
+pub fn block_coalesced_copy_sum3(input: &[Sum3], mut out: DisjointSlice<Sum3, Blocked<4>>, split: u32) {
+    coalesced_copy(input, &mut out, split, Sum3 { a: 1, b: 2, c: 3 });
+}
+
 /// A user's element type: the affine map `x ↦ a·x + b` on `u32` (wrapping).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, DeviceCopy)]
 #[repr(C)]
@@ -135,6 +178,138 @@ cohort_algorithms::algorithm_kernels! {
         op = super::sum3;
         scan = sum3_scan_tile;
         reduce = sum3_reduce_tiles;
+    }
+}
+
+cohort_algorithms::scan_by_key_kernels! {
+    /// Affine maps composed in order within runs of equal 12-byte keys (a user's key type and
+    /// a non-commutative op).
+    pub mod affine_by_key3 {
+        type K = super::Sum3;
+        type T = super::Affine;
+        op = super::compose;
+        kernel = affine_scan_by_key3_tile;
+    }
+}
+
+/// A 24-byte user type (the widest value a scan by key takes): the upper triangular 2×2
+/// matrix `[a b; 0 c]` of `u64`s, multiplied with wrapping arithmetic (associative, not
+/// commutative).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, DeviceCopy)]
+#[repr(C)]
+pub struct Tri {
+    /// Top left.
+    pub a: u64,
+    /// Top right.
+    pub b: u64,
+    /// Bottom right.
+    pub c: u64,
+}
+
+/// `x · y` (wrapping).
+#[must_use]
+pub fn tri_mul(x: Tri, y: Tri) -> Tri {
+    Tri {
+        a: x.a.wrapping_mul(y.a),
+        b: x.a.wrapping_mul(y.b).wrapping_add(x.b.wrapping_mul(y.c)),
+        c: x.c.wrapping_mul(y.c),
+    }
+}
+
+cohort_algorithms::scan_by_key_kernels! {
+    /// Products of 24-byte triangular matrices within runs of equal `u32` keys.
+    pub mod tri_by_key {
+        type K = u32;
+        type T = super::Tri;
+        op = super::tri_mul;
+        kernel = tri_scan_by_key_tile;
+    }
+}
+
+cohort_algorithms::scan_by_key_kernels! {
+    /// Wrapping `u32` sums within runs of `f32` keys equal by `==` (a NaN key is a segment of its
+    /// own; `-0.0 == 0.0`).
+    pub mod sum_by_f32_key {
+        type K = f32;
+        type T = u32;
+        op = |a: u32, b: u32| a.wrapping_add(b);
+        kernel = sum_scan_by_f32_key_tile;
+    }
+}
+
+/// A user's sort key: a point, ordered by `y` descending, then by `x` ascending, both by
+/// `total_cmp` (NaNs sort; `-0.0 < 0.0`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceCopy)]
+#[repr(C)]
+pub struct Pt {
+    /// Second key, ascending.
+    pub x: f32,
+    /// First key, descending.
+    pub y: f32,
+}
+
+/// [`Pt`]'s order.
+#[must_use]
+pub fn pt_less(a: &Pt, b: &Pt) -> bool {
+    match b.y.total_cmp(&a.y) {
+        core::cmp::Ordering::Less => true,
+        core::cmp::Ordering::Greater => false,
+        core::cmp::Ordering::Equal => a.x.total_cmp(&b.x).is_lt(),
+    }
+}
+
+cohort_algorithms::merge_sort_kernels! {
+    /// Points by `y` descending, then `x`, with `u32` values.
+    pub mod pt_sort {
+        type K = super::Pt;
+        type V = u32;
+        less = super::pt_less;
+        tiles = pt_sort_tiles;
+        partition = pt_sort_partition;
+        merge = pt_sort_merge;
+    }
+}
+
+/// [`Sum3`]s by their field `a` alone (many ties: stability shows).
+#[must_use]
+pub fn sum3_a_less(x: &Sum3, y: &Sum3) -> bool {
+    x.a < y.a
+}
+
+cohort_algorithms::merge_sort_kernels! {
+    /// 12-byte keys with 24-byte values (five items a thread).
+    pub mod wide_sort {
+        type K = super::Sum3;
+        type V = super::Tri;
+        less = super::sum3_a_less;
+        tiles = wide_sort_tiles;
+        partition = wide_sort_partition;
+        merge = wide_sort_merge;
+    }
+}
+
+cohort_algorithms::merge_sort_kernels! {
+    /// A comparator that is not an order (`a < b` and `b < a` alike for keys of odd distance):
+    /// unspecified results, never a write out of bounds.
+    pub mod hostile_sort {
+        type K = u32;
+        type V = u32;
+        less = |a: &u32, b: &u32| (a ^ b).count_ones() % 2 == 1;
+        tiles = hostile_sort_tiles;
+        partition = hostile_sort_partition;
+        merge = hostile_sort_merge;
+    }
+}
+
+cohort_algorithms::merge_sort_kernels! {
+    /// The comparator that says "less" to everything.
+    pub mod always_less_sort {
+        type K = u32;
+        type V = u32;
+        less = |_: &u32, _: &u32| true;
+        tiles = always_less_tiles;
+        partition = always_less_partition;
+        merge = always_less_merge;
     }
 }
 

@@ -30,3 +30,4 @@ pub mod shapes;
 pub mod shared_mem;
 pub mod streams;
 pub mod tma;
+pub mod wgmma;

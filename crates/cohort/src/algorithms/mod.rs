@@ -29,10 +29,12 @@
 //! | `cub::BlockScan` (+ prefix callback) | [`block::scan_items`](crate::block::scan_items), [`block::scan_items_with_prefix`](crate::block::scan_items_with_prefix) |
 //! | `cub::DeviceReduce::Reduce`, `Sum`, `Min`, `Max` | [`reduce_tiles`] (two launches) · `Algorithms::reduce` |
 //! | `cub::DeviceScan::ExclusiveScan`, `InclusiveScan`, `ExclusiveSum` | [`scan_tile`] (one launch) · `Algorithms::exclusive_scan`, `inclusive_scan` |
+//! | `cub::DeviceScan::InclusiveScanByKey`, `ExclusiveScanByKey`, `InclusiveSumByKey`, `ExclusiveSumByKey` | [`scan_by_key_tile`] (one launch; the look-back's tiles with a segment head publish their inclusive prefix at once) · `Algorithms::inclusive_scan_by_key`, `exclusive_scan_by_key` |
 //! | `cub::ScanTileState` | the scan's state: a `&[AtomicU64]` ([`scan_state_len`]) |
 //! | `cub::DeviceSelect::If`, `Flagged`, `Unique`, `DevicePartition::If` | [`select_tile`] (one launch; [`flags_if`], [`flags_unique`], or flags loaded blocked) · `Algorithms::select_if`, `select_flagged`, `unique`, `partition_if` |
 //! | `cub::BlockRadixSort` | [`block::radix_sort_keys`](crate::block::radix_sort_keys), [`block::radix_sort_pairs`](crate::block::radix_sort_pairs) |
-//! | `cub::DeviceRadixSort::SortKeys`, `SortPairs` (+ `Descending`, bit ranges) | [`radix_upsweep`], scan, [`radix_downsweep`] per 8-bit pass · `Algorithms::radix_sort_keys`, `radix_sort_pairs` |
+//! | `cub::DeviceRadixSort::SortKeys`, `SortPairs` (+ `Descending`, bit ranges) | Onesweep: [`onesweep_histogram`] once, [`onesweep_pass`] per 8-bit pass · `Algorithms::radix_sort_keys`, `radix_sort_pairs` (the classic [`radix_upsweep`], scan, [`radix_downsweep`] remain) |
+//! | `cub::DeviceMergeSort::SortKeys`, `SortPairs`, `StableSortKeys` (a comparator) | [`merge_sort_tiles`], then per pass [`merge_partition`] and [`merge_tiles`] · `cohort_algorithms::merge_sort_keys`, `merge_sort_pairs` (your type and comparator through `merge_sort_kernels!`), `Algorithms::merge_sort_keys` / `merge_sort_pairs` (built in) |
 //! | `cub::DeviceRunLengthEncode::Encode` | [`select_tile`] of the run heads with their offsets, then the lengths (two launches) · `Algorithms::run_length_encode` |
 //! | `cub::BlockHistogram` | [`block::BlockHistogram`](crate::block::BlockHistogram) (shared-memory counters, one copy per warp, merged with one global atomic per bin) |
 //! | `cub::DeviceHistogram::HistogramEven`, `HistogramRange` | [`histogram_even`], [`histogram_range`] (one launch after clearing the output; [`histogram`]) · `Algorithms::histogram_even`, `histogram_range` |
@@ -53,7 +55,16 @@
 //!
 //! # Radix sort
 //!
-//! The classic LSD scheme, [`RADIX_BITS`] (8) bits a pass, each pass stable, three launches a
+//! The host API runs **Onesweep** (the design: `onesweep.rs`):
+//! [`onesweep_histogram`] counts the digits of every pass in one read of the keys, then one
+//! launch per 8-bit pass ranks each tile by the digit (warp multi-split), finds each digit's
+//! output position by a decoupled look-back per digit (one 64-bit status word per tile and
+//! digit, flag and count together; forward progress as the scan's, below) and scatters the tile
+//! through shared memory. [`onesweep_pass`] is `unsafe` as [`select_tile`] is: its positions
+//! are a permutation only when the histogram is the keys' and the state starts zeroed, which
+//! the host API keeps; every write is bounds-checked.
+//!
+//! The device library also keeps the classic LSD scheme, [`RADIX_BITS`] (8) bits a pass, each pass stable, three launches a
 //! pass: [`radix_upsweep`] (each block counts the digits of its tiles: a contiguous range of
 //! tiles per block, [`block_tile_range`], so that block order is input order), an exclusive
 //! sum of the counts in digit-major order (`hist[d * G + b]`; the built-in `u64` scan), which
@@ -114,9 +125,12 @@
 
 mod arg;
 pub mod histogram;
+mod merge_sort;
+mod onesweep;
 mod radix_sort;
 mod reduce;
 mod scan;
+mod scan_by_key;
 pub mod segmented_reduce;
 mod select;
 
@@ -127,10 +141,19 @@ pub use histogram::{
 };
 pub use segmented_reduce::{SEG_BLOCK, SEG_BYTES, segmented_reduce_chunk, segmented_reduce_fixup};
 
+pub use merge_sort::{
+    MERGE_BLOCK, MERGE_MAX_BYTES, merge_items, merge_partition, merge_smem, merge_smem_bytes, merge_sort_tiles,
+    merge_tiles, merge_values_offset,
+};
+pub use onesweep::{
+    ONESWEEP_BLOCK, ONESWEEP_ITEMS, onesweep_hist_len, onesweep_histogram, onesweep_pass, onesweep_smem_bytes,
+    onesweep_state_len,
+};
 pub use radix_sort::{
     RADIX_BITS, RADIX_DIGITS, SORT_BLOCK, SORT_ITEMS, block_tile_range, radix_downsweep, radix_hist_len,
     radix_smem_bytes, radix_upsweep,
 };
 pub use reduce::{REDUCE_BLOCK, REDUCE_ITEMS, reduce_tiles};
 pub use scan::{SCAN_BLOCK, SCAN_ITEMS, scan_state_len, scan_tile};
+pub use scan_by_key::{SCAN_BY_KEY_ITEMS, scan_by_key_tile};
 pub use select::{SELECT_BLOCK, SelectOut, flags_if, flags_unique, select_items, select_state_len, select_tile};

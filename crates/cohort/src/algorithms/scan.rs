@@ -4,7 +4,7 @@ use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::DeviceCopy;
 use crate::atomic::AtomicU64;
-use crate::block::{self, Tile, load_blocked, store_blocked_valid};
+use crate::block::{self, Tile, load_blocked_coalesced, store_blocked_coalesced_valid};
 use crate::cg::{ReduceOp, ThreadBlock, ThreadBlockTile, ThreadGroup, WarpGroup};
 use crate::slice::DisjointSlice;
 use crate::thread::{self, Blocked};
@@ -36,7 +36,7 @@ const fn value_words<T>() -> usize {
 /// 64-bit words per tile status slot for values of `T`: one packed word for a value of at
 /// most 4 bytes; else a flag word, the aggregate's words, then the inclusive prefix's words
 /// (each value in words of its own, written once per launch: see [`Status`]).
-const fn slot_words<T>() -> usize {
+pub(super) const fn slot_words<T>() -> usize {
     if size_of::<T>() <= 4 { 1 } else { 1 + 2 * value_words::<T>() }
 }
 
@@ -239,35 +239,20 @@ fn reduce_reversed<T: DeviceCopy, Op: ReduceOp<T>>(
     warp.shfl(x, 0)
 }
 
-/// The look-back of tile `id` by the block's first warp: publishes the tile's aggregate, finds
-/// the combination of every element before the tile (`first` for tile 0: the scan's initial
-/// value, if any), publishes the tile's inclusive prefix, and returns the exclusive one.
+/// The combination of every element before tile `id` (`id > 0`), to every lane of the block's
+/// first warp: the aggregates of the tiles before it, 32 at a time, back to the nearest
+/// inclusive prefix (`aggregate`, the caller's own, is never combined: it stands in for the
+/// lanes before tile 0, which an inclusive tile 0 always precedes).
 #[inline(always)]
 #[track_caller]
-pub(super) fn look_back<T: DeviceCopy, Op: ReduceOp<T>>(
+fn gather_prefix<T: DeviceCopy, Op: ReduceOp<T>>(
     warp: &ThreadBlockTile<32, ThreadBlock>,
     status: &impl Slots<T>,
     id: usize,
     aggregate: T,
-    first: Option<T>,
     op: Op,
-) -> Option<T> {
+) -> T {
     let lane = warp.thread_rank();
-    if id == 0 {
-        if lane == 0 {
-            let incl = match first {
-                Some(f) => op.combine(f, aggregate),
-                None => aggregate,
-            };
-            status.publish(0, INCLUSIVE, incl);
-        }
-        return first;
-    }
-    if lane == 0 {
-        status.publish(id, AGGREGATE, aggregate);
-        // Readers see the aggregate a while before the inclusive prefix (CPU device only).
-        adversarial_delay(50);
-    }
     let mut prefix: Option<T> = None;
     let mut end = id;
     loop {
@@ -303,11 +288,77 @@ pub(super) fn look_back<T: DeviceCopy, Op: ReduceOp<T>>(
         }
         end -= 32;
     }
-    let p = prefix.unwrap_or(aggregate);
+    prefix.unwrap_or(aggregate)
+}
+
+/// The look-back of tile `id` by the block's first warp: publishes the tile's aggregate, finds
+/// the combination of every element before the tile (`first` for tile 0: the scan's initial
+/// value, if any), publishes the tile's inclusive prefix, and returns the exclusive one.
+#[inline(always)]
+#[track_caller]
+pub(super) fn look_back<T: DeviceCopy, Op: ReduceOp<T>>(
+    warp: &ThreadBlockTile<32, ThreadBlock>,
+    status: &impl Slots<T>,
+    id: usize,
+    aggregate: T,
+    first: Option<T>,
+    op: Op,
+) -> Option<T> {
+    let lane = warp.thread_rank();
+    if id == 0 {
+        if lane == 0 {
+            let incl = match first {
+                Some(f) => op.combine(f, aggregate),
+                None => aggregate,
+            };
+            status.publish(0, INCLUSIVE, incl);
+        }
+        return first;
+    }
+    if lane == 0 {
+        status.publish(id, AGGREGATE, aggregate);
+        // Readers see the aggregate a while before the inclusive prefix (CPU device only).
+        adversarial_delay(50);
+    }
+    let p = gather_prefix(warp, status, id, aggregate, op);
     if lane == 0 {
         status.publish(id, INCLUSIVE, op.combine(p, aggregate));
     }
-    prefix
+    Some(p)
+}
+
+/// The look-back of tile `id` of a scan **by key** (see [`scan_by_key_tile`]), by the block's
+/// first warp. `aggregate` is the tile's value from its last segment head to its end (its
+/// whole range when `has_head` is false). A tile with a head publishes that as its
+/// **inclusive** prefix at once, before looking back (no element after its last head depends
+/// on earlier tiles), and looks back only if its first element is not a head
+/// (`needs_prefix`); a tile without a head publishes its aggregate, looks back and publishes
+/// its inclusive prefix, as [`look_back`]. Returns what precedes the tile's first element in
+/// its segment (`None` when nothing does, or when the caller does not need it).
+///
+/// [`scan_by_key_tile`]: super::scan_by_key_tile
+#[inline(always)]
+#[track_caller]
+pub(super) fn look_back_by_key<T: DeviceCopy, Op: ReduceOp<T>>(
+    warp: &ThreadBlockTile<32, ThreadBlock>,
+    status: &impl Slots<T>,
+    id: usize,
+    aggregate: T,
+    has_head: bool,
+    needs_prefix: bool,
+    op: Op,
+) -> Option<T> {
+    let lane = warp.thread_rank();
+    if id == 0 || has_head {
+        if lane == 0 {
+            status.publish(id, INCLUSIVE, aggregate);
+        }
+        if id == 0 || !needs_prefix {
+            return None;
+        }
+        return Some(gather_prefix(warp, status, id, aggregate, op));
+    }
+    look_back(warp, status, id, aggregate, None, op)
 }
 
 /// One tile of a single-pass scan of `input` into `out` with `op` (associative; the order of
@@ -351,7 +402,7 @@ pub unsafe fn scan_tile<T: DeviceCopy, Op: ReduceOp<T>, const N: usize>(
     // only enter the last tile's aggregate, which no tile reads). A full tile needs none:
     // no load of `input[0]` on its path.
     let fill = if n - id * tile_len >= tile_len { placeholder() } else { input[0] };
-    let (items, _) = load_blocked::<T, N>(input, id as u64, fill);
+    let (items, _) = load_blocked_coalesced::<T, N>(input, id as u64, fill);
     let scanned =
         block::scan_items_with_prefix(&items, op, |warp, aggregate| look_back(warp, &status, id, aggregate, init, op));
     let outs = match init {
@@ -359,5 +410,5 @@ pub unsafe fn scan_tile<T: DeviceCopy, Op: ReduceOp<T>, const N: usize>(
         None => scanned.inclusive(&items, op),
     };
     // Only the input's length: `out` may be longer.
-    store_blocked_valid(out, &tile, &outs, n - id * tile_len);
+    store_blocked_coalesced_valid(out, &tile, &outs, n - id * tile_len);
 }

@@ -48,17 +48,33 @@ crate::shared! {
 }
 
 /// Bits of a [`Piece`].
-const HAS: u32 = 1;
-const START: u32 = 2;
+pub(super) const HAS: u32 = 1;
+pub(super) const START: u32 = 2;
 
 /// An element of the segmented scan: a value (if `HAS`) and whether a segment starts in the
-/// range it covers (`START`; then `v` covers only the range from the last start).
+/// range it covers (`START`; then `v` covers only the range from the last start). Also the
+/// scan by key's (see [`scan_by_key_tile`](super::scan_by_key_tile)).
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Piece<T> {
-    bits: u32,
-    pad: u32,
-    v: T,
+pub(super) struct Piece<T> {
+    pub(super) bits: u32,
+    pub(super) pad: u32,
+    pub(super) v: T,
+}
+
+/// The segmented scan operator over [`Piece`]s: `a` then `b`, where a start in `b` drops `a`'s
+/// value (associative whenever `op` is).
+#[inline(always)]
+pub(super) fn piece_op<T: DeviceCopy, Op: ReduceOp<T>>(op: Op) -> impl Fn(Piece<T>, Piece<T>) -> Piece<T> + Copy {
+    move |a: Piece<T>, b: Piece<T>| {
+        if b.bits & HAS == 0 {
+            a
+        } else if a.bits & HAS == 0 {
+            b
+        } else {
+            Piece { bits: a.bits | b.bits, pad: 0, v: if b.bits & START != 0 { b.v } else { op.combine(a.v, b.v) } }
+        }
+    }
 }
 
 // SAFETY: `#[repr(C)]`, two `u32`s then a `DeviceCopy` `T`: valid for every bit pattern, no
@@ -310,15 +326,7 @@ pub unsafe fn segmented_reduce_chunk<T: DeviceCopy, Op: ReduceOp<T>, const N: us
     if warp.thread_rank() == 0 {
         starts.store(thread::warp_id() as usize % 32, flags);
     }
-    let seg_op = move |a: Piece<T>, b: Piece<T>| {
-        if b.bits & HAS == 0 {
-            a
-        } else if a.bits & HAS == 0 {
-            b
-        } else {
-            Piece { bits: a.bits | b.bits, pad: 0, v: if b.bits & START != 0 { b.v } else { op.combine(a.v, b.v) } }
-        }
-    };
+    let seg_op = piece_op(op);
     let prefix = block::scan_items(&[agg], seg_op).prefix;
     let mut acc: Option<T> = match prefix {
         Some(p) if p.bits & HAS != 0 => Some(p.v),

@@ -133,7 +133,7 @@ pub unsafe fn select_tile<T: DeviceCopy, const N: usize>(
     let first = base + rank * N;
     let valid_in_tile = (n - base).min(tile_len);
     let fill = if valid_in_tile == tile_len { super::scan::placeholder() } else { input[0] };
-    let (items, valid) = block::load_blocked::<T, N>(input, id as u64, fill);
+    let (items, valid) = block::load_blocked_coalesced::<T, N>(input, id as u64, fill);
     let raw = flags_of(&items, id as u64, first);
     let mut flags = [false; N];
     let mut mine = 0u64;

@@ -10,6 +10,7 @@
 //! | arrangement | thread `t` holds, as `items[j]` | loads/stores | CUB |
 //! |---|---|---|---|
 //! | blocked | element `t * N + j` of the tile | [`load_blocked`], [`store_blocked`] (16-byte vectors when the tile is aligned and `N * size_of::<T>()` is a multiple of 16) | `BLOCK_LOAD_DIRECT`, `BLOCK_LOAD_VECTORIZE` |
+//! | blocked, coalesced | element `t * N + j` of the tile | [`load_blocked_coalesced`], [`store_blocked_coalesced`]: each warp reads and writes its span striped (every access of the warp one contiguous run) and exchanges the items through a padded per-warp staging in shared memory, when all 32 lanes make the call together and the staging fits ([`COALESCED_WORDS`]); else as the row above | `BLOCK_LOAD_WARP_TRANSPOSE`, `BLOCK_STORE_WARP_TRANSPOSE` |
 //! | striped | element `t + j * block_size()` | [`load_striped`], [`store_striped`] (coalesced scalar accesses) | `BLOCK_LOAD_STRIPED` |
 //! | striped in, blocked out | [`striped_to_blocked`] through shared memory | | `BlockExchange::StripedToBlocked`, `BLOCK_LOAD_TRANSPOSE` |
 //!
@@ -39,6 +40,7 @@
 //! or a `shared!` array). Each starts and ends with a block barrier, so they can be called
 //! back to back.
 
+mod coalesced;
 mod exchange;
 pub mod histogram;
 mod load;
@@ -48,6 +50,7 @@ mod store;
 
 use core::marker::PhantomData;
 
+pub use coalesced::{COALESCED_WORDS, load_blocked_coalesced, store_blocked_coalesced, store_blocked_coalesced_valid};
 pub use exchange::{blocked_to_striped, striped_to_blocked};
 pub use histogram::BlockHistogram;
 pub use load::{load_blocked, load_striped};

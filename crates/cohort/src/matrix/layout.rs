@@ -35,6 +35,11 @@ pub trait Layout: sealed::Sealed + 'static {
     /// its launches are checked to stay inside the matrix.
     #[doc(hidden)]
     const WITHIN: bool = false;
+    /// Whether some threads write nothing, their places lying past every matrix
+    /// ([`Warpgroups`]' producers): such a layout cannot be [`Within`] (whose writes are not
+    /// checked).
+    #[doc(hidden)]
+    const IDLE_THREADS: bool = false;
 }
 
 /// Each thread writes `KR × KC` elements spread over its block's tile of `(Y·KR) × (X·KC)`:
@@ -54,6 +59,18 @@ pub enum Blocked<const KR: usize, const KC: usize> {}
 /// error.)
 #[derive(Debug)]
 pub struct Transposed<L>(PhantomData<L>);
+
+/// The accumulators of warpgroup MMAs (`wgmma` m64nN, N = 8·`NI`, [`crate::wgmma`]) of a
+/// warp-specialized kernel whose first `P` warpgroups (the producers) write nothing: consumer
+/// warpgroup `g` (warpgroup `P + g` of the block) writes rows `64 g .. 64 g + 64` of the block's
+/// tile of `64 · consumers` × `8 · NI`, each thread its accumulator elements as
+/// [`wgmma::Accumulator`](crate::wgmma::Accumulator) places them: element `i` is `(k, l)` =
+/// (`(i / 2) % 2`, `2 (i / 4) + i % 2`), so run `j` of row `k` (two adjacent columns) is
+/// elements `4 j + 2 k` and `4 j + 2 k + 1`. The block is whole warpgroups (a compile error
+/// otherwise). Not under [`Within`]: the producers' places lie past every matrix, and every
+/// write is checked against the matrix (a full tile once).
+#[derive(Debug)]
+pub enum Warpgroups<const NI: usize, const P: usize> {}
 
 /// The accumulators of a warp-tiled tensor-core kernel (`mma.sync` m16n8, [`crate::mma`]): each
 /// warp writes `MI × NI` m16n8 accumulator tiles, a `(16·MI) × (8·NI)` block of C, each lane
@@ -136,6 +153,7 @@ mod sealed {
     impl<L: super::Layout> Sealed for super::TransposedTiles<L> {}
     impl<L: super::Layout> Sealed for super::Within<L> {}
     impl<const MI: usize, const NI: usize, const WN: usize> Sealed for super::MmaWarps<MI, NI, WN> {}
+    impl<const NI: usize, const P: usize> Sealed for super::Warpgroups<NI, P> {}
 }
 
 // Proof sketch of disjointness, layout by layout (block tile position `(tr, tc)` is one-to-one
@@ -178,6 +196,7 @@ impl<const KR: usize, const KC: usize> Layout for Blocked<KR, KC> {
 }
 
 impl<L: Layout> Layout for Transposed<L> {
+    const IDLE_THREADS: bool = L::IDLE_THREADS;
     const KR: usize = L::KC;
     const KC: usize = {
         assert!(L::RUN == 1, "Transposed: the layout's columns come in runs (MmaWarps), which rows cannot");
@@ -193,6 +212,7 @@ impl<L: Layout> Layout for Transposed<L> {
 }
 
 impl<L: Layout> Layout for TransposedTiles<L> {
+    const IDLE_THREADS: bool = L::IDLE_THREADS;
     const KR: usize = L::KR;
     const KC: usize = L::KC;
     const WITHIN: bool = L::WITHIN;
@@ -205,7 +225,11 @@ impl<L: Layout> Layout for TransposedTiles<L> {
 }
 
 impl<L: Layout> Layout for Within<L> {
-    const KR: usize = L::KR;
+    const IDLE_THREADS: bool = L::IDLE_THREADS;
+    const KR: usize = {
+        assert!(!L::IDLE_THREADS, "Within: the layout places idle threads past the matrix (Warpgroups' producers)");
+        L::KR
+    };
     const KC: usize = L::KC;
     const WITHIN: bool = true;
     const RUN: usize = L::RUN;
@@ -213,6 +237,42 @@ impl<L: Layout> Layout for Within<L> {
     #[inline(always)]
     fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4] {
         L::place(tx, ty, x, y, tr, tc)
+    }
+}
+
+/// Rows no matrix has (a device buffer holds fewer than 2^61 bytes): where [`Warpgroups`]' idle
+/// threads are placed.
+const IDLE_ROW: usize = usize::MAX / 4;
+
+// `Warpgroups<NI, P>` (blocks of n = x·y threads, n a multiple of 128, checked at compile time
+// by `tile` through `WARPS_N = 4`): thread t = ty·x + tx < n, one-to-one; warpgroup g = t / 128,
+// warp w = (t / 32) % 4, lane l = t % 32. Threads of g < P are placed at rows from IDLE_ROW,
+// past every matrix: a layout that is not `Within` checks every write against the matrix, so
+// they write nothing. For g >= P, (g - P, w, l) is one-to-one; row = tr·TH + 64 (g - P) + 16 w +
+// l / 4 + 8 k (k < 2, TH = 64 (n / 128 - P)) is one-to-one in (g - P, w, l / 4, k) onto the
+// tile's TH rows; column = tc·TW + 2 (l % 4) + 8 (m / 2) + m % 2 (m < 2 NI, TW = 8 NI) is
+// one-to-one in (l % 4, m) onto its TW columns. So distinct (tr, tc, t, k, m) of writing threads
+// are distinct (row, col).
+impl<const NI: usize, const P: usize> Layout for Warpgroups<NI, P> {
+    const KR: usize = 2;
+    const KC: usize = 2 * NI;
+    const RUN: usize = 2;
+    const IDLE_THREADS: bool = true;
+    const WARPS_N: usize = {
+        assert!(NI >= 1, "Warpgroups: at least 8 columns");
+        4
+    };
+    #[inline(always)]
+    fn place(tx: usize, ty: usize, x: usize, y: usize, tr: usize, tc: usize) -> [usize; 4] {
+        let t = ty * x + tx;
+        let (g, w, lane) = (t / 128, (t / 32) % 4, t % 32);
+        if g < P || x * y / 128 <= P {
+            return [IDLE_ROW, 8, 0, 8];
+        }
+        let th = 64 * (x * y / 128 - P);
+        let r0 = tr * th + 64 * (g - P) + 16 * w + lane / 4;
+        let c0 = tc * 8 * NI + 2 * (lane % 4);
+        [r0, 8, c0, 8]
     }
 }
 

@@ -15,6 +15,7 @@
 //! | a block's tile of C, `TM × TN` per thread | `DisjointMatrix<T, Blocked<TM, TN>>` |
 //! | a block's tile written at the transposed tile position | `DisjointMatrix<T, TransposedTiles<…>>` |
 //! | a tensor-core GEMM's accumulators (`mma.sync` m16n8 fragments, `MI × NI` per warp) stored to C | `DisjointMatrix<f32, MmaWarps<MI, NI, WN>>`: `out.tile(&shape).set(2·mi + i / 2, 2·ni + i % 2, acc[mi][ni].get(i))` |
+//! | a warp-specialized Hopper GEMM's accumulators (`wgmma` m64nN, producers first) stored to C | `DisjointMatrix<f32, Warpgroups<N / 8, 1>>`: run `j` of row `k` is `[acc.get(4j + 2k), acc.get(4j + 2k + 1)]` |
 //!
 //! **Why writes are safe.** A [`DisjointMatrix`] kernel parameter carries its `rows` and `cols`
 //! from the host (the launch passes them, so every thread sees the same), its [`Layout`] is
@@ -34,7 +35,7 @@ mod tests;
 mod write;
 
 pub use index::MatrixIndex;
-pub use layout::{Blocked, Cyclic, Layout, MmaWarps, Transposed, TransposedTiles, Within};
+pub use layout::{Blocked, Cyclic, Layout, MmaWarps, Transposed, TransposedTiles, Warpgroups, Within};
 pub use read::{FullStrip, FullWindow, Matrix, Point, Strip, Window};
 pub use write::{DisjointMatrix, FullTile, RunTile, ThreadTile};
 

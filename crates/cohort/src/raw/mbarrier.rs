@@ -81,6 +81,34 @@ pub unsafe fn mbarrier_arrive_shared(addr: u32) -> u64 {
     })
 }
 
+/// [`mbarrier_arrive_shared`] predicated on `pred` (`@p mbarrier.arrive…`): a thread of a
+/// converged group arrives without a branch around it (CUTLASS's `ClusterBarrier::arrive(…,
+/// pred)`; `wgmma` code must not branch on per-thread values between its MMAs, or ptxas
+/// serializes them).
+///
+/// # Safety
+/// As [`mbarrier_arrive_shared`] when `pred`; nothing otherwise.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn mbarrier_arrive_shared_if(addr: u32, pred: bool) {
+    on_device!("mbarrier_arrive_shared_if" => {
+        #[cfg(target_feature = "sm_80")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            asm!(
+                "{{ .reg .pred %cohort_q; .reg .b64 %cohort_s; setp.ne.b32 %cohort_q, {1}, 0; @%cohort_q mbarrier.arrive.shared.b64 %cohort_s, [{0}]; }}",
+                in(reg32) addr, in(reg32) u32::from(pred), options(nostack)
+            )
+        }
+        #[cfg(not(target_feature = "sm_80"))]
+        { let _ = (addr, pred); crate::raw::trap() }
+    } host => {
+        if pred {
+            let _ = cohort_cpu::mbarrier_arrive(addr, 0, false);
+        }
+    })
+}
+
 /// `mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], tx` (sm_90): raises the current
 /// phase's transaction count by `tx` bytes and arrives, in one step. Returns the phase arrived
 /// on (CPU device; 0 on a GPU).

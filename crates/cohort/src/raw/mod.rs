@@ -38,6 +38,7 @@
 //! | [`fp`] | `sqrt`, `fma`, the `.approx` functions |
 //! | [`mma`] | `mma.sync` (m16n8k16, BF16/F16), `ldmatrix`, `stmatrix`, `cvt` between `f32` and BF16/F16 |
 //! | [`mma_types`] | `mma.sync` m16n8k8 TF32, m16n8k32 S8/U8 and E4M3/E5M2 (sm_89), `cvt` to and from TF32 and FP8 |
+//! | [`wgmma`] | `wgmma.fence` / `mma_async` / `commit_group` / `wait_group` (sm_90a), matrix descriptors, `setmaxnreg` |
 //!
 //! | PTX | here | CUDA C++ |
 //! |---|---|---|
@@ -95,6 +96,7 @@ pub mod print;
 pub mod sreg;
 pub mod tma;
 pub mod warp;
+pub mod wgmma;
 
 // The `.approx` instructions computed on the CPU device as a GPU computes them (see `fp`).
 #[cfg(not(target_arch = "nvptx64"))]
@@ -121,3 +123,4 @@ pub use print::*;
 pub use sreg::*;
 pub use tma::*;
 pub use warp::*;
+pub use wgmma::*;

@@ -625,6 +625,10 @@ impl Backend for Cpu {
         false
     }
 
+    fn runs_ptx(&self) -> bool {
+        false
+    }
+
     fn load_module(&self, source: &ModuleSource) -> Result<ModuleH, LoadFailure> {
         // Nothing is compiled or linked: device-side launches run on the engine's queue.
         let id = self.next_module.fetch_add(1, Ordering::Relaxed);
@@ -731,6 +735,7 @@ impl Backend for Cpu {
             elem: map.elem_bytes as u32,
             oob_nan: u32::from(map.oob_nan),
             magic: cohort_cpu::TMA_DESC_MAGIC,
+            swizzle: map.swizzle,
         };
         for d in 0..rank {
             desc.dims[d] = map.dims[d];

@@ -563,8 +563,19 @@ impl Backend for Cuda {
             3 => D::CU_TENSOR_MAP_DATA_TYPE_INT32,
             4 => D::CU_TENSOR_MAP_DATA_TYPE_UINT64,
             5 => D::CU_TENSOR_MAP_DATA_TYPE_INT64,
+            6 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
             7 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-            _ => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+            8 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+            9 => D::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            t => return Err(Fault::Unsupported(format!("tensor map data type {t}"))),
+        };
+        use sys::CUtensorMapSwizzle as Sw;
+        let swizzle = match map.swizzle {
+            0 => Sw::CU_TENSOR_MAP_SWIZZLE_NONE,
+            32 => Sw::CU_TENSOR_MAP_SWIZZLE_32B,
+            64 => Sw::CU_TENSOR_MAP_SWIZZLE_64B,
+            128 => Sw::CU_TENSOR_MAP_SWIZZLE_128B,
+            s => return Err(Fault::Unsupported(format!("tensor map swizzle of {s} bytes"))),
         };
         use sys::CUtensorMapL2promotion as L2;
         let l2 = match map.l2_promotion {
@@ -593,7 +604,7 @@ impl Backend for Cuda {
                 map.box_dims.as_ptr(),
                 map.element_strides.as_ptr(),
                 sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+                swizzle,
                 l2,
                 oob,
             )

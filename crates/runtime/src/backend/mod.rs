@@ -245,6 +245,8 @@ pub(crate) struct TiledMap {
     pub(crate) l2_promotion: u32,
     /// Out-of-bounds float elements read as NaN (else zero).
     pub(crate) oob_nan: bool,
+    /// Swizzle span in bytes: 0 (none), 32, 64 or 128.
+    pub(crate) swizzle: u32,
 }
 
 /// An attribute of a memory pool (all 64-bit values).
@@ -428,6 +430,12 @@ pub(crate) trait Backend: Send + Sync {
 
     /// Whether a module that calls the device runtime is linked with `libcudadevrt.a` here.
     fn links_device_runtime(&self) -> bool {
+        true
+    }
+    /// Whether kernels run as their PTX here (so a kernel compiled to a marked trap in the
+    /// loaded module, as `wgmma` is outside `sm_90a`, must not be launched); the CPU device
+    /// runs every kernel's host build instead.
+    fn runs_ptx(&self) -> bool {
         true
     }
     /// Loads (and, with a device runtime, links) a module.

@@ -42,6 +42,10 @@ pub(crate) struct ModuleInner {
     pub(crate) record: Arc<crate::track::Alloc>,
     /// Entries and ABI records of the PTX, read on the first typed `load`.
     abi_index: std::sync::OnceLock<crate::abi::Index>,
+    /// The entries that reach an instruction the module's architecture lacks (`wgmma` outside
+    /// `sm_90a`, compiled to a marked trap: `cohort::raw::NEEDS_SM_90A`), read on the first
+    /// typed `load`.
+    needs_sm_90a: std::sync::OnceLock<Vec<String>>,
     /// Its `constant!` / `global!` variables, if it has any.
     pub(crate) vars: Option<crate::symbol::ModuleVars>,
     /// The device-side launch budget, for a module whose kernels launch kernels, with the
@@ -175,6 +179,7 @@ impl Module {
                 ptx,
                 record,
                 abi_index: std::sync::OnceLock::new(),
+                needs_sm_90a: std::sync::OnceLock::new(),
                 vars,
                 launch_budget,
             }),
@@ -213,6 +218,7 @@ impl Module {
     pub fn kernel(&self, name: &str, cooperative: bool, abi: &[u8]) -> Result<Function> {
         let index = self.inner.abi_index.get_or_init(|| crate::abi::index(self.inner.ptx.ptx));
         check_abi(self.inner.set, index, name, abi)?;
+        self.check_arch_specific(name)?;
         let mut f = Function::new(self, name, cooperative)?;
         f.required_block = crate::abi::required_block(abi).map(|[x, y, z]| Dim3::new(x, y, z));
         f.cluster = crate::abi::cluster(abi);
@@ -225,6 +231,31 @@ impl Module {
             self.inner.gpu.backend.programmatic_overlap(),
         );
         Ok(f)
+    }
+
+    /// `Err` if kernel `name` reaches an instruction the loaded module's architecture lacks
+    /// (see [`Error::NeedsArchSpecific`]), where the device runs the PTX.
+    fn check_arch_specific(&self, name: &str) -> Result<()> {
+        let inner = &self.inner;
+        if !inner.gpu.backend.runs_ptx() {
+            return Ok(());
+        }
+        let needing = inner.needs_sm_90a.get_or_init(|| {
+            let ptx = inner.ptx.text();
+            if !ptx.contains(cohort::raw::NEEDS_SM_90A) {
+                return Vec::new();
+            }
+            crate::ptx::entries_where(ptx, |_, body| body.contains(cohort::raw::NEEDS_SM_90A), |_| false)
+        });
+        if needing.iter().any(|k| k == name) {
+            return Err(Error::NeedsArchSpecific {
+                crate_name: inner.set.crate_name,
+                kernel: name.to_string(),
+                loaded: inner.ptx.arch_name(),
+                compute_capability: inner.gpu.info.cc(),
+            });
+        }
+        Ok(())
     }
 
     /// [`Module::kernel`], with the kernel's host entry `cpu` (generated `load` functions call

@@ -1,0 +1,363 @@
+//! Device merge sort with a comparator (CUB's `DeviceMergeSort::SortKeys` / `SortPairs` /
+//! `StableSortKeys`): stable, for any key type a strict weak order `less(a, b)` ranks — the
+//! types radix sort cannot handle (structs, tuples of fields, a custom order).
+//!
+//! **Scheme** (CUB's): one launch sorts every tile of `MERGE_BLOCK * N` keys in shared memory
+//! ([`merge_sort_tiles`]: each thread sorts its `N` items in registers, then the block merges
+//! runs of `N`, `2N`, … items with merge path), then `log2(tiles)` passes merge pairs of sorted
+//! runs of `W`, `2W`, … elements: a partition launch ([`merge_partition`]) finds, for every
+//! tile boundary of the output, where it cuts the two runs (a binary search along the merge
+//! path's diagonal), and a merge launch ([`merge_tiles`]) gives each block one output tile: it
+//! loads its slices of both runs into shared memory and merges them, each thread `N` outputs
+//! from its own diagonal. **Stable**: on a tie the element of the earlier run (and the earlier
+//! position) goes first everywhere (`!less(b, a)` takes `a`).
+//!
+//! **A comparator that is not a strict weak order** (random answers, `<=`, one that panics on
+//! NaN…) gives unspecified output values — possibly some keys twice and others lost — but
+//! never an access out of bounds nor two writers of one element: every position a thread
+//! writes is fixed by its block and rank (output tile `b`, items `t * N ..`), and every index
+//! into shared memory or the input is clamped to its range, whatever the searches return.
+//!
+//! Sizes: positions are `usize` throughout (past 2^32 elements); the key and value of an item
+//! together are at most [`MERGE_MAX_BYTES`] bytes (a tile of both in the 48 KiB of shared
+//! memory a block gets without opting in).
+
+use crate::DeviceCopy;
+use crate::block::load_blocked;
+use crate::shared::SharedSlice;
+use crate::slice::DisjointSlice;
+use crate::thread::{self, Scattered};
+
+/// Threads per block of the merge sort kernels.
+pub const MERGE_BLOCK: u32 = 256;
+
+/// The most bytes of a key and its value together (a tile of `MERGE_BLOCK` items of both fits
+/// in 48 KiB of shared memory).
+pub const MERGE_MAX_BYTES: usize = 192;
+
+/// Items per thread of the merge sort kernels for keys `K` and values `V`: 8, fewer for wide
+/// types (a tile of keys and values within 48 KiB of shared memory).
+#[must_use]
+pub const fn merge_items<K, V>() -> usize {
+    let per = size_of::<K>() + size_of::<V>();
+    assert!(per <= MERGE_MAX_BYTES, "merge sort: a key and its value are at most MERGE_MAX_BYTES (192) bytes");
+    let n = 48 * 1024 / (MERGE_BLOCK as usize * if per == 0 { 1 } else { per });
+    if n > 8 { 8 } else { n }
+}
+
+/// The dynamic shared memory (bytes) of the merge sort kernels: a tile of keys, then a tile of
+/// values ([`merge_smem`]).
+#[must_use]
+pub const fn merge_smem_bytes<K, V>() -> usize {
+    (merge_values_offset::<K, V>() + MERGE_BLOCK as usize * merge_items::<K, V>()) * size_of::<V>()
+}
+
+/// The element offset (in `V`s) of the values' tile in the kernels' dynamic shared memory:
+/// just past the keys' tile, rounded up to a whole `V`.
+#[must_use]
+pub const fn merge_values_offset<K, V>() -> usize {
+    let keys_bytes = MERGE_BLOCK as usize * merge_items::<K, V>() * size_of::<K>();
+    keys_bytes.div_ceil(if size_of::<V>() == 0 { 1 } else { size_of::<V>() })
+}
+
+/// The merge sort kernels' tiles of keys and values in dynamic shared memory (the launch gives
+/// [`merge_smem_bytes`]).
+#[inline(always)]
+#[track_caller]
+#[must_use]
+pub fn merge_smem<K: DeviceCopy, V: DeviceCopy>() -> (SharedSlice<K>, SharedSlice<V>) {
+    let tile = MERGE_BLOCK as usize * merge_items::<K, V>();
+    (crate::shared::dynamic::<K>().sub(0, tile), crate::shared::dynamic::<V>().sub(merge_values_offset::<K, V>(), tile))
+}
+
+/// How many of the first `d` outputs of the stable merge of `a` (length `la`) and `b` (length
+/// `lb`) come from `a`: the merge path's cut of diagonal `d` (`d <= la + lb`), by binary
+/// search. Always in `d - lb ..= d` and `0 ..= la` (clamped), whatever `less` answers.
+#[inline(always)]
+fn merge_path<K, L: Fn(&K, &K) -> bool>(
+    a: impl Fn(usize) -> K,
+    la: usize,
+    b: impl Fn(usize) -> K,
+    lb: usize,
+    d: usize,
+    less: &L,
+) -> usize {
+    let d = d.min(la + lb);
+    let (mut lo, mut hi) = (d.saturating_sub(lb), d.min(la));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        // `mid < hi <= d` and `mid >= lo >= d - lb`: `d - 1 - mid` is in `0 .. lb`.
+        if less(&b(d - 1 - mid), &a(mid)) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+/// The next item of a stable merge: whether to take `a[ai]` (else `b[bi]`), `None` when both
+/// are exhausted.
+#[inline(always)]
+fn take_a<K, L: Fn(&K, &K) -> bool>(
+    a: impl Fn(usize) -> K,
+    la: usize,
+    ai: usize,
+    b: impl Fn(usize) -> K,
+    lb: usize,
+    bi: usize,
+    less: &L,
+) -> Option<bool> {
+    match (ai < la, bi < lb) {
+        (true, true) => Some(!less(&b(bi), &a(ai))),
+        (true, false) => Some(true),
+        (false, true) => Some(false),
+        (false, false) => None,
+    }
+}
+
+/// Writes `v` to `dst[at]` if in bounds.
+///
+/// # Safety
+/// No other thread of the launch writes or reads element `at` of `dst`.
+#[inline(always)]
+unsafe fn put<T>(dst: &mut DisjointSlice<'_, T, Scattered>, at: usize, v: T) {
+    if at < dst.len() {
+        // SAFETY: in bounds; exclusive (the caller's contract).
+        unsafe { dst.as_mut_ptr().add(at).write(v) };
+    }
+}
+
+/// Merges the runs `smem[a0 .. a0 + la]` and `smem[a0 + la .. a0 + la + lb]` (keys, and values
+/// at the same positions when `pairs`) from diagonal `d`, `N` outputs at most (`count`), into
+/// registers.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn merge_from_shared<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool, const N: usize>(
+    sk: &SharedSlice<K>,
+    sv: &SharedSlice<V>,
+    pairs: bool,
+    a0: usize,
+    la: usize,
+    lb: usize,
+    d: usize,
+    less: &L,
+    keys: &mut [K; N],
+    values: &mut [V; N],
+) {
+    let b0 = a0 + la;
+    let a = |i: usize| sk.load(a0 + i);
+    let b = |i: usize| sk.load(b0 + i);
+    let i = merge_path(a, la, b, lb, d, less);
+    let (mut ai, mut bi) = (i, d.min(la + lb) - i);
+    crate::unroll::<N>(|j| {
+        if let Some(from_a) = take_a(a, la, ai, b, lb, bi, less) {
+            let at = if from_a { a0 + ai } else { b0 + bi };
+            keys[j] = sk.load(at);
+            if pairs {
+                values[j] = sv.load(at);
+            }
+            if from_a {
+                ai += 1;
+            } else {
+                bi += 1;
+            }
+        }
+    });
+}
+
+/// One tile per block of a merge sort (see the [module docs](self)): block `b` sorts elements
+/// `b * T .. (b + 1) * T` of `keys` (`T = MERGE_BLOCK * N`; the last tile shorter), stable by
+/// `less`, and writes them (with their `values`, when not empty) to the same positions of
+/// `keys_out` / `values_out`. `smem_keys` / `smem_values`: shared memory of `T` keys / values.
+/// Blocks of [`MERGE_BLOCK`] threads.
+///
+/// # Safety
+/// Nothing else in the launch writes the outputs. Then every element has one writer: block `b`
+/// (ranks are distinct in any grid), thread `t`, item `j` writes position `b * T + t * N + j`
+/// only. Every write is bounds-checked.
+#[inline(always)]
+#[track_caller]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn merge_sort_tiles<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool + Copy, const N: usize>(
+    keys: &[K],
+    values: &[V],
+    keys_out: &mut DisjointSlice<'_, K, Scattered>,
+    values_out: &mut DisjointSlice<'_, V, Scattered>,
+    less: L,
+    smem_keys: &SharedSlice<K>,
+    smem_values: &SharedSlice<V>,
+) {
+    assert!(thread::block_size() == MERGE_BLOCK, "merge sort: the kernels run blocks of MERGE_BLOCK (256) threads");
+    let bs = MERGE_BLOCK as usize;
+    let tile = bs * N;
+    let n = keys.len();
+    let pairs = !values.is_empty() && values.len() >= n;
+    let b = thread::block_rank() as usize;
+    let base = b.saturating_mul(tile);
+    if base >= n {
+        return;
+    }
+    let valid = (n - base).min(tile);
+    let t = thread::thread_rank_in_block() as usize;
+    let mine = valid.saturating_sub(t * N).min(N);
+    let (mut k, _) = load_blocked::<K, N>(keys, b as u64, keys[0]);
+    let (mut v, _) = if pairs {
+        load_blocked::<V, N>(values, b as u64, values[0])
+    } else {
+        (core::array::from_fn(|_| super::scan::placeholder()), 0)
+    };
+    // The thread's items: odd-even transposition sort, swapping only strictly smaller keys
+    // forward (stable); items past the input never move.
+    crate::unroll::<N>(|round| {
+        crate::unroll::<N>(|j| {
+            if j % 2 == round % 2 && j + 1 < mine && less(&k[j + 1], &k[j]) {
+                k.swap(j, j + 1);
+                v.swap(j, j + 1);
+            }
+        });
+    });
+    // The block: runs of `w` items merged pairwise, `w = N, 2N, …` (each thread's outputs are
+    // its own positions `t * N ..`).
+    let mut w = N;
+    while w < valid {
+        crate::unroll::<N>(|j| {
+            if j < mine {
+                smem_keys.store(t * N + j, k[j]);
+                if pairs {
+                    smem_values.store(t * N + j, v[j]);
+                }
+            }
+        });
+        crate::sync::sync_threads();
+        if mine > 0 {
+            let gs = t * N / (2 * w) * (2 * w);
+            let la = w.min(valid - gs);
+            let lb = (2 * w).min(valid - gs) - la;
+            merge_from_shared(smem_keys, smem_values, pairs, gs, la, lb, t * N - gs, &less, &mut k, &mut v);
+        }
+        crate::sync::sync_threads();
+        w *= 2;
+    }
+    let (kdst, vdst) = (keys_out, values_out);
+    crate::unroll::<N>(|j| {
+        if j < mine {
+            let at = base + t * N + j;
+            // SAFETY: position `b * T + t * N + j` is this thread's alone (the caller's contract).
+            unsafe { put(kdst, at, k[j]) };
+            if pairs {
+                // SAFETY: as the key's.
+                unsafe { put(vdst, at, v[j]) };
+            }
+        }
+    });
+}
+
+/// The merge pass's partition (see the [module docs](self)): for every tile boundary `i * tile`
+/// (`i` in `0 ..= tiles`, grid-strided over the launch's threads), in the merge group of `2 *
+/// width` elements that holds it, where the merge path of its two runs (`width` elements each,
+/// sorted by `less`) crosses the boundary's diagonal: `splits[i]` = the position in `keys` of
+/// the first element of the first run not yet merged there. Safe: `splits` is written
+/// through [`DisjointSlice::set`](crate::slice::DisjointSlice) by grid-stride index.
+#[inline(always)]
+#[track_caller]
+pub fn merge_partition<K: DeviceCopy, L: Fn(&K, &K) -> bool + Copy>(
+    keys: &[K],
+    width: usize,
+    tile: usize,
+    splits: &mut DisjointSlice<'_, u64>,
+    less: L,
+) {
+    let n = keys.len();
+    let group = width.saturating_mul(2).max(1);
+    for i in thread::grid_stride(splits.len()) {
+        let p = (*i).saturating_mul(tile).min(n);
+        let gs = p / group * group;
+        let a_end = gs.saturating_add(width).min(n);
+        let b_end = gs.saturating_add(group).min(n);
+        let cut = merge_path(|x| keys[gs + x], a_end - gs, |x| keys[a_end + x], b_end - a_end, p - gs, &less);
+        splits.set(&i, (gs + cut) as u64);
+    }
+}
+
+/// One output tile per block of a merge pass (see the [module docs](self)): block `b` writes
+/// elements `b * T .. (b + 1) * T` (`T = MERGE_BLOCK * N`, a divisor of `width`) of the merge of
+/// each pair of sorted runs of `width` elements of `keys` (and `values`, when not empty) into
+/// `keys_out` / `values_out`, stable, from [`merge_partition`]'s `splits` for the same keys,
+/// `width` and `T`. Blocks of [`MERGE_BLOCK`] threads.
+///
+/// # Safety
+/// Nothing else in the launch writes the outputs: then every element has one writer (block
+/// `b`, thread `t`, item `j` writes position `b * T + t * N + j` only). Wrong `splits` give
+/// wrong values, never an access out of bounds (every index is clamped), and every write is
+/// bounds-checked.
+#[inline(always)]
+#[track_caller]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn merge_tiles<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool + Copy, const N: usize>(
+    keys: &[K],
+    values: &[V],
+    splits: &[u64],
+    width: usize,
+    keys_out: &mut DisjointSlice<'_, K, Scattered>,
+    values_out: &mut DisjointSlice<'_, V, Scattered>,
+    less: L,
+    smem_keys: &SharedSlice<K>,
+    smem_values: &SharedSlice<V>,
+) {
+    assert!(thread::block_size() == MERGE_BLOCK, "merge sort: the kernels run blocks of MERGE_BLOCK (256) threads");
+    let bs = MERGE_BLOCK as usize;
+    let tile = bs * N;
+    let n = keys.len();
+    let pairs = !values.is_empty() && values.len() >= n;
+    let b = thread::block_rank() as usize;
+    let p0 = b.saturating_mul(tile);
+    if p0 >= n || b + 1 >= splits.len() {
+        return;
+    }
+    let p1 = (p0 + tile).min(n);
+    let group = width.saturating_mul(2).max(1);
+    let gs = p0 / group * group;
+    let a_end = gs.saturating_add(width).min(n);
+    let b_end = gs.saturating_add(group).min(n);
+    // This tile's slices of both runs (clamped: a comparator that is not an order may leave
+    // the splits inconsistent, never out of range).
+    let a_lo = (splits[b] as usize).clamp(gs, a_end);
+    let a_hi = if p1 == b_end { a_end } else { (splits[b + 1] as usize).clamp(a_lo, a_end) };
+    let la = (a_hi - a_lo).min(p1 - p0);
+    let b_lo = (a_end + (p0 - gs).saturating_sub(a_lo - gs)).min(b_end);
+    let lb = (p1 - p0).saturating_sub(la).min(b_end - b_lo);
+    let count = la + lb;
+    let t = thread::thread_rank_in_block() as usize;
+    let mut i = t;
+    while i < count {
+        let at = if i < la { a_lo + i } else { b_lo + (i - la) };
+        smem_keys.store(i, keys[at]);
+        if pairs {
+            smem_values.store(i, values[at]);
+        }
+        i += bs;
+    }
+    crate::sync::sync_threads();
+    let d = t * N;
+    if d < count {
+        let mut k: [K; N] = core::array::from_fn(|_| super::scan::placeholder());
+        let mut v: [V; N] = core::array::from_fn(|_| super::scan::placeholder());
+        merge_from_shared(smem_keys, smem_values, pairs, 0, la, lb, d, &less, &mut k, &mut v);
+        let mine = (count - d).min(N);
+        let (kdst, vdst) = (keys_out, values_out);
+        crate::unroll::<N>(|j| {
+            if j < mine {
+                let at = p0 + d + j;
+                // SAFETY: position `b * T + t * N + j` is this thread's alone (the caller's
+                // contract).
+                unsafe { put(kdst, at, k[j]) };
+                if pairs {
+                    // SAFETY: as the key's.
+                    unsafe { put(vdst, at, v[j]) };
+                }
+            }
+        });
+    }
+}
