@@ -6,7 +6,10 @@
 //! or `ldmatrix` in the checked-mode suite, `check.rs`). Every element is checked against a
 //! CPU reference: data that are small integers times 0.25 (every sum exact in `f32`, so equal
 //! bit for bit on any adder), and random data with a stated tolerance.
-use cohort::mma::{FragA, FragB, FragC, Half, bf16, f16, wmma};
+use cohort::mma::{
+    Accumulator, FragA, FragB, FragC, Fragment, Half, M16N8K8, M16N8K32, MatrixA, MatrixB, MmaA, MmaB, MmaC, Operand,
+    RowMajor, bf16, e4m3, e5m2, f16, tf32, wmma,
+};
 use cohort_runtime::{DeviceBuffer, LaunchConfig};
 use cohort_test_kernels::mma as k;
 use cohort_tests::{Context, Ctx, TestResult, check_all, check_all_by, ensure, gpu_trial, rng};
@@ -29,6 +32,13 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("mma_tile_copy_lands_the_window_in_the_padded_tile", tile_copy),
         gpu_trial("mma_tile_copy_misuse_is_an_error", tile_copy_misuse),
         gpu_trial("mma_async_tiles_copy_lands_window_k_and_none_past_the_last", async_tiles_copy),
+        gpu_trial("mma_sync_tf32_every_element", tf32_mma),
+        gpu_trial("mma_sync_int8_every_element_wrapping_and_satfinite", int8_mma),
+        gpu_trial("mma_sync_fp8_every_element", fp8_mma),
+        gpu_trial("mma_low_precision_conversions_match_the_host", low_precision_conversions),
+        gpu_trial("mma_low_precision_types_as_arguments_and_elements", low_precision_arguments),
+        gpu_trial("mma_stmatrix_stores_fragments_and_matrices", stmatrix),
+        gpu_trial("mma_k8_k32_fragments_cover_their_operands_once", k8_k32_coords),
     ]
 }
 
@@ -508,4 +518,305 @@ fn tile_copy_misuse(c: &Ctx) -> TestResult {
         ensure(e.contains(needle), || format!("{at:?}, local {local}: {e:?}"))?;
     }
     Ok(())
+}
+
+/// Places lane-ordered m16n8 accumulator outputs (four per thread, one tile per warp) at their
+/// coordinates (any shape's: m16n8k8's and m16n8k32's are m16n8k16's): warp `w`'s D is
+/// `d[128 w..]`, row-major 16×8.
+fn place_any<T: Copy>(out: &[[T; 4]], fill: T) -> Vec<T> {
+    let mut d = vec![fill; out.len() * 4];
+    for (t, v) in out.iter().enumerate() {
+        let (w, lane) = (t / 32, (t % 32) as u32);
+        for (i, &x) in v.iter().enumerate() {
+            let (r, c) = MmaC::<M16N8K32, i32>::element_coords(lane, i);
+            d[128 * w + 8 * r + c] = x;
+        }
+    }
+    d
+}
+
+/// `reference` for integers: `c + a · b` exactly.
+fn int_reference(a: &[i64], b: &[i64], c: &[i64], m: usize, n: usize, k: usize) -> Vec<i64> {
+    (0..m * n).map(|e| c[e] + (0..k).map(|kk| a[(e / n) * k + kk] * b[kk * n + e % n]).sum::<i64>()).collect()
+}
+
+/// m16n8k8 TF32: A and B given as `f32` and rounded to TF32 on the device (A with values that
+/// TF32 rounds, ties included, among exact ones), C `f32`; every element of D against the exact
+/// product of the host-rounded inputs (sums exact in `f32`: equal bit for bit).
+fn tf32_mma(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("mma_sync_tf32_every_element");
+    let warps = 4usize;
+    // A quarter-integer, sometimes plus 2^-12 or 2^-13 of it (below TF32's 10 bits: rounded
+    // away, the 2^-11 tie up): the inputs differ from their TF32 values.
+    let draw = |r: &mut StdRng| {
+        let q = quarter(r);
+        match r.random_range(0..4) {
+            0 => q * (1.0 + 2f32.powi(-11)),
+            1 => q * (1.0 + 2f32.powi(-13)),
+            _ => q,
+        }
+    };
+    let a: Vec<f32> = (0..128 * warps).map(|_| draw(&mut r)).collect();
+    // B exact (quarter-integers): with A's 11 significant bits every sum stays exact in f32.
+    let b: Vec<f32> = (0..64 * warps).map(|_| quarter(&mut r)).collect();
+    let cc: Vec<f32> = (0..128 * warps).map(|_| quarter(&mut r)).collect();
+    let (da, db, dc) = (c.gpu.upload(&a).ctx("a")?, c.gpu.upload(&b).ctx("b")?, c.gpu.upload(&cc).ctx("c")?);
+    let mut out = c.gpu.upload(&vec![[f32::NAN; 4]; 32 * warps]).ctx("out")?;
+    k::mma_tf32_from_global::load(&c.tests)
+        .ctx("load")?
+        .launch(&s, LaunchConfig::new(1, 32 * warps as u32), &da, &db, &dc, &mut out)
+        .ctx("launch")?;
+    let got = place_any(&out.to_vec().ctx("read")?, f32::NAN);
+    let tf = |v: &[f32]| v.iter().map(|&x| tf32::from_f32(x).to_f32()).collect::<Vec<f32>>();
+    let mut want = Vec::new();
+    for w in 0..warps {
+        want.extend(reference(&tf(&a[128 * w..][..128]), &tf(&b[64 * w..][..64]), &cc[128 * w..][..128], 16, 8, 8));
+    }
+    ensure(tf(&a).iter().zip(&a).any(|(t, x)| t != x), || "no input was rounded: the test proves nothing".into())?;
+    let want: Vec<f32> = want.iter().map(|&x| x as f32).collect();
+    check_all("TF32: D of 4 warps", &got, &want)
+}
+
+/// m16n8k32 with S8/U8 inputs, all four pairs, wrapping and `.satfinite`: full-range inputs
+/// and accumulators near `i32`'s ends (so that sums overflow), every element of D against the
+/// exact sum wrapped or clamped.
+fn int8_mma(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("mma_sync_int8_every_element_wrapping_and_satfinite");
+    let warps = 4usize;
+    let a8: Vec<u8> = (0..512 * warps).map(|_| r.random()).collect();
+    let b8: Vec<u8> = (0..256 * warps).map(|_| r.random()).collect();
+    // Half the accumulators within 2^20 of i32's ends: 32 products reach ±2^19.
+    let cc: Vec<i32> = (0..128 * warps)
+        .map(|e| match e % 4 {
+            0 => i32::MAX - r.random_range(0..1 << 20),
+            1 => i32::MIN + r.random_range(0..1 << 20),
+            _ => r.random_range(-(1 << 20)..1 << 20),
+        })
+        .collect();
+    let dc = c.gpu.upload(&cc).ctx("c")?;
+    let cfg = LaunchConfig::new(1, 32 * warps as u32);
+    let signed = |v: &[u8]| -> Vec<i8> { v.iter().map(|&x| x as i8).collect() };
+    let (sa, sb) = (signed(&a8), signed(&b8));
+    for (name, a_signed, b_signed) in [("S8 × S8", true, true), ("S8 × U8", true, false), ("U8 × S8", false, true), ("U8 × U8", false, false)] {
+        for sat in [0u32, 1] {
+            let mut out = c.gpu.upload(&vec![[0i32; 4]; 32 * warps]).ctx("out")?;
+            let (da8, db8) = (c.gpu.upload(&a8).ctx("a")?, c.gpu.upload(&b8).ctx("b")?);
+            let (das, dbs) = (c.gpu.upload(&sa).ctx("a")?, c.gpu.upload(&sb).ctx("b")?);
+            match (a_signed, b_signed) {
+                (true, true) => k::mma_s8_s8::load(&c.tests).ctx("load")?.launch(&s, cfg, &das, &dbs, &dc, sat, &mut out),
+                (true, false) => k::mma_s8_u8::load(&c.tests).ctx("load")?.launch(&s, cfg, &das, &db8, &dc, sat, &mut out),
+                (false, true) => k::mma_u8_s8::load(&c.tests).ctx("load")?.launch(&s, cfg, &da8, &dbs, &dc, sat, &mut out),
+                (false, false) => k::mma_u8_u8::load(&c.tests).ctx("load")?.launch(&s, cfg, &da8, &db8, &dc, sat, &mut out),
+            }
+            .ctx("launch")?;
+            let got = place_any(&out.to_vec().ctx("read")?, 0);
+            let val = |v: &[u8], sgn: bool| v.iter().map(|&x| if sgn { i64::from(x as i8) } else { i64::from(x) }).collect::<Vec<i64>>();
+            let mut want = Vec::new();
+            for w in 0..warps {
+                let exact = int_reference(
+                    &val(&a8[512 * w..][..512], a_signed),
+                    &val(&b8[256 * w..][..256], b_signed),
+                    &cc[128 * w..][..128].iter().map(|&x| i64::from(x)).collect::<Vec<i64>>(),
+                    16,
+                    8,
+                    32,
+                );
+                want.extend(exact.iter().map(|&x| {
+                    if sat != 0 { x.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 } else { x as i32 }
+                }));
+            }
+            check_all(&format!("{name}, {}: D of 4 warps", if sat != 0 { "satfinite" } else { "wrapping" }), &got, &want)?;
+        }
+    }
+    Ok(())
+}
+
+/// m16n8k32 with FP8 inputs (sm_89+; the sm_80 module refuses it with an `Err`), all four
+/// pairs: inputs multiples of 1/2 in [-2, 2] (exact in both formats), accumulators multiples of
+/// 1/4 in [-8, 8]; every sum is a multiple of 1/4 below 2^8 in magnitude (exact in 11 bits,
+/// within any accumulation width): D equal bit for bit to the exact product.
+fn fp8_mma(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("mma_sync_fp8_every_element");
+    let warps = 4usize;
+    let half = |r: &mut StdRng| r.random_range(-4i32..=4) as f32 * 0.5;
+    let af: Vec<f32> = (0..512 * warps).map(|_| half(&mut r)).collect();
+    let bf: Vec<f32> = (0..256 * warps).map(|_| half(&mut r)).collect();
+    let cc: Vec<f32> = (0..128 * warps).map(|_| r.random_range(-32i32..=32) as f32 * 0.25).collect();
+    let (a4, a5): (Vec<e4m3>, Vec<e5m2>) = (af.iter().map(|&x| e4m3::from_f32(x)).collect(), af.iter().map(|&x| e5m2::from_f32(x)).collect());
+    let (b4, b5): (Vec<e4m3>, Vec<e5m2>) = (bf.iter().map(|&x| e4m3::from_f32(x)).collect(), bf.iter().map(|&x| e5m2::from_f32(x)).collect());
+    ensure(a4.iter().zip(&af).all(|(v, &x)| v.to_f32() == x) && b5.iter().zip(&bf).all(|(v, &x)| v.to_f32() == x), || {
+        "the inputs are not exact in FP8".into()
+    })?;
+    let (da4, da5, db4, db5) = (
+        c.gpu.upload(&a4).ctx("a")?,
+        c.gpu.upload(&a5).ctx("a")?,
+        c.gpu.upload(&b4).ctx("b")?,
+        c.gpu.upload(&b5).ctx("b")?,
+    );
+    let dc = c.gpu.upload(&cc).ctx("c")?;
+    let cfg = LaunchConfig::new(1, 32 * warps as u32);
+    let mut want = Vec::new();
+    for w in 0..warps {
+        want.extend(reference(&af[512 * w..][..512], &bf[256 * w..][..256], &cc[128 * w..][..128], 16, 8, 32));
+    }
+    let want: Vec<f32> = want.iter().map(|&x| x as f32).collect();
+    let below_sm89 = !c.is_cpu() && (c.gpu.info().cc() < 89 || c.tests.arch() < 89);
+    for (name, which) in [("E4M3 × E4M3", 0), ("E4M3 × E5M2", 1), ("E5M2 × E4M3", 2), ("E5M2 × E5M2", 3)] {
+        let mut out = c.gpu.upload(&vec![[f32::NAN; 4]; 32 * warps]).ctx("out")?;
+        let res = match which {
+            0 => k::mma_e4m3_e4m3::load(&c.tests).ctx("load")?.launch(&s, cfg, &da4, &db4, &dc, &mut out),
+            1 => k::mma_e4m3_e5m2::load(&c.tests).ctx("load")?.launch(&s, cfg, &da4, &db5, &dc, &mut out),
+            2 => k::mma_e5m2_e4m3::load(&c.tests).ctx("load")?.launch(&s, cfg, &da5, &db4, &dc, &mut out),
+            _ => k::mma_e5m2_e5m2::load(&c.tests).ctx("load")?.launch(&s, cfg, &da5, &db5, &dc, &mut out),
+        }
+        .and_then(|()| s.synchronize());
+        if below_sm89 {
+            let e = res.err().map(|e| e.to_string()).unwrap_or_default();
+            return ensure(e.contains("sm_89"), || format!("{name} below sm_89: {e:?}"));
+        }
+        res.ctx("launch")?;
+        let got = place_any(&out.to_vec().ctx("read")?, f32::NAN);
+        check_all(&format!("{name}: D of 4 warps"), &got, &want)?;
+    }
+    Ok(())
+}
+
+/// The device's conversions to FP8 (`cvt.rn.satfinite`) and TF32 (`cvt.rna`) against the
+/// host's, bit for bit (a NaN only as a NaN), on ties of every kind, saturation, infinities,
+/// subnormals and random values; and the decoding of every FP8 code.
+fn low_precision_conversions(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("mma_low_precision_conversions_match_the_host");
+    let mut x: Vec<f32> = vec![
+        0.0, -0.0, 1.0, -1.0, 448.0, 464.0, 465.0, 480.0, 1e6, -1e6, 57344.0, 61440.0, 61441.0, 1e30,
+        f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, f32::MIN_POSITIVE, 1e-40, 2f32.powi(-10), 2f32.powi(-17),
+        1.0 + 2f32.powi(-11), 1.0 + 3.0 * 2f32.powi(-11), -(1.0 + 2f32.powi(-11)), 1.0625, 1.1875, 1.125, 1.375,
+    ];
+    // Every FP8 midpoint and its neighbours, of both formats.
+    for b in 0u8..0x7b {
+        for (lo, hi) in [(e4m3::from_bits(b).to_f32(), e4m3::from_bits(b + 1).to_f32()), (e5m2::from_bits(b).to_f32(), e5m2::from_bits(b + 1).to_f32())] {
+            let mid = ((f64::from(lo) + f64::from(hi)) / 2.0) as f32;
+            x.extend([mid, -mid, f32::from_bits(mid.to_bits() + 1), f32::from_bits(mid.to_bits().saturating_sub(1))]);
+        }
+    }
+    while x.len() < 4096 {
+        x.push(f32::from_bits(r.random::<u32>()));
+    }
+    let dx = c.gpu.upload(&x).ctx("x")?;
+    let mut out = c.gpu.upload(&vec![[0u32; 4]; x.len()]).ctx("out")?;
+    k::low_precision_conversions::load(&c.tests)
+        .ctx("load")?
+        .launch(&s, LaunchConfig::for_elements(x.len(), 256), &dx, &mut out)
+        .ctx("launch")?;
+    let got = out.to_vec().ctx("read")?;
+    let same = |g: u32, w: u32, as_f32: bool| if as_f32 && f32::from_bits(w).is_nan() { f32::from_bits(g).is_nan() } else { g == w };
+    for (t, (&v, g)) in x.iter().zip(&got).enumerate() {
+        let code = (t % 256) as u8;
+        let (e4, e5) = (e4m3::from_f32(v), e5m2::from_f32(v));
+        let fp8_ok = if v.is_nan() {
+            e4m3::from_bits(g[0] as u8).is_nan() && e5m2::from_bits((g[0] >> 8) as u8).is_nan()
+        } else {
+            g[0] == u32::from(e4.to_bits()) | u32::from(e5.to_bits()) << 8
+        };
+        ensure(fp8_ok, || format!("{v:e} ({:#x}) to FP8: device {:#06x}, host e4m3 {:#x} e5m2 {:#x}", v.to_bits(), g[0], e4.to_bits(), e5.to_bits()))?;
+        let t32 = tf32::from_f32(v).to_bits();
+        ensure(same(g[1], t32, true), || format!("{v:e} ({:#x}) to TF32: device {:#x}, host {t32:#x}", v.to_bits(), g[1]))?;
+        let (d4, d5) = (e4m3::from_bits(code).to_f32().to_bits(), e5m2::from_bits(code).to_f32().to_bits());
+        ensure(same(g[2], d4, true) && same(g[3], d5, true), || {
+            format!("code {code:#x}: device e4m3 {:#x} e5m2 {:#x}, host {d4:#x} {d5:#x}", g[2], g[3])
+        })?;
+    }
+    Ok(())
+}
+
+/// `e4m3`, `e5m2` and `tf32` as kernel arguments by value and as buffer elements reach the
+/// kernel bit for bit.
+fn low_precision_arguments(c: &Ctx) -> TestResult {
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let buf = c.gpu.upload(&[e4m3::from_bits(0x5a), e4m3::from_bits(0xa5)]).ctx("buf")?;
+    let mut out = c.gpu.upload(&[[0u32; 5]; 2]).ctx("out")?;
+    let (a, b, t) = (e4m3::from_f32(-3.5), e5m2::from_f32(0.375), tf32::from_f32(1.0 + 2f32.powi(-9)));
+    k::low_precision_arguments::load(&c.tests)
+        .ctx("load")?
+        .launch(&s, LaunchConfig::new(2, 32), a, b, t, &buf, &mut out)
+        .ctx("launch")?;
+    let want = [u32::from(a.to_bits()), u32::from(b.to_bits()), t.to_bits(), 0x5a, 0xa5];
+    ensure(a.to_bits() == 0xc6 && b.to_bits() == 0x36, || format!("host conversions: {:#x} {:#x}", a.to_bits(), b.to_bits()))?;
+    check_all("[a, b, t, buf[0], buf[1]] per block", &out.to_vec().ctx("read")?, &[want, want])
+}
+
+/// `stmatrix` (sm_90; the CPU device too): `store_c_stmatrix` puts an `f32` accumulator's
+/// elements, rounded to F16 and to BF16, at their places of a 16×8 block of a padded tile and
+/// nothing else; `stmatrix_x4` and `.trans` put each lane's words where the PTX ISA says.
+fn stmatrix(c: &Ctx) -> TestResult {
+    if !c.is_cpu() && (c.gpu.info().cc() < 90 || c.tests.arch() < 90) {
+        return Ok(()); // sm_90 only: below, the instruction does not exist (a trap).
+    }
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut r = rng("mma_stmatrix_stores_fragments_and_matrices");
+    let cc: Vec<f32> = (0..128).map(|_| r.random_range(-100.0f32..100.0)).collect();
+    let dc = c.gpu.upload(&cc).ctx("c")?;
+    let kern = k::stmatrix_store::load(&c.tests).ctx("load")?;
+    let (neg_h, neg_b) = (f16::NEG_ONE.to_bits(), bf16::NEG_ONE.to_bits());
+    for (which, row0, col0) in [(0u32, 0usize, 0usize), (0, 32, 16), (0, 5, 8), (1, 0, 0), (1, 16, 8), (2, 0, 0), (2, 13, 8)] {
+        let mut out = c.gpu.upload(&vec![[[0u16; 24]; 2]; 64]).ctx("out")?;
+        kern.launch(&s, LaunchConfig::new(1, 64), &dc, [row0 as u32, col0 as u32], which, &mut out).ctx("launch")?;
+        let got = out.to_vec().ctx("read")?;
+        let mut want = vec![[[neg_h; 24], [neg_b; 24]]; 48];
+        if which == 0 {
+            for rr in 0..16 {
+                for n in 0..8 {
+                    want[row0 + rr][0][col0 + n] = f16::from_f32(cc[8 * rr + n]).to_bits();
+                    want[row0 + rr][1][col0 + n] = bf16::from_f32(cc[8 * rr + n]).to_bits();
+                }
+            }
+        } else {
+            for l in 0..32usize {
+                for m in 0..4usize {
+                    for j in 0..2usize {
+                        let v = (0x1000 * m + 0x40 * l + 2 * j) as u16;
+                        let (rb, cb) = (row0 + 8 * (m % 2), col0 + 8 * (m / 2));
+                        let (rr, cl) = if which == 2 { (2 * (l % 4) + j, l / 4) } else { (l / 4, 2 * (l % 4) + j) };
+                        want[rb + rr][0][cb + cl] = v;
+                    }
+                }
+            }
+        }
+        check_all(&format!("stmatrix case {which} at ({row0}, {col0}): [F16 tile row, BF16 tile row]"), &got[..48], &want)?;
+    }
+    Ok(())
+}
+
+/// The new shapes' fragments: each operand's elements over the 32 lanes are every element of
+/// the operand once (`element_coords`), and `from_fn` / `get` / `set` agree with it.
+fn k8_k32_coords(_: &Ctx) -> TestResult {
+    fn once<Op: Operand<S, T, L>, S, T, L>(what: &str) -> TestResult {
+        let mut seen = vec![0u32; Op::ROWS * Op::COLS];
+        for lane in 0..32u32 {
+            for i in 0..Fragment::<Op, S, T, L>::LEN {
+                let (r, c) = Fragment::<Op, S, T, L>::element_coords(lane, i);
+                ensure(r < Op::ROWS && c < Op::COLS, || format!("{what}: lane {lane} element {i} at ({r}, {c})"))?;
+                seen[r * Op::COLS + c] += 1;
+            }
+        }
+        ensure(seen.iter().all(|&n| n == 1), || format!("{what}: not every element once: {seen:?}"))
+    }
+    once::<MatrixA, M16N8K8, tf32, RowMajor>("A m16n8k8 tf32")?;
+    once::<MatrixB, M16N8K8, tf32, cohort::mma::ColMajor>("B m16n8k8 tf32")?;
+    once::<Accumulator, M16N8K8, f32, RowMajor>("C m16n8k8")?;
+    once::<MatrixA, M16N8K32, i8, RowMajor>("A m16n8k32 s8")?;
+    once::<MatrixB, M16N8K32, e4m3, cohort::mma::ColMajor>("B m16n8k32 e4m3")?;
+    once::<Accumulator, M16N8K32, i32, RowMajor>("C m16n8k32 s32")?;
+    // Element i of an 8-bit fragment is byte i % 4 of register i / 4.
+    let mut a = MmaA::<M16N8K32, u8>::splat(0);
+    for i in 0..16 {
+        a.set(i, i as u8 + 1);
+    }
+    ensure(a.regs() == [0x0403_0201, 0x0807_0605, 0x0c0b_0a09, 0x100f_0e0d], || format!("{:x?}", a.regs()))?;
+    ensure((0..16).all(|i| a.get(i) == i as u8 + 1), || "get disagrees with set".into())?;
+    let b = MmaB::<M16N8K8, tf32>::from_regs([1f32.to_bits() | 0x1fff, 2f32.to_bits()]);
+    ensure(b.get(0) == tf32::ONE && b.get(1).to_f32() == 2.0, || "a TF32 element is its register, truncated".into())
 }

@@ -593,9 +593,10 @@ impl Builder {
         let mut flags = vec![format!("-Ctarget-cpu={target}")];
         // Newer PTX ISAs than rustc's defaults (7.0 for sm_80, 7.8 for sm_90): sm_80's
         // `mbarrier.test_wait.parity` needs 7.1; sm_90's bulk copies and
-        // `mbarrier.arrive.expect_tx` 8.0, and the tensor map's `fence.proxy.tensormap` 8.3.
+        // `mbarrier.arrive.expect_tx` 8.0, the tensor map's `fence.proxy.tensormap` 8.3, and
+        // `mma.sync` with FP8 inputs (sm_89+) 8.4.
         if arch >= 90 {
-            flags.push("-Ctarget-feature=+ptx83".to_string());
+            flags.push("-Ctarget-feature=+ptx84".to_string());
         } else if arch >= 80 {
             flags.push("-Ctarget-feature=+ptx71".to_string());
         }

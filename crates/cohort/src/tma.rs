@@ -16,7 +16,7 @@
 //! box and the number of boxes per dimension ([`TensorMapHeader`]). Passing the map by value,
 //! as C++ does, crashes rustc (a 64-byte aligned parameter; see `HOPPER-FACTS.md`). Before its
 //! first copy through a map the issuing thread runs `fence.proxy.tensormap::generic.acquire.gpu`
-//! (PTX ISA 8.3: the builder's `+ptx83`, sm_90 only).
+//! (PTX ISA 8.3: within the builder's `+ptx84`, sm_90 only).
 //!
 //! **Loads are safe at any coordinates.** The host checked that the whole tensor the map
 //! describes lies inside its buffer (`TensorMapSpec::check`), and the map borrows the buffer

@@ -379,3 +379,197 @@ pub fn async_tiles_copy(
         res.set(b, [u32::from(copied), tiles.windows()]);
     }
 }
+
+/// Per warp `w`: `d = a · b + c` for the 16×8 row-major `a[128 w..]` and 8×8 (K×N) `b[64 w..]`,
+/// both rounded to TF32 here (`tf32::from_f32`), and the 16×8 `c[128 w..]`; thread `t` writes
+/// its four elements of D to `out[t]`.
+#[kernel]
+pub fn mma_tf32_from_global(a: &[f32], b: &[f32], c: &[f32], mut out: DisjointSlice<[f32; 4]>) {
+    let i = thread::index_1d();
+    let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+    let w = warp_rank();
+    let fa = mma::MmaA::<mma::M16N8K8, mma::tf32>::from_fn(|r, k| mma::tf32::from_f32(a[128 * w + 8 * r + k]));
+    let fb = mma::MmaB::<mma::M16N8K8, mma::tf32>::from_fn(|k, n| mma::tf32::from_f32(b[64 * w + 8 * k + n]));
+    let fc = mma::MmaC::<mma::M16N8K8, f32>::from_fn(|r, n| c[128 * w + 8 * r + n]);
+    let d = mma::mma_sync(&warp, &fa, &fb, &fc);
+    out.set(&i, [d.get(0), d.get(1), d.get(2), d.get(3)]);
+}
+
+/// The m16n8k32 A and B fragments of warp `w`: the 16×32 row-major `a[512 w..]` and the 32×8
+/// (K×N) row-major `b[256 w..]`.
+#[inline(always)]
+fn k32_inputs<TA: mma::Byte8, TB: mma::Byte8>(
+    a: &[TA],
+    b: &[TB],
+) -> (mma::MmaA<mma::M16N8K32, TA>, mma::MmaB<mma::M16N8K32, TB>) {
+    let w = warp_rank();
+    (
+        mma::MmaA::<mma::M16N8K32, TA>::from_fn(|r, k| a[512 * w + 32 * r + k]),
+        mma::MmaB::<mma::M16N8K32, TB>::from_fn(|k, n| b[256 * w + 8 * k + n]),
+    )
+}
+
+macro_rules! int8_kernels {
+    ($($(#[$m:meta])* $name:ident: $ta:ty, $tb:ty;)*) => {$(
+        $(#[$m])*
+        ///
+        /// Per warp `w`: `d = a · b + c` (m16n8k32, `i32` accumulators `c[128 w..]`), wrapping,
+        /// or with `.satfinite` when `sat` is not 0; thread `t` writes its elements of D to
+        /// `out[t]`.
+        #[kernel]
+        pub fn $name(a: &[$ta], b: &[$tb], c: &[i32], sat: u32, mut out: DisjointSlice<[i32; 4]>) {
+            let i = thread::index_1d();
+            let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+            let w = warp_rank();
+            let (fa, fb) = k32_inputs(a, b);
+            let fc = mma::MmaC::<mma::M16N8K32, i32>::from_fn(|r, n| c[128 * w + 8 * r + n]);
+            // `sat` is the same in every lane: the warp takes one branch, converged.
+            let d = if sat != 0 { mma::mma_sync_satfinite(&warp, &fa, &fb, &fc) } else { mma::mma_sync(&warp, &fa, &fb, &fc) };
+            out.set(&i, [d.get(0), d.get(1), d.get(2), d.get(3)]);
+        }
+    )*};
+}
+
+int8_kernels! {
+    /// S8 × S8.
+    mma_s8_s8: i8, i8;
+    /// S8 × U8.
+    mma_s8_u8: i8, u8;
+    /// U8 × S8.
+    mma_u8_s8: u8, i8;
+    /// U8 × U8.
+    mma_u8_u8: u8, u8;
+}
+
+macro_rules! fp8_kernels {
+    ($($(#[$m:meta])* $name:ident: $ta:ty, $tb:ty;)*) => {$(
+        $(#[$m])*
+        ///
+        /// Per warp `w`: `d = a · b + c` (m16n8k32, `f32` accumulators `c[128 w..]`; sm_89+);
+        /// thread `t` writes its elements of D to `out[t]`.
+        #[kernel]
+        pub fn $name(a: &[$ta], b: &[$tb], c: &[f32], mut out: DisjointSlice<[f32; 4]>) {
+            let i = thread::index_1d();
+            let warp = cg::tiled_partition::<32>(&cg::this_thread_block());
+            let w = warp_rank();
+            let (fa, fb) = k32_inputs(a, b);
+            let fc = mma::MmaC::<mma::M16N8K32, f32>::from_fn(|r, n| c[128 * w + 8 * r + n]);
+            let d = mma::mma_sync(&warp, &fa, &fb, &fc);
+            out.set(&i, [d.get(0), d.get(1), d.get(2), d.get(3)]);
+        }
+    )*};
+}
+
+fp8_kernels! {
+    /// E4M3 × E4M3.
+    mma_e4m3_e4m3: mma::e4m3, mma::e4m3;
+    /// E4M3 × E5M2.
+    mma_e4m3_e5m2: mma::e4m3, mma::e5m2;
+    /// E5M2 × E4M3.
+    mma_e5m2_e4m3: mma::e5m2, mma::e4m3;
+    /// E5M2 × E5M2.
+    mma_e5m2_e5m2: mma::e5m2, mma::e5m2;
+}
+
+/// Thread `t`: `x[t]` converted on the device — `[e4m3 bits | e5m2 bits << 8, tf32 bits]` —
+/// and the FP8 codes `t % 256` decoded: `[e4m3 value bits, e5m2 value bits]`.
+#[kernel]
+pub fn low_precision_conversions(x: &[f32], mut out: DisjointSlice<[u32; 4]>) {
+    let i = thread::index_1d();
+    let t = thread::global_id() as usize;
+    let Some(&v) = x.get(t) else { return };
+    let code = (t % 256) as u8;
+    out.set(
+        &i,
+        [
+            u32::from(mma::e4m3::from_f32(v).to_bits()) | u32::from(mma::e5m2::from_f32(v).to_bits()) << 8,
+            mma::tf32::from_f32(v).to_bits(),
+            mma::e4m3::from_bits(code).to_f32().to_bits(),
+            mma::e5m2::from_bits(code).to_f32().to_bits(),
+        ],
+    );
+}
+
+/// The low-precision types as kernel arguments by value and buffer elements: thread 0 writes
+/// `[a, b, t, s[0], s[1]]`'s bits.
+#[kernel]
+pub fn low_precision_arguments(
+    a: mma::e4m3,
+    b: mma::e5m2,
+    t: mma::tf32,
+    s: &[mma::e4m3],
+    mut out: DisjointSlice<[u32; 5], PerBlock>,
+) {
+    let block = cg::this_thread_block();
+    if let Some(bi) = block.leader_index() {
+        let s0 = s.first().map_or(0, |v| u32::from(v.to_bits()));
+        let s1 = s.get(1).map_or(0, |v| u32::from(v.to_bits()));
+        out.set(bi, [u32::from(a.to_bits()), u32::from(b.to_bits()), t.to_bits(), s0, s1]);
+    }
+}
+
+cohort::shared! {
+    /// 48 rows of 24 F16 (48 bytes): `stmatrix`'s target.
+    static STM_TILE: [[f16; 24]; 48];
+    /// The same in BF16.
+    static STM_TILE_BF16: [[bf16; 24]; 48];
+}
+
+/// (One block of 64.) `stmatrix` (sm_90): the tiles first filled with `-1`; then warp 0:
+/// - `which == 0`: `store_c_stmatrix` of the 16×8 `f32` accumulator `c[..128]` as F16 to the
+///   block at (`at[0]`, `at[1]`) of the F16 tile, and as BF16 to the BF16 tile;
+/// - `which == 1` / `2`: `stmatrix_x4` / `stmatrix_x4_trans` of lane `l`'s words `m`
+///   (`0x1000 m + 0x40 l + 2j` in half `j`) to the F16 tile, matrix `m` at rows
+///   `at[0] + 8 (m % 2) ..`, column `at[1] + 8 (m / 2)`;
+/// then thread `t < 48` writes row `t` of both tiles' bits to `out[t]` as `[f16 row, bf16 row]`.
+#[kernel]
+pub fn stmatrix_store(
+    shape: BlockShape<64>,
+    c: &[f32],
+    at: [u32; 2],
+    which: u32,
+    mut out: DisjointSlice<[[u16; 24]; 2]>,
+) {
+    let block = cg::this_thread_block();
+    let warp = cg::tiled_partition::<32>(&block);
+    let t = shape.rank() as usize;
+    let (tile, tile_b) = (STM_TILE.get(), STM_TILE_BF16.get());
+    for e in (t..48 * 24).step_by(64) {
+        tile.store_at(e / 24, e % 24, f16::NEG_ONE);
+        tile_b.store_at(e / 24, e % 24, bf16::NEG_ONE);
+    }
+    block.sync();
+    // Warp 0 only: the same in all its lanes, so it stays converged.
+    if t < 32 {
+        let l = t;
+        let (row0, col0) = (at[0] as usize, at[1] as usize);
+        if which == 0 {
+            let fc = FragC::<f32>::from_fn(|r, n| c[8 * r + n]);
+            mma::store_c_stmatrix(&warp, &fc, &tile, row0, col0);
+            mma::store_c_stmatrix(&warp, &fc, &tile_b, row0, col0);
+        } else {
+            let regs: [u32; 4] = core::array::from_fn(|m| {
+                let v = |j: usize| (0x1000 * m + 0x40 * l + 2 * j) as u32;
+                v(0) | v(1) << 16
+            });
+            let (r, cc) = (row0 + 8 * ((l / 8) % 2) + l % 8, col0 + 8 * (l / 16));
+            if which == 1 {
+                mma::stmatrix_x4(&warp, &tile, r, cc, regs);
+            } else {
+                mma::stmatrix_x4_trans(&warp, &tile, r, cc, regs);
+            }
+        }
+    }
+    block.sync();
+    let row = |k: usize| -> [[u16; 24]; 2] {
+        if k < 48 {
+            [
+                core::array::from_fn(|j| tile.load_at(k, j).to_bits()),
+                core::array::from_fn(|j| tile_b.load_at(k, j).to_bits()),
+            ]
+        } else {
+            [[0; 24]; 2]
+        }
+    };
+    out.set(thread::index_1d(), row(t));
+}

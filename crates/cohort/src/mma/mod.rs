@@ -8,7 +8,12 @@
 //! | `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {d}, {a}, {b}, {c}` | [`mma_sync`]`(&warp, &a, &b, &c)` with `a: FragA<bf16>`, `b: FragB<bf16>`, `c: FragC<f32>` |
 //! | `… .f32.f16.f16.f32`, `… .f16.f16.f16.f16` | the same with `f16` inputs, `f32` or `f16` accumulators |
 //! | the registers `a0..a3` a lane holds | [`Fragment::get`] / [`Fragment::set`] by element, [`Fragment::element_coords`] says where each sits in the matrix |
+//! | `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32` | [`mma_sync`] with [`MmaA`]`<`[`M16N8K8`]`, `[`tf32`]`>`, [`MmaB`], [`MmaC`]`<M16N8K8, f32>` |
+//! | `mma.sync.aligned.m16n8k32.row.col[.satfinite].s32.{s8,u8}.{s8,u8}.s32` | [`mma_sync`] (wrapping), [`mma_sync_satfinite`] with `MmaA<`[`M16N8K32`]`, i8 \| u8>`, `MmaC<M16N8K32, i32>` |
+//! | `mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32` (sm_89) | [`mma_sync`] with `MmaA<M16N8K32, `[`e4m3`]` \| `[`e5m2`]`>`, `MmaC<M16N8K32, f32>` |
+//! | `__nv_fp8_e4m3`, `__nv_fp8_e5m2`, `wmma::precision::tf32` | [`e4m3`], [`e5m2`], [`tf32`] (`from_f32` / `to_f32`: `cvt.rn.satfinite.e4m3x2.f32` …, `cvt.rna.tf32.f32`) |
 //! | `ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16` | [`ldmatrix_x1`] … [`ldmatrix_x4_trans`] from a [`SharedArray`] tile, each lane naming its row by (row, column) |
+//! | `stmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16` (sm_90) | [`stmatrix_x1`] … [`stmatrix_x4_trans`] to a tile, each lane naming its row; [`store_c_stmatrix`] (an accumulator as BF16/F16) |
 //! | an A / B fragment loaded with `ldmatrix` | [`load_a`], [`load_b`] (B stored K×N), [`load_b_nk`] (B stored N×K) |
 //! | two B fragments (n8 + n8) from one `ldmatrix.x4` | [`load_b_pair`] (K×N), [`load_b_nk_pair`] (N×K) |
 //! | a warp's lane pointer into its slice of a stage (`smem + lane_off`), loads at constant offsets | [`WarpTiles`] (checked once), [`WarpTiles::a`], [`WarpTiles::b_pair`], [`WarpTiles::b_pair_trans`] |
@@ -19,11 +24,12 @@
 //! ## Fragments
 //!
 //! A [`Fragment<Op, Shape, T, Layout>`] is one lane's share of a matrix operand: `Op` is
-//! [`MatrixA`], [`MatrixB`] or [`Accumulator`], `Shape` the instruction's ([`M16N8K16`]), `T`
-//! the element type and `Layout` [`RowMajor`] or [`ColMajor`]. Only the combinations the
-//! hardware has exist ([`Operand`] is implemented for them alone), and [`mma_sync`] takes
-//! exactly an A, a B and an accumulator of one shape with matching input types
-//! ([`MmaInput`]): a wrong shape, element type or layout is a compile error.
+//! [`MatrixA`], [`MatrixB`] or [`Accumulator`], `Shape` the instruction's ([`M16N8K16`],
+//! [`M16N8K8`], [`M16N8K32`]), `T` the element type and `Layout` [`RowMajor`] or [`ColMajor`].
+//! Only the combinations the hardware has exist ([`Operand`] is implemented for them alone),
+//! and [`mma_sync`] takes exactly an A, a B and an accumulator of one shape with a type
+//! combination PTX has ([`MmaShape`]): a wrong shape, element type or layout is a compile
+//! error.
 //!
 //! Which lane holds which element (PTX ISA, "Matrix fragments for `mma.m16n8k16` with
 //! floating point type"), with `g = lane / 4` and `t = lane % 4`:
@@ -34,8 +40,20 @@
 //! | B, 16×8 (K×N), column-major | 4 (2 words) | (`2t + i % 2 + 8·(i / 2)`, `g`) |
 //! | C / D, 16×8, row-major | 4 (4 `f32` or 2 words of `f16`) | (`g + 8·(i / 2)`, `2t + i % 2`) |
 //!
+//! The other shapes (PTX ISA, "Matrix fragments for `mma.m16n8k8`" with `.tf32` and "… for
+//! `mma.m16n8k32`"):
+//!
+//! | operand | elements per lane | element `i` of lane `lane` is at (row, column) |
+//! |---|---|---|
+//! | A, 16×8 [`tf32`], row-major | 4 (4 words) | (`g + 8·(i % 2)`, `t + 4·(i / 2)`) |
+//! | B, 8×8 (K×N) [`tf32`], column-major | 2 (2 words) | (`t + 4·i`, `g`) |
+//! | A, 16×32 8-bit, row-major | 16 (4 words) | (`g + 8·((i / 4) % 2)`, `4t + i % 4 + 16·(i / 8)`) |
+//! | B, 32×8 (K×N) 8-bit, column-major | 8 (2 words) | (`4t + i % 4 + 16·(i / 4)`, `g`) |
+//! | C / D, 16×8, `f32` or `i32` | 4 | as m16n8k16's |
+//!
 //! [`Fragment::element_coords`] computes it. Element `2w` of a 16-bit fragment is the low half
-//! of register `w`, element `2w + 1` the high half.
+//! of register `w`, element `2w + 1` the high half; element `4w + j` of an 8-bit one is byte `j`
+//! of register `w`.
 //!
 //! ## Convergence
 //!
@@ -55,19 +73,29 @@
 //! `k`, rounding each partial sum to `f32`; the hardware's adder order and intermediate
 //! precision are unspecified, so results that are not exact in `f32` can differ from a GPU's
 //! in the last bits (tests use data whose sums are exact, and a relative tolerance otherwise).
-//! F16 accumulators are computed in `f32` and rounded once to F16.
+//! F16 accumulators are computed in `f32` and rounded once to F16. TF32: products of TF32
+//! values are exact in `f32` and are summed the same way (an `f32` given as TF32 is read
+//! truncated to its top 19 bits, as the tensor cores read it). 8-bit integers: the exact sum,
+//! wrapped to 32 bits, or clamped with [`mma_sync_satfinite`] — bit-exact on every device. FP8:
+//! decoded exactly and summed as above (Hopper's FP8 accumulation keeps fewer bits than `f32`:
+//! sums that are not exact in about 14 bits can differ from a GPU's).
 //!
-//! Requires sm_80 (Cohort builds sm_80 and sm_90 PTX).
+//! Requires sm_80 (Cohort builds sm_80 and sm_90 PTX); FP8 `mma_sync` needs sm_89 (a panic
+//! naming the call on a GPU that runs the sm_80 module), `stmatrix` sm_90 (a trap below).
 
 use core::marker::PhantomData;
 
 pub use half::{bf16, f16};
+pub use shapes::{Byte8, IntMma};
+pub use types::{e4m3, e5m2, tf32};
 
 use crate::DeviceCopy;
 use crate::cg::{ThreadBlockTile, TileParent};
 use crate::raw;
 use crate::shared::SharedArray;
 
+mod shapes;
+mod types;
 pub mod wmma;
 
 #[cfg(test)]
@@ -81,6 +109,20 @@ mod sealed {
     impl Sealed for super::MatrixA {}
     impl Sealed for super::MatrixB {}
     impl Sealed for super::Accumulator {}
+
+    /// The `mma.sync` instructions that exist (shape, A's, B's and the accumulator's types):
+    /// a trait no other crate can name, so none can add one.
+    pub trait Shape<TA, TB, C> {}
+    impl<T: super::MmaInput<C>, C: super::AccElement> Shape<T, T, C> for super::M16N8K16 {}
+    impl Shape<super::tf32, super::tf32, f32> for super::M16N8K8 {}
+    impl Shape<i8, i8, i32> for super::M16N8K32 {}
+    impl Shape<i8, u8, i32> for super::M16N8K32 {}
+    impl Shape<u8, i8, i32> for super::M16N8K32 {}
+    impl Shape<u8, u8, i32> for super::M16N8K32 {}
+    impl Shape<super::e4m3, super::e4m3, f32> for super::M16N8K32 {}
+    impl Shape<super::e4m3, super::e5m2, f32> for super::M16N8K32 {}
+    impl Shape<super::e5m2, super::e4m3, f32> for super::M16N8K32 {}
+    impl Shape<super::e5m2, super::e5m2, f32> for super::M16N8K32 {}
 }
 
 /// The 16-bit floats of the tensor cores: [`bf16`] and [`f16`](struct@f16).
@@ -149,9 +191,16 @@ pub struct RowMajor;
 /// Column-major: consecutive elements of a column are adjacent.
 #[derive(Clone, Copy, Debug)]
 pub struct ColMajor;
-/// The `mma.sync` shape m16n8k16: A 16×16, B 16×8, C/D 16×8.
+/// The `mma.sync` shape m16n8k16: A 16×16, B 16×8, C/D 16×8 (BF16, F16 inputs).
 #[derive(Clone, Copy, Debug)]
 pub struct M16N8K16;
+/// The `mma.sync` shape m16n8k8: A 16×8, B 8×8, C/D 16×8 ([`tf32`] inputs).
+#[derive(Clone, Copy, Debug)]
+pub struct M16N8K8;
+/// The `mma.sync` shape m16n8k32: A 16×32, B 32×8, C/D 16×8 (`i8`/`u8` inputs with `i32`
+/// accumulators; [`e4m3`]/[`e5m2`] inputs with `f32` accumulators, sm_89+).
+#[derive(Clone, Copy, Debug)]
+pub struct M16N8K32;
 
 /// The fragments that exist: `Op` of shape `S` with elements `T` in layout `L` (implemented
 /// only for the combinations `mma.sync` has; sealed).
@@ -320,6 +369,12 @@ pub type FragA<T> = Fragment<MatrixA, M16N8K16, T, RowMajor>;
 pub type FragB<T> = Fragment<MatrixB, M16N8K16, T, ColMajor>;
 /// The accumulator fragment of m16n8k16 (16×8, row-major).
 pub type FragC<T> = Fragment<Accumulator, M16N8K16, T, RowMajor>;
+/// The A fragment of shape `S` (row-major): `MmaA<M16N8K32, i8>`, `MmaA<M16N8K8, tf32>`.
+pub type MmaA<S, T> = Fragment<MatrixA, S, T, RowMajor>;
+/// The B fragment of shape `S` (column-major).
+pub type MmaB<S, T> = Fragment<MatrixB, S, T, ColMajor>;
+/// The accumulator fragment of shape `S` (row-major): `MmaC<M16N8K32, i32>`.
+pub type MmaC<S, C> = Fragment<Accumulator, S, C, RowMajor>;
 
 impl<Op: Operand<S, T, L>, S, T, L> Fragment<Op, S, T, L> {
     /// Elements per lane.
@@ -454,26 +509,91 @@ impl MmaInput<f16> for f16 {
     }
 }
 
-/// `mma.sync.aligned.m16n8k16.row.col` (sm_80+): `a · b + c` for the warp's fragments — a
-/// 16×16 A, a 16×8 B and a 16×8 accumulator — returning D's fragment.
+/// The `mma.sync` instructions: shape `Self` with A's elements `TA`, B's `TB` and accumulators
+/// `C` (implemented for exactly those PTX has; sealed): m16n8k16 BF16 → F32, F16 → F32, F16 →
+/// F16; m16n8k8 TF32 → F32; m16n8k32 S8/U8 × S8/U8 → S32 and E4M3/E5M2 × E4M3/E5M2 → F32
+/// (sm_89+).
+pub trait MmaShape<TA, TB, C>: sealed::Shape<TA, TB, C> + Sized
+where
+    MatrixA: Operand<Self, TA, RowMajor>,
+    MatrixB: Operand<Self, TB, ColMajor>,
+    Accumulator: Operand<Self, C, RowMajor>,
+{
+    /// `d = a · b + c` on the registers.
+    ///
+    /// # Safety
+    /// As [`raw::mma_m16n8k16_f32_bf16`] (the whole warp, converged, at this call).
+    #[doc(hidden)]
+    unsafe fn mma(
+        a: <MatrixA as Operand<Self, TA, RowMajor>>::Regs,
+        b: <MatrixB as Operand<Self, TB, ColMajor>>::Regs,
+        c: <Accumulator as Operand<Self, C, RowMajor>>::Regs,
+    ) -> <Accumulator as Operand<Self, C, RowMajor>>::Regs;
+}
+
+impl<T: MmaInput<C>, C: AccElement> MmaShape<T, T, C> for M16N8K16 {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn mma(a: [u32; 4], b: [u32; 2], c: C::Regs) -> C::Regs {
+        // SAFETY: forwarded to the caller.
+        unsafe { T::mma(a, b, c) }
+    }
+}
+
+/// `mma.sync.aligned.{shape}.row.col` (sm_80+; FP8 sm_89+): `a · b + c` for the warp's
+/// fragments — an A, a B and an accumulator of one shape, of a type combination PTX has
+/// ([`MmaShape`]) — returning D's fragment. Integer products wrap on overflow (two's
+/// complement; [`mma_sync_satfinite`] clamps instead).
 ///
 /// A warp collective: every lane of `warp` calls it at the same call (the
 /// [module docs](self#convergence)).
+///
+/// # Panics
+/// FP8 inputs on a GPU below sm_89 (the sm_80 module): an `Err` of the launch naming the call.
 #[inline(always)]
 #[must_use]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
-pub fn mma_sync<T: MmaInput<C>, C: AccElement, P: TileParent>(
+pub fn mma_sync<S, TA, TB, C, P: TileParent>(
     warp: &ThreadBlockTile<32, P>,
-    a: &FragA<T>,
-    b: &FragB<T>,
-    c: &FragC<C>,
-) -> FragC<C> {
+    a: &Fragment<MatrixA, S, TA, RowMajor>,
+    b: &Fragment<MatrixB, S, TB, ColMajor>,
+    c: &Fragment<Accumulator, S, C, RowMajor>,
+) -> Fragment<Accumulator, S, C, RowMajor>
+where
+    MatrixA: Operand<S, TA, RowMajor>,
+    MatrixB: Operand<S, TB, ColMajor>,
+    Accumulator: Operand<S, C, RowMajor>,
+    S: MmaShape<TA, TB, C>,
+{
     let _ = warp;
     crate::check::warp("mma_sync", u32::MAX);
     // SAFETY: `warp` is a whole warp (a tile of 32: every lane of it exists, the block's size
     // being a multiple of 32), and every lane of it is at this call (the convergence rule,
     // checked in checked mode and on the CPU device).
-    Fragment::from_regs(unsafe { T::mma(a.regs, b.regs, c.regs) })
+    Fragment::from_regs(unsafe { S::mma(a.regs, b.regs, c.regs) })
+}
+
+/// `mma.sync.aligned.m16n8k32.row.col.satfinite.s32.{s8,u8}.{s8,u8}.s32` (sm_80+): as
+/// [`mma_sync`] with the result clamped to `i32::MIN ..= i32::MAX` instead of wrapping. A warp
+/// collective.
+#[inline(always)]
+#[must_use]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+pub fn mma_sync_satfinite<TA, TB, P: TileParent>(
+    warp: &ThreadBlockTile<32, P>,
+    a: &Fragment<MatrixA, M16N8K32, TA, RowMajor>,
+    b: &Fragment<MatrixB, M16N8K32, TB, ColMajor>,
+    c: &Fragment<Accumulator, M16N8K32, i32, RowMajor>,
+) -> Fragment<Accumulator, M16N8K32, i32, RowMajor>
+where
+    MatrixA: Operand<M16N8K32, TA, RowMajor, Regs = [u32; 4]>,
+    MatrixB: Operand<M16N8K32, TB, ColMajor, Regs = [u32; 2]>,
+    M16N8K32: IntMma<TA, TB>,
+{
+    let _ = warp;
+    crate::check::warp("mma_sync_satfinite", u32::MAX);
+    // SAFETY: as in `mma_sync`.
+    Fragment::from_regs(unsafe { M16N8K32::mma_satfinite(a.regs, b.regs, c.regs) })
 }
 
 /// The offset in `tile` of element (`row`, `col`), for a lane's row of an `ldmatrix`.
@@ -542,6 +662,79 @@ safe_ldmatrix! {
     ldmatrix_x2_trans => ldmatrix_x2_trans, 2;
     /// `ldmatrix … .x4.trans`: four 8×8 matrices, transposed.
     ldmatrix_x4_trans => ldmatrix_x4_trans, 4;
+}
+
+macro_rules! safe_stmatrix {
+    ($($(#[$m:meta])* $name:ident => $raw:ident, $n:literal;)*) => {$(
+        $(#[$m])*
+        ///
+        /// Each lane names the row it supplies by its (`row`, `col`) in `tile`: the 8 elements
+        /// from there (16 bytes) must lie in the tile and start at a 16-byte aligned address
+        /// (a panic otherwise, naming the call), so every row written is memory of `tile`. Lane
+        /// `8·m + r` supplies row `r` of matrix `m`; lane `l`'s word `m` of `regs` holds
+        /// elements `2·(l % 4)`, `2·(l % 4) + 1` of row `l / 4` of matrix `m` (`.trans`: of
+        /// column `l / 4`), the first in the low half. sm_90+ (a trap below: the sm_80
+        /// module). A warp collective (the [module docs](self#convergence)).
+        #[inline(always)]
+        #[track_caller]
+        pub fn $name<T: Half, const R: usize, const C: usize, P: TileParent>(
+            warp: &ThreadBlockTile<32, P>,
+            tile: &SharedArray<[T; C], R>,
+            row: usize,
+            col: usize,
+            regs: [u32; $n],
+        ) {
+            let _ = warp;
+            let offset = row_offset(tile, row, col);
+            crate::check::warp(stringify!($name), u32::MAX);
+            // SAFETY: the whole warp is at this call (as in `mma_sync`); this lane's row is 16
+            // bytes of `tile`, 16-byte aligned (checked above), and so is every other lane's.
+            // (A write racing with other threads' accesses of the tile is a race in CUDA's
+            // sense, not undefined behaviour: see `crate::shared`.)
+            unsafe { raw::$raw(tile.addr() + offset, regs) }
+        }
+    )*};
+}
+
+safe_stmatrix! {
+    /// `stmatrix.sync.aligned.m8n8.x1.shared.b16` (sm_90): one 8×8 matrix of 16-bit elements
+    /// (the raw form: [`raw::stmatrix_x1`]).
+    stmatrix_x1 => stmatrix_x1, 1;
+    /// `stmatrix … .x2`: two 8×8 matrices.
+    stmatrix_x2 => stmatrix_x2, 2;
+    /// `stmatrix … .x4`: four 8×8 matrices.
+    stmatrix_x4 => stmatrix_x4, 4;
+    /// `stmatrix … .x1.trans`: one 8×8 matrix, transposed.
+    stmatrix_x1_trans => stmatrix_x1_trans, 1;
+    /// `stmatrix … .x2.trans`: two 8×8 matrices, transposed.
+    stmatrix_x2_trans => stmatrix_x2_trans, 2;
+    /// `stmatrix … .x4.trans`: four 8×8 matrices, transposed.
+    stmatrix_x4_trans => stmatrix_x4_trans, 4;
+}
+
+/// Stores an m16n8 accumulator as 16-bit elements `T` to the 16×8 block at (`row0`, `col0`) of
+/// a row-major `tile` with one `stmatrix.x2` (sm_90+; a trap below): each `f32` (or F16)
+/// element rounded to `T` ([`Half::from_f32`]), rows `g` and `g + 8` of the fragment being
+/// matrices 0 and 1 of the instruction — CUTLASS's epilogue store. `C` and `col0` multiples of
+/// 8 (the rows' 16-byte alignment; a panic otherwise, as for the block outside the tile). A
+/// warp collective.
+#[inline(always)]
+#[track_caller]
+pub fn store_c_stmatrix<T: Half, A: AccElement + Into<f32>, const R: usize, const C: usize, P: TileParent>(
+    warp: &ThreadBlockTile<32, P>,
+    frag: &FragC<A>,
+    tile: &SharedArray<[T; C], R>,
+    row0: usize,
+    col0: usize,
+) {
+    let pack = |i: usize| {
+        let (lo, hi) = (T::from_f32(frag.get(i).into()), T::from_f32(frag.get(i + 1).into()));
+        u32::from(lo.to_bits()) | u32::from(hi.to_bits()) << 16
+    };
+    let l = raw::laneid() as usize;
+    // Lanes 0–7 name rows 0–7 (matrix 0: the fragment's rows g), lanes 8–15 rows 8–15 (matrix
+    // 1: rows g + 8); the other lanes' rows are checked, not used.
+    stmatrix_x2(warp, tile, row0 + l % 16, col0, [pack(0), pack(2)]);
 }
 
 /// The A fragment of the 16×16 block at (`row0`, `col0`) of a row-major `tile` (one

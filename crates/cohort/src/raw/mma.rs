@@ -7,7 +7,7 @@
 //! (`llvm.nvvm.mma.*`), which LLVM knows are `convergent` (see [`crate::raw`]): never moved
 //! into, out of, or duplicated across divergent control flow. `ldmatrix` is inline assembly
 //! of its `.shared` form with a 32-bit shared address, after a convergence anchor
-//! ([`super::warp::asm_anchor`], whose docs give the argument): LLVM's `ldmatrix` intrinsic
+//! (`raw::warp::asm_anchor`, device code only, whose docs give the argument): LLVM's `ldmatrix` intrinsic
 //! takes an address-space-overloaded pointer, Rust can only pass a generic one, and ptxas then
 //! spends three 64-bit instructions on each load's address where the `.shared` form of a
 //! 32-bit register takes the offset as an immediate (`LDSM [R + 0x500]`, as CUDA C++'s
@@ -147,7 +147,7 @@ macro_rules! ldmatrix {
         /// rows `2·(l % 4)` and `2·(l % 4) + 1` at column `l / 4`), the first in the low half.
         ///
         /// The `.shared` form, of a 32-bit shared address (inline assembly after its convergence
-        /// anchor, [`super::warp::asm_anchor`]): `row + constant` becomes one instruction with
+        /// anchor, `raw::warp::asm_anchor`): `row + constant` becomes one instruction with
         /// an immediate offset (`LDSM [R + 0x500]`), as in CUDA C++.
         ///
         /// # Safety
@@ -195,6 +195,70 @@ ldmatrix! {
     ldmatrix_x2_trans, 2, true, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {{{r0}, {r1}}}, [{a}];", (r0, r1);
     /// `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: four 8×8 matrices, transposed.
     ldmatrix_x4_trans, 4, true, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{r0}, {r1}, {r2}, {r3}}}, [{a}];", (r0, r1, r2, r3);
+}
+
+macro_rules! stmatrix {
+    ($($(#[$m:meta])* $name:ident, $n:literal, $trans:literal, $ptx:literal, ($($r:ident),*);)*) => {$(
+        $(#[$m])*
+        ///
+        /// The mirror of `ldmatrix`: lane `8·m + r` supplies the shared-memory address
+        /// `row_addr` of row `r` of matrix `m` (8 rows of 8 16-bit elements, 16 contiguous bytes
+        /// each); lane `l`'s word `m` of `regs` holds elements `2·(l % 4)` and `2·(l % 4) + 1` of
+        /// row `l / 4` of matrix `m` (with `.trans`: of column `l / 4`, i.e. rows `2·(l % 4)` and
+        /// `2·(l % 4) + 1` at column `l / 4`), the first in the low half — an m16n8 16-bit
+        /// accumulator's layout. Inline assembly after its convergence anchor, as `ldmatrix`.
+        /// sm_90+; traps below.
+        ///
+        /// # Safety
+        /// Every lane of the warp executes this same instruction, converged; every address
+        /// that is written is a valid shared-memory address of this block, 16-byte aligned,
+        /// with 16 writable bytes.
+        #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub unsafe fn $name(row_addr: u32, regs: [u32; $n]) {
+            on_device!(stringify!($name) => {
+                #[cfg(target_feature = "sm_90")]
+                {
+                    let anchor = super::warp::asm_anchor();
+                    let [$($r),*] = regs;
+                    // SAFETY: the caller's contract (convergence, addresses); sm_90 (the cfg);
+                    // the asm follows its anchor (see `asm_anchor`). Not `pure`: it writes.
+                    unsafe {
+                        asm!(
+                            concat!("// {anchor}\n\t", $ptx),
+                            $($r = in(reg32) $r,)*
+                            a = in(reg32) row_addr,
+                            anchor = in(reg32) anchor,
+                            options(nostack, preserves_flags),
+                        )
+                    };
+                }
+                #[cfg(not(target_feature = "sm_90"))]
+                {
+                    let _ = (row_addr, regs);
+                    super::trap()
+                }
+            } host => {
+                super::mark_instruction();
+                host::stmatrix::<$n>(row_addr, regs, $trans)
+            })
+        }
+    )*};
+}
+
+stmatrix! {
+    /// `stmatrix.sync.aligned.m8n8.x1.shared.b16` (sm_90): one 8×8 matrix of 16-bit elements.
+    stmatrix_x1, 1, false, "stmatrix.sync.aligned.m8n8.x1.shared.b16 [{a}], {{{r0}}};", (r0);
+    /// `stmatrix.sync.aligned.m8n8.x2.shared.b16`: two 8×8 matrices.
+    stmatrix_x2, 2, false, "stmatrix.sync.aligned.m8n8.x2.shared.b16 [{a}], {{{r0}, {r1}}};", (r0, r1);
+    /// `stmatrix.sync.aligned.m8n8.x4.shared.b16`: four 8×8 matrices.
+    stmatrix_x4, 4, false, "stmatrix.sync.aligned.m8n8.x4.shared.b16 [{a}], {{{r0}, {r1}, {r2}, {r3}}};", (r0, r1, r2, r3);
+    /// `stmatrix.sync.aligned.m8n8.x1.trans.shared.b16`: one 8×8 matrix, transposed.
+    stmatrix_x1_trans, 1, true, "stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [{a}], {{{r0}}};", (r0);
+    /// `stmatrix.sync.aligned.m8n8.x2.trans.shared.b16`: two 8×8 matrices, transposed.
+    stmatrix_x2_trans, 2, true, "stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [{a}], {{{r0}, {r1}}};", (r0, r1);
+    /// `stmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: four 8×8 matrices, transposed.
+    stmatrix_x4_trans, 4, true, "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [{a}], {{{r0}, {r1}, {r2}, {r3}}};", (r0, r1, r2, r3);
 }
 
 /// `cvt.rn.bf16.f32`: `x` rounded to the nearest BF16 (ties to even), as its bits (sm_80+).
@@ -320,6 +384,34 @@ mod host {
         // SAFETY: `ldmatrix`'s caller guarantees that the rows it names are valid shared memory
         // of this block; the block's threads run one at a time, so the read races with nothing.
         u32::from(unsafe { crate::host::shared_ptr(addr).cast::<u16>().read_unaligned() })
+    }
+
+    /// Writes the 16-bit value `v` at shared address `addr` of the running block.
+    #[track_caller]
+    fn st16(addr: u32, v: u16) {
+        cohort_cpu::shared_access(addr, 2, true);
+        // SAFETY: `stmatrix`'s caller guarantees that the rows it names are valid shared
+        // memory of this block; the block's threads run one at a time, so the write races with
+        // nothing.
+        unsafe { crate::host::shared_ptr(addr).cast::<u16>().write_unaligned(v) }
+    }
+
+    /// Each lane writes its own elements (two per matrix) to the rows the warp named: every
+    /// element of the matrices once, as the instruction stores them.
+    #[track_caller]
+    pub(super) fn stmatrix<const N: usize>(row_addr: u32, regs: [u32; N], trans: bool) {
+        let l = cohort_cpu::lane_id() as usize;
+        let rows = cohort_cpu::warp_gather("stmatrix", u32::MAX, row_addr);
+        for (m, w) in regs.iter().enumerate() {
+            for j in 0..2 {
+                let v = (w >> (16 * j)) as u16;
+                if trans {
+                    st16(rows[8 * m + 2 * (l % 4) + j] + 2 * (l / 4) as u32, v);
+                } else {
+                    st16(rows[8 * m + l / 4] + 2 * (2 * (l % 4) + j) as u32, v);
+                }
+            }
+        }
     }
 
     #[track_caller]

@@ -36,7 +36,8 @@
 //! | [`launch`] | `griddepcontrol`, the device runtime's launch calls |
 //! | [`print`] | `vprintf` |
 //! | [`fp`] | `sqrt`, `fma`, the `.approx` functions |
-//! | [`mma`] | `mma.sync` (m16n8k16, BF16/F16), `ldmatrix`, `cvt` between `f32` and BF16/F16 |
+//! | [`mma`] | `mma.sync` (m16n8k16, BF16/F16), `ldmatrix`, `stmatrix`, `cvt` between `f32` and BF16/F16 |
+//! | [`mma_types`] | `mma.sync` m16n8k8 TF32, m16n8k32 S8/U8 and E4M3/E5M2 (sm_89), `cvt` to and from TF32 and FP8 |
 //! | [`wgmma`] | `wgmma.fence` / `mma_async` / `commit_group` / `wait_group` (sm_90a), matrix descriptors, `setmaxnreg` |
 //!
 //! | PTX | here | CUDA C++ |
@@ -68,6 +69,9 @@
 //! | `cp.async.mbarrier.arrive.noinc`, `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` | [`cp_async_mbarrier_arrive_noinc_shared`], [`cp_async_bulk_shared_global`] | `cuda::memcpy_async(…, barrier)`, `cuda::device::memcpy_async_tx` |
 //! | `mma.sync.aligned.m16n8k16.row.col.{f32.bf16.bf16.f32, f32.f16.f16.f32, f16.f16.f16.f16}` (sm_80) | [`mma_m16n8k16_f32_bf16`], [`mma_m16n8k16_f32_f16`], [`mma_m16n8k16_f16_f16`] | `__hmma_*`, `wmma::mma_sync` |
 //! | `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16` | [`ldmatrix_x1`] … [`ldmatrix_x4_trans`] | `ldmatrix` inline asm (CUTLASS) |
+//! | `stmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16` (sm_90) | [`stmatrix_x1`] … [`stmatrix_x4_trans`] | `stmatrix` inline asm (CUTLASS) |
+//! | `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`, `m16n8k32.row.col[.satfinite].s32.{s8,u8}.{s8,u8}.s32`, `m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32` (sm_89) | [`mma_m16n8k8_f32_tf32`], [`mma_m16n8k32_s32_s8_s8`] …, [`mma_m16n8k32_f32_e4m3_e4m3`] … | `wmma::mma_sync` on `precision::tf32`, `signed char`, `__nv_fp8_e4m3` |
+//! | `cvt.rna.tf32.f32`, `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32`, `cvt.rn.f16x2.{e4m3x2,e5m2x2}` (sm_89) | [`cvt_rna_tf32_f32`], [`cvt_rn_satfinite_e4m3x2_f32`] …, [`cvt_rn_f16x2_e4m3x2`] … | `wmma::__float_to_tf32`, `__nv_cvt_float2_to_fp8x2`, `__nv_cvt_fp8x2_to_halfraw2` |
 //! | `cvt.rn.bf16.f32`, `cvt.rn.f16.f32`, `cvt.f32.f16` | [`cvt_rn_bf16_f32`], [`cvt_rn_f16_f32`], [`cvt_f32_f16`] | `__float2bfloat16_rn`, `__float2half_rn`, `__half2float` |
 //! | `cp.async.bulk.tensor.{1..5}d` (load and store), `fence.proxy.tensormap`, `fence.proxy.async.shared::cta`, `cp.async.bulk.commit_group`, `cp.async.bulk.wait_group[.read]` | [`cp_async_bulk_tensor_load`], [`cp_async_bulk_tensor_store`], [`fence_proxy_tensormap_acquire`], [`fence_proxy_async_shared`], [`cp_async_bulk_commit_group`], [`cp_async_bulk_wait_group_read`], [`cp_async_bulk_wait_group`] | `cuda::ptx::cp_async_bulk_tensor`, `cde::fence_proxy_async_shared_cta`, `cp_async_bulk_commit_group`, `cp_async_bulk_wait_group_read` |
 //! | `fns.b32` | [`fns`] | `__fns` |
@@ -87,6 +91,7 @@ pub mod launch;
 pub mod mbarrier;
 pub mod memory;
 pub mod mma;
+pub mod mma_types;
 pub mod print;
 pub mod sreg;
 pub mod tma;
@@ -113,6 +118,7 @@ pub use launch::*;
 pub use mbarrier::*;
 pub use memory::*;
 pub use mma::*;
+pub use mma_types::*;
 pub use print::*;
 pub use sreg::*;
 pub use tma::*;

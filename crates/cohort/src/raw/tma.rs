@@ -14,7 +14,7 @@ use crate::host::on_device;
 
 /// `fence.proxy.tensormap::generic.acquire.gpu [map], 128`: orders the generic-proxy writes of
 /// the tensor map at `map` (made before the launch) before this thread's tensor copies through
-/// it. PTX ISA 8.3 (the builder's `+ptx83` for sm_90).
+/// it. PTX ISA 8.3 (within the builder's `+ptx84` for sm_90).
 ///
 /// # Safety
 /// sm_90; `map` is the generic address of 128 bytes of global memory, 128-byte aligned.
