@@ -74,6 +74,7 @@ fn main() {
         cpu_trial("ptx_launch_budget_for_exactly_the_launching_kernels", launch_budget_kernels),
         cpu_trial("ptx_golden_dependent_kernels_wait_before_touching_memory", golden_dependent_wait),
         cpu_trial("ptx_golden_async_barrier_one_arrival_per_phase_and_counted_scope", golden_async_barrier),
+        cpu_trial("ptx_golden_split_block_wait_is_barrier_14", golden_split_block_wait),
     ];
     for set in SETS {
         for m in set.modules {
@@ -265,6 +266,12 @@ fn golden_async_barrier() -> TestResult {
         })?;
     }
     Ok(())
+}
+
+/// The block's split wait is hardware barrier 14 (which no `sync_threads()` uses) in every
+/// architecture; its arrival emits no barrier.
+fn golden_split_block_wait() -> TestResult {
+    entry_contains(&cohort_test_kernels::PTX, "block_split_rounds", &["barrier.sync 	14"])
 }
 
 fn golden_grid_sync() -> TestResult {
