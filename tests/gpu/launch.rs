@@ -231,6 +231,7 @@ pub fn child(which: &str) -> i32 {
         w if w.starts_with("tma-misuse-") => crate::tma::misuse_child(w),
         w if w.starts_with("wgmma-misuse-") => crate::wgmma::misuse_child(w),
         w if w.starts_with("cluster-split-misuse-") => crate::cluster::split_misuse_child(w),
+        w if w.starts_with("split-misuse-") => crate::split::misuse_child(w),
         other => Err(format!("unknown child scenario {other}")),
     };
     match r {

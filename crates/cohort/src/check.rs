@@ -109,6 +109,17 @@ pub(crate) fn block(op: &'static str) -> u32 {
     }
 }
 
+/// [`block`] for the block's own collectives (`sync_threads*`, block `reduce` and scans): first,
+/// in checked mode and on the CPU device, a report when this thread has a split block arrival
+/// it has not waited for ([`cg::split`](crate::cg::split): no collective of the block between
+/// `barrier_arrive` and its wait).
+#[inline(always)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+pub(crate) fn block_collective(op: &'static str) -> u32 {
+    crate::cg::split::block_barrier_allowed(op);
+    block(op)
+}
+
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
 crate::shared! {
     /// The call of thread 0 of the block, for the block check: its number and its location

@@ -131,6 +131,14 @@ pub enum CheckKind {
     /// live; 8, a tile not 1024-byte aligned (number 2: its address); 9, a group retired
     /// keeping more groups in flight than were committed after it (number 2: how many were).
     WgmmaMisuse = 16,
+    /// A split block or grid barrier misused (`ThreadBlock::barrier_arrive`,
+    /// `GridGroup::barrier_arrive`; checked mode and the CPU device). Number 2: 0 the block's, 1
+    /// the grid's. Number 1: 1, a second arrival while this thread has one it has not waited for
+    /// (a token forgotten); 2, a collective of the block (`sync_threads*`, a block `reduce` or
+    /// scan) between a block arrival and its wait; 3, a token dropped without its wait (the
+    /// record's site is the arrival); 4, a thread left the kernel with an arrival it never waited
+    /// for; 5, `grid.sync()` between a grid arrival and its wait.
+    SplitMisuse = 17,
 }
 
 impl CheckKind {
@@ -154,6 +162,7 @@ impl CheckKind {
             14 => Some(Self::AsyncBarrierMisuse),
             15 => Some(Self::ClusterSplitMisuse),
             16 => Some(Self::WgmmaMisuse),
+            17 => Some(Self::SplitMisuse),
             _ => None,
         }
     }
@@ -304,6 +313,40 @@ impl core::fmt::Display for CheckText<'_> {
                         f,
                         "`{op}`: a second cluster.barrier_arrive() while this thread has an arrival it has not waited for"
                     )
+                }
+            }
+            CheckKind::SplitMisuse => {
+                let (group, arrive) = if self.b == 0 {
+                    ("block", "thread_block.barrier_arrive()")
+                } else {
+                    ("grid", "grid.barrier_arrive()")
+                };
+                match self.a {
+                    1 => write!(
+                        f,
+                        "`{op}`: a second {arrive} while this thread has a split {group} arrival it has not waited for \
+                         (its token was forgotten; every arrival is waited for once)"
+                    ),
+                    2 => write!(
+                        f,
+                        "`{op}`: a collective of the block while this thread has a split block arrival \
+                         (thread_block.barrier_arrive()) it has not waited for: wait for it first"
+                    ),
+                    3 => write!(
+                        f,
+                        "`{op}`: the token of the split {group} arrival made here was dropped without waiting for it \
+                         (call `token.wait()`: every arrival is waited for once)"
+                    ),
+                    4 => write!(
+                        f,
+                        "`{op}`: a thread left the kernel with a split {group} arrival ({arrive}) it never waited for \
+                         (its token was forgotten)"
+                    ),
+                    _ => write!(
+                        f,
+                        "`{op}`: grid.sync() while this thread has a split grid arrival (grid.barrier_arrive()) it has \
+                         not waited for: wait for it first"
+                    ),
                 }
             }
             CheckKind::ClusterExit => write!(

@@ -34,7 +34,7 @@ pub use crate::raw::Scope;
 #[inline(always)]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn sync_threads() {
-    crate::check::block("sync_threads");
+    crate::check::block_collective("sync_threads");
     // SAFETY: a block barrier in divergent code is a liveness bug (hang or fault), not a memory
     // hazard of this call; documented above.
     unsafe { raw::barrier_sync() }
@@ -46,7 +46,7 @@ pub fn sync_threads() {
 #[must_use]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn sync_threads_count(pred: bool) -> u32 {
-    crate::check::block("sync_threads_count");
+    crate::check::block_collective("sync_threads_count");
     // SAFETY: as for `sync_threads`.
     unsafe { raw::barrier_sync_count(pred) }
 }
@@ -57,7 +57,7 @@ pub fn sync_threads_count(pred: bool) -> u32 {
 #[must_use]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn sync_threads_and(pred: bool) -> bool {
-    crate::check::block("sync_threads_and");
+    crate::check::block_collective("sync_threads_and");
     // SAFETY: as for `sync_threads`.
     unsafe { raw::barrier_sync_and(pred) }
 }
@@ -68,7 +68,7 @@ pub fn sync_threads_and(pred: bool) -> bool {
 #[must_use]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn sync_threads_or(pred: bool) -> bool {
-    crate::check::block("sync_threads_or");
+    crate::check::block_collective("sync_threads_or");
     // SAFETY: as for `sync_threads`.
     unsafe { raw::barrier_sync_or(pred) }
 }

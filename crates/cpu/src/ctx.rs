@@ -40,6 +40,11 @@ pub(crate) struct Ctx {
     /// The cluster barrier phase this thread arrived in and has not waited for
     /// (`cluster::NO_PHASE`: none).
     pub cluster_phase: u64,
+    /// The split-phase arrivals this thread has not waited for (`split::SPLIT_BLOCK`,
+    /// `split::SPLIT_GRID`).
+    pub split: u8,
+    /// The launch's grid split barrier (null: a launch that is not cooperative).
+    pub grid_split: *const crate::split::GridSplit,
 }
 
 impl Ctx {
@@ -62,6 +67,8 @@ impl Ctx {
         block: core::ptr::null(),
         cluster: core::ptr::null(),
         cluster_phase: crate::cluster::NO_PHASE,
+        split: 0,
+        grid_split: core::ptr::null(),
     };
 }
 
@@ -106,8 +113,12 @@ pub(crate) fn set_rank(rank: u32) {
     CTX.with(|c| {
         let p = c.as_ptr();
         // SAFETY: `p` points to this OS thread's context; no reference into the cell exists
-        // (it is only ever read and written by value), and nothing else runs meanwhile.
-        unsafe { (*p).rank = rank };
+        // (it is only ever read and written by value), and nothing else runs meanwhile. A new
+        // thread has no split arrival of its own (the fast path shares one context).
+        unsafe {
+            (*p).rank = rank;
+            (*p).split = 0;
+        }
     });
 }
 

@@ -238,12 +238,14 @@ pub fn launch_typed<K: Fn() + Sync + ?Sized>(spec: &LaunchSpec, kernel: &K) -> R
     let clusters = spec.cluster.map(|d| ClusterTable::new(spec.grid, d, spec.block.volume()));
     // Clusters of several blocks: every block resident at once, as in a cooperative launch.
     let resident = spec.cooperative || spec.cluster.is_some_and(|d| d.volume() > 1);
+    let grid_split = crate::split::GridSplit::new(blocks);
     let cfg = BlockCfg {
         kernel: dyn_kernel,
         bdim: spec.block,
         gdim: spec.grid,
         cooperative: spec.cooperative,
         cluster: clusters.as_ref(),
+        grid_split: spec.cooperative.then_some(&grid_split),
         seed: spec.random_schedule,
         stack: spec.stack_bytes,
         spin_limit: spec.spin_limit,
@@ -390,6 +392,8 @@ fn run_fast<K: Fn() + Sync + ?Sized>(
         block: sh,
         cluster: cfg.cluster.map_or(core::ptr::null(), |t| t as *const _),
         cluster_phase: crate::cluster::NO_PHASE,
+        split: 0,
+        grid_split: cfg.grid_split.map_or(core::ptr::null(), |g| g as *const _),
     };
     let d = cfg.bdim;
     CTX.with(|c| c.set(ctx));

@@ -106,6 +106,7 @@
 //! | `shared!` static's address, `shared::dynamic`, `shared_window_base` | [`shared_static`]`(&STATIC as *const _ as usize, size, align)`, [`dynamic_shared`], [`shared_window`] |
 //! | `mbarrier_{init,inval,arrive,arrive_expect_tx,arrive_drop,wait_parity}_shared`, `cp_async_bulk_shared_global` (`cg::AsyncBarrier`) | [`mbarrier_init`], [`mbarrier_inval`], [`mbarrier_arrive`], [`mbarrier_expect_tx`], [`mbarrier_complete_tx`], [`mbarrier_test_wait`] (phases, arrival and transaction counts; misuse named; the race check orders a phase's arrivals before its waits) |
 //! | `cg::GridGroup::sync` | [`grid_sync`] |
+//! | `cg::ThreadBlock::barrier_arrive` / `barrier_wait`, `cg::GridGroup::barrier_arrive` / `barrier_wait` (split-phase barriers) | [`split_pending`], [`set_split_pending`], [`block_split_wait`], [`grid_split_arrive`], [`grid_split_wait`] |
 //! | `PanicRecord`, `check::fail_check` | [`CpuError::Panic`], [`CpuError::WarpDivergence`], [`CpuError::BarrierMismatch`] … |
 //! | `#[kernel]` host launcher on the CPU device | [`launch_typed`] with a [`LaunchSpec`] ([`LaunchSpec::fast_path`] when the kernel reaches no collective) |
 //! | `launch::ParamBuffer` (device-side launches), `check_global` | [`DeviceLaunch`] into the running grid's queue (run by [`launch_typed`] when the grid completes; the runtime opens the tree with [`with_launch_budget`]), [`is_global`] |
@@ -163,6 +164,7 @@ mod ops;
 mod print;
 mod sched;
 mod shared;
+mod split;
 mod tma;
 mod vars;
 
@@ -194,6 +196,9 @@ pub use print::{FLUSH_BYTES, device_print, emit, stdout_gate};
 pub use sched::{ReduxOp, ShflMode};
 pub use shared::{
     GARBAGE, SHARED_CAPACITY, check_in_shared_window, dynamic_shared, shared_access, shared_static, shared_window,
+};
+pub use split::{
+    SPLIT_BLOCK, SPLIT_GRID, block_split_wait, grid_split_arrive, grid_split_wait, set_split_pending, split_pending,
 };
 pub use tma::{TMA_DESC_MAGIC, TMA_MAX_RANK, TensorMapDesc, swizzled_offset, tensor_load, tensor_store};
 pub use vars::{VarTable, module_var, with_module_vars};

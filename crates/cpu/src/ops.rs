@@ -18,6 +18,14 @@ fn bar(op: &'static str, id: u32, count: u32, red: Red, pred: bool) -> u64 {
     block_on(Wait { op, site: Location::caller(), token: take_token(), kind: Kind::Bar { id, count, red, pred } })
 }
 
+/// A whole-block barrier on id `id` (no thread count): every thread of the block at this call,
+/// as [`sync_threads`] (which is id 0).
+#[inline]
+#[track_caller]
+pub(crate) fn bar_at(op: &'static str, id: u32) {
+    bar(op, id, 0, Red::None, false);
+}
+
 /// `__syncthreads()` (`barrier.sync 0`): waits until every thread of the block is at this call.
 /// Threads at different `sync_threads` calls, or a thread that exited while others wait, end
 /// the launch with an error naming the sites.

@@ -156,6 +156,8 @@ pub(crate) struct BlockCfg<'k> {
     pub cooperative: bool,
     /// The launch's clusters, if it has any.
     pub cluster: Option<&'k crate::cluster::ClusterTable>,
+    /// The launch's grid split barrier, if it is cooperative.
+    pub grid_split: Option<&'k crate::split::GridSplit>,
     pub seed: Option<u64>,
     pub stack: usize,
     pub spin_limit: std::time::Duration,
@@ -360,6 +362,8 @@ impl BlockRun {
                             block: shared,
                             cluster: cfg.cluster.map_or(core::ptr::null(), |t| t as *const _),
                             cluster_phase: crate::cluster::NO_PHASE,
+                            split: 0,
+                            grid_split: cfg.grid_split.map_or(core::ptr::null(), |g| g as *const _),
                         })
                     });
                 }

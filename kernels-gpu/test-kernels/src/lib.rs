@@ -28,6 +28,7 @@ pub mod multi_grid;
 pub mod safety;
 pub mod shapes;
 pub mod shared_mem;
+pub mod split;
 pub mod streams;
 pub mod tma;
 pub mod wgmma;

@@ -34,10 +34,19 @@ pub(super) fn body_call(k: &Kernel<'_>, inst: &Instance) -> TokenStream {
 /// The call of the body followed, in a `#[kernel(cluster)]` kernel, by the cluster exit protocol
 /// (`cohort::cg::cluster`): reached by every thread that returns from the body, wherever it
 /// returns, so no block leaves while another may still access its shared memory.
+///
+/// Around the body, every kernel's threads enter and leave the split-phase barriers' bookkeeping
+/// (`cohort::cg::split`: in checked mode the pending bits are cleared at entry and checked when
+/// the thread leaves; nothing in release builds on a GPU).
 pub(super) fn cluster_bracket(k: &Kernel<'_>, call: TokenStream) -> TokenStream {
+    let call = quote! {
+        ::cohort::cg::split::__thread_enter();
+        #call;
+        ::cohort::cg::split::__thread_exit();
+    };
     if k.cluster {
         quote! {
-            #call;
+            #call
             ::cohort::cg::cluster::__cluster_exit();
         }
     } else {

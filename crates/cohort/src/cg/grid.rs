@@ -236,6 +236,7 @@ impl ThreadGroup for GridGroup {
     #[inline(always)]
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn sync(&self) {
+        super::split::grid_sync_allowed("grid.sync");
         let call = crate::check::block("grid.sync");
         crate::host::on_device!("GridGroup::sync" => {
             grid_barrier(workspace() + 4, "grid.sync", call)
@@ -283,35 +284,63 @@ fn grid_barrier(barrier: u64, op: &'static str, call: u32) {
 #[inline(always)]
 #[cfg_attr(cohort_checked, track_caller)]
 fn grid_arrive_wait(barrier: u64, op: &'static str, call: u32) {
+    let old = grid_arrive(barrier, op, call);
+    #[cfg(cohort_checked)]
+    let loc = core::panic::Location::caller();
+    #[cfg(not(cohort_checked))]
+    let loc = ();
+    grid_wait(barrier, old, op, call, loc);
+}
+
+/// Where checked mode's reports of a grid barrier point: the call (nothing outside checked mode).
+#[cfg(all(target_arch = "nvptx64", cohort_checked))]
+pub(super) type Site = &'static core::panic::Location<'static>;
+/// Where checked mode's reports of a grid barrier point: the call (nothing outside checked mode).
+#[cfg(not(all(target_arch = "nvptx64", cohort_checked)))]
+pub(super) type Site = ();
+
+/// The arrival half of [`grid_arrive_wait`] (thread 0 of the block): in checked mode block 0
+/// publishes `call`; the block's arrival on the word; returns the word as it was before.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[cfg_attr(cohort_checked, track_caller)]
+fn grid_arrive(barrier: u64, op: &'static str, call: u32) -> u32 {
     let _ = (op, call);
     let expected = raw::nctaid_x() * raw::nctaid_y() * raw::nctaid_z();
     let gpu_master = raw::ctaid_x() + raw::ctaid_y() + raw::ctaid_z() == 0;
-    #[cfg(cohort_checked)]
-    let loc = core::panic::Location::caller();
     #[cfg(cohort_checked)]
     if gpu_master {
         // SAFETY: the barrier word is valid global memory for the whole launch (the driver's
         // workspace, by the `GridGroup` constructor's contract, or a `GridVec`'s own word), and
         // every access to it is atomic.
         let now = unsafe { raw::ld_relaxed_gpu_u32(barrier) };
-        crate::check::grid_sites::publish(barrier, now >> 31, call, loc);
+        crate::check::grid_sites::publish(barrier, now >> 31, call, core::panic::Location::caller());
     }
     let nb: u32 = if gpu_master { 0x8000_0000u32.wrapping_sub(expected - 1) } else { 1 };
     // SAFETY: as above.
-    let old = unsafe { raw::atom_add_release_gpu_u32(barrier, nb) };
+    unsafe { raw::atom_add_release_gpu_u32(barrier, nb) }
+}
+
+/// The waiting half of [`grid_arrive_wait`] (thread 0 of the block, after [`grid_arrive`]
+/// returned `old`): spins until the generation flips; in checked mode bounded, then compares
+/// this block's `call` with block 0's (reports point at `loc`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn grid_wait(barrier: u64, old: u32, op: &'static str, call: u32, loc: Site) {
+    let _ = (op, call, loc);
     #[cfg(cohort_checked)]
-    let start = raw::globaltimer();
+    let (start, expected) = (raw::globaltimer(), raw::nctaid_x() * raw::nctaid_y() * raw::nctaid_z());
     loop {
         #[cfg(cohort_checked)]
         crate::check::grid_waited(start, expected, op, loc);
-        // SAFETY: as above.
+        // SAFETY: as in `grid_arrive`.
         let current = unsafe { raw::ld_acquire_gpu_u32(barrier) };
         if (old ^ current) & 0x8000_0000 != 0 {
             break;
         }
     }
     #[cfg(cohort_checked)]
-    if !gpu_master
+    if raw::ctaid_x() + raw::ctaid_y() + raw::ctaid_z() != 0
         && let Some((first, first_loc)) = crate::check::grid_sites::read(barrier, old >> 31)
         && first != call
     {
@@ -321,6 +350,50 @@ fn grid_arrive_wait(barrier: u64, op: &'static str, call: u32) {
         let kind = if same { CheckKind::GridSiteSameSite } else { CheckKind::GridSite };
         crate::panic::fail_check(kind, op, crate::thread::block_rank() as u32, 0, loc, Some(first_loc));
     }
+}
+
+/// The arrival of the grid's split barrier ([`GridGroup::barrier_arrive`]): a block barrier,
+/// then thread 0 arrives on the driver's barrier word; returns thread 0's `old` (0 elsewhere).
+/// On the CPU device thread 0 arrives on the launch's split counter (`cohort_cpu`).
+#[inline(always)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+pub(super) fn grid_split_arrive(op: &'static str, call: u32) -> u64 {
+    // Every thread's accesses before its arrival are ordered before thread 0's release.
+    crate::sync::barrier_unchecked();
+    crate::host::on_device!("GridGroup::barrier_arrive" => {
+        if raw::tid_x() + raw::tid_y() + raw::tid_z() == 0 {
+            u64::from(grid_arrive(workspace() + 4, op, call))
+        } else {
+            0
+        }
+    } host => {
+        let _ = (op, call);
+        if crate::thread::thread_rank_in_block() == 0 {
+            raw::mark_instruction();
+            cohort_cpu::grid_split_arrive()
+        } else {
+            0
+        }
+    })
+}
+
+/// The wait of the grid's split barrier ([`GridArrival::wait`](super::GridArrival::wait)):
+/// thread 0 waits for the generation `old` arrived in to complete, then a block barrier.
+#[inline(always)]
+#[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+pub(super) fn grid_split_wait(old: u64, op: &'static str, call: u32, loc: Site) {
+    crate::host::on_device!("GridArrival::wait" => {
+        if raw::tid_x() + raw::tid_y() + raw::tid_z() == 0 {
+            grid_wait(workspace() + 4, old as u32, op, call, loc);
+        }
+    } host => {
+        let _ = (op, call, loc);
+        if crate::thread::thread_rank_in_block() == 0 {
+            cohort_cpu::grid_split_wait(old);
+        }
+    });
+    // Thread 0's acquire is ordered before every thread's accesses after the wait.
+    crate::sync::barrier_unchecked();
 }
 
 crate::shared! {
@@ -336,7 +409,7 @@ crate::shared! {
 }
 
 /// The hardware barrier id of phase changes outside checked mode: no other code of the library
-/// uses it (large tiles use ids 1–14), and safe code cannot name a barrier id.
+/// uses it (large tiles use ids 1–13, the block's split waits 14), and safe code cannot name a barrier id.
 #[cfg(all(target_arch = "nvptx64", not(cohort_checked)))]
 const PHASE_BARRIER_ID: u32 = 15;
 

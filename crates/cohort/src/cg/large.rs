@@ -1,15 +1,16 @@
 //! Tiles of 64, 128, 256 and 512 threads (CUDA's experimental large tiles): several whole
 //! warps, synchronized and combined through shared-memory scratch the library allocates.
 //!
-//! **Sync** is a hardware named barrier, `barrier.sync 1 + tile, N` (ids 1 to 14; id 0 is the
-//! block's `__syncthreads`, id 15 the library's phase barrier of `GridVec`s), which orders
-//! memory among the tile's threads and which compute-sanitizer's racecheck understands. The
-//! shapes that need more — 15 or 16 tiles of 64 in a block of 960 or 1024 — use CUDA's
+//! **Sync** is a hardware named barrier, `barrier.sync 1 + tile, N` (ids 1 to 13; id 0 is the
+//! block's `__syncthreads`, id 14 the block's split waits (`cg::split`), id 15 the library's
+//! phase barrier of `GridVec`s), which orders memory among the tile's threads and which
+//! compute-sanitizer's racecheck understands. The shapes that need more — 14 to 16 tiles of 64
+//! in a block of 896 to 1024 — use CUDA's
 //! warp-leader barrier in shared memory instead:
 //! each warp syncs itself, its lane 0 arrives with an `acq_rel` atomic at block scope, the last
 //! arrival resets the count and releases a new generation, the others spin on it with acquire
-//! loads, then the warp syncs again. (Do not use named barriers 1–14 yourself in kernels with
-//! large tiles, nor 15 in kernels with a `GridVec`.)
+//! loads, then the warp syncs again. (Do not use named barriers 1–13 yourself in kernels with
+//! large tiles, 14 in kernels with split block barriers, nor 15 in kernels with a `GridVec`.)
 //!
 //! Scratch (static shared memory, present only in kernels that use large tiles): the
 //! fallback barrier's words, a 32-byte broadcast slot per tile, and a 32-byte partial per
@@ -299,7 +300,8 @@ impl<const N: u32, P: ThreadGroup<Size = u32> + Copy> ThreadGroup for LargeTile<
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     fn sync(&self) {
         let tiles = thread::block_size() / N;
-        if tiles <= 14 {
+        // Ids 1–13: 14 is the block's split waits' (`cg::split::SPLIT_BARRIER_ID`).
+        if tiles < super::split::SPLIT_BARRIER_ID {
             // SAFETY: every thread of this tile (whole warps, N of them) arrives at its own
             // barrier id; other tiles use other ids.
             unsafe { raw::barrier_sync_named(1 + self.index(), N) }

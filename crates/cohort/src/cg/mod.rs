@@ -12,7 +12,9 @@
 //! | `cg::this_thread_block()` → `thread_block` | [`this_thread_block()`] → [`ThreadBlock`] |
 //! | `block.sync()`, `thread_rank()`, `group_index()`, `thread_index()`, `dim_threads()`, `num_threads()`, `size()`, `group_dim()` | same names |
 //! | `cg::this_cluster()` → `cluster_group` (sm_90) | [`this_cluster()`] → [`ClusterGroup`] (see [`cluster`]) |
-//! | `cluster.barrier_arrive()` → token, `cluster.barrier_wait(std::move(token))` | [`ClusterGroup::barrier_arrive`] → [`ClusterArrival`], [`ClusterArrival::wait`] (see [`cluster`]); the grid's and the block's split barriers are not in Cohort yet |
+//! | `block.barrier_arrive()` → token, `block.barrier_wait(std::move(token))` | [`ThreadBlock::barrier_arrive`] → [`BlockArrival`], [`BlockArrival::wait`] (see [`split`]) |
+//! | `grid.barrier_arrive()` → token, `grid.barrier_wait(std::move(token))` | [`GridGroup::barrier_arrive`] → [`GridArrival`], [`GridArrival::wait`] (see [`split`]) |
+//! | `cluster.barrier_arrive()` → token, `cluster.barrier_wait(std::move(token))` | [`ClusterGroup::barrier_arrive`] → [`ClusterArrival`], [`ClusterArrival::wait`] (see [`cluster`]) |
 //! | `cg::this_grid()` → `grid_group` (in a cooperative launch) | a `grid: GridGroup` parameter of a `#[kernel(cooperative)]` kernel; [`this_grid()`] → [`Grid`] (no `sync`) elsewhere |
 //! | `grid.sync()`, `is_valid()`, `thread_rank()`, `block_rank()`, `num_threads()`, `num_blocks()`, `dim_blocks()`, `block_index()` | same names on [`GridGroup`] |
 //! | `cg::tiled_partition<N>(parent)` → `thread_block_tile<N>` | [`tiled_partition::<N>(&parent)`](TileParent::tiled_partition) → [`ThreadBlockTile<N, P>`] (N ≤ 32) or [`LargeTile<N, P>`] (64–512) |
@@ -78,6 +80,7 @@ mod memcpy;
 mod multi_grid;
 mod reduce;
 pub(crate) mod shfl;
+pub mod split;
 mod tile;
 
 pub(crate) use async_barrier::{ARRIVED, fail_with as async_barrier_fail_with};
@@ -101,6 +104,7 @@ pub use reduce::{
     reduce_update_async,
 };
 pub use shfl::{MatchBits, MatchValue};
+pub use split::{BlockArrival, GridArrival};
 pub use tile::TileParent::tiled_partition;
 pub use tile::{DynTile, Size, ThreadBlockTile, TileParent, TileSize, this_thread, tiled_partition_dyn};
 

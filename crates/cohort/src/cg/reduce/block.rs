@@ -217,19 +217,19 @@ impl Collective for ThreadBlock {
     #[inline(always)]
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn reduce_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
-        crate::check::block("reduce");
+        crate::check::block_collective("reduce");
         block_reduce(v, op, thread::block_size())
     }
     #[inline(always)]
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn inclusive_scan_with<T: DeviceCopy, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
-        crate::check::block("inclusive_scan");
+        crate::check::block_collective("inclusive_scan");
         block_scan(v, op, None)
     }
     #[inline(always)]
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn exclusive_scan_with<T: DeviceCopy + Default, Op: ReduceOp<T>>(&self, v: T, op: Op) -> T {
-        crate::check::block("exclusive_scan");
+        crate::check::block_collective("exclusive_scan");
         block_scan(v, op, Some(T::default()))
     }
 }
