@@ -39,6 +39,12 @@ const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
          indexed array at sm_80 in checked mode, as mat2's (issue 29: wide types)",
     ),
     ("sum3_scan_tile", "as sum3_reduce_tiles"),
+    ("block_coalesced_copy_sum3", "as sum3_reduce_tiles: four 12-byte items a thread through the coalesced load/store"),
+    (
+        "wide_sort_tiles",
+        "a merge sort of 12-byte keys with 24-byte values, five items a thread (180 bytes): the per-thread items stay an \
+         indexed array at sm_80 in checked mode, as sum3's and mat2's (issue 29: wide types)",
+    ),
 ];
 
 fn main() {
