@@ -31,6 +31,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("wgmma_gemm_hopper_every_element", gemm),
         gpu_trial("wgmma_gemm_hopper_refuses_shapes", gemm_shapes),
         gpu_trial("wgmma_misuse_is_an_error", misuse),
+        gpu_trial("wgmma_register_split_without_bounds_is_refused", split_without_bounds),
     ]
 }
 
@@ -193,6 +194,38 @@ fn misuse_case(gpu: &cohort_runtime::Gpu, tests: &cohort_runtime::Module, which:
         ensure(msg.contains(needle), || format!("misuse {which}: the error does not mention `{needle}`: {msg}"))?;
     }
     Ok(())
+}
+
+/// A pipeline that splits its registers (`SplitRegisters<40, 232>`) in a kernel compiled without
+/// launch bounds: on a GPU its consumer warpgroup would wait forever in `setmaxnreg.inc` (the
+/// block's registers cannot hold the split), so the launch is an `Err` naming the kernel and
+/// what the split needs, and nothing runs (the output keeps its values); the CPU device, which
+/// has no register file, runs it. The kernel's registers are read back from the driver: the
+/// test fails if ptxas gave it enough for the split (then the test would prove nothing).
+fn split_without_bounds(c: &Ctx) -> TestResult {
+    let Some(kern) = runs_wgmma(c, k::wgmma_split_without_bounds::load(&c.tests))? else {
+        return Ok(());
+    };
+    let s = c.gpu.new_stream().ctx("stream")?;
+    let mut out = c.gpu.upload(&vec![-1f32; 256]).ctx("out")?;
+    let cfg = LaunchConfig::new(1, 256).with_shared_mem(16 * 1024 + 1024);
+    let res = kern.launch(&s, cfg, &mut out).and_then(|()| s.synchronize());
+    if c.is_cpu() {
+        res.ctx("launch on the CPU device")?;
+        return check_all("the CPU device runs the split", &out.to_vec().ctx("read")?, &vec![1f32; 256]);
+    }
+    let regs = kern.function().attributes().registers;
+    ensure(regs * 256 < 128 * 40 + 128 * 232, || {
+        format!("ptxas gave the kernel {regs} registers per thread: enough for the split, the test proves nothing")
+    })?;
+    let e = res.err().ok_or("the launch of a register split that cannot fit was not refused")?;
+    let msg = e.to_string();
+    println!("ERROR AS RETURNED (register split): {msg}");
+    ensure(matches!(e, Error::InvalidLaunch { .. }), || format!("not an InvalidLaunch: {msg}"))?;
+    for needle in ["wgmma_split_without_bounds", "setmaxnreg", "232", "launch_bounds(256, 1)"] {
+        ensure(msg.contains(needle), || format!("the error does not mention `{needle}`: {msg}"))?;
+    }
+    check_all("nothing ran", &out.to_vec().ctx("read")?, &vec![-1f32; 256])
 }
 
 /// A misuse case in a context of its own (a GPU trap ends the context); for the child

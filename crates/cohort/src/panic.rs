@@ -129,7 +129,9 @@ pub enum CheckKind {
     /// the CPU device; number 2: the warp of the warpgroup that differs); 6, a descriptor or an
     /// element outside its tile (number 2: the row); 7, a pipeline scope entered again while
     /// live; 8, a tile not 1024-byte aligned (number 2: its address); 9, a group retired
-    /// keeping more groups in flight than were committed after it (number 2: how many were).
+    /// keeping more groups in flight than were committed after it (number 2: how many were);
+    /// 10, a group one of whose descriptors was outside its tile (GPU builds without checks,
+    /// reported after the group's commit).
     WgmmaMisuse = 16,
     /// A split block or grid barrier misused (`ThreadBlock::barrier_arrive`,
     /// `GridGroup::barrier_arrive`; checked mode and the CPU device). Number 2: 0 the block's, 1
@@ -496,6 +498,11 @@ impl core::fmt::Display for CheckText<'_> {
                     "`{op}`: only {} group(s) were committed after this one: waiting until that many are pending \
                      would not cover it (use `retire`)",
                     self.b
+                ),
+                10 => write!(
+                    f,
+                    "`{op}`: a descriptor of this group was outside its tile (rows or K past the tile, or not at \
+                     multiples of 8 rows and 16 of K); its MMAs read other elements of the tile instead"
                 ),
                 _ => write!(f, "`{op}`: misused (code {})", self.a),
             },

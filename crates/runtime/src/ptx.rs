@@ -253,6 +253,46 @@ impl PtxModule {
         self.max_threads_per_entry().into_iter().find(|(n, _)| *n == name).map(|(_, t)| t)
     }
 
+    /// The register split of kernel `name`, if its code changes its warps' register counts
+    /// (`setmaxnreg`, sm_90a: `cohort::wgmma::SplitRegisters`): the lowest count a
+    /// `setmaxnreg.dec` sets and the highest a `setmaxnreg.inc` sets, in the entry's own body
+    /// (where `SplitRegisters` inlines them), or in every function of the module together if
+    /// only a function it calls has them (more than it may need: never less).
+    #[must_use]
+    pub fn register_split_of(&self, name: &str) -> Option<(u32, u32)> {
+        fn counts(body: &str) -> Option<(u32, u32)> {
+            let mut split: Option<(u32, u32)> = None;
+            for (at, _) in body.match_indices("setmaxnreg.") {
+                let insn = body[at..].split(';').next().unwrap_or("");
+                let Some(n) = insn.split_whitespace().last().and_then(|n| n.parse::<u32>().ok()) else { continue };
+                let (dec, inc) = split.get_or_insert((u32::MAX, 0));
+                if insn.starts_with("setmaxnreg.dec") {
+                    *dec = (*dec).min(n);
+                } else {
+                    *inc = (*inc).max(n);
+                }
+            }
+            split
+        }
+        // The entry's own counts, and every body's together (bodies without their comments).
+        let (own, all) = (std::cell::Cell::new(None), std::cell::Cell::new(None::<(u32, u32)>));
+        let seed = |f: &str, body: &str| {
+            let here = counts(body);
+            if f == name {
+                own.set(here);
+            }
+            if let Some((dec, inc)) = here {
+                all.set(Some(all.get().map_or((dec, inc), |(d, i)| (d.min(dec), i.max(inc)))));
+            }
+            here.is_some()
+        };
+        let reached = entries_where(self.text(), seed, |_| false);
+        if !reached.iter().any(|e| e == name) {
+            return None;
+        }
+        own.get().or(all.get())
+    }
+
     /// The kernels that can launch kernels from the device: the `.entry` functions from which
     /// a call to `__cudaCDP2LaunchDeviceV2` is reachable through the module's call graph.
     #[must_use]
@@ -537,6 +577,25 @@ mod tests {
 "#;
         assert_eq!(entries_reaching(ptx, "__cudaCDP2LaunchDeviceV2"), ["parent", "direct"]);
         assert!(entries_reaching(ptx, "nothing").is_empty());
+    }
+
+    #[test]
+    fn register_splits_per_entry() {
+        let text = concat!(
+            ".func split_in_a_callee()\n{\n\tsetmaxnreg.dec.sync.aligned.u32 24;\n\tret;\n}\n",
+            ".visible .entry gemm(\n\t.param .u64 gemm_param_0\n)\n.maxntid 384, 1, 1\n{\n",
+            "\t@%p1 bra $L1;\n\tsetmaxnreg.dec.sync.aligned.u32 40;\n\tbra.uni $L2;\n",
+            "$L1:\n\tsetmaxnreg.inc.sync.aligned.u32 232;\n$L2:\n\tret;\n}\n",
+            ".visible .entry plain()\n{\n\tret; // setmaxnreg.inc.sync.aligned.u32 256; in a comment\n}\n",
+            ".visible .entry through_a_call()\n{\n\tcall.uni split_in_a_callee, ();\n\tret;\n}\n",
+            "\0"
+        );
+        let m = PtxModule::new(90, text);
+        assert_eq!(m.register_split_of("gemm"), Some((40, 232)));
+        assert_eq!(m.register_split_of("plain"), None);
+        // Only a callee splits: the whole module's counts (the lowest drop, the highest rise).
+        assert_eq!(m.register_split_of("through_a_call"), Some((24, 232)));
+        assert_eq!(m.register_split_of("missing"), None);
     }
 }
 #[cfg(test)]

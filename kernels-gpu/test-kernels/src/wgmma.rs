@@ -206,3 +206,22 @@ pub fn wgmma_misuse(what: u32, mut out: DisjointSlice<f32>) {
     });
     out.set(thread::index_1d(), acc.get(0));
 }
+
+cohort::tma_pipeline! {
+    /// The register-split kernel's ring (one stage, never filled).
+    static SPLIT_RING: [1];
+}
+
+/// A pipeline whose warpgroups split the registers (`SplitRegisters<40, 232>`: the producer
+/// drops to 40, the consumer rises to 232) in a kernel compiled **without** launch bounds, so
+/// with far fewer registers per thread than the split needs: on a GPU the consumer would wait
+/// forever for registers, and the launch must be refused. Blocks of 256 threads (a producer and
+/// one consumer), 16 KiB + 1 KiB of dynamic shared memory; writes 1 to `out[t]` (the CPU device,
+/// which has no register file to split, runs it).
+#[kernel]
+pub fn wgmma_split_without_bounds(mut out: DisjointSlice<f32>) {
+    type T64 = Tile<bf16, 64, 64, Swizzle128B>;
+    let block = cg::this_thread_block();
+    SPLIT_RING.scope::<T64, T64, 1, wgmma::SplitRegisters<40, 232>>(&block, |_producer| {}, |_consumer| {});
+    out.set(thread::index_1d(), 1.0);
+}

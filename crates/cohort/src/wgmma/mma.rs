@@ -177,6 +177,9 @@ impl<T: MmaElement, const RA: usize, const CA: usize, SA: Swizzle, const RB: usi
 #[derive(Debug)]
 pub struct OperandTiles<'g, O, S> {
     o: &'g O,
+    /// Set when a descriptor was outside its tile (GPU builds without checks: reported after
+    /// the group's commit, see [`Tile`](super::Tile)'s descriptors).
+    outside: core::cell::Cell<bool>,
     _brand: Brand<'g>,
     _s: PhantomData<S>,
 }
@@ -195,13 +198,14 @@ impl<'g, O: Operands, S: Shape> OperandTiles<'g, O, S> {
     ///
     /// # Panics
     /// `r0` not a multiple of 8, `k0` not a multiple of 16, or the block outside the tile: a
-    /// report naming the call in checked mode and on the CPU device (in other builds the block
-    /// is moved into the tile: see [`Tile`]'s descriptors). For constants the check folds away.
+    /// report naming the call in checked mode and on the CPU device; in other builds the block
+    /// is moved into the tile and [`MmaScope::issue`] reports the group after committing its
+    /// MMAs (see [`Tile`]'s descriptors). For constants the check folds away.
     #[inline(always)]
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     #[must_use]
     pub fn a(&self, r0: usize, k0: usize) -> Desc<'g, O::Elem> {
-        Desc { desc: self.o.__a().__descriptor(r0, k0, 64), _brand: PhantomData, _t: PhantomData }
+        self.desc(self.o.__a().__descriptor(r0, k0, 64))
     }
 
     /// The descriptor of B's rows `r0 .. r0 + N` (N: the MMAs' shape) and K `k0 .. k0 + 16`.
@@ -213,7 +217,14 @@ impl<'g, O: Operands, S: Shape> OperandTiles<'g, O, S> {
     #[must_use]
     pub fn b(&self, r0: usize, k0: usize) -> Desc<'g, O::Elem> {
         const { assert!(S::N <= <O::B as TileShape>::ROWS, "wgmma: B's tile has fewer rows than the MMA's N") };
-        Desc { desc: self.o.__b().__descriptor(r0, k0, S::N), _brand: PhantomData, _t: PhantomData }
+        self.desc(self.o.__b().__descriptor(r0, k0, S::N))
+    }
+
+    #[inline(always)]
+    fn desc<T>(&self, (desc, inside): (u64, bool)) -> Desc<'g, T> {
+        // `|`, not a branch: the report waits until the group is committed.
+        self.outside.set(self.outside.get() | !inside);
+        Desc { desc, _brand: PhantomData, _t: PhantomData }
     }
 
     /// The operands (to read elements of the tiles).
@@ -327,12 +338,16 @@ impl<'s, S: Shape> MmaScope<'s, S> {
         crate::check::warpgroup("MmaScope::issue");
         // SAFETY: converged (the check); sm_90a; the registers are operands.
         unsafe { self.acc.fence() };
-        f(
-            &OperandTiles { o: &operands, _brand: PhantomData, _s: PhantomData },
-            &mut Issue { acc: &mut self.acc, _brand: PhantomData },
-        );
+        let tiles = OperandTiles { o: &operands, outside: core::cell::Cell::new(false), _brand: PhantomData, _s: PhantomData };
+        f(&tiles, &mut Issue { acc: &mut self.acc, _brand: PhantomData });
         // SAFETY: converged (the check above, nothing between diverges: `f` is the warpgroup's).
         unsafe { raw::wgmma_commit_group() };
+        // A descriptor outside its tile (moved into it, so the MMAs read only the tile): the
+        // group's result is not what was asked, a report (every build; in checked mode and on the
+        // CPU device the descriptor's own call reported it already).
+        if tiles.outside.get() {
+            super::fail(10, 0, "MmaScope::issue");
+        }
         self.committed = self.committed.wrapping_add(1);
         Group { operands: ManuallyDrop::new(operands), seq: self.committed, _brand: PhantomData }
     }

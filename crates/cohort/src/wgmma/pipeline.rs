@@ -83,7 +83,9 @@ pub enum KeepRegisters {}
 /// `P` registers per thread at the start of the scope, each consumer warpgroup rises to `C`
 /// (CUTLASS's 40 and 232 for one producer and two consumers). The kernel must be compiled for
 /// at least `(P + consumers · C) / (1 + consumers)` registers per thread and launched with exactly
-/// its block (`#[kernel(launch_bounds(T, 1))]`), or the consumers wait forever for registers.
+/// its block (`#[kernel(launch_bounds(T, 1))]`), or the consumers would wait forever for
+/// registers: the runtime reads the split from the kernel's PTX and refuses such a launch with
+/// an `Err` (`InvalidLaunch`, naming the kernel, its registers and what the split needs).
 #[derive(Debug)]
 pub enum SplitRegisters<const P: u32, const C: u32> {}
 

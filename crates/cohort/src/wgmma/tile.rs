@@ -79,7 +79,7 @@ pub trait TileShape: sealed::Sealed + Sized {
     #[doc(hidden)]
     fn __addr(&self) -> u32;
     #[doc(hidden)]
-    fn __descriptor(&self, r0: usize, k0: usize, rows: usize) -> u64;
+    fn __descriptor(&self, r0: usize, k0: usize, rows: usize) -> (u64, bool);
 }
 
 mod sealed {
@@ -162,20 +162,24 @@ impl<T: MmaElement, const R: usize, const C: usize, S: Swizzle> Tile<T, R, C, S>
         self.mem.store(self.index(r, k), v)
     }
 
-    /// The descriptor of rows `r0 .. r0 + rows`, K `k0 .. k0 + 16` (`rows <= R`).
+    /// The descriptor of rows `r0 .. r0 + rows`, K `k0 .. k0 + 16` (`rows <= R`), and whether
+    /// that block is inside the tile at a multiple of 8 rows and 16 of K.
     ///
-    /// Outside the tile, or not at a multiple of 8 rows and 16 of K: in checked mode and on the
-    /// CPU device a report naming the call; in other GPU builds the block is moved into the tile
-    /// (`r0` down to a multiple of 8 and at most `R - rows`, `k0` likewise), without a branch:
-    /// the MMA then reads other elements of the tile, never memory outside it. (A branch on a
-    /// per-thread value between the MMAs of a group makes ptxas serialize them; for constant
-    /// arguments the checks fold away either way.)
+    /// Outside the tile: in checked mode and on the CPU device a report naming the call; in
+    /// other GPU builds the block is moved into the tile (`r0` down to a multiple of 8 and at
+    /// most `R - rows`, `k0` likewise) without a branch, so the MMA reads elements of the tile,
+    /// never memory outside it, and the `false` returned makes [`MmaScope::issue`](super::MmaScope::issue)
+    /// report the group once its MMAs are committed (a branch on a per-thread value between the
+    /// MMAs of a group makes ptxas serialize them; after the commit it costs nothing; for
+    /// constant arguments the checks fold away either way).
     #[inline(always)]
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
-    fn descriptor(&self, r0: usize, k0: usize, rows: usize) -> u64 {
+    fn descriptor(&self, r0: usize, k0: usize, rows: usize) -> (u64, bool) {
         let rows = rows.min(R);
+        // `&` of the comparisons, not `&&`: no branch.
+        let inside = r0.is_multiple_of(8) & k0.is_multiple_of(16) & (r0 <= R - rows) & (k0 < C);
         #[cfg(any(cohort_checked, not(target_arch = "nvptx64")))]
-        if !(r0.is_multiple_of(8) && k0.is_multiple_of(16) && r0 <= R - rows && k0 < C) {
+        if !inside {
             super::fail(6, r0 as u32, "wgmma descriptor");
         }
         let (r0, k0) = (r0.min(R - rows) & !7, k0.min(C - 16) & !15);
@@ -187,7 +191,7 @@ impl<T: MmaElement, const R: usize, const C: usize, S: Swizzle> Tile<T, R, C, S>
         // one atom row (the leading offset is not used: 1, as CUTLASS sets it), groups of 8 rows
         // `8 W` apart.
         let lbo = if S::SPAN == 0 { (R * 16) as u32 } else { 16 };
-        raw::wgmma_descriptor(start, lbo, (8 * w) as u32, S::WGMMA_MODE)
+        (raw::wgmma_descriptor(start, lbo, (8 * w) as u32, S::WGMMA_MODE), inside)
     }
 }
 
@@ -208,7 +212,7 @@ impl<T: MmaElement, const R: usize, const C: usize, S: Swizzle> TileShape for Ti
     }
     #[inline(always)]
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
-    fn __descriptor(&self, r0: usize, k0: usize, rows: usize) -> u64 {
+    fn __descriptor(&self, r0: usize, k0: usize, rows: usize) -> (u64, bool) {
         self.descriptor(r0, k0, rows)
     }
 }

@@ -48,6 +48,9 @@ pub struct Function {
     pub(super) required_block: Option<Dim3>,
     /// Whether it is a `#[kernel(cluster)]` kernel (launched through `LaunchMode::Cluster`).
     pub(super) cluster: bool,
+    /// The registers its warpgroups drop to and rise to, if it splits them (`setmaxnreg`:
+    /// `cohort::wgmma::SplitRegisters`; GPU modules only).
+    register_split: Option<(u32, u32)>,
     /// Whether the non-portable cluster size attribute was set.
     non_portable: std::sync::atomic::AtomicBool,
     pub(super) attrs: FunctionAttributes,
@@ -95,6 +98,8 @@ impl Function {
             ptx_version: info.ptx_version,
             binary_version: info.binary_version,
         };
+        // The CPU device has no register file to split.
+        let register_split = if info.host.is_none() { m.ptx.register_split_of(name) } else { None };
         let (vars, device_launches, cpu_fast_path) = match info.host {
             // Compiled and run by the device: its launches record the variables they read; it
             // launches kernels if its module has a launch budget that names it.
@@ -113,6 +118,7 @@ impl Function {
             cooperative,
             required_block: None,
             cluster: false,
+            register_split,
             non_portable: std::sync::atomic::AtomicBool::new(false),
             attrs,
             dyn_smem_limit: AtomicU32::new(info.max_dynamic_shared),
@@ -278,6 +284,9 @@ impl Function {
                 ),
             ));
         }
+        if let Some(split) = self.register_split {
+            self.check_register_split(config, split, threads)?;
+        }
         for (i, axis) in ["x", "y", "z"].iter().enumerate() {
             let (bd, gd) = ([b.x, b.y, b.z][i], [g.x, g.y, g.z][i]);
             if bd > info.max_block_dim[i] {
@@ -307,6 +316,37 @@ impl Function {
             self.ensure_dynamic_smem(config.shared_mem_bytes)?;
         }
         Ok(())
+    }
+
+    /// A kernel that splits its registers (`setmaxnreg`: the producer warpgroup, the first 128
+    /// threads, drops to `low` per thread, every other warpgroup rises to `high`) runs only if
+    /// the block's allocation at launch (the kernel's registers per thread × its threads) holds
+    /// what the split asks for: otherwise the rising warpgroups wait forever for registers that
+    /// never come (`setmaxnreg.inc` blocks until the block's pool has them). And each count must
+    /// be a change in its direction (`low` ≤ the kernel's count ≤ `high`).
+    fn check_register_split(&self, config: &LaunchConfig, (low, high): (u32, u32), threads: u64) -> Result<()> {
+        if high == 0 {
+            return Ok(()); // Only drops: nothing waits for registers.
+        }
+        let regs = self.attrs.registers;
+        let low = low.min(high);
+        let need = 128 * u64::from(low) + threads.saturating_sub(128) * u64::from(high);
+        let have = u64::from(regs) * threads;
+        if have >= need && (low..=high).contains(&regs) {
+            return Ok(());
+        }
+        Err(self.invalid(
+            config,
+            format!(
+                "this kernel splits its registers between warpgroups (`setmaxnreg`: the first 128 threads drop \
+                 to {low} per thread, the others rise to {high}); it was compiled to {regs} registers per thread, \
+                 so a block of {threads} threads holds {have} registers, and the split needs {need} (128 × {low} \
+                 + {} × {high}) with {low} <= {regs} <= {high}: the rising warpgroups would wait forever. \
+                 Compile it for this block (`#[kernel(launch_bounds({threads}, 1))]`, which lets ptxas give it \
+                 up to 65536 / {threads} registers per thread) or split fewer registers",
+                threads.saturating_sub(128)
+            ),
+        ))
     }
 
     /// Raises the kernel's dynamic shared memory limit (above 48 KiB needs an opt-in).
