@@ -39,6 +39,11 @@ const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
          indexed array at sm_80 in checked mode, as mat2's (issue 29: wide types)",
     ),
     ("sum3_scan_tile", "as sum3_reduce_tiles"),
+    (
+        "block_split_misuse",
+        "forgets split-barrier tokens on purpose (`mem::forget`: a misuse case); the value keeps a stack slot",
+    ),
+    ("grid_split_misuse", "as block_split_misuse"),
     ("block_coalesced_copy_sum3", "as sum3_reduce_tiles: four 12-byte items a thread through the coalesced load/store"),
     (
         "wide_sort_tiles",

@@ -424,3 +424,14 @@ pub(crate) mod grid_sites {
         Some((call as u32, unsafe { &*(loc as *const Location<'static>) }))
     }
 }
+
+/// Ends the kernel with a split-barrier misuse report ([`cg::split`](crate::cg::split)'s
+/// checks; `code` as [`CheckKind::SplitMisuse`](crate::panic::CheckKind::SplitMisuse)
+/// documents, `group` 0 the block's, 1 the grid's). Here, among the checks, so that a kernel's
+/// checked-mode code calls only `check` functions (`tests/ptx`).
+#[cfg(any(cohort_checked, not(target_arch = "nvptx64")))]
+#[cold]
+#[inline(never)]
+pub(crate) fn split_misuse(op: &'static str, code: u32, group: u32, loc: &'static core::panic::Location<'static>) -> ! {
+    crate::panic::fail_check(crate::panic::CheckKind::SplitMisuse, op, code, group, loc, None)
+}

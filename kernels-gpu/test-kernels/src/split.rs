@@ -90,7 +90,8 @@ fn split_sync(block: &cg::ThreadBlock) {
     block.barrier_arrive().wait();
 }
 
-/// Misuse of the block's split barrier, each an `Err` (checked mode, the CPU device) naming it:
+/// Misuse of the block's split barrier, each an `Err` (checked mode, the CPU device) naming it
+/// (modes 1 and 4 on the CPU device only: a GPU runs them correctly, see `cohort::cg::split`):
 /// 0, a second arrival after forgetting the first token; 1, `sync_threads()` between arrival
 /// and wait; 2, the token dropped without its wait; 3, the token forgotten and the kernel left;
 /// 4, a block `reduce` between arrival and wait; 5, warp 0 at `sync_threads()` without an

@@ -57,7 +57,7 @@
 //! | misuse | checked mode / CPU device | release build on a GPU |
 //! |---|---|---|
 //! | a second arrival before the wait (a token forgotten) | `Err` naming the arrival | the block: harmless (its waits still pair); the grid: the block counts twice and blocks may pass each other's barrier (wrong values, never memory unsafety: no library data rides on this barrier) |
-//! | `sync_threads()`, a block `reduce`/scan between a block arrival and its wait | `Err` naming the barrier | works (no pairing: another barrier id) |
+//! | `sync_threads()`, a block `reduce`/scan between a block arrival and its wait | the CPU device: `Err` naming the barrier (CUDA leaves it undefined); a GPU, checked or not: works (no pairing: another barrier id; a check in every checked `sync_threads()` spilled the tightest kernels) | works (as in checked mode) |
 //! | `grid.sync()` between a grid arrival and its wait | `Err` naming it | the block counts twice (as above) |
 //! | the token dropped unwaited (an early `return`, `?`, a closure never called) | `Err` naming the arrival | the drop waits |
 //! | the token forgotten and the thread leaves the kernel | `Err` at the kernel's exit | the block: the others' waits let an exited thread through; the grid: the arrival counted, never waited |
@@ -84,21 +84,30 @@ const BLOCK: u32 = 0;
 /// The grid's pending group.
 const GRID: u32 = 1;
 
+/// Checked mode's pending bits (a `.shared` array of 64 words): thread `t` of the block has bit
+/// `t % 32` of word `t / 32` for its block arrival and of word `32 + t / 32` for its grid
+/// arrival. Each thread touches only its own two bits (atomically, so neighbours' updates of a
+/// word never collide), and clears them at kernel entry ([`__thread_enter`]). Declared by hand,
+/// not with `shared!`, so that its address is taken afresh at each use (see [`pending_word`]).
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
-crate::shared! {
-    /// Checked mode's pending bits: thread `t` of the block has bit `t % 32` of word `t / 32`
-    /// for its block arrival and of word `32 + t / 32` for its grid arrival. Each thread
-    /// touches only its own two bits (atomically, so neighbours' updates of a word never
-    /// collide), and clears them at kernel entry ([`__thread_enter`]).
-    static SPLIT_PENDING: [u32; 64];
-}
+const SPLIT_PENDING_ID: u64 = crate::shared::__id("cohort::cg::split::SPLIT_PENDING");
+#[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+crate::__raw_ptx_var!(shared_decl SPLIT_PENDING, SPLIT_PENDING_ID, 16, 256);
 
-/// This thread's word of [`SPLIT_PENDING`] for `group`, and its bit.
+/// This thread's word of the pending bits for `group`, and its bit. The thread's rank and the
+/// array's address are taken afresh here: held from the entry's clearing to the exit's check
+/// (or hoisted out of a loop of barriers) they would cost registers for the whole kernel, and
+/// spill in kernels that use every register (`tests/ptx`).
 #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
 #[inline(always)]
-fn slot(group: u32) -> (usize, u32) {
-    let t = crate::thread::thread_rank_in_block();
-    ((group * 32 + (t / 32) % 32) as usize, 1 << (t % 32))
+fn pending_word(group: u32) -> (&'static crate::atomic::Atomic<u32, crate::atomic::Shared>, u32) {
+    let t = raw::thread_rank_fresh();
+    let base = crate::__raw_ptx_var!(shared_addr_fresh SPLIT_PENDING, SPLIT_PENDING_ID);
+    let word = base + 4 * (group * 32 + (t / 32) % 32);
+    let generic = crate::shared::generic_from_shared(word);
+    // SAFETY: a word of the 64-word `.shared` array declared above (group < 2, (t / 32) % 32 <
+    // 32), valid for the whole kernel; `Atomic` only touches it with atomic instructions.
+    (unsafe { crate::atomic::Atomic::from_ptr(generic as *mut u32) }, 1 << (t % 32))
 }
 
 /// The CPU device's pending bit of `group`.
@@ -116,9 +125,9 @@ fn cpu_bit(group: u32) -> u8 {
 fn pending(group: u32) -> bool {
     #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
     {
-        let (w, bit) = slot(group);
+        let (word, bit) = pending_word(group);
         // Only this thread changes its bit: a relaxed load sees its own last update.
-        SPLIT_PENDING.get().atomic(w).load(crate::atomic::Ordering::Relaxed) & bit != 0
+        word.load(crate::atomic::Ordering::Relaxed) & bit != 0
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
@@ -132,8 +141,7 @@ fn pending(group: u32) -> bool {
 fn set_pending(group: u32, on: bool) {
     #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
     {
-        let (w, bit) = slot(group);
-        let a = SPLIT_PENDING.get().atomic(w);
+        let (a, bit) = pending_word(group);
         if on {
             a.fetch_or(bit, crate::atomic::Ordering::Relaxed);
         } else {
@@ -150,10 +158,9 @@ fn set_pending(group: u32, on: bool) {
 /// [`CheckKind::SplitMisuse`](crate::panic::CheckKind::SplitMisuse) documents, `group` 0 the
 /// block's, 1 the grid's.
 #[cfg(any(cohort_checked, not(target_arch = "nvptx64")))]
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn misuse(op: &'static str, code: u32, group: u32, loc: &'static Location<'static>) -> ! {
-    crate::panic::fail_check(crate::panic::CheckKind::SplitMisuse, op, code, group, loc, None)
+    crate::check::split_misuse(op, code, group, loc)
 }
 
 /// A new arrival of `group` by this thread: a report if one is pending (checked mode, the CPU
@@ -170,12 +177,17 @@ fn arrive(group: u32, op: &'static str) {
 }
 
 /// Before a block barrier of the block's own collectives (`sync_threads*`, block `reduce` and
-/// scans): a report when this thread's block split arrival is not waited for yet (checked mode,
-/// the CPU device).
+/// scans): a report when this thread's block split arrival is not waited for yet (the CPU
+/// device only).
 #[inline(always)]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub(crate) fn block_barrier_allowed(op: &'static str) {
-    #[cfg(any(cohort_checked, not(target_arch = "nvptx64")))]
+    // Not on a GPU, even in checked mode: there the block's split waits use a barrier of their
+    // own (id 14), so a collective inside the window pairs with nothing of the split barrier
+    // and is harmless; and checking here, in every `sync_threads()` of checked mode, costs
+    // registers in the tightest loops (the Ampere GEMM spilled). The CPU device reports it: CUDA
+    // leaves it undefined, and code meant to stay portable to CUDA C++ must not rely on it.
+    #[cfg(not(target_arch = "nvptx64"))]
     if pending(BLOCK) {
         misuse(op, 2, BLOCK, Location::caller());
     }
@@ -213,10 +225,15 @@ pub fn __thread_enter() {
 #[inline(always)]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub fn __thread_exit() {
+    // Two tests, not a loop over the groups: a loop over an array stays an indexed local array
+    // in some builds (`tests/ptx`: no kernel has one).
     #[cfg(any(cohort_checked, not(target_arch = "nvptx64")))]
-    for group in [BLOCK, GRID] {
-        if pending(group) {
-            misuse("kernel exit", 4, group, Location::caller());
+    {
+        if pending(BLOCK) {
+            misuse("kernel exit", 4, BLOCK, Location::caller());
+        }
+        if pending(GRID) {
+            misuse("kernel exit", 4, GRID, Location::caller());
         }
     }
 }

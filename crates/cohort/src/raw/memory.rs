@@ -313,7 +313,8 @@ pub unsafe fn ld_const_v4_b32(addr: u64) -> [u32; 4] {
 
 /// The PTX variables of `shared!`, `constant!` and `global!` (code those macros generate; not
 /// a public API): declares one (`shared_decl`, `const_decl`, `global_decl`, at item level) or
-/// takes the address of one (`shared_addr`: a `u32` shared-window address; `var_addr`: a `u64`
+/// takes the address of one (`shared_addr`: a `u32` shared-window address, `shared_addr_fresh`
+/// the same taken afresh at each use; `var_addr`: a `u64`
 /// constant- or global-space address); `dynamic_decl` declares the launch's dynamic shared
 /// memory, once (in [`crate::shared`](mod@crate::shared)), whose address [`dynamic_smem_addr`]
 /// takes. On nvptx64 only.
@@ -338,6 +339,21 @@ macro_rules! __raw_ptx_var {
                 id = const $id,
                 a = out(reg32) a,
                 options(pure, nomem, nostack)
+            )
+        };
+        a
+    }};
+    (shared_addr_fresh $name:ident, $id:expr) => {{
+        let a: u32;
+        // SAFETY: takes the shared-window address of the variable `shared_decl` declared; not
+        // `pure`, so LLVM takes it afresh at every use instead of holding it in a register for
+        // the whole kernel (checked mode's bookkeeping at a kernel's entry, exit and barriers).
+        unsafe {
+            ::core::arch::asm!(
+                concat!("mov.u32 {a}, cohort_shared_", stringify!($name), "_{id};"),
+                id = const $id,
+                a = out(reg32) a,
+                options(nomem, nostack)
             )
         };
         a

@@ -71,6 +71,35 @@ macro_rules! sreg_asm {
     )*};
 }
 
+/// This thread's rank in its block, `%tid.x + %ntid.x · (%tid.y + %ntid.y · %tid.z)`, read
+/// afresh at every call: one `asm` block with side effects, which LLVM neither merges with
+/// another read nor moves out of a loop — for checked mode's bookkeeping at a kernel's entry and
+/// exit and in its barriers, which must not keep a register live across the kernel (the rank
+/// made of the intrinsics above is computed once and held).
+#[inline(always)]
+#[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn thread_rank_fresh() -> u32 {
+    on_device!("thread_rank_fresh" => {
+        let r: u32;
+        // SAFETY: reads special registers and computes with registers of its own scope.
+        unsafe {
+            asm!(
+                "{{ .reg .u32 %cohort_t<5>; mov.u32 %cohort_t0, %tid.x; mov.u32 %cohort_t1, %tid.y; \
+                 mov.u32 %cohort_t2, %tid.z; mov.u32 %cohort_t3, %ntid.x; mov.u32 %cohort_t4, %ntid.y; \
+                 mad.lo.u32 %cohort_t1, %cohort_t4, %cohort_t2, %cohort_t1; \
+                 mad.lo.u32 {0}, %cohort_t3, %cohort_t1, %cohort_t0; }}",
+                out(reg32) r,
+                options(nomem, nostack)
+            )
+        };
+        r
+    } host => {
+        let (t, n) = (cohort_cpu::thread_idx(), cohort_cpu::block_dim());
+        t.x + n.x * (t.y + n.y * t.z)
+    })
+}
+
 /// `%laneid`: this thread's lane in its warp, 0..32 — a fact handed to LLVM (`assume`), so
 /// that shared-memory indices made from the lane (an `ldmatrix` row, a fragment's element) have
 /// bounds it can prove and their checks fold away.

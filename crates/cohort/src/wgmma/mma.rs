@@ -338,7 +338,8 @@ impl<'s, S: Shape> MmaScope<'s, S> {
         crate::check::warpgroup("MmaScope::issue");
         // SAFETY: converged (the check); sm_90a; the registers are operands.
         unsafe { self.acc.fence() };
-        let tiles = OperandTiles { o: &operands, outside: core::cell::Cell::new(false), _brand: PhantomData, _s: PhantomData };
+        let tiles =
+            OperandTiles { o: &operands, outside: core::cell::Cell::new(false), _brand: PhantomData, _s: PhantomData };
         f(&tiles, &mut Issue { acc: &mut self.acc, _brand: PhantomData });
         // SAFETY: converged (the check above, nothing between diverges: `f` is the warpgroup's).
         unsafe { raw::wgmma_commit_group() };

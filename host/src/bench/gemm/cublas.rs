@@ -2,7 +2,6 @@
 
 use super::*;
 
-
 /// The cuBLAS handle (libcublas loaded at run time).
 pub(super) struct Cublas {
     pub(super) handle: cudarc::cublas::sys::cublasHandle_t,
@@ -73,7 +72,6 @@ impl Cublas {
         let _ = unsafe { cudarc::cublas::result::destroy_handle(self.handle) };
     }
 }
-
 
 // --- cuBLASLt FP8 ---
 
@@ -350,4 +348,3 @@ pub(super) fn fp8_row(gpu: &Gpu, lt: &CublasLt, inputs: &Inputs, reps: usize) ->
     });
     Outcome::Ran { ms: Some(ms), check }
 }
-

@@ -3,7 +3,6 @@
 
 use super::*;
 
-
 /// `cpp_gemm_hopper_bf16`'s block tile (M, N) and K step: the shapes it takes are multiples.
 pub(super) const HOPPER_TILE: (usize, usize, usize) = (128, 256, 64);
 /// Its threads per block: a producer warpgroup and two consumer warpgroups.
@@ -174,4 +173,3 @@ pub(super) fn hopper_rust(gpu: &Gpu, inputs: &Inputs, reference: Option<&[f32]>,
         hh::launch_mapped::<bf16>(&kernel, gpu.stream(), inputs.shape, &ma, &mb, c)
     })
 }
-

@@ -370,7 +370,6 @@ fn one<T: Elem>(
     Ok(Row { name, flops: 2.0 * m as f64 * n as f64 * k as f64, t, cublas: cublas.map(|c| c.0) })
 }
 
-
 /// A [`CliError`]'s message.
 fn why(e: CliError) -> String {
     match e {
@@ -378,7 +377,6 @@ fn why(e: CliError) -> String {
         CliError::NoGpu(e) => e.to_string(),
     }
 }
-
 
 #[cfg(test)]
 mod tests {

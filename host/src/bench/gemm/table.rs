@@ -123,7 +123,11 @@ pub(super) fn print_hopper(rows: &[HopperRow]) -> Vec<String> {
 }
 
 /// The median milliseconds of `launch` (3 warm-up runs, then `reps`), or why it failed.
-pub(super) fn time(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> cohort_runtime::Result<()>) -> Result<f64, String> {
+pub(super) fn time(
+    gpu: &Gpu,
+    reps: usize,
+    mut launch: impl FnMut() -> cohort_runtime::Result<()>,
+) -> Result<f64, String> {
     median_ms(gpu, 3, reps, |p| match p {
         Phase::Prep => Ok(()),
         Phase::Run => launch(),
@@ -187,4 +191,3 @@ pub(super) fn cublas_c(gpu: &Gpu, blas: &Cublas, inputs: &Inputs) -> Result<Vec<
     gpu.stream().synchronize().map_err(|e| e.to_string())?;
     c.to_vec().map_err(|e| e.to_string())
 }
-
