@@ -1,5 +1,6 @@
 //! cuBLAS (BF16/F16 `cublasGemmEx`) and cuBLASLt (FP8 E4M3 `cublasLtMatmul`), loaded at run time.
 
+use super::table::time;
 use super::*;
 
 /// The cuBLAS handle (libcublas loaded at run time).

@@ -1,6 +1,7 @@
 //! The Hopper rows: the CUDA C++ twin (TMA + `wgmma`, warp-specialized, persistent) and Cohort's
 //! `gemm_hopper`.
 
+use super::table::bf16_row;
 use super::*;
 
 /// `cpp_gemm_hopper_bf16`'s block tile (M, N) and K step: the shapes it takes are multiples.

@@ -154,7 +154,7 @@ pub fn run(args: Args) -> CliResult {
         None => vec![(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024)],
     };
     let twins = if want(Rows::Ampere) || want(Rows::HopperTwin) {
-        twins_from(&gpu, &twins, "gemm_twins", include_str!("../../benches/gemm_twins.cu")).map_err(why)
+        twins_from(&gpu, &twins, "gemm_twins", include_str!("../../../benches/gemm_twins.cu")).map_err(why)
     } else {
         Err("not asked for".into())
     };
@@ -380,6 +380,9 @@ fn why(e: CliError) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::check::close;
+    use super::cublas::{e4m3_from_f32, e4m3_positive, e4m3_to_f32};
+    use super::hopper::hopper_shape;
     use super::*;
 
     #[derive(clap::Parser)]

@@ -1,5 +1,6 @@
 //! The Hopper and FP8 table: its inputs, rows and outcomes, the timing and checks its rows share.
 
+use super::check::close;
 use super::*;
 
 /// One shape's BF16 inputs (random in [-1, 1], seeded by the shape as the Ampere rows' are): as
