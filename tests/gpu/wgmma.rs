@@ -31,7 +31,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_trial("wgmma_gemm_hopper_every_element", gemm),
         gpu_trial("wgmma_gemm_hopper_refuses_shapes", gemm_shapes),
         gpu_trial("wgmma_misuse_is_an_error", misuse),
-        gpu_trial("wgmma_register_split_without_bounds_is_refused", split_without_bounds),
+        gpu_trial("wgmma_register_split_that_cannot_fit_is_refused", split_too_few_registers),
     ]
 }
 
@@ -196,14 +196,15 @@ fn misuse_case(gpu: &cohort_runtime::Gpu, tests: &cohort_runtime::Module, which:
     Ok(())
 }
 
-/// A pipeline that splits its registers (`SplitRegisters<40, 232>`) in a kernel compiled without
-/// launch bounds: on a GPU its consumer warpgroup would wait forever in `setmaxnreg.inc` (the
-/// block's registers cannot hold the split), so the launch is an `Err` naming the kernel and
-/// what the split needs, and nothing runs (the output keeps its values); the CPU device, which
-/// has no register file, runs it. The kernel's registers are read back from the driver: the
-/// test fails if ptxas gave it enough for the split (then the test would prove nothing).
-fn split_without_bounds(c: &Ctx) -> TestResult {
-    let Some(kern) = runs_wgmma(c, k::wgmma_split_without_bounds::load(&c.tests))? else {
+/// A pipeline that splits its registers (`SplitRegisters<40, 232>`) in a kernel compiled for two
+/// blocks per SM (`launch_bounds(256, 2)`, at most 128 registers per thread): on a GPU its
+/// consumer warpgroup would wait forever in `setmaxnreg.inc` (the block's registers cannot hold
+/// the split), so the launch is an `Err` naming the kernel and what the split needs, and
+/// nothing runs (the output keeps its values); the CPU device, which has no register file, runs
+/// it. The kernel's registers are read back from the driver: the test fails if ptxas gave it
+/// enough for the split (then the test would prove nothing).
+fn split_too_few_registers(c: &Ctx) -> TestResult {
+    let Some(kern) = runs_wgmma(c, k::wgmma_split_too_few_registers::load(&c.tests))? else {
         return Ok(());
     };
     let s = c.gpu.new_stream().ctx("stream")?;
@@ -222,7 +223,7 @@ fn split_without_bounds(c: &Ctx) -> TestResult {
     let msg = e.to_string();
     println!("ERROR AS RETURNED (register split): {msg}");
     ensure(matches!(e, Error::InvalidLaunch { .. }), || format!("not an InvalidLaunch: {msg}"))?;
-    for needle in ["wgmma_split_without_bounds", "setmaxnreg", "232", "launch_bounds(256, 1)"] {
+    for needle in ["wgmma_split_too_few_registers", "setmaxnreg", "232", "launch_bounds(256, 1)"] {
         ensure(msg.contains(needle), || format!("the error does not mention `{needle}`: {msg}"))?;
     }
     check_all("nothing ran", &out.to_vec().ctx("read")?, &vec![-1f32; 256])

@@ -116,7 +116,7 @@ pub(crate) fn block(op: &'static str) -> u32 {
 #[inline(always)]
 #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
 pub(crate) fn block_collective(op: &'static str) -> u32 {
-    crate::cg::split::block_barrier_allowed(op);
+    split_state::block_barrier_allowed(op);
     block(op)
 }
 
@@ -434,4 +434,143 @@ pub(crate) mod grid_sites {
 #[inline(never)]
 pub(crate) fn split_misuse(op: &'static str, code: u32, group: u32, loc: &'static core::panic::Location<'static>) -> ! {
     crate::panic::fail_check(crate::panic::CheckKind::SplitMisuse, op, code, group, loc, None)
+}
+
+/// The pending bits of the block's and the grid's split barriers ([`cg::split`](crate::cg::split)):
+/// a bit per thread and group, set by an arrival and cleared by its wait, in checked mode on a
+/// GPU (shared memory) and always on the CPU device. Here, below the groups, so that the
+/// block's collectives (`sync`) and the grid's `sync()` can ask it without importing `cg`.
+pub(crate) mod split_state {
+    #[cfg(any(cohort_checked, not(target_arch = "nvptx64")))]
+    use core::panic::Location;
+
+    #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+    use crate::raw;
+
+    /// The block's pending group.
+    pub(crate) const BLOCK: u32 = 0;
+    /// The grid's pending group.
+    pub(crate) const GRID: u32 = 1;
+
+    /// Checked mode's pending bits (a `.shared` array of 64 words): thread `t` of the block has bit
+    /// `t % 32` of word `t / 32` for its block arrival and of word `32 + t / 32` for its grid
+    /// arrival. Each thread touches only its own two bits (atomically, so neighbours' updates of a
+    /// word never collide), and clears them at kernel entry ([`__thread_enter`](crate::cg::split::__thread_enter)). Declared by hand,
+    /// not with `shared!`, so that its address is taken afresh at each use (see [`pending_word`]).
+    #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+    const SPLIT_PENDING_ID: u64 = crate::shared::__id("cohort::cg::split::SPLIT_PENDING");
+    #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+    crate::__raw_ptx_var!(shared_decl SPLIT_PENDING, SPLIT_PENDING_ID, 16, 256);
+
+    /// This thread's word of the pending bits for `group`, and its bit. The thread's rank and the
+    /// array's address are taken afresh here: held from the entry's clearing to the exit's check
+    /// (or hoisted out of a loop of barriers) they would cost registers for the whole kernel, and
+    /// spill in kernels that use every register (`tests/ptx`).
+    #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+    #[inline(always)]
+    fn pending_word(group: u32) -> (&'static crate::atomic::Atomic<u32, crate::atomic::Shared>, u32) {
+        let t = raw::thread_rank_fresh();
+        let base = crate::__raw_ptx_var!(shared_addr_fresh SPLIT_PENDING, SPLIT_PENDING_ID);
+        let word = base + 4 * (group * 32 + (t / 32) % 32);
+        let generic = crate::shared::generic_from_shared(word);
+        // SAFETY: a word of the 64-word `.shared` array declared above (group < 2, (t / 32) % 32 <
+        // 32), valid for the whole kernel; `Atomic` only touches it with atomic instructions.
+        (unsafe { crate::atomic::Atomic::from_ptr(generic as *mut u32) }, 1 << (t % 32))
+    }
+
+    /// The CPU device's pending bit of `group`.
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[inline(always)]
+    fn cpu_bit(group: u32) -> u8 {
+        if group == BLOCK { cohort_cpu::SPLIT_BLOCK } else { cohort_cpu::SPLIT_GRID }
+    }
+
+    /// Whether this thread has a split arrival of `group` it has not waited for (tracked in
+    /// checked mode and on the CPU device only).
+    #[cfg(any(cohort_checked, not(target_arch = "nvptx64")))]
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub(crate) fn pending(group: u32) -> bool {
+        #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+        {
+            let (word, bit) = pending_word(group);
+            // Only this thread changes its bit: a relaxed load sees its own last update.
+            word.load(crate::atomic::Ordering::Relaxed) & bit != 0
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            cohort_cpu::split_pending(cpu_bit(group))
+        }
+    }
+
+    /// Sets or clears this thread's pending bit of `group` (nothing where nothing is tracked).
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub(crate) fn set_pending(group: u32, on: bool) {
+        #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+        {
+            let (a, bit) = pending_word(group);
+            if on {
+                a.fetch_or(bit, crate::atomic::Ordering::Relaxed);
+            } else {
+                a.fetch_and(!bit, crate::atomic::Ordering::Relaxed);
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        cohort_cpu::set_split_pending(cpu_bit(group), on);
+        #[cfg(all(not(cohort_checked), target_arch = "nvptx64"))]
+        let _ = (group, on);
+    }
+
+    /// Ends the kernel with a split-barrier misuse report: `code` as
+    /// [`CheckKind::SplitMisuse`](crate::panic::CheckKind::SplitMisuse) documents, `group` 0 the
+    /// block's, 1 the grid's.
+    #[cfg(any(cohort_checked, not(target_arch = "nvptx64")))]
+    #[inline(always)]
+    pub(crate) fn misuse(op: &'static str, code: u32, group: u32, loc: &'static Location<'static>) -> ! {
+        super::split_misuse(op, code, group, loc)
+    }
+
+    /// A new arrival of `group` by this thread: a report if one is pending (checked mode, the CPU
+    /// device), then its pending bit.
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    pub(crate) fn arrive(group: u32, op: &'static str) {
+        #[cfg(any(cohort_checked, not(target_arch = "nvptx64")))]
+        if pending(group) {
+            misuse(op, 1, group, Location::caller());
+        }
+        set_pending(group, true);
+        let _ = op;
+    }
+
+    /// Before a block barrier of the block's own collectives (`sync_threads*`, block `reduce` and
+    /// scans): a report when this thread's block split arrival is not waited for yet (the CPU
+    /// device only).
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    pub(crate) fn block_barrier_allowed(op: &'static str) {
+        // Not on a GPU, even in checked mode: there the block's split waits use a barrier of their
+        // own (id 14), so a collective inside the window pairs with nothing of the split barrier
+        // and is harmless; and checking here, in every `sync_threads()` of checked mode, costs
+        // registers in the tightest loops (the Ampere GEMM spilled). The CPU device reports it: CUDA
+        // leaves it undefined, and code meant to stay portable to CUDA C++ must not rely on it.
+        #[cfg(not(target_arch = "nvptx64"))]
+        if pending(BLOCK) {
+            misuse(op, 2, BLOCK, Location::caller());
+        }
+        let _ = op;
+    }
+
+    /// Before `grid.sync()`: a report when this thread's grid split arrival is not waited for yet
+    /// (checked mode, the CPU device).
+    #[inline(always)]
+    #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
+    pub(crate) fn grid_sync_allowed(op: &'static str) {
+        #[cfg(any(cohort_checked, not(target_arch = "nvptx64")))]
+        if pending(GRID) {
+            misuse(op, 5, GRID, Location::caller());
+        }
+        let _ = op;
+    }
 }

@@ -287,10 +287,29 @@ impl PtxModule {
             here.is_some()
         };
         let reached = entries_where(self.text(), seed, |_| false);
-        if !reached.iter().any(|e| e == name) {
+        if !reached.iter().any(|e| e == name) || !self.bounds_registers(name) {
             return None;
         }
         own.get().or(all.get())
+    }
+
+    /// Whether entry `name`'s header fixes its register count at entry (`.maxntid` or
+    /// `.maxnreg` between its parameters and its body): without one ptxas drops every
+    /// `setmaxnreg` of the kernel ("unable to determine register count at entry", C7508), and
+    /// the kernel runs without the split.
+    fn bounds_registers(&self, name: &str) -> bool {
+        let mut entry: Option<&str> = None;
+        for l in self.text().lines() {
+            let l = l.trim();
+            if let Some(rest) = l.strip_prefix(".visible .entry ").or_else(|| l.strip_prefix(".entry ")) {
+                entry = (!rest.ends_with(';')).then(|| rest.split(['(', ' ']).next().unwrap_or(rest));
+            } else if l == "{" {
+                entry = None;
+            } else if entry == Some(name) && (l.starts_with(".maxntid") || l.starts_with(".maxnreg")) {
+                return true;
+            }
+        }
+        false
     }
 
     /// The kernels that can launch kernels from the device: the `.entry` functions from which
@@ -587,7 +606,8 @@ mod tests {
             "\t@%p1 bra $L1;\n\tsetmaxnreg.dec.sync.aligned.u32 40;\n\tbra.uni $L2;\n",
             "$L1:\n\tsetmaxnreg.inc.sync.aligned.u32 232;\n$L2:\n\tret;\n}\n",
             ".visible .entry plain()\n{\n\tret; // setmaxnreg.inc.sync.aligned.u32 256; in a comment\n}\n",
-            ".visible .entry through_a_call()\n{\n\tcall.uni split_in_a_callee, ();\n\tret;\n}\n",
+            ".visible .entry through_a_call()\n.maxnreg 128\n{\n\tcall.uni split_in_a_callee, ();\n\tret;\n}\n",
+            ".visible .entry unbounded()\n{\n\tsetmaxnreg.inc.sync.aligned.u32 232;\n\tret;\n}\n",
             "\0"
         );
         let m = PtxModule::new(90, text);
@@ -595,6 +615,8 @@ mod tests {
         assert_eq!(m.register_split_of("plain"), None);
         // Only a callee splits: the whole module's counts (the lowest drop, the highest rise).
         assert_eq!(m.register_split_of("through_a_call"), Some((24, 232)));
+        // No `.maxntid` / `.maxnreg`: ptxas drops the `setmaxnreg`s, nothing to check.
+        assert_eq!(m.register_split_of("unbounded"), None);
         assert_eq!(m.register_split_of("missing"), None);
     }
 }

@@ -1239,8 +1239,13 @@ mod tests {
         let gpu = Gpu::cpu().expect("the CPU device");
         let args = Args { sizes: vec![10, 13], reps: 1, dram_tbs: 4.8, cub: None, only: vec![] };
         bench(&gpu, args).expect("every check passes");
-        assert_eq!(selected(&["sort_pairs".into()]).unwrap(), [Algo::SortPairsU32, Algo::SortPairsU64]);
-        assert_eq!(selected(&["seg".into(), "argmax".into()]).unwrap().len(), 4);
+        // By substring: the merge sort's pairs row too.
+        assert_eq!(
+            selected(&["sort_pairs".into()]).unwrap(),
+            [Algo::SortPairsU32, Algo::SortPairsU64, Algo::MergePairsU64]
+        );
+        assert_eq!(selected(&["seg_sum".into(), "argmax".into()]).unwrap().len(), 4);
+        assert_eq!(selected(&["seg".into()]).unwrap().len(), 5);
         assert!(matches!(selected(&["nope".into()]), Err(CliError::Usage(_))));
     }
 

@@ -39,7 +39,10 @@ cohort::async_barrier! {
 macro_rules! wgmma_kernel {
     ($(#[$m:meta])* $name:ident, $t:ty, $sa:ident, $sb:ident, $n:literal, $shape:ty, $sw:ty, $k:literal) => {
         $(#[$m])*
-        #[kernel]
+        // One warpgroup a block: `.maxntid 128` lets ptxas give the 128 (N = 256) accumulators
+        // their registers even when the module is loaded for blocks of up to 512 threads (the
+        // tests' `threads_per_block(512)`, which would hold every kernel to 128 registers).
+        #[kernel(launch_bounds(128))]
         pub fn $name(a: &[$t], b: &[$t], c0: f32, accumulate: u32, mut out: DisjointSlice<[f32; $n / 2]>) {
             let block = cg::this_thread_block();
             let wg = Warpgroup::new(&block);
@@ -147,7 +150,7 @@ wgmma_kernel!(
 /// TMA and MMA agree on the swizzle: A's box (64 × 64 at K `ka`, row `ra` of a larger matrix)
 /// and B's (128 × 64 at K `kb`, row `rb`) land by TMA in 128-byte-swizzled tiles, which four
 /// chained MMAs read (the first zero-initialising).
-#[kernel]
+#[kernel(launch_bounds(128))]
 pub fn wgmma_tma_sw128(
     a: TensorMap<bf16, 2>,
     b: TensorMap<bf16, 2>,
@@ -181,7 +184,7 @@ pub fn wgmma_tma_sw128(
 /// 96 threads (not whole warpgroups: launch it so); 3, warps 0–2 at `issue` while warp 3 is at
 /// another warpgroup collective (checked mode and the CPU device); 4, warp 3 never comes (the
 /// CPU device only: on a GPU the check itself would wait for it).
-#[kernel]
+#[kernel(launch_bounds(128))]
 pub fn wgmma_misuse(what: u32, mut out: DisjointSlice<f32>) {
     let block = cg::this_thread_block();
     let wg = Warpgroup::new(&block);
@@ -213,13 +216,14 @@ cohort::tma_pipeline! {
 }
 
 /// A pipeline whose warpgroups split the registers (`SplitRegisters<40, 232>`: the producer
-/// drops to 40, the consumer rises to 232) in a kernel compiled **without** launch bounds, so
-/// with far fewer registers per thread than the split needs: on a GPU the consumer would wait
-/// forever for registers, and the launch must be refused. Blocks of 256 threads (a producer and
-/// one consumer), 16 KiB + 1 KiB of dynamic shared memory; writes 1 to `out[t]` (the CPU device,
-/// which has no register file to split, runs it).
-#[kernel]
-pub fn wgmma_split_without_bounds(mut out: DisjointSlice<f32>) {
+/// drops to 40, the consumer rises to 232) in a kernel compiled for **two** blocks of 256
+/// threads per SM (`launch_bounds(256, 2)`: at most 128 registers per thread, so a block holds
+/// 128 × 256 = 32768 where the split needs 128 × 40 + 128 × 232 = 34816): on a GPU the consumer
+/// would wait forever for registers, and the launch must be refused. Blocks of 256 threads (a
+/// producer and one consumer), 16 KiB + 1 KiB of dynamic shared memory; writes 1 to `out[t]`
+/// (the CPU device, which has no register file to split, runs it).
+#[kernel(launch_bounds(256, 2))]
+pub fn wgmma_split_too_few_registers(mut out: DisjointSlice<f32>) {
     type T64 = Tile<bf16, 64, 64, Swizzle128B>;
     let block = cg::this_thread_block();
     SPLIT_RING.scope::<T64, T64, 1, wgmma::SplitRegisters<40, 232>>(&block, |_producer| {}, |_consumer| {});

@@ -236,7 +236,7 @@ impl ThreadGroup for GridGroup {
     #[inline(always)]
     #[cfg_attr(any(cohort_checked, not(target_arch = "nvptx64")), track_caller)]
     fn sync(&self) {
-        super::split::grid_sync_allowed("grid.sync");
+        crate::check::split_state::grid_sync_allowed("grid.sync");
         let call = crate::check::block("grid.sync");
         crate::host::on_device!("GridGroup::sync" => {
             grid_barrier(workspace() + 4, "grid.sync", call)
