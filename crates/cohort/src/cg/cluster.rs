@@ -22,38 +22,26 @@
 //! another kernel's). In Cohort that cannot happen in safe code. A `#[kernel(cluster)]` kernel's
 //! entry brackets its body:
 //!
-//! - **before the body**, every thread arrives at the cluster barrier
-//!   (`barrier.cluster.arrive.aligned`, unconditional straight-line code every thread executes)
-//!   and marks its wait pending; the thread's **first cluster operation** — `cluster.sync()`,
-//!   `barrier_arrive()`, a remote view (`map_shared_rank*`), the exit protocol — first waits
-//!   for that phase (`barrier.cluster.wait`, one shared load and a branch when already done).
-//!   So every block of the cluster has started before any thread can touch another's memory,
-//!   and the body's first loads do not wait for the other blocks (CUTLASS's
-//!   `cluster_arrive_relaxed()` at the start, `cluster_wait()` before the first use, placed
-//!   automatically);
+//! - **before the body**, a cluster barrier (`barrier.cluster.arrive.aligned` +
+//!   `wait.aligned`, unconditional straight-line code every thread executes): every block of the
+//!   cluster has started before any thread can touch another's memory;
 //! - **after the body** (reached by every thread that returns from it, from wherever it
 //!   returns), the *exit protocol*: each warp's threads that return together add their number to
 //!   a counter in their block's shared memory (after `bar.warp.sync`, one
-//!   `atom.release.cluster` per warp), and every thread but the block's last ones leaves at
-//!   once — so a block's `sync_threads()` after some of its threads returned works as in any
-//!   kernel. On a GPU the lanes that count the block's last threads out acquire the counter,
-//!   then arrive (`mbarrier.arrive.release.cluster`, one lane per block, in parallel) on an
-//!   *exit mbarrier* in every block of the cluster, which expects one arrival per block; the
-//!   first of them waits until its own block's mbarrier has them all, and leaves. So a block's
-//!   memory is there until every thread of the cluster has left its body (and every arrival on
-//!   its mbarrier has been made), and remote views exist only in bodies. The CPU device runs the
-//!   counters' version: the block's last thread waits (`ld.acquire.cluster`) until every block
-//!   has counted all its threads out, then meets the other blocks' last threads at a cluster
-//!   barrier.
+//!   `atom.release.cluster` per warp), and every thread but the block's last leaves at once —
+//!   so a block's `sync_threads()` after some of its threads returned works as in any kernel.
+//!   The block's last thread to leave the body waits (`ld.acquire.cluster`) until every block
+//!   of the cluster has counted all its threads out of their bodies, then meets the other
+//!   blocks' last threads at a cluster barrier, and leaves. So a block's memory is there until
+//!   every thread of the cluster has left its body, and remote views exist only in bodies.
 //!
 //! A cluster barrier counts arrivals, wherever they come from; the protocol never depends on
-//! that: the exit mbarriers count only the exit's arrivals, one per block (so no body's
-//! `cluster.sync()` can be paired with them), and the counters are per block and only grow.
+//! that: the last threads arrive only when no thread is left in any body (so no body's
+//! `cluster.sync()` can be paired with theirs), and the counters are per block and only grow.
 //!
-//! What it costs: the Programming Guide's histogram does two cluster barriers by hand; a
-//! cluster kernel's entry makes one arrival (its wait usually finds the phase complete: it comes
-//! after the body's first loads), and the exit one shared atomic per warp plus, in the block's
-//! last lanes, one acquire, one remote arrival per block of the cluster and one wait.
+//! What it costs: the Programming Guide's histogram does the same two cluster barriers by hand;
+//! the protocol adds one shared atomic per warp and, in one thread per block, one remote load
+//! per block of the cluster.
 //!
 //! What it asks: as in CUDA, every thread of the cluster must reach each `cluster.sync()` — a
 //! block that has left its body keeps its last thread waiting for the others, so a
@@ -78,23 +66,23 @@
 //! - dropping it waits (an early `return` or `?` between arrival and wait waits there);
 //! - `mem::forget` is safe, and [`this_cluster()`] is a free handle, so the types cannot keep a
 //!   `cluster.sync()` or a second `barrier_arrive()` out of the window: every thread has a
-//!   *pending bit* in its block's shared memory (one `u32` per warp; the entry clears each
-//!   thread's own bit), set by `barrier_arrive` and cleared by the wait; `sync()` and
+//!   *pending bit* in its block's shared memory (one `u32` per warp, zeroed by the entry before
+//!   its barrier), set by `barrier_arrive` and cleared by the wait; `sync()` and
 //!   `barrier_arrive()` check it first and, when it is set, end the kernel with a panic naming
 //!   the call (an `Err` on the host, in every build, on the GPU and the CPU device);
-//! - a forgotten arrival at the end of the body: on a GPU the thread leaves with it (its exit
-//!   counts it out of the cluster barrier; nothing waits for it: the exit protocol has no
-//!   cluster barrier); on the CPU device the exit protocol waits for its phase after counting
-//!   the thread out, before the counters' spin (so its early arrival cannot complete the last
-//!   threads' final barrier while they still read the other blocks' counters).
+//! - the exit protocol clears a forgotten arrival: a thread whose bit is still set when it leaves
+//!   the body counts itself out, then waits for the arrival's phase, before it exits or, as its
+//!   block's last thread, spins on the other blocks' counters (so its early arrival cannot
+//!   complete the last threads' final barrier while it still reads their memory).
 //!
 //! In a cluster of one (a kernel that is not `#[kernel(cluster)]`, a launch without clusters, a
 //! module below sm_90) the arrival does nothing and the wait is the block's barrier
 //! (`barrier.sync 0`), which every thread of the block must reach once per arrival.
 //!
 //! Cost: `barrier_arrive` and the wait each add one shared atomic (`atom.or` / `atom.and`) to
-//! the barrier instruction; `sync()` one shared load and a branch. The block's and the grid's
-//! split barriers are in [`split`](super::split).
+//! the barrier instruction; `sync()` one shared load and a branch. The block-level split barrier
+//! needs an `mbarrier` (a `bar.arrive` + `bar.sync` pair would count a thread twice) and is not
+//! here; the grid's is not done yet either.
 //!
 //! As for `cluster.sync()`, every thread of the cluster must arrive: a thread that never does
 //! (another arm of a branch) keeps the phase open, and its block-mates' waits wait for it.
@@ -111,7 +99,6 @@
 //! element another thread writes without a cluster barrier in between return either value
 //! (a race, not undefined behaviour), as in the block's own shared memory.
 
-use core::cell::Cell;
 use core::marker::PhantomData;
 
 use super::ThreadGroup;
@@ -122,15 +109,9 @@ use crate::shared::{SharedArray, SharedSlice};
 use crate::thread::{self, Dim3};
 
 /// The thread-block cluster this thread's block belongs to (`cg::cluster_group`).
-///
-/// Not `Copy` (it is `Clone`): the handle remembers, for its thread, that the thread has waited
-/// for its kernel entry's cluster barrier (see the [module docs](self)), so that remote views
-/// made after a `sync()` through the same handle — in a loop, say — do not check again.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct ClusterGroup {
-    /// Whether this thread has waited for its entry's phase (known through this handle; a
-    /// fresh handle checks the thread's bit, [`entered`]).
-    waited: Cell<bool>,
+    _private: (),
 }
 
 /// `cg::this_cluster()`.
@@ -138,21 +119,10 @@ pub struct ClusterGroup {
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[must_use]
 pub fn this_cluster() -> ClusterGroup {
-    ClusterGroup { waited: Cell::new(false) }
+    ClusterGroup { _private: () }
 }
 
 impl ClusterGroup {
-    /// [`entered`] once per handle (clusters of more than one block only): after it, every
-    /// block of the cluster has started.
-    #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-    fn enter(&self) {
-        if !self.waited.get() {
-            entered();
-            self.waited.set(true);
-        }
-    }
-
     /// Always true: every block is in a cluster (of one, without cluster launches).
     #[inline(always)]
     #[must_use]
@@ -212,12 +182,11 @@ impl ClusterGroup {
     pub fn sync(&self) {
         if raw::cluster_nctarank() > 1 {
             pending_is_clear("cluster.sync()");
-            self.enter();
         }
         // SAFETY: this thread has no arrival of its own in flight (every arrival of the library
-        // is followed by its wait in the same function, the entry's by `entered` just above, and
-        // a split arrival's pending bit was checked clear); the phase completes when every
-        // non-exited thread of the cluster arrives.
+        // is followed by its wait in the same function, and a split arrival's pending bit was
+        // checked clear just above); the phase completes when every non-exited thread of the
+        // cluster arrives.
         unsafe {
             raw::barrier_cluster_arrive();
             raw::barrier_cluster_wait();
@@ -241,7 +210,6 @@ impl ClusterGroup {
         // PTX below sm_90): the wait is the block's barrier, and nothing arrives here.
         if raw::cluster_nctarank() > 1 {
             pending_is_clear("cluster.barrier_arrive()");
-            self.enter();
             set_pending(true);
             // SAFETY: this thread has no arrival in flight (its pending bit was clear); the
             // phase completes when every non-exited thread of the cluster arrives.
@@ -276,10 +244,6 @@ impl ClusterGroup {
         crate::assert_no_padding::<T>();
         let blocks = self.num_blocks();
         assert!(rank < blocks, "cluster rank out of range");
-        if blocks > 1 {
-            // Every block of the cluster has started before its memory is reached.
-            self.enter();
-        }
         let local = crate::shared::generic_from_shared(array.as_slice().shared_addr());
         // SAFETY: `local` is this block's array (valid shared memory of `N` `T`s); `rank` is in
         // the cluster (asserted).
@@ -306,10 +270,6 @@ impl ClusterGroup {
         crate::assert_no_padding::<T>();
         let blocks = self.num_blocks();
         assert!(rank < blocks, "cluster rank out of range");
-        if blocks > 1 {
-            // As in `map_shared_rank`.
-            self.enter();
-        }
         let len = slice.len();
         let local = crate::shared::generic_from_shared(slice.shared_addr());
         // SAFETY: `local` is this block's run of `len` `T`s of valid shared memory (a
@@ -463,15 +423,10 @@ impl<T: DeviceCopy, const N: usize> RemoteArray<T, N> {
 crate::shared! {
     /// The exit protocol's counter: threads of this block that have left the kernel's body.
     static LEFT: [u32; 1];
-    /// One bit per thread of the block (as [`PENDING`]): set while the thread has not yet
-    /// waited for the entry's arrival at the cluster barrier (the entry arrives; the thread's
-    /// first cluster operation waits, [`entered`]). Set by the entry, in clusters of more than
-    /// one block only.
-    static ENTRY: [u32; 32];
     /// One bit per thread of the block (thread `t`: word `t / 32`, bit `t % 32`): set while the
     /// thread has a split arrival ([`ClusterGroup::barrier_arrive`]) it has not waited for.
     /// Used only in clusters of more than one block, which only `#[kernel(cluster)]` kernels
-    /// have (the host refuses the others' cluster launches), whose entry clears each thread's bit; in a
+    /// have (the host refuses the others' cluster launches), whose entry zeroes it; in a
     /// cluster of one it is never read (its content is whatever the block's memory held).
     static PENDING: [u32; 32];
 }
@@ -585,82 +540,25 @@ fn wait_pending() {
     }
 }
 
-#[cfg(target_arch = "nvptx64")]
-crate::shared! {
-    /// The exit protocol's mbarrier (a GPU's): expects one arrival from each block of the
-    /// cluster, made when every thread of that block has left its body; the block's last thread
-    /// to leave waits for it before the block exits. Initialised by the entry (thread 0), in
-    /// clusters of more than one block only.
-    static EXIT_BAR: [u64; 1];
-}
-
-/// This thread's word of [`ENTRY`] and [`PENDING`], and its bit.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn own_bit() -> (usize, u32) {
-    pending_slot()
-}
-
-/// The deferred wait of the entry's cluster barrier (clusters of more than one block): if this
-/// thread has not waited for the phase its entry arrived in, it does now. Every cluster
-/// operation that needs the other blocks started — a `cluster.sync()`, a `barrier_arrive()`, a
-/// remote view (`map_shared_rank*`), the exit protocol — calls it first.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn entered() {
-    let (w, bit) = own_bit();
-    let entry = ENTRY.get().atomic(w);
-    // Only this thread changes its bit: a relaxed load sees its own last update.
-    if entry.load(crate::atomic::Ordering::Relaxed) & bit != 0 {
-        entry.fetch_and(!bit, crate::atomic::Ordering::Relaxed);
-        // SAFETY: this thread arrived at the entry (its bit was set there, after the arrival
-        // was decided, and is cleared only here) and has made no arrival since (every cluster
-        // operation calls this before its own).
-        unsafe { raw::barrier_cluster_wait() };
-    }
-}
-
-/// The start of a `#[kernel(cluster)]` kernel's entry, before anything else: in a cluster of
-/// more than one block, zeroes the block's exit counter (and, on a GPU, thread 0 initialises
-/// the exit mbarrier), marks this thread's split arrival clear and its entry wait pending, and
-/// **arrives** at the cluster barrier; the wait comes with the thread's first cluster operation
-/// ([`entered`]), so the body's first loads do not wait for the other blocks to start.
+/// The start of a `#[kernel(cluster)]` kernel's entry, before anything else: zeroes the block's
+/// exit counter and waits until every block of the cluster has done so (a cluster barrier), so
+/// that no block's memory is touched before its block has started.
 ///
-/// Every thread of the block runs it, unconditionally and first (the `.aligned` arrival needs
-/// every thread of each warp at this one instruction: the branch on the cluster's size is the
-/// same in every thread).
+/// Every thread of the block runs it, unconditionally and first (the `.aligned` barrier needs
+/// every thread of the block at this one instruction).
 #[doc(hidden)]
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn __cluster_enter() {
-    // A cluster of one (a launch without clusters, a child launch, PTX below sm_90): no other
-    // block, no barrier; nothing here is read there.
-    if raw::cluster_nctarank() == 1 {
-        return;
-    }
-    // Every thread stores the same 0; ordered before every thread's count at exit by this
-    // thread's release arrival below and the counting thread's wait (`entered`) first.
+    // Every thread stores the same 0: straight-line code, no branch before the aligned barrier.
     LEFT.get().store(0, 0);
-    #[cfg(target_arch = "nvptx64")]
-    if thread::thread_rank_in_block() == 0 {
-        let bar = EXIT_BAR.get().as_slice().shared_addr();
-        // SAFETY: the block's own 8-byte aligned `EXIT_BAR` (shared statics are 16-byte
-        // aligned), used by no one yet: every arrival on it comes from a block's last thread at
-        // exit, after that thread's wait for this entry's phase, which this thread's release
-        // arrival below (after the fence) is part of; one arrival per block of the cluster.
-        unsafe {
-            raw::mbarrier_init_shared(bar, raw::cluster_nctarank());
-            raw::fence_mbarrier_init_cluster();
-        }
-    }
-    let (w, bit) = own_bit();
-    // This thread's own bits, atomically: a neighbour's bits of the same word may change now.
-    PENDING.get().atomic(w).fetch_and(!bit, crate::atomic::Ordering::Relaxed);
-    ENTRY.get().atomic(w).fetch_or(bit, crate::atomic::Ordering::Relaxed);
+    // Threads 0..32 zero the pending words 0..32 (thread `t` and `t + 32k` store the same 0 to
+    // word `t % 32`), which cover every thread of a block of up to 1024: no arrival is pending.
+    PENDING.get().store((thread::thread_rank_in_block() % 32) as usize, 0);
     // SAFETY: the first cluster operation of every thread (so no arrival in flight), reached by
-    // every thread of the cluster at this one instruction, converged (the branch above is the
-    // same in every thread); no thread can have exited. Its wait is `entered`'s.
-    unsafe { raw::barrier_cluster_arrive_aligned() }
+    // every thread of the cluster at this one instruction, converged (nothing before it
+    // branches); no thread can have exited.
+    unsafe { raw::barrier_cluster_sync_aligned() }
 }
 
 /// The end of a `#[kernel(cluster)]` kernel's entry, after the body returned: the exit protocol
@@ -680,9 +578,6 @@ pub fn __cluster_exit() {
         unsafe { raw::cluster_thread_exit() };
         return;
     }
-    // Every block has started (and zeroed its counter, initialised its mbarrier) before this
-    // thread counts itself out or signals another block.
-    entered();
     let left = LEFT.get();
     let addr = left.as_slice().shared_addr();
     let threads = thread::block_size();
@@ -698,108 +593,51 @@ pub fn __cluster_exit() {
         0
     };
     let before = super::WarpGroup::shfl(&lanes, before, 0);
-    let last = before + count == threads;
-    #[cfg(target_arch = "nvptx64")]
-    {
-        // A split arrival left pending (its token forgotten) stays so: the thread's exit counts
-        // it out of the cluster barrier, and nothing waits for it here (no cluster barrier
-        // follows: the last lanes below signal through mbarriers).
-        if last {
-            // The lanes that counted the block's last threads out.
-            exit_signal(lanes, rank, count, left);
-        }
+    // A split arrival left pending (its token forgotten): wait for its phase now, after
+    // counting out (the last threads' spin below needs every thread counted, and a pending
+    // thread that waited first could wait for a last thread that is spinning) and before the
+    // spin (a last thread's arrival must not complete a phase while it still reads the other
+    // blocks' counters: its early arrival would let the others' final barrier pass it).
+    if is_pending() {
+        wait_pending();
     }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        // The CPU device: the counters' protocol (a block's last thread waits until every
-        // block has counted all its threads out, then the last threads meet at a cluster
-        // barrier). A split arrival left pending: wait for its phase now, after counting out
-        // (the last threads' spin needs every thread counted) and before the spin (a last
-        // thread's arrival must not complete a phase while it still reads the other blocks'
-        // counters: its early arrival would let the others' final barrier pass it).
-        if is_pending() {
-            wait_pending();
-        }
-        if last && rank == count - 1 {
-            // The block's last thread: every other thread of the block has left its body.
-            wait_for_cluster(left, threads);
-            // SAFETY: this thread has no arrival in flight (its body returned, every arrival
-            // of the library is waited in the function that made it, and a forgotten one was
-            // waited just above); every thread still alive in the cluster is a block's last
-            // thread here, past its wait above: the phase completes when all of them arrive,
-            // after every one has read the counters.
-            unsafe {
-                raw::barrier_cluster_arrive();
-                raw::barrier_cluster_wait();
-            }
+    if before + count == threads && rank == count - 1 {
+        // The block's last thread: every other thread of the block has left its body.
+        wait_for_cluster(left, threads);
+        // SAFETY: this thread has no arrival in flight (its body returned, and every arrival of
+        // the library is waited in the function that made it); every thread still alive in the
+        // cluster is a block's last thread here, past its wait above: the phase completes when
+        // all of them arrive, after every one has read the counters.
+        unsafe {
+            raw::barrier_cluster_arrive();
+            raw::barrier_cluster_wait();
         }
     }
     // SAFETY: the thread returns from the entry next.
     unsafe { raw::cluster_thread_exit() }
 }
 
-/// A GPU's end of the exit protocol, in the lanes that counted their block's last threads out
-/// (`rank` of `count`): the first lane acquires the counter (so every thread of the block has
-/// left its body before what follows), then the lanes arrive — releasing at cluster scope — on
-/// the exit mbarrier of every block of the cluster (lane `r` on blocks `r`, `r + count`, …),
-/// and the first lane waits until this block's mbarrier has every block's arrival: no thread of
-/// the cluster is in a body any more, so none reads or writes this block's memory, and the block
-/// may exit. An mbarrier completes on its arrivals alone, so no body's `cluster.sync()` can be
-/// paired with this, and a block is not left before every block has arrived on its mbarrier.
-/// The wait is bounded in checked mode.
-#[cfg(target_arch = "nvptx64")]
+/// The last thread of a block waits until every block of the cluster has counted `threads`
+/// threads out of their bodies (`ld.acquire.cluster` of each block's counter). Bounded in
+/// checked mode.
 #[inline(always)]
-#[cfg_attr(cohort_checked, track_caller)]
-fn exit_signal(lanes: super::CoalescedGroup, rank: u32, count: u32, left: SharedArray<u32, 1>) {
-    let blocks = raw::cluster_nctarank();
-    if rank == 0 {
-        let local = crate::shared::generic_from_shared(left.as_slice().shared_addr());
-        // SAFETY: this block's aligned counter, only ever accessed atomically; this thread's
-        // atomic made it `threads`, so this acquire reads from the release sequence of every
-        // warp's count.
-        let _ = unsafe { raw::ld_acquire_dsmem_b32(local) };
-    }
-    // Orders the first lane's acquire before every lane's release below.
-    lanes.sync();
-    let bar = EXIT_BAR.get().as_slice().shared_addr();
-    let mut r = rank;
-    while r < blocks {
-        // SAFETY: block `r`'s `EXIT_BAR`, initialised by its entry and made visible before its
-        // entry arrival, which this thread's `entered` waited for; block `r` waits for this
-        // arrival before it exits, and its mbarrier's phase 0 expects one arrival from this
-        // block, made only here, by one lane.
-        unsafe { raw::mbarrier_arrive_remote_release_cluster(bar, r) };
-        r += count;
-    }
-    if rank == 0 {
-        #[cfg(cohort_checked)]
-        let (start, loc) = (raw::globaltimer(), core::panic::Location::caller());
-        // SAFETY: this block's live `EXIT_BAR` in phase 0 (it completes once only).
-        while !unsafe { raw::mbarrier_try_wait_parity_acquire_cluster(bar, 0) } {
-            #[cfg(cohort_checked)]
-            crate::check::cluster_waited(start, blocks, loc);
-        }
-    }
-}
-
-/// The CPU device's exit protocol: the last thread of a block waits until every block of the
-/// cluster has counted `threads` threads out of their bodies (`ld.acquire.cluster` of each
-/// block's counter; the engine's spin limit bounds it).
-#[cfg(not(target_arch = "nvptx64"))]
-#[inline(always)]
-#[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn wait_for_cluster(left: SharedArray<u32, 1>, threads: u32) {
     let local = crate::shared::generic_from_shared(left.as_slice().shared_addr());
+    #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+    let (start, loc) = (raw::globaltimer(), core::panic::Location::caller());
     let blocks = raw::cluster_nctarank();
     let mut r = 0;
     while r < blocks {
         // SAFETY: every block's counter, at the same shared address as this one's; each block
-        // of the cluster has started (this thread waited for the entry's phase) and stays until
-        // every last thread has passed this loop (the barrier after it).
+        // of the cluster has started (the entry's barrier) and stays until every last thread
+        // has passed this loop (the barrier after it).
         let peer = unsafe { raw::mapa_u64(local, r, 4) };
         // SAFETY: as above: a live block's aligned `u32`, only ever accessed atomically.
         while unsafe { raw::ld_acquire_dsmem_b32(peer) } != threads {
             raw::nanosleep(32);
+            #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+            crate::check::cluster_waited(start, blocks, loc);
         }
         r += 1;
     }

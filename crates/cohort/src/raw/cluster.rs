@@ -122,26 +122,6 @@ pub unsafe fn barrier_cluster_wait() {
     })
 }
 
-/// `barrier.cluster.arrive.aligned` (release): this thread arrives at its cluster's barrier,
-/// with every thread of its warp at this instruction together; the wait is
-/// [`barrier_cluster_wait`]. Below sm_90: nothing.
-///
-/// # Safety
-/// As [`barrier_cluster_arrive`], and every thread of the warp executes this same instruction
-/// together (the warp is converged).
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn barrier_cluster_arrive_aligned() {
-    on_device!("barrier_cluster_arrive_aligned" => {
-        #[cfg(target_feature = "sm_90")]
-        // SAFETY: the caller's contract.
-        unsafe { nvvm_cluster_arrive_aligned() }
-    } host => {
-        super::mark_instruction();
-        cohort_cpu::cluster_arrive()
-    })
-}
-
 /// `barrier.cluster.arrive.aligned` then `barrier.cluster.wait.aligned`: the cluster barrier for
 /// warps that are converged (every thread of the warp executes it together). Below sm_90:
 /// `barrier.sync 0`.
@@ -309,80 +289,4 @@ pub unsafe fn atom_add_release_cluster_shared_u32(addr: u32, v: u32) -> u32 {
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn cluster_thread_exit() {
     on_device!("cluster_thread_exit" => {} host => { cohort_cpu::cluster_thread_exit() })
-}
-
-/// `fence.mbarrier_init.release.cluster` (sm_90): makes this thread's earlier `mbarrier.init`s
-/// visible, at cluster scope, to the arrivals other blocks make on them after acquiring what
-/// this thread releases next.
-///
-/// # Safety
-/// sm_90 (a cluster of more than one block).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub unsafe fn fence_mbarrier_init_cluster() {
-    #[cfg(target_feature = "sm_90")]
-    // SAFETY: a fence; the caller's contract.
-    unsafe {
-        asm!("fence.mbarrier_init.release.cluster;", options(nostack))
-    };
-    #[cfg(not(target_feature = "sm_90"))]
-    crate::raw::trap();
-}
-
-/// `mapa.shared::cluster.u32` + `mbarrier.arrive.release.cluster.shared::cluster.b64` (sm_90):
-/// this thread's arrival, releasing its earlier accesses at cluster scope, on the mbarrier at
-/// shared address `addr` **of the block of rank `rank`** of the cluster (the same variable of
-/// every block: static shared memory has one layout in every block of a launch).
-///
-/// # Safety
-/// sm_90; `addr` is an 8-byte aligned shared address of an mbarrier initialised in every block
-/// of the cluster, and ordered before this (an acquire of that block's release after its
-/// `init`); block `rank` has started, will not exit before the arrival has been made, and its
-/// mbarrier's current phase still expects it.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub unsafe fn mbarrier_arrive_remote_release_cluster(addr: u32, rank: u32) {
-    #[cfg(target_feature = "sm_90")]
-    // SAFETY: the caller's contract.
-    unsafe {
-        asm!(
-            "{{ .reg .b32 %cohort_r; mapa.shared::cluster.u32 %cohort_r, {a}, {k}; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%cohort_r]; }}",
-            a = in(reg32) addr, k = in(reg32) rank, options(nostack)
-        )
-    };
-    #[cfg(not(target_feature = "sm_90"))]
-    {
-        let _ = (addr, rank);
-        crate::raw::trap()
-    }
-}
-
-/// `mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64` (sm_90): whether the phase of
-/// parity `parity` of this block's mbarrier at `addr` has completed, acquiring at cluster scope
-/// what the arrivals on it released (the thread may sleep in hardware for a while first).
-///
-/// # Safety
-/// sm_90; `addr` holds a live mbarrier of this block whose current phase has parity `parity`
-/// or the one after.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-#[must_use]
-pub unsafe fn mbarrier_try_wait_parity_acquire_cluster(addr: u32, parity: u32) -> bool {
-    #[cfg(target_feature = "sm_90")]
-    {
-        let done: u32;
-        // SAFETY: the caller's contract.
-        unsafe {
-            asm!(
-                "{{ .reg .pred %cohort_p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 %cohort_p, [{a}], {p}; selp.u32 {d}, 1, 0, %cohort_p; }}",
-                a = in(reg32) addr, p = in(reg32) parity, d = out(reg32) done, options(nostack)
-            )
-        };
-        done != 0
-    }
-    #[cfg(not(target_feature = "sm_90"))]
-    {
-        let _ = (addr, parity);
-        crate::raw::trap()
-    }
 }
