@@ -11,10 +11,10 @@
 //!   stepping through K [`BK`] = 64 at a time;
 //! - a ring of [`STAGES`] stages in dynamic shared memory, each a 128×64 tile of A and a 256×64
 //!   tile of B, 128-byte swizzled ([`Tile`]`<T, _, 64, Swizzle128B>`: one 128-byte swizzle atom
-//!   per row), with a full and an empty barrier each ([`tma_pipeline!`]);
+//!   per row), with a full and an empty barrier each ([`tma_pipeline!`](cohort::tma_pipeline));
 //! - warpgroup 0 is the producer: it gives up registers (`setmaxnreg.dec` to 40) and its first
 //!   warp fills the ring with TMA loads (one box of A and one of B per stage, lane 0 issuing),
-//!   each stage as soon as the consumers released it ([`wgmma::Producer::fill`]);
+//!   each stage as soon as the consumers released it ([`wgmma::Producer::fill`](cohort::wgmma::Producer::fill));
 //! - warpgroups 1 and 2 are the consumers (`setmaxnreg.inc` to 232), each 64 rows of the tile:
 //!   per stage one group of four `m64n256k16` MMAs on descriptors of the stage's tiles, the
 //!   first of the whole product zero-initialising the accumulators (`scale-d = 0`); the

@@ -167,7 +167,7 @@ fn merge_from_shared<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool, const 
     });
 }
 
-/// One tile per block of a merge sort (see the [module docs](self)): block `b` sorts elements
+/// One tile per block of a merge sort (see the merge sort's module docs, `algorithms/merge_sort.rs`): block `b` sorts elements
 /// `b * T .. (b + 1) * T` of `keys` (`T = MERGE_BLOCK * N`; the last tile shorter), stable by
 /// `less`, and writes them (with their `values`, when not empty) to the same positions of
 /// `keys_out` / `values_out`. `smem_keys` / `smem_values`: shared memory of `T` keys / values.
@@ -254,7 +254,7 @@ pub unsafe fn merge_sort_tiles<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bo
     });
 }
 
-/// The merge pass's partition (see the [module docs](self)): for every tile boundary `i * tile`
+/// The merge pass's partition (see the merge sort's module docs, `algorithms/merge_sort.rs`): for every tile boundary `i * tile`
 /// (`i` in `0 ..= tiles`, grid-strided over the launch's threads), in the merge group of `2 *
 /// width` elements that holds it, where the merge path of its two runs (`width` elements each,
 /// sorted by `less`) crosses the boundary's diagonal: `splits[i]` = the position in `keys` of
@@ -281,7 +281,7 @@ pub fn merge_partition<K: DeviceCopy, L: Fn(&K, &K) -> bool + Copy>(
     }
 }
 
-/// One output tile per block of a merge pass (see the [module docs](self)): block `b` writes
+/// One output tile per block of a merge pass (see the merge sort's module docs, `algorithms/merge_sort.rs`): block `b` writes
 /// elements `b * T .. (b + 1) * T` (`T = MERGE_BLOCK * N`, a divisor of `width`) of the merge of
 /// each pair of sorted runs of `width` elements of `keys` (and `values`, when not empty) into
 /// `keys_out` / `values_out`, stable, from [`merge_partition`]'s `splits` for the same keys,

@@ -36,7 +36,7 @@
 //!
 //! # The grid's: CUDA's grid barrier, split
 //!
-//! As `grid.sync()` (see [`grid`](super::grid)): the arrival is a block barrier, then thread 0
+//! As `grid.sync()` (see [`GridGroup::sync`](super::GridGroup)): the arrival is a block barrier, then thread 0
 //! adds the block's arrival to the grid's barrier word (release at GPU scope); the wait is thread
 //! 0's spin until the word's generation flips (acquire), then a block barrier. Work between
 //! the two overlaps the other blocks' arrivals. Both block barriers are the block's
