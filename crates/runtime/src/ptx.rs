@@ -229,21 +229,33 @@ impl PtxModule {
     /// one pass over the text.
     #[must_use]
     pub fn max_threads_per_entry(&self) -> Vec<(&'static str, u32)> {
-        let mut out = Vec::new();
+        self.entry_directives()
+            .filter_map(|(name, l)| {
+                let dims = l.strip_prefix(".maxntid")?;
+                let product =
+                    dims.split(',').map(|d| d.trim().parse::<u32>().ok()).try_fold(1u32, |p, d| p.checked_mul(d?));
+                product.map(|n| (name, n))
+            })
+            .collect()
+    }
+
+    /// Each entry's directive lines between its `.entry` and its body (its `.param`s, then
+    /// `.maxntid`, `.maxnreg`, `.minnctapersm`, …), as (entry, trimmed line); one pass over the
+    /// text.
+    fn entry_directives(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
         let mut entry: Option<&'static str> = None;
-        for l in self.text().lines() {
+        self.text().lines().filter_map(move |l| {
             let l = l.trim();
             if let Some(rest) = l.strip_prefix(".visible .entry ").or_else(|| l.strip_prefix(".entry ")) {
                 entry = (!rest.ends_with(';')).then(|| rest.split(['(', ' ']).next().unwrap_or(rest));
+                None
             } else if l == "{" {
                 entry = None;
-            } else if let (Some(name), Some(dims)) = (entry, l.strip_prefix(".maxntid")) {
-                let product =
-                    dims.split(',').map(|d| d.trim().parse::<u32>().ok()).try_fold(1u32, |p, d| p.checked_mul(d?));
-                out.extend(product.map(|n| (name, n)));
+                None
+            } else {
+                entry.filter(|_| l.starts_with('.')).map(|name| (name, l))
             }
-        }
-        out
+        })
     }
 
     /// The most threads per block kernel `name` may be launched with, if its entry says (see
@@ -298,18 +310,7 @@ impl PtxModule {
     /// `setmaxnreg` of the kernel ("unable to determine register count at entry", C7508), and
     /// the kernel runs without the split.
     fn bounds_registers(&self, name: &str) -> bool {
-        let mut entry: Option<&str> = None;
-        for l in self.text().lines() {
-            let l = l.trim();
-            if let Some(rest) = l.strip_prefix(".visible .entry ").or_else(|| l.strip_prefix(".entry ")) {
-                entry = (!rest.ends_with(';')).then(|| rest.split(['(', ' ']).next().unwrap_or(rest));
-            } else if l == "{" {
-                entry = None;
-            } else if entry == Some(name) && (l.starts_with(".maxntid") || l.starts_with(".maxnreg")) {
-                return true;
-            }
-        }
-        false
+        self.entry_directives().any(|(e, l)| e == name && (l.starts_with(".maxntid") || l.starts_with(".maxnreg")))
     }
 
     /// The kernels that can launch kernels from the device: the `.entry` functions from which
