@@ -134,11 +134,23 @@ pub const fn __size<T, const N: usize>() -> usize {
 #[macro_export]
 macro_rules! shared {
     ($($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {$(
+        $crate::__shared_static!($(#[$m])* $vis static $name: [$t; $n], align $crate::shared::__align::<$t>());
+    )*};
+}
+
+/// The one declaration behind [`shared!`](macro@crate::shared), [`tma_tile!`](macro@crate::tma_tile)
+/// and [`wgmma_tile!`](macro@crate::wgmma_tile): a static shared array of `N` `T`s aligned to
+/// `align` bytes — in PTX a `.shared` variable named after the static's module path, on the CPU
+/// device this block's copy keyed by the static's address.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __shared_static {
+    ($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr], align $align:expr) => {
         #[cfg(target_arch = "nvptx64")]
         $crate::__raw_ptx_var!(
             shared_decl $name,
             $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))),
-            $crate::shared::__align::<$t>(),
+            $align,
             $crate::shared::__size::<$t, { $n }>()
         );
 
@@ -159,13 +171,13 @@ macro_rules! shared {
                     $crate::host::shared_static(
                         ::core::ptr::addr_of!($name) as usize,
                         $crate::shared::__size::<$t, { $n }>(),
-                        $crate::shared::__align::<$t>(),
+                        $align,
                     )
                 }
             }
             $crate::shared::SharedStatic::<$t, { $n }>::__new(__cohort_shared_addr)
         };
-    )*};
+    };
 }
 
 // The launch's dynamic shared memory: `.extern .shared .align 16 .b8 cohort_dynamic_smem[];`.

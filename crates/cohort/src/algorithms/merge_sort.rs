@@ -96,26 +96,6 @@ fn merge_path<K, L: Fn(&K, &K) -> bool>(
     lo
 }
 
-/// The next item of a stable merge: whether to take `a[ai]` (else `b[bi]`), `None` when both
-/// are exhausted.
-#[inline(always)]
-fn take_a<K, L: Fn(&K, &K) -> bool>(
-    a: impl Fn(usize) -> K,
-    la: usize,
-    ai: usize,
-    b: impl Fn(usize) -> K,
-    lb: usize,
-    bi: usize,
-    less: &L,
-) -> Option<bool> {
-    match (ai < la, bi < lb) {
-        (true, true) => Some(!less(&b(bi), &a(ai))),
-        (true, false) => Some(true),
-        (false, true) => Some(false),
-        (false, false) => None,
-    }
-}
-
 /// Writes `v` to `dst[at]` if in bounds.
 ///
 /// # Safety
@@ -129,8 +109,9 @@ unsafe fn put<T>(dst: &mut DisjointSlice<'_, T, Scattered>, at: usize, v: T) {
 }
 
 /// Merges the runs `smem[a0 .. a0 + la]` and `smem[a0 + la .. a0 + la + lb]` (keys, and values
-/// at the same positions when `pairs`) from diagonal `d`, `N` outputs at most (`count`), into
-/// registers.
+/// at the same positions when `pairs`) from diagonal `d`, `N` outputs at most, into registers
+/// (`la + lb >= 1`). CUB's serial merge: the two runs' next keys stay in registers, so each
+/// output costs one shared load (the key that replaces the one taken) and one comparison.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -147,24 +128,79 @@ fn merge_from_shared<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool, const 
     values: &mut [V; N],
 ) {
     let b0 = a0 + la;
-    let a = |i: usize| sk.load(a0 + i);
-    let b = |i: usize| sk.load(b0 + i);
-    let i = merge_path(a, la, b, lb, d, less);
+    // Every load is clamped into the two runs: a head past its run's end is loaded from
+    // another position and never taken.
+    let last = (b0 + lb).max(a0 + 1) - 1;
+    let at = |i: usize| sk.load(i.min(last));
+    let i = merge_path(|x| at(a0 + x), la, |x| at(b0 + x), lb, d, less);
     let (mut ai, mut bi) = (i, d.min(la + lb) - i);
+    let (mut ka, mut kb) = (at(a0 + ai), at(b0 + bi));
     crate::unroll::<N>(|j| {
-        if let Some(from_a) = take_a(a, la, ai, b, lb, bi, less) {
-            let at = if from_a { a0 + ai } else { b0 + bi };
-            keys[j] = sk.load(at);
+        let (a_left, b_left) = (ai < la, bi < lb);
+        if a_left || b_left {
+            // Stable: on a tie the first run's key goes first.
+            let from_a = a_left && (!b_left || !less(&kb, &ka));
+            let pos = if from_a { a0 + ai } else { b0 + bi };
+            keys[j] = if from_a { ka } else { kb };
             if pairs {
-                values[j] = sv.load(at);
+                values[j] = sv.load(pos.min(last));
             }
             if from_a {
                 ai += 1;
+                ka = at(a0 + ai);
             } else {
                 bi += 1;
+                kb = at(b0 + bi);
             }
         }
     });
+}
+
+/// Writes a tile of `count` items from registers (thread `t` holds items `t * N ..`, `mine` of
+/// them) to `dst[p0 .. p0 + count]` through shared memory, so that a warp's stores are
+/// consecutive (CUB's `BlockStore` with a transpose): the blocked items go to shared memory,
+/// then thread `t` writes items `t`, `t + MERGE_BLOCK`, …. Every thread of the block calls it
+/// (it synchronizes the block); nothing may read `sk` / `sv` concurrently.
+///
+/// # Safety
+/// No other thread outside the block writes or reads `dst[p0 .. p0 + count]`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+unsafe fn store_tile<K: DeviceCopy, V: DeviceCopy, const N: usize>(
+    sk: &SharedSlice<K>,
+    sv: &SharedSlice<V>,
+    pairs: bool,
+    k: &[K; N],
+    v: &[V; N],
+    mine: usize,
+    p0: usize,
+    count: usize,
+    kdst: &mut DisjointSlice<'_, K, Scattered>,
+    vdst: &mut DisjointSlice<'_, V, Scattered>,
+) {
+    let bs = MERGE_BLOCK as usize;
+    let t = thread::thread_rank_in_block() as usize;
+    crate::unroll::<N>(|j| {
+        if j < mine {
+            sk.store(t * N + j, k[j]);
+            if pairs {
+                sv.store(t * N + j, v[j]);
+            }
+        }
+    });
+    crate::sync::sync_threads();
+    let mut i = t;
+    while i < count {
+        // SAFETY: position `p0 + i` is this block's alone (the caller's contract), and this
+        // thread's alone within the block (`i = t + k * MERGE_BLOCK`).
+        unsafe { put(kdst, p0 + i, sk.load(i)) };
+        if pairs {
+            // SAFETY: as the key's.
+            unsafe { put(vdst, p0 + i, sv.load(i)) };
+        }
+        i += bs;
+    }
 }
 
 /// One tile per block of a merge sort (see the merge sort's module docs, `algorithms/merge_sort.rs`): block `b` sorts elements
@@ -175,8 +211,8 @@ fn merge_from_shared<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool, const 
 ///
 /// # Safety
 /// Nothing else in the launch writes the outputs. Then every element has one writer: block `b`
-/// (ranks are distinct in any grid), thread `t`, item `j` writes position `b * T + t * N + j`
-/// only. Every write is bounds-checked.
+/// (ranks are distinct in any grid) writes positions `b * T .. (b + 1) * T` only, its thread `t`
+/// those `≡ t (mod MERGE_BLOCK)` of them. Every write is bounds-checked.
 #[inline(always)]
 #[track_caller]
 #[allow(clippy::too_many_arguments)]
@@ -240,18 +276,8 @@ pub unsafe fn merge_sort_tiles<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bo
         crate::sync::sync_threads();
         w *= 2;
     }
-    let (kdst, vdst) = (keys_out, values_out);
-    crate::unroll::<N>(|j| {
-        if j < mine {
-            let at = base + t * N + j;
-            // SAFETY: position `b * T + t * N + j` is this thread's alone (the caller's contract).
-            unsafe { put(kdst, at, k[j]) };
-            if pairs {
-                // SAFETY: as the key's.
-                unsafe { put(vdst, at, v[j]) };
-            }
-        }
-    });
+    // SAFETY: positions `b * T .. b * T + valid` are this block's alone (the caller's contract).
+    unsafe { store_tile(smem_keys, smem_values, pairs, &k, &v, mine, base, valid, keys_out, values_out) };
 }
 
 /// The merge pass's partition (see the merge sort's module docs, `algorithms/merge_sort.rs`): for every tile boundary `i * tile`
@@ -289,7 +315,8 @@ pub fn merge_partition<K: DeviceCopy, L: Fn(&K, &K) -> bool + Copy>(
 ///
 /// # Safety
 /// Nothing else in the launch writes the outputs: then every element has one writer (block
-/// `b`, thread `t`, item `j` writes position `b * T + t * N + j` only). Wrong `splits` give
+/// `b` writes positions `b * T .. (b + 1) * T` only, its thread `t` those `≡ t (mod
+/// MERGE_BLOCK)` of them). Wrong `splits` give
 /// wrong values, never an access out of bounds (every index is clamped), and every write is
 /// bounds-checked.
 #[inline(always)]
@@ -341,23 +368,14 @@ pub unsafe fn merge_tiles<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool + 
     }
     crate::sync::sync_threads();
     let d = t * N;
+    let mut k: [K; N] = core::array::from_fn(|_| super::scan::placeholder());
+    let mut v: [V; N] = core::array::from_fn(|_| super::scan::placeholder());
     if d < count {
-        let mut k: [K; N] = core::array::from_fn(|_| super::scan::placeholder());
-        let mut v: [V; N] = core::array::from_fn(|_| super::scan::placeholder());
         merge_from_shared(smem_keys, smem_values, pairs, 0, la, lb, d, &less, &mut k, &mut v);
-        let mine = (count - d).min(N);
-        let (kdst, vdst) = (keys_out, values_out);
-        crate::unroll::<N>(|j| {
-            if j < mine {
-                let at = p0 + d + j;
-                // SAFETY: position `b * T + t * N + j` is this thread's alone (the caller's
-                // contract).
-                unsafe { put(kdst, at, k[j]) };
-                if pairs {
-                    // SAFETY: as the key's.
-                    unsafe { put(vdst, at, v[j]) };
-                }
-            }
-        });
     }
+    let mine = count.saturating_sub(d).min(N);
+    // Every thread has read what it merges before any overwrites the tile.
+    crate::sync::sync_threads();
+    // SAFETY: positions `b * T .. b * T + count` are this block's alone (the caller's contract).
+    unsafe { store_tile(smem_keys, smem_values, pairs, &k, &v, mine, p0, count, keys_out, values_out) };
 }

@@ -305,34 +305,6 @@ impl<'b> AsyncBarrier<'b> {
 #[macro_export]
 macro_rules! wgmma_tile {
     ($($(#[$m:meta])* $vis:vis static $name:ident: [$t:ty; $n:expr];)*) => {$(
-        #[cfg(target_arch = "nvptx64")]
-        $crate::__raw_ptx_var!(
-            shared_decl $name,
-            $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))),
-            1024,
-            $crate::shared::__size::<$t, { $n }>()
-        );
-
-        $(#[$m])*
-        #[allow(non_upper_case_globals)]
-        $vis static $name: $crate::shared::SharedStatic<$t, { $n }> = {
-            #[inline(always)]
-            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-            fn __cohort_shared_addr() -> u32 {
-                #[cfg(target_arch = "nvptx64")]
-                {
-                    $crate::__raw_ptx_var!(shared_addr $name, $crate::shared::__id(concat!(module_path!(), "::", stringify!($name))))
-                }
-                #[cfg(not(target_arch = "nvptx64"))]
-                {
-                    $crate::host::shared_static(
-                        ::core::ptr::addr_of!($name) as usize,
-                        $crate::shared::__size::<$t, { $n }>(),
-                        1024,
-                    )
-                }
-            }
-            $crate::shared::SharedStatic::<$t, { $n }>::__new(__cohort_shared_addr)
-        };
+        $crate::__shared_static!($(#[$m])* $vis static $name: [$t; $n], align 1024);
     )*};
 }
