@@ -70,30 +70,54 @@ pub fn merge_smem<K: DeviceCopy, V: DeviceCopy>() -> (SharedSlice<K>, SharedSlic
     (crate::shared::dynamic::<K>().sub(0, tile), crate::shared::dynamic::<V>().sub(merge_values_offset::<K, V>(), tile))
 }
 
+/// A position in a merge: `usize` in global memory (past 2^32 elements), `u32` within a tile
+/// in shared memory (half the integer instructions of 64-bit positions on a GPU).
+trait Pos:
+    Copy + Ord + core::ops::Add<Output = Self> + core::ops::Sub<Output = Self> + core::ops::Div<Output = Self> + From<u8>
+{
+}
+impl Pos for u32 {}
+impl Pos for usize {}
+
 /// How many of the first `d` outputs of the stable merge of `a` (length `la`) and `b` (length
 /// `lb`) come from `a`: the merge path's cut of diagonal `d` (`d <= la + lb`), by binary
 /// search. Always in `d - lb ..= d` and `0 ..= la` (clamped), whatever `less` answers.
 #[inline(always)]
-fn merge_path<K, L: Fn(&K, &K) -> bool>(
-    a: impl Fn(usize) -> K,
-    la: usize,
-    b: impl Fn(usize) -> K,
-    lb: usize,
-    d: usize,
+fn merge_path<I: Pos, K, L: Fn(&K, &K) -> bool>(
+    a: impl Fn(I) -> K,
+    la: I,
+    b: impl Fn(I) -> K,
+    lb: I,
+    d: I,
     less: &L,
-) -> usize {
+) -> I {
+    let (zero, one, two) = (I::from(0), I::from(1), I::from(2));
     let d = d.min(la + lb);
-    let (mut lo, mut hi) = (d.saturating_sub(lb), d.min(la));
+    let (mut lo, mut hi) = (if d > lb { d - lb } else { zero }, d.min(la));
     while lo < hi {
-        let mid = lo + (hi - lo) / 2;
+        let mid = lo + (hi - lo) / two;
         // `mid < hi <= d` and `mid >= lo >= d - lb`: `d - 1 - mid` is in `0 .. lb`.
-        if less(&b(d - 1 - mid), &a(mid)) {
+        if less(&b(d - one - mid), &a(mid)) {
             hi = mid;
         } else {
-            lo = mid + 1;
+            lo = mid + one;
         }
     }
     lo
+}
+
+/// `x` rounded down to a multiple of `m` (`m >= 1`): a mask when `m` is a power of two (the
+/// merge passes' widths, for power-of-two tiles), 32-bit division when both fit, else 64-bit
+/// (a software routine on the GPU, a hundred instructions).
+#[inline(always)]
+fn round_down(x: usize, m: usize) -> usize {
+    if m.is_power_of_two() {
+        x & !(m - 1)
+    } else if let (Ok(x32), Ok(m32)) = (u32::try_from(x), u32::try_from(m)) {
+        (x32 / m32 * m32) as usize
+    } else {
+        x / m * m
+    }
 }
 
 /// Writes `v` to `dst[at]` if in bounds.
@@ -111,7 +135,9 @@ unsafe fn put<T>(dst: &mut DisjointSlice<'_, T, Scattered>, at: usize, v: T) {
 /// Merges the runs `smem[a0 .. a0 + la]` and `smem[a0 + la .. a0 + la + lb]` (keys, and values
 /// at the same positions when `pairs`) from diagonal `d`, `N` outputs at most, into registers
 /// (`la + lb >= 1`). CUB's serial merge: the two runs' next keys stay in registers, so each
-/// output costs one shared load (the key that replaces the one taken) and one comparison.
+/// output costs one shared load (the key that replaces the one taken) and one comparison. The
+/// runs are checked once to lie in the tiles; every load below is clamped into them, so it
+/// needs no check of its own, and positions are 32-bit.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -127,13 +153,20 @@ fn merge_from_shared<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool, const 
     keys: &mut [K; N],
     values: &mut [V; N],
 ) {
+    let end = a0 + la + lb;
+    assert!(
+        end > a0 && end <= sk.len() && (!pairs || end <= sv.len()),
+        "merge sort: the runs to merge are not inside the shared tiles"
+    );
+    // Shared tiles are below 2^32 elements (`sk.len()` is a `u32` count): these don't truncate.
+    let (a0, la, lb, d) = (a0 as u32, la as u32, lb as u32, d.min(la + lb) as u32);
     let b0 = a0 + la;
-    // Every load is clamped into the two runs: a head past its run's end is loaded from
-    // another position and never taken.
-    let last = (b0 + lb).max(a0 + 1) - 1;
-    let at = |i: usize| sk.load(i.min(last));
+    let last = b0 + lb - 1;
+    // SAFETY: `i.min(last) <= last < end <= sk.len()` (asserted above).
+    let at = |i: u32| unsafe { sk.load_unchecked(i.min(last) as usize) };
     let i = merge_path(|x| at(a0 + x), la, |x| at(b0 + x), lb, d, less);
-    let (mut ai, mut bi) = (i, d.min(la + lb) - i);
+    let (mut ai, mut bi) = (i, d - i);
+    // A head past its run's end is loaded from another position (clamped) and never taken.
     let (mut ka, mut kb) = (at(a0 + ai), at(b0 + bi));
     crate::unroll::<N>(|j| {
         let (a_left, b_left) = (ai < la, bi < lb);
@@ -143,7 +176,8 @@ fn merge_from_shared<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool, const 
             let pos = if from_a { a0 + ai } else { b0 + bi };
             keys[j] = if from_a { ka } else { kb };
             if pairs {
-                values[j] = sv.load(pos.min(last));
+                // SAFETY: `pos.min(last) < end <= sv.len()` (asserted above, `pairs`).
+                values[j] = unsafe { sv.load_unchecked(pos.min(last) as usize) };
             }
             if from_a {
                 ai += 1;
@@ -159,7 +193,7 @@ fn merge_from_shared<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool, const 
 /// Writes a tile of `count` items from registers (thread `t` holds items `t * N ..`, `mine` of
 /// them) to `dst[p0 .. p0 + count]` through shared memory, so that a warp's stores are
 /// consecutive (CUB's `BlockStore` with a transpose): the blocked items go to shared memory,
-/// then thread `t` writes items `t`, `t + MERGE_BLOCK`, …. Every thread of the block calls it
+/// then thread `t` writes items `t`, `t + MERGE_BLOCK`, … (`count <= MERGE_BLOCK * N`). Every thread of the block calls it
 /// (it synchronizes the block); nothing may read `sk` / `sv` concurrently.
 ///
 /// # Safety
@@ -190,17 +224,19 @@ unsafe fn store_tile<K: DeviceCopy, V: DeviceCopy, const N: usize>(
         }
     });
     crate::sync::sync_threads();
-    let mut i = t;
-    while i < count {
-        // SAFETY: position `p0 + i` is this block's alone (the caller's contract), and this
-        // thread's alone within the block (`i = t + k * MERGE_BLOCK`).
-        unsafe { put(kdst, p0 + i, sk.load(i)) };
-        if pairs {
-            // SAFETY: as the key's.
-            unsafe { put(vdst, p0 + i, sv.load(i)) };
+    // `count <= MERGE_BLOCK * N`: `N` striped items a thread cover the tile.
+    crate::unroll::<N>(|j| {
+        let i = t + j * bs;
+        if i < count {
+            // SAFETY: position `p0 + i` is this block's alone (the caller's contract), and this
+            // thread's alone within the block (`i = t + j * MERGE_BLOCK`).
+            unsafe { put(kdst, p0 + i, sk.load(i)) };
+            if pairs {
+                // SAFETY: as the key's.
+                unsafe { put(vdst, p0 + i, sv.load(i)) };
+            }
         }
-        i += bs;
-    }
+    });
 }
 
 /// One tile per block of a merge sort (see the merge sort's module docs, `algorithms/merge_sort.rs`): block `b` sorts elements
@@ -268,7 +304,7 @@ pub unsafe fn merge_sort_tiles<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bo
         });
         crate::sync::sync_threads();
         if mine > 0 {
-            let gs = t * N / (2 * w) * (2 * w);
+            let gs = round_down(t * N, 2 * w);
             let la = w.min(valid - gs);
             let lb = (2 * w).min(valid - gs) - la;
             merge_from_shared(smem_keys, smem_values, pairs, gs, la, lb, t * N - gs, &less, &mut k, &mut v);
@@ -299,7 +335,7 @@ pub fn merge_partition<K: DeviceCopy, L: Fn(&K, &K) -> bool + Copy>(
     let group = width.saturating_mul(2).max(1);
     for i in thread::grid_stride(splits.len()) {
         let p = (*i).saturating_mul(tile).min(n);
-        let gs = p / group * group;
+        let gs = round_down(p, group);
         let a_end = gs.saturating_add(width).min(n);
         let b_end = gs.saturating_add(group).min(n);
         let cut = merge_path(|x| keys[gs + x], a_end - gs, |x| keys[a_end + x], b_end - a_end, p - gs, &less);
@@ -345,7 +381,7 @@ pub unsafe fn merge_tiles<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool + 
     }
     let p1 = (p0 + tile).min(n);
     let group = width.saturating_mul(2).max(1);
-    let gs = p0 / group * group;
+    let gs = round_down(p0, group);
     let a_end = gs.saturating_add(width).min(n);
     let b_end = gs.saturating_add(group).min(n);
     // This tile's slices of both runs (clamped: a comparator that is not an order may leave
@@ -357,19 +393,31 @@ pub unsafe fn merge_tiles<K: DeviceCopy, V: DeviceCopy, L: Fn(&K, &K) -> bool + 
     let lb = (p1 - p0).saturating_sub(la).min(b_end - b_lo);
     let count = la + lb;
     let t = thread::thread_rank_in_block() as usize;
-    let mut i = t;
-    while i < count {
-        let at = if i < la { a_lo + i } else { b_lo + (i - la) };
-        smem_keys.store(i, keys[at]);
-        if pairs {
-            smem_values.store(i, values[at]);
-        }
-        i += bs;
-    }
-    crate::sync::sync_threads();
-    let d = t * N;
+    // Striped (`t`, `t + MERGE_BLOCK`, …: a warp's loads consecutive), all `N` loads issued
+    // before the first store to shared memory, so they are in flight together.
     let mut k: [K; N] = core::array::from_fn(|_| super::scan::placeholder());
     let mut v: [V; N] = core::array::from_fn(|_| super::scan::placeholder());
+    crate::unroll::<N>(|j| {
+        let i = t + j * bs;
+        if i < count {
+            let at = if i < la { a_lo + i } else { b_lo + (i - la) };
+            k[j] = keys[at];
+            if pairs {
+                v[j] = values[at];
+            }
+        }
+    });
+    crate::unroll::<N>(|j| {
+        let i = t + j * bs;
+        if i < count {
+            smem_keys.store(i, k[j]);
+            if pairs {
+                smem_values.store(i, v[j]);
+            }
+        }
+    });
+    crate::sync::sync_threads();
+    let d = t * N;
     if d < count {
         merge_from_shared(smem_keys, smem_values, pairs, 0, la, lb, d, &less, &mut k, &mut v);
     }
