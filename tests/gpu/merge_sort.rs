@@ -24,11 +24,21 @@ pub fn trials() -> Vec<Trial> {
     ]
 }
 
-/// Keys per tile of 4-to-8-byte keys with 4-to-8-byte values (256 threads × 8 items).
-const TILE: usize = 2048;
+/// Keys per tile of `u32` keys with `u32` values (256 threads × 8 items).
+const TILE: usize = tile::<u32, u32>();
 
+/// Keys per tile of keys `K` with values `V`.
+const fn tile<K, V>() -> usize {
+    cohort::algorithms::MERGE_BLOCK as usize * cohort::algorithms::merge_items::<K, V>()
+}
+
+/// Around the tiles of every key and value type the built-in sorts use (each is its own size).
 fn sizes(c: &Ctx) -> Vec<usize> {
-    let mut v = vec![0, 1, 2, 7, 31, TILE - 1, TILE, TILE + 1, 2 * TILE, 3 * TILE + 5, 8 * TILE, 17 * TILE + 3];
+    let mut v = vec![0, 1, 2, 7, 31];
+    for t in [tile::<u32, u32>(), tile::<u32, u64>(), tile::<u64, u64>()] {
+        v.extend([t - 1, t, t + 1, 2 * t, 3 * t + 5]);
+    }
+    v.extend([8 * TILE, 17 * TILE + 3]);
     v.extend(c.pick(vec![(1 << 20) + 7, (1 << 23) + 3], vec![]));
     v
 }

@@ -50,6 +50,17 @@ const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
         "a merge sort of 12-byte keys with 24-byte values, five items a thread (180 bytes): the per-thread items stay an \
          indexed array at sm_80 in checked mode, as sum3's and mat2's (issue 29: wide types)",
     ),
+    (
+        "wide_sort_merge",
+        "as wide_sort_tiles: the merge pass loads a tile's five items a thread into registers before staging them in          shared memory (all loads in flight together), and they stay an indexed array at sm_80 in checked mode",
+    ),
+    (
+        "pt_sort_tiles",
+        "a merge sort of an 8-byte user key (two f32s, a user comparator), seven items a thread, since this session's \
+         merge core: a 12-byte slot at sm_80 in checked mode (a key stored there, never loaded back; ptxas keeps a 24-byte \
+         frame), not an array of items; the built-in key types have none (issue 29)",
+    ),
+    ("pt_sort_merge", "as pt_sort_tiles"),
 ];
 
 fn main() {
