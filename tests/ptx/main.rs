@@ -52,7 +52,8 @@ const LOCAL_MEMORY_ALLOWED: &[(&str, &str)] = &[
     ),
     (
         "wide_sort_merge",
-        "as wide_sort_tiles: the merge pass loads a tile's five items a thread into registers before staging them in          shared memory (all loads in flight together), and they stay an indexed array at sm_80 in checked mode",
+        "as wide_sort_tiles: the merge pass loads a tile's five items a thread into registers before staging them in \
+         shared memory (all loads in flight together), and they stay an indexed array at sm_80 in checked mode",
     ),
     (
         "pt_sort_tiles",
