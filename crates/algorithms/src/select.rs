@@ -1,7 +1,7 @@
 //! The built-in select family (feature `builtin`): select-if (`x < threshold`), select-flagged,
 //! partition-if, unique and run-length encoding, for `u32 i32 u64 f32`, over
-//! [`cohort::algorithms::select_tile`]; one kernel per type (the form chosen by an argument,
-//! uniform across the launch) and one for the run lengths.
+//! [`cohort::algorithms::select_tile`]; one kernel per type and form (the form fixed at compile
+//! time, so that each kernel carries only its own path) and one for the run lengths.
 
 use cohort::algorithms::{SelectOut, flags_if, flags_unique, select_items, select_tile};
 use cohort::atomic::AtomicU64;
@@ -9,53 +9,59 @@ use cohort::block;
 use cohort::slice::DisjointSlice;
 use cohort::thread::{self, Scattered};
 
-/// Which items a select kernel flags (its `mode` argument).
-pub(crate) const MODE_LESS: u32 = 0;
-pub(crate) const MODE_FLAGGED: u32 = 1;
-pub(crate) const MODE_UNIQUE: u32 = 2;
+/// The select kernels of one element type, in the order the host's `SelectKernels::launch`
+/// holds them: one kernel per form (its flags and whether it keeps the rejected items fixed at
+/// compile time, so each carries only its own path: one kernel switching on the form at run
+/// time took 78 registers for `u32`, which left three blocks a multiprocessor).
+pub(crate) const SELECT_IF: usize = 0;
+pub(crate) const PARTITION_IF: usize = 1;
+pub(crate) const SELECT_FLAGGED: usize = 2;
+pub(crate) const SELECT_UNIQUE: usize = 3;
 
 macro_rules! select_kernels {
-    ($($name:ident: $t:ty;)*) => {$(
-        /// One tile of a select, partition or unique of `input` (see `select_tile`); `mode`
-        /// picks the flags: `x < threshold`, `flags[i] != 0`, or `x != input[i - 1]`.
+    ($($t:ty => $if_:ident, $part:ident, $flagged:ident, $unique:ident;)*) => {$(
+        select_kernels!(@one $t, $if_, SELECT_IF, "`x < threshold` (`DeviceSelect::If`)");
+        select_kernels!(@one $t, $part, PARTITION_IF, "`x < threshold`, the rest from the back (`DevicePartition::If`)");
+        select_kernels!(@one $t, $flagged, SELECT_FLAGGED, "`flags[i] != 0` (`DeviceSelect::Flagged`)");
+        select_kernels!(@one $t, $unique, SELECT_UNIQUE, "`x != input[i - 1]` (`DeviceSelect::Unique`; with `indices`, the run heads' offsets)");
+    )*};
+    (@one $t:ty, $name:ident, $form:ident, $doc:literal) => {
+        #[doc = concat!("One tile of a select of `input` (see `select_tile`): ", $doc, ".")]
         #[cohort::kernel]
-        #[allow(clippy::too_many_arguments)]
         fn $name(
             input: &[$t],
             flags: &[u8],
             threshold: $t,
-            mode: u32,
-            partition: u32,
             out: DisjointSlice<$t, Scattered>,
             indices: DisjointSlice<u64, Scattered>,
             count: DisjointSlice<u64, Scattered>,
             state: &[AtomicU64],
         ) {
             const N: usize = select_items::<$t>();
+            const FORM: usize = $form;
             let smem = cohort::shared::dynamic::<$t>();
-            let flags_of = |items: &[$t; N], tile: u64, first: usize| match mode {
-                MODE_LESS => flags_if(items, |x| *x < threshold),
-                MODE_FLAGGED => {
+            let flags_of = |items: &[$t; N], tile: u64, first: usize| match FORM {
+                SELECT_IF | PARTITION_IF => flags_if(items, |x| *x < threshold),
+                SELECT_FLAGGED => {
                     let (f, _) = block::load_blocked::<u8, N>(flags, tile, 0);
                     core::array::from_fn(|j| f[j] != 0)
                 }
-                MODE_UNIQUE => flags_unique(input, items, first),
-                _ => [false; N],
+                _ => flags_unique(input, items, first),
             };
-            let indices = if indices.is_empty() { None } else { Some(indices) };
-            let out = SelectOut { items: out, partition: partition != 0, indices, count };
+            let indices = if FORM == SELECT_UNIQUE && !indices.is_empty() { Some(indices) } else { None };
+            let out = SelectOut { items: out, partition: FORM == PARTITION_IF, indices, count };
             // SAFETY: the host API clears `state` in the stream before this launch and gives it
             // to this launch alone; this kernel writes its outputs nowhere else.
             unsafe { select_tile::<$t, N>(input, flags_of, out, state, &smem) }
         }
-    )*};
+    };
 }
 
 select_kernels! {
-    select_u32: u32;
-    select_i32: i32;
-    select_u64: u64;
-    select_f32: f32;
+    u32 => select_if_u32, partition_if_u32, select_flagged_u32, unique_u32;
+    i32 => select_if_i32, partition_if_i32, select_flagged_i32, unique_i32;
+    u64 => select_if_u64, partition_if_u64, select_flagged_u64, unique_u64;
+    f32 => select_if_f32, partition_if_f32, select_flagged_f32, unique_f32;
 }
 
 /// The run lengths of a run-length encoding: run `k` (of `count[0]`) is `offsets[k + 1] -
@@ -82,7 +88,7 @@ mod host {
     use cohort::algorithms::{SELECT_BLOCK, select_items, select_state_len};
     use cohort_runtime::{DeviceBuffer, DeviceView, DeviceViewMut, Error, LaunchConfig, Module, Stream};
 
-    use super::{MODE_FLAGGED, MODE_LESS, MODE_UNIQUE};
+    use super::{PARTITION_IF, SELECT_FLAGGED, SELECT_IF, SELECT_UNIQUE};
     use crate::host::{Result, Temp};
 
     /// `x < self.0`: the select-if and partition-if predicate of the built-in kernels (CUB's
@@ -90,9 +96,10 @@ mod host {
     #[derive(Clone, Copy, Debug)]
     pub struct LessThan<T>(pub T);
 
-    /// The loaded select kernels of one element type.
+    /// The loaded select kernels of one element type: select-if, partition-if, select-flagged,
+    /// unique (indexed by `SELECT_IF` …).
     pub struct SelectKernels<T: DeviceCopy> {
-        launch: LaunchFn<T>,
+        launch: [LaunchFn<T>; 4],
     }
 
     impl<T: DeviceCopy> std::fmt::Debug for SelectKernels<T> {
@@ -108,8 +115,6 @@ mod host {
                 DeviceView<'_, T>,
                 DeviceView<'_, u8>,
                 T,
-                u32,
-                u32,
                 DeviceViewMut<'_, T>,
                 DeviceViewMut<'_, u64>,
                 DeviceViewMut<'_, u64>,
@@ -126,7 +131,7 @@ mod host {
     }
 
     macro_rules! loaders {
-        ($($t:ty => $k:ident, $field:ident;)*) => {
+        ($($t:ty => [$($k:ident),*], $field:ident;)*) => {
             /// The select kernels of every built-in type and the run-length kernel.
             #[derive(Debug)]
             pub(crate) struct SelectSet {
@@ -136,13 +141,11 @@ mod host {
             impl SelectSet {
                 pub(crate) fn load(m: &Module) -> Result<Self> {
                     Ok(Self {
-                        $($field: {
-                            let k = super::$k::load(m)?;
-                            SelectKernels {
-                                launch: Box::new(move |s, c, i, f, t, mode, p, o, x, n, st| {
-                                    k.launch(s, c, i, f, t, mode, p, o, x, n, st)
-                                }),
-                            }
+                        $($field: SelectKernels {
+                            launch: [$({
+                                let k = super::$k::load(m)?;
+                                Box::new(move |s, c, i, f, t, o, x, n, st| k.launch(s, c, i, f, t, o, x, n, st))
+                            }),*],
                         },)*
                         rle: super::rle_lengths::load(m)?,
                     })
@@ -156,10 +159,10 @@ mod host {
         };
     }
     loaders! {
-        u32 => select_u32, u32s;
-        i32 => select_i32, i32s;
-        u64 => select_u64, u64s;
-        f32 => select_f32, f32s;
+        u32 => [select_if_u32, partition_if_u32, select_flagged_u32, unique_u32], u32s;
+        i32 => [select_if_i32, partition_if_i32, select_flagged_i32, unique_i32], i32s;
+        u64 => [select_if_u64, partition_if_u64, select_flagged_u64, unique_u64], u64s;
+        f32 => [select_if_f32, partition_if_f32, select_flagged_f32, unique_f32], f32s;
     }
 
     /// What one select launch does.
@@ -167,8 +170,8 @@ mod host {
         pub(crate) input: &'a DeviceBuffer<T>,
         pub(crate) flags: Option<&'a DeviceBuffer<u8>>,
         pub(crate) threshold: Option<T>,
-        pub(crate) mode: u32,
-        pub(crate) partition: bool,
+        /// Which kernel: `SELECT_IF`, `PARTITION_IF`, `SELECT_FLAGGED` or `SELECT_UNIQUE`.
+        pub(crate) form: usize,
         pub(crate) with_indices: bool,
     }
 
@@ -225,14 +228,12 @@ mod host {
         let indices =
             if job.with_indices { Temp::grow(gpu, offsets, n)?.slice_mut(..n) } else { dummy64.slice_mut(..0) };
         let cfg = LaunchConfig::new(grid, SELECT_BLOCK).with_shared_mem(smem);
-        (k.launch)(
+        (k.launch[job.form])(
             stream,
             cfg,
             job.input.slice(..),
             flags,
             threshold,
-            job.mode,
-            job.partition as u32,
             out.slice_mut(..),
             indices,
             count.slice_mut(..1),
@@ -264,14 +265,7 @@ mod host {
             count: &mut DeviceBuffer<u64>,
             temp: &mut Temp,
         ) -> Result<()> {
-            let job = Job {
-                input,
-                flags: None,
-                threshold: Some(pred.0),
-                mode: MODE_LESS,
-                partition: false,
-                with_indices: false,
-            };
+            let job = Job { input, flags: None, threshold: Some(pred.0), form: SELECT_IF, with_indices: false };
             run(T::kernels(self), stream, job, out, count, temp)
         }
 
@@ -290,14 +284,7 @@ mod host {
             count: &mut DeviceBuffer<u64>,
             temp: &mut Temp,
         ) -> Result<()> {
-            let job = Job {
-                input,
-                flags: None,
-                threshold: Some(pred.0),
-                mode: MODE_LESS,
-                partition: true,
-                with_indices: false,
-            };
+            let job = Job { input, flags: None, threshold: Some(pred.0), form: PARTITION_IF, with_indices: false };
             run(T::kernels(self), stream, job, out, count, temp)
         }
 
@@ -315,14 +302,7 @@ mod host {
             count: &mut DeviceBuffer<u64>,
             temp: &mut Temp,
         ) -> Result<()> {
-            let job = Job {
-                input,
-                flags: Some(flags),
-                threshold: None,
-                mode: MODE_FLAGGED,
-                partition: false,
-                with_indices: false,
-            };
+            let job = Job { input, flags: Some(flags), threshold: None, form: SELECT_FLAGGED, with_indices: false };
             run(T::kernels(self), stream, job, out, count, temp)
         }
 
@@ -340,8 +320,7 @@ mod host {
             count: &mut DeviceBuffer<u64>,
             temp: &mut Temp,
         ) -> Result<()> {
-            let job =
-                Job { input, flags: None, threshold: None, mode: MODE_UNIQUE, partition: false, with_indices: false };
+            let job = Job { input, flags: None, threshold: None, form: SELECT_UNIQUE, with_indices: false };
             run(T::kernels(self), stream, job, out, count, temp)
         }
 
@@ -372,8 +351,7 @@ mod host {
             if n >= 1 << 32 {
                 return Err(Error::Argument("run_length_encode: 2^32 elements or more (the lengths are u32)".into()));
             }
-            let job =
-                Job { input, flags: None, threshold: None, mode: MODE_UNIQUE, partition: false, with_indices: true };
+            let job = Job { input, flags: None, threshold: None, form: SELECT_UNIQUE, with_indices: true };
             run(T::kernels(self), stream, job, unique_out, count, temp)?;
             if n == 0 {
                 return Ok(());

@@ -116,6 +116,7 @@ pub unsafe fn select_tile<T: DeviceCopy, const N: usize>(
     state: &[AtomicU64],
     smem: &SharedSlice<T>,
 ) {
+    const { assert!(N <= 64, "select: at most 64 items per thread (the flags are the bits of a u64)") };
     let bs = thread::block_size() as usize;
     let tile_len = bs * N;
     let n = input.len();
@@ -135,74 +136,87 @@ pub unsafe fn select_tile<T: DeviceCopy, const N: usize>(
     let fill = if valid_in_tile == tile_len { super::scan::placeholder() } else { input[0] };
     let (items, valid) = block::load_blocked_coalesced::<T, N>(input, id as u64, fill);
     let raw = flags_of(&items, id as u64, first);
-    let mut flags = [false; N];
-    let mut mine = 0u64;
-    crate::unroll::<N>(|j| {
-        flags[j] = raw[j] && j < valid;
-        mine += flags[j] as u64;
-    });
+    // The flags as the bits of one word (bit `j`: item `j`), only items in the input: a count
+    // is one population count, and no flag takes a predicate register (`[bool; N]` cost about
+    // eight instructions an item, moving predicates in and out of registers). Tile-local
+    // counts and positions are `u32` (a tile holds at most 1024 threads × 64 items), global
+    // positions `usize`.
+    let in_input = if valid >= 64 { u64::MAX } else { (1u64 << valid) - 1 };
+    let mut bits = 0u64;
+    crate::unroll::<N>(|j| bits |= (raw[j] as u64) << j);
+    bits &= in_input;
+    let mine = bits.count_ones();
     // Tile-local exclusive prefix of the counts, the tile's count, then the tile's prefix.
-    let plus = |a: u64, b: u64| a.wrapping_add(b);
-    let local = block::scan_items(&[mine], plus);
+    let local = block::scan_items(&[mine], |a: u32, b: u32| a.wrapping_add(b));
     let in_tile = local.aggregate;
     let local_before = local.prefix.unwrap_or(0);
     let block = cg::this_thread_block();
     let warp = cg::tiled_partition::<32>(&block);
     let shared_before = SELECT_BEFORE.get();
     if thread::warp_id() == 0 {
-        let before = look_back(&warp, &status, id, in_tile, None, plus).unwrap_or(0);
+        let plus = |a: u64, b: u64| a.wrapping_add(b);
+        let before = look_back(&warp, &status, id, in_tile as u64, None, plus).unwrap_or(0);
         if warp.thread_rank() == 0 {
             shared_before.store(0, before);
         }
     }
     // Compact into shared memory: selected items at their tile rank, rejected ones (a
     // partition) after all selected ones, in order.
-    let sel_in_tile = in_tile as usize;
+    let tile_len32 = tile_len as u32;
+    let partition = out.partition;
     // Positions below `tile_len` (the block scan's counts are exact; checked without a
     // panic path, so that the loop unrolls and `items` stays in registers).
-    let mut s = local_before as usize;
-    let mut r = rank * N - local_before as usize;
-    let partition = out.partition;
+    let mut s = local_before;
+    let mut r = (rank * N) as u32 - local_before;
     crate::unroll::<N>(|j| {
         // Counters bumped by arithmetic, not in branches: the compiler kept them in local
         // memory when each branch incremented its own.
-        let take = flags[j];
-        let reject = !take && partition && j < valid;
-        let at = if take { s } else { sel_in_tile + r };
-        if (take || reject) && at < tile_len {
+        let take = (bits >> j) & 1 != 0;
+        let reject = partition && !take && (in_input >> j) & 1 != 0;
+        let at = if take { s } else { in_tile + r };
+        if (take || reject) && at < tile_len32 {
             // SAFETY: `at < tile_len <= smem.len()` (asserted above).
-            unsafe { smem.store_unchecked(at, items[j]) };
+            unsafe { smem.store_unchecked(at as usize, items[j]) };
         }
-        s += take as usize;
-        r += reject as usize;
+        s += take as u32;
+        r += reject as u32;
     });
     block.sync();
     let before = shared_before.load(0) as usize;
     let rejected_before = base - before;
     let len = out.items.len();
     let dst = out.items.as_mut_ptr();
-    let limit = if out.partition { valid_in_tile } else { sel_in_tile };
-    let mut k = rank;
-    while k < limit {
-        let at = if k < sel_in_tile { before + k } else { n.wrapping_sub(1 + rejected_before + (k - sel_in_tile)) };
-        if at < len {
-            // SAFETY: in bounds (checked). Disjoint: the caller's contract makes the scan
-            // exact, so selected item `k` of this tile goes to `before + k`, below the next
-            // tile's `before`, and rejected item `q` to `n - 1 - (rejected_before + q)`, above
-            // every selected position (`before + sel_in_tile <= base + valid <= n - rejected
-            // after`); within the block, `k` runs over distinct values per thread. Shared:
-            // `k < limit <= tile_len <= smem.len()`.
-            // `k < limit <= tile_len <= smem.len()`.
-            unsafe { dst.add(at).write(smem.load_unchecked(k)) };
+    let sel_in_tile = in_tile as usize;
+    let limit = if partition { valid_in_tile as u32 } else { in_tile };
+    // Whether every selected item of the tile lands inside `out.items` (then no check per item).
+    let selected_fit = before.checked_add(sel_in_tile).is_some_and(|end| end <= len);
+    // Item `k = rank + j * block_size()` of the compacted tile, `j < N` (`limit <= tile_len`).
+    crate::unroll::<N>(|j| {
+        let k = rank as u32 + j as u32 * bs as u32;
+        if k < limit {
+            let (at, fits) = if k < in_tile {
+                (before + k as usize, selected_fit)
+            } else {
+                (n.wrapping_sub(1 + rejected_before + (k - in_tile) as usize), false)
+            };
+            if fits || at < len {
+                // SAFETY: in bounds (checked, or inside `before .. before + sel_in_tile <=
+                // len`). Disjoint: the caller's contract makes the scan exact, so selected
+                // item `k` of this tile goes to `before + k`, below the next tile's `before`,
+                // and rejected item `q` to `n - 1 - (rejected_before + q)`, above every
+                // selected position (`before + sel_in_tile <= base + valid <= n - rejected
+                // after`); within the block, `k` runs over distinct values per thread.
+                // Shared: `k < limit <= tile_len <= smem.len()`.
+                unsafe { dst.add(at).write(smem.load_unchecked(k as usize)) };
+            }
         }
-        k += bs;
-    }
+    });
     if let Some(idx) = &mut out.indices {
         let len = idx.len();
         let dst = idx.as_mut_ptr();
         let mut at = before + local_before as usize;
         crate::unroll::<N>(|j| {
-            if flags[j] {
+            if (bits >> j) & 1 != 0 {
                 if at < len {
                     // SAFETY: in bounds (checked); disjoint as the items' positions above
                     // (the same positions, each selected item's own).
