@@ -49,8 +49,9 @@
 //!    `cohort::launch`), assembles it as relocatable code (`ptxas -c`: the calls are resolved
 //!    only when the runtime links it) and finds `libcudadevrt.a` ([`find_cudadevrt`]), which is
 //!    embedded beside the PTX so that the runtime can link the module without a CUDA toolkit;
-//!    a missing one is a warning (an error under `COHORT_REQUIRE_PTXAS=1`, as in CI) saying how
-//!    to get it, and loading such a module is then `cohort_runtime::Error::NoDeviceRuntime`;
+//!    a missing one is a warning (an error under `COHORT_REQUIRE_PTXAS=1`, as in CI, or
+//!    `COHORT_REQUIRE_CUDADEVRT=1`, as in `tools/gpu-bundle`) saying how to get it, and
+//!    loading such a module is then `cohort_runtime::Error::NoDeviceRuntime`;
 //! 5. emits `rerun-if-changed` for every source file the kernels were built from (the crate
 //!    and its path dependencies, from rustc's dep-info), so host-only edits elsewhere never
 //!    rebuild PTX.
@@ -434,6 +435,7 @@ impl Builder {
                     "COHORT_CHECKED",
                     "COHORT_PTXAS",
                     "COHORT_REQUIRE_PTXAS",
+                    "COHORT_REQUIRE_CUDADEVRT",
                     "COHORT_CUDADEVRT",
                     "COHORT_PTX_TARGET_DIR",
                     "CUDA_PATH",
@@ -536,9 +538,14 @@ impl Builder {
             if needs_devrt && device_runtime.is_none() && !devrt_missing {
                 match find_cudadevrt(ptxas.as_deref()) {
                     Ok(p) => device_runtime = Some(p),
-                    // CI (`COHORT_REQUIRE_PTXAS=1`) must embed it; elsewhere the crate still
+                    // CI (`COHORT_REQUIRE_PTXAS=1`) and `tools/gpu-bundle`
+                    // (`COHORT_REQUIRE_CUDADEVRT=1`) must embed it; elsewhere the crate still
                     // builds, and loading the module is `Error::NoDeviceRuntime`, saying the same.
-                    Err(m) if env::var("COHORT_REQUIRE_PTXAS").as_deref() == Ok("1") => {
+                    Err(m)
+                        if ["COHORT_REQUIRE_PTXAS", "COHORT_REQUIRE_CUDADEVRT"]
+                            .iter()
+                            .any(|v| env::var(v).as_deref() == Ok("1")) =>
+                    {
                         return Err(BuildError::Toolchain(m));
                     }
                     Err(m) => {

@@ -33,7 +33,7 @@
 //! | `cub::ScanTileState` | the scan's state: a `&[AtomicU64]` ([`scan_state_len`]) |
 //! | `cub::DeviceSelect::If`, `Flagged`, `Unique`, `DevicePartition::If` | [`select_tile`] (one launch; [`flags_if`], [`flags_unique`], or flags loaded blocked) · `Algorithms::select_if`, `select_flagged`, `unique`, `partition_if` |
 //! | `cub::BlockRadixSort` | [`block::radix_sort_keys`](crate::block::radix_sort_keys), [`block::radix_sort_pairs`](crate::block::radix_sort_pairs) |
-//! | `cub::DeviceRadixSort::SortKeys`, `SortPairs` (+ `Descending`, bit ranges) | Onesweep: [`onesweep_histogram`] once, [`onesweep_pass`] per 8-bit pass · `Algorithms::radix_sort_keys`, `radix_sort_pairs` (the classic [`radix_upsweep`], scan, [`radix_downsweep`] remain) |
+//! | `cub::DeviceRadixSort::SortKeys`, `SortPairs` (+ `Descending`, bit ranges) | Onesweep: [`onesweep_histogram`] once, [`onesweep_pass`] ([`onesweep_pass_keys`] for keys alone) per 8-bit pass · `Algorithms::radix_sort_keys`, `radix_sort_pairs` (the classic [`radix_upsweep`], scan, [`radix_downsweep`] remain) |
 //! | `cub::DeviceMergeSort::SortKeys`, `SortPairs`, `StableSortKeys` (a comparator) | [`merge_sort_tiles`], then per pass [`merge_partition`] and [`merge_tiles`] · `cohort_algorithms::merge_sort_keys`, `merge_sort_pairs` (your type and comparator through `merge_sort_kernels!`), `Algorithms::merge_sort_keys` / `merge_sort_pairs` (built in) |
 //! | `cub::DeviceRunLengthEncode::Encode` | [`select_tile`] of the run heads with their offsets, then the lengths (two launches) · `Algorithms::run_length_encode` |
 //! | `cub::BlockHistogram` | [`block::BlockHistogram`](crate::block::BlockHistogram) (shared-memory counters, one copy per warp, merged with one global atomic per bin) |
@@ -146,8 +146,8 @@ pub use merge_sort::{
     merge_tiles, merge_values_offset,
 };
 pub use onesweep::{
-    ONESWEEP_BLOCK, ONESWEEP_ITEMS, onesweep_hist_len, onesweep_histogram, onesweep_pass, onesweep_smem_bytes,
-    onesweep_state_len,
+    ONESWEEP_BLOCK, ONESWEEP_ITEMS, onesweep_hist_len, onesweep_histogram, onesweep_pass, onesweep_pass_keys,
+    onesweep_smem_bytes, onesweep_state_len,
 };
 pub use radix_sort::{
     RADIX_BITS, RADIX_DIGITS, SORT_BLOCK, SORT_ITEMS, block_tile_range, radix_downsweep, radix_hist_len,

@@ -16,11 +16,13 @@
 //!    hands the old value to the others (a shuffle), and each lane's rank among the warp's keys
 //!    of that digit is that plus the lanes below it in the group. Stable: ranks follow the
 //!    warp's key order.
-//! 3. **Counts**: thread `d` turns the warps' counters of digit `d` into an exclusive scan over
-//!    the warps (the tile's count of `d` is the total) and publishes that count for the
-//!    look-back at once; a block scan of the counts (packed with the pass's digit totals, so one
-//!    scan gives both) gives the tile's first rank of each digit and the pass's first output
-//!    position of each digit.
+//! 3. **Counts**: thread `d` sums the warps' counters of digit `d` (the tile's count of `d`)
+//!    and publishes that count for the look-back at once; a block scan of the counts (packed
+//!    with the pass's digit totals, so one scan gives both) gives the tile's first rank of each
+//!    digit and the pass's first output position of each digit; thread `d` then turns the
+//!    warps' counters of `d` into each warp's first rank of `d` in the tile (the tile's first
+//!    plus the digit's keys in the warps before), so a key's tile rank is one shared load plus
+//!    its rank in the warp.
 //! 4. **Look-back per digit**: thread `d` reads digit `d`'s slots of the tiles before its own,
 //!    one by one backwards, adding counts until a tile that published its **inclusive** count
 //!    (everything up to and including it), then publishes its own inclusive count. A slot is
@@ -70,11 +72,9 @@ const COUNT_MASK: u64 = (1 << 62) - 1;
 const MAX_POLLS: u32 = 1 << 26;
 
 crate::shared! {
-    /// Per warp, per digit: the warp's count of the digit (ranking), then the digit's keys in
-    /// the tile's warps before it. The histogram kernel's per-pass counts share it.
+    /// Per warp, per digit: the warp's count of the digit (ranking), then the warp's first
+    /// position of the digit in the sorted tile. The histogram kernel's per-pass counts share it.
     static OS_COUNTS: [u32; WARPS * DIGITS];
-    /// The tile's first sorted position of each digit.
-    static OS_TILE_FIRST: [u32; DIGITS];
     /// Output position of digit `d`'s first key in the tile, minus its first tile position.
     static OS_BASE: [u64; DIGITS];
     /// The digit of each sorted key of the tile (pairs: the values' positions, without keeping
@@ -192,12 +192,21 @@ fn look_back_stuck(id: usize) -> ! {
     )
 }
 
+/// The values of a pairs pass: the input, the output, the shared memory they move through.
+struct Values<'a, 'b, 'c, V: DeviceCopy> {
+    input: &'a [V],
+    out: &'b mut DisjointSlice<'c, V, Scattered>,
+    smem: &'a SharedSlice<V>,
+}
+
 /// One tile of an Onesweep pass over bits `bits.begin .. bits.end` (at most 8 bits; the
 /// shift below 64): the keys (and values, when `values` is not empty) of the tile drawn from
 /// `state`'s counter go to their sorted positions in `keys_out` / `values_out`, stable (the
 /// design: `onesweep.rs`; a summary in [`algorithms`](super)). `hist`: the pass's 256 digit
 /// totals (the keys' digit counts, e.g. this pass's words of [`onesweep_histogram`]). `smem_keys` / `smem_values`: shared memory of
-/// `ONESWEEP_BLOCK * N` keys / values each (they may be the same bytes).
+/// `ONESWEEP_BLOCK * N` keys / values each (they may be the same bytes). A kernel that sorts
+/// keys alone is smaller and faster with [`onesweep_pass_keys`] (this one holds the values'
+/// path too).
 ///
 /// Launch contract (the host API keeps it): blocks of [`ONESWEEP_BLOCK`] threads, at least one
 /// per tile; `state` at least [`onesweep_state_len`] words and **all zero** before the launch.
@@ -225,6 +234,57 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
     smem_keys: &SharedSlice<K>,
     smem_values: &SharedSlice<V>,
 ) {
+    if values.is_empty() {
+        // SAFETY: the caller's contract.
+        unsafe { onesweep_tile::<K, V, N>(keys, None, hist, state, keys_out, bits, smem_keys) }
+    } else {
+        let v = Values { input: values, out: values_out, smem: smem_values };
+        // SAFETY: the caller's contract.
+        unsafe { onesweep_tile::<K, V, N>(keys, Some(v), hist, state, keys_out, bits, smem_keys) }
+    }
+}
+
+/// [`onesweep_pass`] of keys alone: the same contract, without the values' path (its kernel
+/// holds fewer registers).
+///
+/// # Safety
+/// As [`onesweep_pass`].
+#[inline(always)]
+#[track_caller]
+pub unsafe fn onesweep_pass_keys<K: RadixKey, const N: usize>(
+    keys: &[K],
+    hist: &[u64],
+    state: &[AtomicU64],
+    keys_out: &mut DisjointSlice<'_, K, Scattered>,
+    bits: RadixBits,
+    smem_keys: &SharedSlice<K>,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { onesweep_tile::<K, K, N>(keys, None, hist, state, keys_out, bits, smem_keys) }
+}
+
+/// The pass of [`onesweep_pass`] (`values`: `None` for keys alone; inlined into each caller, so
+/// a kernel of keys alone carries none of the values' code or registers).
+///
+/// Registers: the values' path is absent from a kernel of keys alone; each key's digit and
+/// its rank in the warp are packed in one word (though ptxas may still keep their parts: the
+/// `u32` keys kernel measured 96 registers without a launch bound), and the warp's first rank
+/// of each digit in the tile is folded into the per-warp counts before the scatter (one
+/// shared load an item).
+///
+/// # Safety
+/// As [`onesweep_pass`].
+#[inline(always)]
+#[track_caller]
+unsafe fn onesweep_tile<K: RadixKey, V: DeviceCopy, const N: usize>(
+    keys: &[K],
+    values: Option<Values<'_, '_, '_, V>>,
+    hist: &[u64],
+    state: &[AtomicU64],
+    keys_out: &mut DisjointSlice<'_, K, Scattered>,
+    bits: RadixBits,
+    smem_keys: &SharedSlice<K>,
+) {
     check_block();
     let (shift, width) = (bits.begin, bits.end.saturating_sub(bits.begin));
     assert!(width <= super::RADIX_BITS && shift < 64, "onesweep radix sort: a pass sorts at most RADIX_BITS bits");
@@ -233,16 +293,21 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
     assert!(tile_len <= MAX_TILE, "onesweep radix sort: a tile holds at most ONESWEEP_BLOCK * ONESWEEP_ITEMS keys");
     let n = keys.len();
     let tiles = n.div_ceil(tile_len);
-    let pairs = !values.is_empty();
     assert!(hist.len() >= DIGITS, "onesweep radix sort: the pass's histogram holds fewer than 256 words");
-    assert!(!pairs || values.len() >= n, "onesweep radix sort: fewer values than keys");
+    if let Some(v) = &values {
+        assert!(v.input.len() >= n, "onesweep radix sort: fewer values than keys");
+        assert!(
+            v.smem.len() >= tile_len,
+            "onesweep radix sort: the shared memory holds fewer than ONESWEEP_BLOCK * N values"
+        );
+    }
     assert!(
         state.len() >= onesweep_state_len(n, tile_len),
         "onesweep radix sort: the state holds fewer words than onesweep_state_len"
     );
     assert!(
-        smem_keys.len() >= tile_len && (!pairs || smem_values.len() >= tile_len),
-        "onesweep radix sort: the shared memory holds fewer than ONESWEEP_BLOCK * N keys or values"
+        smem_keys.len() >= tile_len,
+        "onesweep radix sort: the shared memory holds fewer than ONESWEEP_BLOCK * N keys"
     );
     let (counter, slots) = state.split_at(1);
     let slots = &slots[..tiles * DIGITS];
@@ -253,7 +318,7 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
     let t = thread::thread_rank_in_block() as usize;
     let (w, lane) = (t / 32, t % 32);
     let counts = OS_COUNTS.get();
-    let (tile_first, bases) = (OS_TILE_FIRST.get(), OS_BASE.get());
+    let bases = OS_BASE.get();
     crate::unroll::<WARPS>(|i| counts.store(i * DIGITS + t, 0));
 
     // 1. Load, warp-striped (see the module docs).
@@ -270,16 +335,19 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
             None => fill,
         })
     };
-    let digits: [u32; N] = core::array::from_fn(|j| bits.digit(k[j], shift, width));
+    let digit = |key: K| bits.digit(key, shift, width);
     crate::sync::sync_threads();
 
     // 2. Rank in the warp.
     let block = cg::this_thread_block();
     let warp = cg::tiled_partition::<32>(&block);
     let below_mask = (1u32 << lane) - 1;
-    let mut rank = [0u32; N];
+    // Per key, its digit (above 16 bits) and its rank among the warp's keys of that digit
+    // (below: at most `32 N`): one register a key across the barriers, where the digit held
+    // apart (or recomputed, which the compiler merges back) would be another.
+    let mut ranked = [0u32; N];
     crate::unroll::<N>(|j| {
-        let d = digits[j];
+        let d = digit(k[j]);
         let peers = warp.match_any(d);
         let leader = 31 - peers.leading_zeros();
         let mut old = 0;
@@ -287,17 +355,13 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
             old = counts.atomic(w * DIGITS + d as usize).fetch_add(peers.count_ones(), Relaxed);
         }
         let old = warp.shfl(old, leader);
-        rank[j] = old + (peers & below_mask).count_ones();
+        ranked[j] = d << 16 | (old + (peers & below_mask).count_ones()) & 0xffff;
     });
     crate::sync::sync_threads();
 
-    // 3. The tile's counts of digit `t`: exclusive over the warps, and the total.
+    // 3. The tile's count of digit `t`, published for the look-back at once.
     let mut count = 0u32;
-    crate::unroll::<WARPS>(|i| {
-        let c = counts.load(i * DIGITS + t);
-        counts.store(i * DIGITS + t, count);
-        count += c;
-    });
+    crate::unroll::<WARPS>(|i| count += counts.load(i * DIGITS + t));
     let slot = &slots[id * DIGITS + t];
     slot.store((if id == 0 { INCLUSIVE } else { AGGREGATE }) << 62 | count as u64, Relaxed);
     // One scan for both prefixes: the pass's total of digit `t` (below 2^46: the host keeps
@@ -307,6 +371,14 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
     let before = s.prefix.unwrap_or(0);
     let first_in_tile = (before & 0xffff) as u32;
     let first_in_pass = before >> 16;
+    // Warp `i`'s first tile position of digit `t`: the tile's first, plus the digit's keys in
+    // the warps before `i`.
+    let mut run = first_in_tile;
+    crate::unroll::<WARPS>(|i| {
+        let c = counts.load(i * DIGITS + t);
+        counts.store(i * DIGITS + t, run);
+        run += c;
+    });
 
     // 4. Look-back for digit `t`.
     let mut prefix = 0u64;
@@ -335,16 +407,14 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
         }
         slot.store(INCLUSIVE << 62 | (prefix.wrapping_add(count as u64) & COUNT_MASK), Relaxed);
     }
-    tile_first.store(t, first_in_tile);
     bases.store(t, first_in_pass.wrapping_add(prefix).wrapping_sub(first_in_tile as u64));
     crate::sync::sync_threads();
 
     // 5. Scatter through shared memory: keys to their tile ranks (a permutation of the tile's
     // positions when the counts are right; checked, so a wrong one stays in the scratch).
-    let mut at = [0u32; N];
+    let at: [u32; N] =
+        core::array::from_fn(|j| counts.load(w * DIGITS + (ranked[j] >> 16) as usize) + (ranked[j] & 0xffff));
     crate::unroll::<N>(|j| {
-        let d = digits[j] as usize;
-        at[j] = tile_first.load(d) + counts.load(w * DIGITS + d) + rank[j];
         if (at[j] as usize) < tile_len {
             // SAFETY: `at[j] < tile_len <= smem_keys.len()` (asserted above).
             unsafe { smem_keys.store_unchecked(at[j] as usize, k[j]) };
@@ -357,9 +427,9 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
         let s = t + j * bs;
         // SAFETY: `s < tile_len <= smem_keys.len()`.
         let key = unsafe { smem_keys.load_unchecked(s) };
-        let d = bits.digit(key, shift, width) as usize;
+        let d = digit(key) as usize;
         let pos = bases.load(d).wrapping_add(s as u64) as usize;
-        if pairs {
+        if values.is_some() {
             sorted_digits.store(s, d as u8);
         }
         if s < valid && pos < klen {
@@ -370,7 +440,7 @@ pub unsafe fn onesweep_pass<K: RadixKey, V: DeviceCopy, const N: usize>(
             unsafe { kdst.add(pos).write(key) };
         }
     });
-    if pairs {
+    if let Some(Values { input: values, out: values_out, smem: smem_values }) = values {
         let v: [V; N] = if valid == tile_len {
             // SAFETY: as the keys' loads (`values.len() >= keys.len()`, asserted above).
             core::array::from_fn(|j| unsafe { *values.get_unchecked(first + 32 * j) })
