@@ -100,12 +100,13 @@ fn stream(c: &Ctx, bulk: bool) -> TestResult {
 /// Each misuse (1: a forgotten token then a second arrival; 2: a nested scope of the same
 /// barrier; 3: an arrival after `arrive_and_drop`; 4: a bulk copy of 12 bytes; 5: half the
 /// block returned before the scope, which must not hang; 6 and 7: a thread whose bulk copy or
-/// `memcpy_async` names another destination or source than thread 0's) is an `Err` naming it and its call
+/// `memcpy_async` names another destination or source than thread 0's; 8: a thread at its own
+/// `sync_threads()` while the others are at a bulk copy) is an `Err` naming it and its call
 /// site in `async_barrier.rs`; the same kernel without misuse runs. On a GPU the report traps,
 /// which ends the CUDA context: each case runs in a child process.
 fn misuse(c: &Ctx) -> TestResult {
     misuse_case(&c.gpu, &c.tests, 0)?;
-    for which in 1..=7u32 {
+    for which in 1..=8u32 {
         if c.is_cpu() {
             misuse_case(&c.gpu, &c.tests, which)?;
             misuse_case(&c.gpu, &c.tests, 0).ctx("the CPU device right after the misuse")?;
@@ -138,6 +139,9 @@ fn misuse_case(gpu: &Gpu, tests: &Module, which: u32) -> TestResult {
         3 => "after `arrive_and_drop`",
         4 => "not a multiple of 16 bytes",
         6 | 7 => "thread 37 of the block passed other arguments",
+        // A GPU in checked mode: thread 37's block check sees the copy's call (`divergence: …`);
+        // the CPU device: the two barriers' instructions (`deadlock in block 0: …`).
+        8 => "must reach the same barrier",
         // The CPU device refuses a block barrier that a thread exited before (the scope's);
         // a GPU lets exited threads through it, and the scope counts them.
         _ if matches!(e, Error::CpuKernel { .. }) => "has exited",

@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | tile ≤ 32, coalesced group | `bar.warp.sync` on the group's mask (on sm_70+ members may arrive from different instructions), then `match.any.sync` of the call's number: every member must hold the same; a scan checks each step after the first too (only part of the tile calls the op in a step: a collective in the op meets the others at a check, where a bare `shfl.sync` would not pair with it and the tile would hang) | 2 warp instructions (a scan: 2 per step) |
 //! | block (`sync_threads*`, block `reduce`/scans, the block part of grid syncs) | a barrier, thread 0 publishes its call's number in shared memory, a barrier, `barrier.red.or` of "mine differs" | 3 block barriers |
-//! | block-wide copies (`AsyncBarrier::memcpy_async`, `bulk_copy`, `tensor_load`, `TensorMapMut::store_owned`): every thread's arguments are thread 0's | a barrier, thread 0 publishes its arguments in shared memory, a barrier, `barrier.red.or` of "mine differ" (always on the CPU device) | 3 block barriers |
+//! | block-wide copies (`AsyncBarrier::memcpy_async`, `bulk_copy`, `tensor_load`, `TensorMapMut::store_owned`): every thread is at thread 0's call, with thread 0's arguments | a barrier, thread 0 publishes its call's number and its arguments in shared memory, a barrier, `barrier.red.or` of "mine differ" (a thread at another barrier 0 — its own `sync_threads()` — is reported by its call, as in the block check; the CPU device compares the arguments always) | 3 block barriers |
 //! | grid (`grid.sync()`, `GridVec` phase changes, `reduce_grid`) | block 0 publishes its call's number beside the barrier's generation; every other block compares after the barrier; the wait for the other blocks is bounded (5 s by `%globaltimer`) | a few global loads and stores per block, a timer read per spin |
 //!
 //! **What "one call" means.** Not the source location: `Location::caller()` is the same for
@@ -172,14 +172,72 @@ crate::shared! {
 /// block calls a block-wide copy `op` with the same `args` as thread 0 — the copy that thread 0
 /// issues is the one every thread's borrow stands for. A thread whose arguments differ ends the
 /// launch with [`CheckKind::AsyncBarrierMisuse`](crate::panic::CheckKind::AsyncBarrierMisuse)
-/// code 10 (number 2: its rank); the others wait for that. Every thread of the block must call
-/// it (it is made of block barriers). Without checked mode on a GPU it is empty.
+/// code 10 (number 2: its rank); the others wait for that. On a GPU the check is also the block
+/// check of this call (as [`block`]): a thread that meets its barriers from another call — its
+/// own `sync_threads()` on a divergent path, which barrier 0 counts like any arrival — is
+/// reported as a divergence by its call's number, so it cannot stand in for a thread of the
+/// copy. Every thread of the block must call it (it is made of block barriers). Without checked
+/// mode on a GPU it is empty.
 #[inline(always)]
 #[track_caller]
 pub(crate) fn block_uniform<const N: usize>(op: &'static str, args: [u64; N]) {
     const { assert!(N <= 4) };
-    #[cfg(any(all(cohort_checked, target_arch = "nvptx64"), not(target_arch = "nvptx64")))]
+    #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
     {
+        let (site, cell) = (BLOCK_SITE.get(), BLOCK_ARGS.get());
+        let rank = crate::thread::thread_rank_in_block();
+        let loc = Location::caller();
+        // SAFETY: every thread of the block reaches these three barriers (the caller's
+        // contract), from whichever call it is at: the non-aligned form allows different
+        // instructions. The first orders the previous check's loads of the cells before thread
+        // 0's stores. It is this call's own (see `block`): the call's number is compared with
+        // the arguments, so a thread at another barrier 0 (a user's `sync_threads()` on a
+        // divergent path, whose block check reads `BLOCK_SITE`) cannot stand in for this copy.
+        unsafe { crate::raw::barrier_sync() };
+        let call = u64::from(crate::raw::site_marker());
+        if rank == 0 {
+            site.store(0, call);
+            site.store(1, loc as *const Location<'static> as u64);
+            for (i, a) in args.iter().enumerate() {
+                cell.store(i, *a);
+            }
+        }
+        // SAFETY: as above.
+        unsafe { crate::raw::barrier_sync() };
+        // Thread 0's call, whichever block check or copy published it (so a thread here while
+        // thread 0 is at its own `sync_threads()` sees that call, not an older copy's).
+        let differs = site.load(0) != call || args.iter().enumerate().any(|(i, a)| cell.load(i) != *a);
+        // SAFETY: as above.
+        let any = unsafe { crate::raw::barrier_sync_or(differs) };
+        if differs {
+            // SAFETY: thread 0 stored the address of its `&'static Location` (a constant of
+            // this module) before the barrier above, and nobody writes the cell until every
+            // thread has passed the `barrier.red` above.
+            let first: &'static Location<'static> = unsafe { &*(site.load(1) as *const Location<'static>) };
+            let (kind, a, b, other) = if site.load(0) != call {
+                let kind = if same_location(first, loc) {
+                    crate::panic::CheckKind::BlockSameSite
+                } else {
+                    crate::panic::CheckKind::Block
+                };
+                (kind, rank, 0, Some(first))
+            } else {
+                (crate::panic::CheckKind::AsyncBarrierMisuse, 10, rank, None)
+            };
+            crate::panic::fail_check(kind, op, a, b, loc, other);
+        }
+        if any {
+            // Another thread's check fails and ends the launch; this one waits for that rather
+            // than issuing a copy the others disagree on.
+            loop {
+                crate::raw::nanosleep(1000);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        // The CPU device's barriers meet only threads at the same barrier instruction, so the
+        // arguments are all there is to compare.
         let cell = BLOCK_ARGS.get();
         let rank = crate::thread::thread_rank_in_block();
         // SAFETY: every thread of the block reaches these barriers (the caller's contract); the

@@ -104,8 +104,10 @@ pub fn barrier_stream(data: &[u32], per_block: u32, chunk: u32, bulk: u32, mut o
 /// bytes; 5, the threads of rank 32 and above return from the kernel before the scope (the
 /// barrier would wait for their arrivals forever); 6, a bulk copy into another destination in
 /// thread 37 than in the rest (its `Transfer` would borrow a tile the copy does not write, and
-/// leave the one it writes free); 7, the same with `memcpy_async` (another source); 0, none
-/// (the same kernel runs clean). Another barrier's nested scope is fine.
+/// leave the one it writes free); 7, the same with `memcpy_async` (another source); 8, thread
+/// 37 skips the second of two bulk copies and goes to its own `sync_threads()`, whose barrier 0
+/// arrivals would pair with the copy's check (a stale published call could match its own); 0,
+/// none (the same kernel runs clean). Another barrier's nested scope is fine.
 #[kernel]
 pub fn barrier_misuse(which: u32, data: &[u32], mut out: DisjointSlice<u32>) {
     let tb = cg::this_thread_block();
@@ -136,6 +138,15 @@ pub fn barrier_misuse(which: u32, data: &[u32], mut out: DisjointSlice<u32>) {
             7 => {
                 let src = if tb.thread_rank() == 37 { &data[8..16] } else { &data[..8] };
                 bar.memcpy_async(&mut stage, src).wait();
+            }
+            8 => {
+                for round in 0..2u32 {
+                    if round == 0 || tb.thread_rank() != 37 {
+                        bar.bulk_copy(&mut stage, &data[..8]).wait();
+                    }
+                    cohort::sync::sync_threads();
+                }
+                bar.arrive_and_wait();
             }
             _ => bar.arrive_and_wait(),
         }
