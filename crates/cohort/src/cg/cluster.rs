@@ -30,8 +30,9 @@
 //!   a counter in their block's shared memory (after `bar.warp.sync`, one
 //!   `atom.release.cluster` per warp), and every thread but the block's last leaves at once —
 //!   so a block's `sync_threads()` after some of its threads returned works as in any kernel.
-//!   The block's last thread to leave the body waits (`ld.acquire.cluster`) until every block
-//!   of the cluster has counted all its threads out of their bodies, then meets the other
+//!   The block's last thread to leave the body waits (`ld.relaxed.cluster` of every block's
+//!   counter, all in flight together, then `fence.acq_rel.cluster`) until every block of the
+//!   cluster has counted all its threads out of their bodies, then meets the other
 //!   blocks' last threads at a cluster barrier, and leaves. So a block's memory is there until
 //!   every thread of the cluster has left its body, and remote views exist only in bodies.
 //!
@@ -41,7 +42,7 @@
 //!
 //! What it costs: the Programming Guide's histogram does the same two cluster barriers by hand;
 //! the protocol adds one shared atomic per warp and, in one thread per block, one remote load
-//! per block of the cluster.
+//! per block of the cluster (issued together: one round trip once the others are done).
 //!
 //! What it asks: as in CUDA, every thread of the cluster must reach each `cluster.sync()` — a
 //! block that has left its body keeps its last thread waiting for the others, so a
@@ -618,8 +619,10 @@ pub fn __cluster_exit() {
 }
 
 /// The last thread of a block waits until every block of the cluster has counted `threads`
-/// threads out of their bodies (`ld.acquire.cluster` of each block's counter). Bounded in
-/// checked mode.
+/// threads out of their bodies: the blocks' counters read together (`ld.relaxed.cluster`, up to
+/// 16 loads in flight at once rather than one remote round trip per block), again after a short
+/// sleep until all are full, then `fence.acq_rel.cluster` (the acquire of what every block's
+/// counting released). Bounded in checked mode.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 fn wait_for_cluster(left: SharedArray<u32, 1>, threads: u32) {
@@ -627,20 +630,27 @@ fn wait_for_cluster(left: SharedArray<u32, 1>, threads: u32) {
     #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
     let (start, loc) = (raw::globaltimer(), core::panic::Location::caller());
     let blocks = raw::cluster_nctarank();
-    let mut r = 0;
-    while r < blocks {
-        // SAFETY: every block's counter, at the same shared address as this one's; each block
-        // of the cluster has started (the entry's barrier) and stays until every last thread
-        // has passed this loop (the barrier after it).
-        let peer = unsafe { raw::mapa_u64(local, r, 4) };
-        // SAFETY: as above: a live block's aligned `u32`, only ever accessed atomically.
-        while unsafe { raw::ld_acquire_dsmem_b32(peer) } != threads {
-            raw::nanosleep(32);
-            #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
-            crate::check::cluster_waited(start, blocks, loc);
+    loop {
+        let mut counts = [threads; 16];
+        for (r, count) in (0u32..).zip(counts.iter_mut()) {
+            if r < blocks {
+                // SAFETY: every block's counter, at the same shared address as this one's; each
+                // block of the cluster has started (the entry's barrier) and stays until every
+                // last thread has passed this loop (the barrier after it); a cluster has at most
+                // 16 blocks.
+                let peer = unsafe { raw::mapa_u64(local, r, 4) };
+                // SAFETY: as above: a live block's aligned `u32`, only ever accessed atomically.
+                *count = unsafe { raw::ld_relaxed_dsmem_b32(peer) };
+            }
         }
-        r += 1;
+        if counts.iter().all(|&c| c == threads) {
+            break;
+        }
+        raw::nanosleep(32);
+        #[cfg(all(cohort_checked, target_arch = "nvptx64"))]
+        crate::check::cluster_waited(start, blocks, loc);
     }
+    raw::fence_acq_rel_cluster();
 }
 
 /// Another block's (or this block's) copy of a shared run of run-time length

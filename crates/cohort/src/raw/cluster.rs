@@ -251,6 +251,46 @@ ld_st_dsmem! {
     ld_dsmem_b64, ld_acquire_dsmem_b64, st_dsmem_b64: u64, "b64", reg64, core::sync::atomic::AtomicU64;
 }
 
+/// `ld.relaxed.cluster.b32` of a generic address (sm_90; `.gpu` scope below, where the cluster
+/// is the block): a strong load of a word other blocks of the cluster update atomically, for a
+/// poll whose acquire is a [`fence_acq_rel_cluster`] after it.
+///
+/// # Safety
+/// As [`ld_dsmem_b32`].
+#[inline(always)]
+#[must_use]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn ld_relaxed_dsmem_b32(addr: u64) -> u32 {
+    on_device!("ld_relaxed_dsmem_b32" => {
+        let v: u32;
+        #[cfg(target_feature = "sm_90")]
+        // SAFETY: guaranteed by the caller.
+        unsafe { asm!("ld.relaxed.cluster.b32 {0}, [{1}];", out(reg32) v, in(reg64) addr, options(nostack)) };
+        #[cfg(not(target_feature = "sm_90"))]
+        // SAFETY: guaranteed by the caller.
+        unsafe { asm!("ld.relaxed.gpu.b32 {0}, [{1}];", out(reg32) v, in(reg64) addr, options(nostack)) };
+        v
+    } host => {
+        // SAFETY: as the plain load.
+        unsafe { core::sync::atomic::AtomicU32::from_ptr(addr as usize as *mut _).load(core::sync::atomic::Ordering::Relaxed) }
+    })
+}
+
+/// `fence.acq_rel.cluster` (sm_90; `.gpu` below): with a strong load before it, an acquire of
+/// what the cluster's release operations the load observed published.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn fence_acq_rel_cluster() {
+    on_device!("fence_acq_rel_cluster" => {
+        #[cfg(target_feature = "sm_90")]
+        // SAFETY: a fence only orders this thread's memory accesses.
+        unsafe { asm!("fence.acq_rel.cluster;", options(nostack)) };
+        #[cfg(not(target_feature = "sm_90"))]
+        // SAFETY: as above.
+        unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) };
+    } host => { core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst) })
+}
+
 /// `atom.release.cluster.shared::cta.add.u32` (sm_90; `.gpu` scope below, where the cluster is
 /// the block): adds `v` to the `u32` at shared address `addr` of this block, releasing this
 /// thread's earlier accesses to every thread of the cluster that acquires the value; returns
