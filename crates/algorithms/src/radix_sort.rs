@@ -281,14 +281,14 @@ mod host {
         let smem_of = |bytes: usize| {
             u32::try_from(bytes).map_err(|_| Error::Argument("radix sort: the key type is too large".into()))
         };
-        let smem = smem_of(onesweep_smem_bytes::<K, W>(TILE))?;
-        let smem_keys = smem_of(onesweep_smem_bytes::<K, K>(TILE))?;
+        let pairs = values.is_some();
+        // The keys' kernel has only the keys' shared memory.
+        let smem = smem_of(if pairs { onesweep_smem_bytes::<K, W>(TILE) } else { onesweep_smem_bytes::<K, K>(TILE) })?;
         let hist_len = onesweep_hist_len::<K>(bits);
         let state_len = onesweep_state_len(n, TILE);
-        let pairs = values.is_some();
         let Temp { gpu, sort_keys, sort_values, hist, hist_scan, .. } = temp;
         let alt_keys = Temp::grow(gpu, sort_keys, n * size_of::<K>())?;
-        let alt_values = Temp::grow(gpu, sort_values, if pairs { n * size_of::<W>() } else { 8 })?;
+        let mut alt_values = if pairs { Some(Temp::grow(gpu, sort_values, n * size_of::<W>())?) } else { None };
         let hist = Temp::grow(gpu, hist, hist_len)?;
         let state = Temp::grow(gpu, hist_scan, state_len)?;
         let desc = bits.descending as u32;
@@ -296,7 +296,6 @@ mod host {
         stream.fill_bytes(hist.slice_mut(..hist_len), 0)?;
         (k.hist)(stream, LaunchConfig::new(hist_grid as u32, ONESWEEP_BLOCK), keys.as_view(), hist, begin, end, desc)?;
         let cfg = LaunchConfig::new(pass_grid, ONESWEEP_BLOCK).with_shared_mem(smem);
-        let cfg_keys = LaunchConfig::new(pass_grid, ONESWEEP_BLOCK).with_shared_mem(smem_keys);
         for p in 0..passes {
             let shift = begin + p * RADIX_BITS;
             let width = (end - shift).min(RADIX_BITS);
@@ -307,30 +306,30 @@ mod host {
             // the other way.
             if p % 2 == 0 {
                 let kout = view_mut::<K>(alt_keys, n)?;
-                match values.as_mut() {
-                    Some(v) => {
+                match (values.as_mut(), alt_values.as_mut()) {
+                    (Some(v), Some(av)) => {
                         let vin = v.as_view();
-                        let vout = view_mut::<W>(alt_values, n)?;
+                        let vout = view_mut::<W>(av, n)?;
                         pass(stream, cfg, keys.as_view(), vin, ph, state, kout, vout, shift, width, desc)?;
                     }
-                    None => (k.keys)(stream, cfg_keys, keys.as_view(), ph, state, kout, shift, width, desc)?,
+                    _ => (k.keys)(stream, cfg, keys.as_view(), ph, state, kout, shift, width, desc)?,
                 }
             } else {
                 let kin = view::<K>(alt_keys, n)?;
-                match values.as_mut() {
-                    Some(v) => {
-                        let vin = view::<W>(alt_values, n)?;
+                match (values.as_mut(), alt_values.as_ref()) {
+                    (Some(v), Some(av)) => {
+                        let vin = view::<W>(av, n)?;
                         let vout = v.slice_mut(..);
                         pass(stream, cfg, kin, vin, ph, state, keys.slice_mut(..), vout, shift, width, desc)?;
                     }
-                    None => (k.keys)(stream, cfg_keys, kin, ph, state, keys.slice_mut(..), shift, width, desc)?,
+                    _ => (k.keys)(stream, cfg, kin, ph, state, keys.slice_mut(..), shift, width, desc)?,
                 }
             }
         }
         if passes % 2 == 1 {
             stream.copy(view::<K>(alt_keys, n)?, &mut keys)?;
-            if let Some(v) = values.as_mut() {
-                stream.copy(view::<W>(alt_values, n)?, v)?;
+            if let (Some(v), Some(av)) = (values.as_mut(), alt_values.as_ref()) {
+                stream.copy(view::<W>(av, n)?, v)?;
             }
         }
         Ok(())
