@@ -9,7 +9,7 @@
 //! The design:
 //! - persistent blocks of 384 threads (three warpgroups), one per multiprocessor: block `b` of
 //!   `G` computes the [`BM`]×[`BN`] = 128×256 tiles of C numbered `b, b + G, …`
-//!   ([`block::tiles`](cohort::block::tiles)), placed in groups of [`GROUP_M`] tile rows swept
+//!   ([`block::tiles`]), placed in groups of [`GROUP_M`] tile rows swept
 //!   column by column ([`TileGrid`]: the tiles in flight share A's and B's strips in L2), each
 //!   stepping through K [`BK`] = 64 at a time; the producer runs on into the next tile while
 //!   the consumers store the last one;
