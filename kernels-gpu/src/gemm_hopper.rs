@@ -7,12 +7,8 @@
 //! FP32 accumulation (`wgmma.mma_async.sync.aligned.m64n256k16.f32.{bf16,f16}`).
 //!
 //! The design:
-//! - persistent blocks of 384 threads (three warpgroups), one per multiprocessor: block `b` of
-//!   `G` computes the [`BM`]×[`BN`] = 128×256 tiles of C numbered `b, b + G, …`
-//!   ([`block::tiles`]), placed in groups of [`GROUP_M`] tile rows swept
-//!   column by column ([`TileGrid`]: the tiles in flight share A's and B's strips in L2), each
-//!   stepping through K [`BK`] = 64 at a time; the producer runs on into the next tile while
-//!   the consumers store the last one;
+//! - a block of 384 threads (three warpgroups) computes a [`BM`]×[`BN`] = 128×256 tile of C,
+//!   stepping through K [`BK`] = 64 at a time;
 //! - a ring of [`STAGES`] stages in dynamic shared memory, each a 128×64 tile of A and a 256×64
 //!   tile of B, 128-byte swizzled ([`Tile`]`<T, _, 64, Swizzle128B>`: one 128-byte swizzle atom
 //!   per row), with a full and an empty barrier each ([`tma_pipeline!`](cohort::tma_pipeline));
@@ -30,12 +26,10 @@
 //!
 //! Shapes: M a multiple of 128, N of 256, K of 64 ([`host::check_shape`]; the host's
 //! [`host::launch`] returns another as an `Err` before launching). The kernel itself refuses A
-//! and B of different K, and a tile of C that reaches past C (a panic, the launch's `Err`: C is
-//! written only through tiles that lie wholly inside it, with no check per store); boxes
-//! reaching past A or B read zeros (TMA's fill). Tiles are C's as A's and B's maps count them
-//! (`M / 128` rows of `N / 256`).
+//! and B of different K, and a block whose tile of C reaches past C (a panic, the launch's
+//! `Err`: C is written only by blocks whose whole tile lies inside it, with no check per
+//! store); boxes reaching past A or B read zeros (TMA's fill).
 
-use cohort::block::{self, TileGrid};
 use cohort::matrix::{Split, Warpgroups};
 use cohort::mma::{bf16, f16};
 use cohort::prelude::*;
@@ -52,8 +46,6 @@ pub const BK: usize = 64;
 pub const STAGES: usize = 4;
 /// Threads per block: a producer warpgroup and two consumers.
 pub const THREADS: u32 = 384;
-/// Tile rows per group of the persistent sweep ([`TileGrid`]).
-pub const GROUP_M: u32 = 16;
 /// Bytes of dynamic shared memory a launch needs: the stages, and 1 KiB to align them.
 pub const SMEM_BYTES: usize = STAGES * (BM + BN) * BK * 2 + 1024;
 
@@ -72,8 +64,7 @@ cohort::tma_pipeline! {
 
 /// `C = A · Bᵀ` for A (M×K, through the map `a`: dims `[K, M]`, box `[64, 128]`, 128-byte
 /// swizzle), B (N×K, `b`: `[K, N]`, box `[64, 256]`), C (M×N), as the module docs say. Blocks
-/// of 384 threads, any 1-D grid (one block per multiprocessor is the fast one: [`host::config`]),
-/// [`SMEM_BYTES`] of dynamic shared memory.
+/// of 384 threads, a grid of `(N / 256, M / 128)`, [`SMEM_BYTES`] of dynamic shared memory.
 #[kernel(instances(bf16, f16), launch_bounds(384, 1))]
 pub fn gemm_tn_hopper<T: MmaElement>(
     shape: BlockShape<384>,
@@ -82,62 +73,51 @@ pub fn gemm_tn_hopper<T: MmaElement>(
     mut c: DisjointMatrix<f32, Layout, u32>,
 ) {
     let block = cg::this_thread_block();
+    let (m0, n0) = ((thread::block_idx_y() as usize * BM) as i32, (thread::block_idx_x() as usize * BN) as i32);
     let steps = a.boxes()[0];
     assert!(steps == b.boxes()[0], "gemm_hopper: A and B differ in K");
-    let grid = TileGrid::new(a.boxes()[1], b.boxes()[1], GROUP_M);
-    // A tile's first row of A and of B (TMA coordinates; positions of tiles past the grid are
-    // never loaded: `block::tiles` stops at `grid.count()`).
-    let origin = |t: &block::Tile| {
-        let (tm, tn) = grid.position(t).unwrap_or((0, 0));
-        ((tm as usize * BM) as i32, (tn as usize * BN) as i32)
-    };
     RING.scope::<TileA<T>, TileB<T>, 2, SplitRegisters<40, 232>>(
         &block,
         |mut producer| {
-            for t in block::tiles(grid.count()) {
-                let (m0, n0) = origin(&t);
-                for kb in 0..steps {
-                    let k = (kb as usize * BK) as i32;
-                    producer.fill(|sa, sb| (sa.load(&a, [k, m0]), sb.load(&b, [k, n0])));
-                }
+            for kb in 0..steps {
+                let k = (kb as usize * BK) as i32;
+                producer.fill(|sa, sb| (sa.load(&a, [k, m0]), sb.load(&b, [k, n0])));
             }
         },
         |mut consumer| {
             let rows = 64 * consumer.index() as usize;
-            for t in block::tiles(grid.count()) {
-                let (acc, ()) = consumer.warpgroup().mma(Accumulator::<N256>::zeros(), |mma| {
-                    let mut in_flight = None;
-                    for kb in 0..steps {
-                        let stage = consumer.acquire();
-                        let group = mma.issue(stage, |tiles, ops| {
-                            for kk in 0..BK / 16 {
-                                ops.mma(tiles.a(rows, 16 * kk), tiles.b(0, 16 * kk), kb > 0 || kk > 0);
-                            }
-                        });
-                        // The previous stage's MMAs have read it (this group stays in flight):
-                        // release it.
-                        if let Some(done) = in_flight.replace(group) {
-                            drop(mma.retire_keeping::<1, _>(done));
+            let (acc, ()) = consumer.warpgroup().mma(Accumulator::<N256>::zeros(), |mma| {
+                let mut in_flight = None;
+                for kb in 0..steps {
+                    let stage = consumer.acquire();
+                    let group = mma.issue(stage, |tiles, ops| {
+                        for kk in 0..BK / 16 {
+                            ops.mma(tiles.a(rows, 16 * kk), tiles.b(0, 16 * kk), kb > 0 || kk > 0);
+                        }
+                    });
+                    // The previous stage's MMAs have read it (this group stays in flight):
+                    // release it.
+                    if let Some(done) = in_flight.replace(group) {
+                        drop(mma.retire_keeping::<1, _>(done));
+                    }
+                }
+                if let Some(done) = in_flight {
+                    drop(mma.retire(done));
+                }
+            });
+            // Run j of row k of this thread's tile is accumulator elements 4j + 2k, 4j + 2k + 1.
+            let regs = acc.regs();
+            match c.tile(&shape).split_runs() {
+                Split::Full(mut t) => {
+                    for j in 0..BN / 8 {
+                        for k in 0..2 {
+                            t.set_run(k, j, [regs[4 * j + 2 * k], regs[4 * j + 2 * k + 1]]);
                         }
                     }
-                    if let Some(done) = in_flight {
-                        drop(mma.retire(done));
-                    }
-                });
-                // Run j of row k of this thread's tile is accumulator elements 4j + 2k, 4j + 2k + 1.
-                let regs = acc.regs();
-                match c.tile_at(&shape, &t, &grid).split_runs() {
-                    Split::Full(mut t) => {
-                        for j in 0..BN / 8 {
-                            for k in 0..2 {
-                                t.set_run(k, j, [regs[4 * j + 2 * k], regs[4 * j + 2 * k + 1]]);
-                            }
-                        }
-                    }
-                    // Only where C is not whole tiles, which the host refuses (`host::check_shape`).
-                    Split::Edge(_) => {
-                        panic!("gemm_hopper: C's tile reaches past C (M and N must be multiples of 128, 256)")
-                    }
+                }
+                // Only where C is not whole tiles, which the host refuses (`host::check_shape`).
+                Split::Edge(_) => {
+                    panic!("gemm_hopper: C's tile reaches past C (M and N must be multiples of 128, 256)")
                 }
             }
         },
@@ -172,14 +152,12 @@ pub mod host {
         None
     }
 
-    /// The launch configuration of an `m × n` product on a GPU of `sms` multiprocessors: one
-    /// persistent block of 384 threads per multiprocessor (fewer when C has fewer tiles),
-    /// [`SMEM_BYTES`] of dynamic shared memory.
+    /// The launch configuration of an `m × n` product: `(n / 256, m / 128)` blocks of 384
+    /// threads, [`SMEM_BYTES`] of dynamic shared memory.
     #[must_use]
-    pub fn config(m: usize, n: usize, sms: u32) -> cohort_runtime::LaunchConfig {
-        let tiles = (m / BM).saturating_mul(n / BN).max(1);
-        let grid = tiles.min(sms.max(1) as usize) as u32;
-        cohort_runtime::LaunchConfig::new(grid, THREADS).with_shared_mem(SMEM_BYTES as u32)
+    pub fn config(m: usize, n: usize) -> cohort_runtime::LaunchConfig {
+        cohort_runtime::LaunchConfig::new(((n / BN) as u32, (m / BM) as u32), THREADS)
+            .with_shared_mem(SMEM_BYTES as u32)
     }
 
     /// The tensor map of a `rows × k` row-major operand in boxes of `box_rows × 64` (128-byte
@@ -199,10 +177,9 @@ pub mod host {
         TensorMap::new(buffer, spec)
     }
 
-    /// `C = A · Bᵀ` on `stream` (of `gpu`, whose multiprocessors set the grid): A `m × k`, B
-    /// `n × k`, C `m × n`, all row-major, with the [`gemm_tn_hopper`] instance of `T` loaded
-    /// from `module` (`cohort_kernels::PTX`; on a GPU of compute capability 9.0, whose module
-    /// is `sm_90a`).
+    /// `C = A · Bᵀ` on `stream`: A `m × k`, B `n × k`, C `m × n`, all row-major, with the
+    /// [`gemm_tn_hopper`] instance of `T` loaded from `module` (`cohort_kernels::PTX`; on a GPU
+    /// of compute capability 9.0, whose module is `sm_90a`).
     ///
     /// # Errors
     /// `Error::Argument` for a shape the kernel does not support ([`check_shape`]) or buffers of
@@ -210,14 +187,13 @@ pub mod host {
     /// launch's errors.
     pub fn launch<T: Gemm>(
         module: &cohort_runtime::Module,
-        gpu: &cohort_runtime::Gpu,
         stream: &cohort_runtime::Stream,
         shape: (usize, usize, usize),
         a: &cohort_runtime::DeviceBuffer<T>,
         b: &cohort_runtime::DeviceBuffer<T>,
         c: &mut cohort_runtime::DeviceBuffer<f32>,
     ) -> cohort_runtime::Result<()> {
-        launch_loaded(&T::load(module)?, gpu, stream, shape, a, b, c)
+        launch_loaded(&T::load(module)?, stream, shape, a, b, c)
     }
 
     /// [`launch`] with the kernel loaded once ([`Gemm::load`]).
@@ -226,7 +202,6 @@ pub mod host {
     /// As [`launch`].
     pub fn launch_loaded<T: Gemm>(
         kernel: &T::Kernel,
-        gpu: &cohort_runtime::Gpu,
         stream: &cohort_runtime::Stream,
         (m, n, k): (usize, usize, usize),
         a: &cohort_runtime::DeviceBuffer<T>,
@@ -235,7 +210,7 @@ pub mod host {
     ) -> cohort_runtime::Result<()> {
         check(m, n, k, a.len(), b.len(), c.len())?;
         let (ma, mb) = (map(a, m, k, BM)?, map(b, n, k, BN)?);
-        launch_mapped::<T>(kernel, gpu, stream, (m, n, k), &ma, &mb, c)
+        launch_mapped::<T>(kernel, stream, (m, n, k), &ma, &mb, c)
     }
 
     /// [`launch_loaded`] with the operands' tensor maps made once ([`map`]`(a, m, k, 128)`,
@@ -245,7 +220,6 @@ pub mod host {
     /// As [`launch`]; maps of other shapes.
     pub fn launch_mapped<T: Gemm>(
         kernel: &T::Kernel,
-        gpu: &cohort_runtime::Gpu,
         stream: &cohort_runtime::Stream,
         (m, n, k): (usize, usize, usize),
         a: &TensorMap<'_, T, 2>,
@@ -260,7 +234,7 @@ pub mod host {
                 sa.dims, sb.dims
             )));
         }
-        T::run(kernel, stream, config(m, n, gpu.info().sms), a, b, c.as_matrix_mut(m, n)?)
+        T::run(kernel, stream, config(m, n), a, b, c.as_matrix_mut(m, n)?)
     }
 
     fn check(m: usize, n: usize, k: usize, a: usize, b: usize, c: usize) -> cohort_runtime::Result<()> {

@@ -42,7 +42,6 @@
 
 mod coalesced;
 mod exchange;
-mod grid;
 pub mod histogram;
 mod load;
 pub mod radix_sort;
@@ -53,7 +52,6 @@ use core::marker::PhantomData;
 
 pub use coalesced::{COALESCED_WORDS, load_blocked_coalesced, store_blocked_coalesced, store_blocked_coalesced_valid};
 pub use exchange::{blocked_to_striped, striped_to_blocked};
-pub use grid::TileGrid;
 pub use histogram::BlockHistogram;
 pub use load::{load_blocked, load_striped};
 pub use radix_sort::{RadixBits, RadixKey, radix_sort_keys, radix_sort_pairs, rank_digits};

@@ -68,28 +68,6 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
         &mut self,
         shape: &BlockShape<X, Y, Z>,
     ) -> ThreadTile<'_, T, L, I> {
-        // gridDim.y <= 65535 and blockIdx < gridDim: `tr` < 2^32, computed in 32 bits. Under
-        // `Within`, gridDim.z == 1 (checked at launch): blockIdx.z is 0.
-        let tr = if L::WITHIN { raw::ctaid_y() } else { raw::ctaid_y() + raw::nctaid_y() * raw::ctaid_z() };
-        self.tile_placed(shape, Some((tr, raw::ctaid_x())), L::WITHIN)
-    }
-
-    /// The elements this thread writes of the block tile at position `at` (`(row, column)` of
-    /// tiles; `None`: no tile, nothing writable). `within`: every thread's elements are known to
-    /// lie inside the matrix (a `Within` layout's launch check, for the block's own position
-    /// only); otherwise the bounds are computed here.
-    ///
-    /// The caller gives each position to one block of the launch at a time (the block's own
-    /// index in [`tile`](Self::tile), a [`block::Tile`](crate::block::Tile)'s number in
-    /// [`tile_at`](Self::tile_at)): threads of distinct blocks then write distinct elements.
-    #[inline(always)]
-    #[must_use]
-    pub(crate) fn tile_placed<const X: u32, const Y: u32, const Z: u32>(
-        &mut self,
-        shape: &BlockShape<X, Y, Z>,
-        at: Option<(u32, u32)>,
-        within: bool,
-    ) -> ThreadTile<'_, T, L, I> {
         const {
             assert!(
                 Z == 1,
@@ -109,26 +87,16 @@ impl<'a, T, L: Layout, I: MatrixIndex> DisjointMatrix<'a, T, L, I> {
             );
             assert!(L::RUN >= 1 && L::KC % L::RUN == 0, "a layout's columns come in whole runs");
         };
-        let Some((tr, tc)) = at else {
-            // No tile: row `rows` (past the last) for every element, so nothing is inside.
-            return ThreadTile {
-                ptr: self.ptr,
-                rows: self.rows,
-                cols: self.cols,
-                r0: self.rows.to_usize(),
-                dr: 0,
-                c0: 0,
-                dc: 0,
-                full: false,
-                _life: PhantomData,
-            };
-        };
         let (tx, ty) = (shape.x() as usize, shape.y() as usize);
-        let [r0, dr, c0, dc] = L::place(tx, ty, X as usize, Y as usize, tr as usize, tc as usize);
+        // gridDim.y <= 65535 and blockIdx < gridDim: `tr` < 2^32, computed in 32 bits. Under
+        // `Within`, gridDim.z == 1 (checked at launch): blockIdx.z is 0.
+        let tr = if L::WITHIN { raw::ctaid_y() } else { raw::ctaid_y() + raw::nctaid_y() * raw::ctaid_z() } as usize;
+        let tc = raw::ctaid_x() as usize;
+        let [r0, dr, c0, dc] = L::place(tx, ty, X as usize, Y as usize, tr, tc);
         // The thread's last row and column (KR, KC >= 1 is not required: then nothing is
         // written). Under `Within` the launcher checked them for the grid's far corner
         // (`abi::matrix_launch_fits`), and `place` is non-decreasing: every thread's lie inside.
-        let full = within
+        let full = L::WITHIN
             || (L::KR > 0
                 && L::KC > 0
                 && r0 + dr * (L::KR - 1) < self.rows.to_usize()

@@ -171,6 +171,6 @@ pub(super) fn hopper_rust(gpu: &Gpu, inputs: &Inputs, reference: Option<&[f32]>,
         Err(e) => return Outcome::failed(format!("tensor maps: {e}")),
     };
     bf16_row(gpu, inputs, reference, reps, |c| {
-        hh::launch_mapped::<bf16>(&kernel, gpu, gpu.stream(), inputs.shape, &ma, &mb, c)
+        hh::launch_mapped::<bf16>(&kernel, gpu.stream(), inputs.shape, &ma, &mb, c)
     })
 }
